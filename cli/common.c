@@ -1,0 +1,250 @@
+/*
+ * common.c - what subcommands share: connecting with resolved settings,
+ * error lines, times given by users, JSON output of msgpack values.
+ */
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+
+static int
+read_line_file(const char *path, char *out, size_t cap)
+{
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return -1;
+  char *ok = fgets(out, (int)cap, f);
+  fclose(f);
+  if (!ok)
+    return -1;
+  out[strcspn(out, "\r\n")] = 0;
+  return out[0] ? 0 : -1;
+}
+
+static void
+resolve(lark_cli *cli)
+{
+  if (!cli->url)
+    cli->url = getenv("LARK_URL");
+  if (!cli->url) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/url", cli->data);
+    if (read_line_file(path, cli->url_buf, sizeof cli->url_buf) == 0)
+      cli->url = cli->url_buf;
+  }
+  if (!cli->url)
+    cli->url = "nats://127.0.0.1:4222";
+  if (!cli->creds)
+    cli->creds = getenv("LARK_CREDS");
+  if (!cli->creds) {
+    snprintf(cli->creds_buf, sizeof cli->creds_buf, "%s/creds/admin.nk",
+             cli->data);
+    FILE *f = fopen(cli->creds_buf, "r");
+    if (f) {
+      fclose(f);
+      cli->creds = cli->creds_buf;
+    }
+  }
+}
+
+bus_conn *
+cli_connect(lark_cli *cli)
+{
+  resolve(cli);
+  bus_conn_opts o;
+  bus_conn_opts_init(&o);
+  o.url = cli->url;
+  o.creds = cli->creds;
+  o.name = "larkctl";
+  const char *wait = getenv("LARK_JS_WAIT_MS");
+  if (wait)
+    o.js_wait_ms = atoi(wait);
+  bus_conn *c = NULL;
+  int rc = bus_conn_open(&c, &o);
+  if (rc < 0) {
+    cli_fail("connect", rc, "cannot connect to %s%s%s", cli->url,
+             cli->creds ? " with " : " without credentials",
+             cli->creds ? cli->creds : "");
+    return NULL;
+  }
+  return c;
+}
+
+int
+cli_fail(const char *cmd, int err, const char *fmt, ...)
+{
+  va_list ap;
+  fprintf(stderr, "larkctl %s: ", cmd);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  if (err < 0) {
+    const char *detail = bus_last_error();
+    fprintf(stderr, ": %s", bus_strerror(err));
+    if (detail && *detail)
+      fprintf(stderr, " (%s)", detail);
+  }
+  fputc('\n', stderr);
+  return CLI_ERR;
+}
+
+int
+cli_usage(const char *usage)
+{
+  fprintf(stderr, "usage: %s\n", usage);
+  return CLI_USAGE;
+}
+
+static int
+parse_duration(const char *s, int64_t *ns)
+{
+  char *end;
+  double v = strtod(s, &end);
+  if (end == s || v < 0)
+    return -1;
+  double unit;
+  if (!strcmp(end, "ms"))
+    unit = 1e6;
+  else if (!strcmp(end, "s"))
+    unit = 1e9;
+  else if (!strcmp(end, "m"))
+    unit = 60e9;
+  else if (!strcmp(end, "h"))
+    unit = 3600e9;
+  else if (!strcmp(end, "d"))
+    unit = 86400e9;
+  else
+    return -1;
+  *ns = (int64_t)(v * unit);
+  return 0;
+}
+
+static int64_t
+now_ns(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* RFC 3339: 2026-11-29T10:00:00[.fff][Z|+hh:mm] */
+static int
+parse_rfc3339(const char *s, int64_t *ns)
+{
+  struct tm tm;
+  memset(&tm, 0, sizeof tm);
+  const char *p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+  if (!p)
+    p = strptime(s, "%Y-%m-%d %H:%M:%S", &tm);
+  if (!p)
+    return -1;
+  int64_t frac = 0;
+  if (*p == '.') {
+    int64_t scale = 100000000;
+    for (p++; isdigit((unsigned char)*p); p++, scale /= 10)
+      frac += (*p - '0') * scale;
+  }
+  int64_t off = 0;
+  if (*p == '+' || *p == '-') {
+    int hh, mm;
+    if (sscanf(p + 1, "%2d:%2d", &hh, &mm) != 2)
+      return -1;
+    off = (int64_t)(hh * 3600 + mm * 60) * (*p == '-' ? -1 : 1);
+    p += 6;
+  } else if (*p == 'Z') {
+    p++;
+  }
+  if (*p)
+    return -1;
+  *ns = ((int64_t)timegm(&tm) - off) * 1000000000 + frac;
+  return 0;
+}
+
+int
+cli_parse_time(const char *s, int64_t *ns)
+{
+  int64_t d;
+  if (!s || !*s)
+    return -1;
+  if (parse_duration(s, &d) == 0) {
+    *ns = now_ns() - d;
+    return 0;
+  }
+  if (parse_rfc3339(s, ns) == 0)
+    return 0;
+  char *end;
+  double secs = strtod(s, &end);
+  if (end != s && !*end && secs >= 0) {
+    *ns = (int64_t)(secs * 1e9);
+    return 0;
+  }
+  return -1;
+}
+
+void
+cli_format_time(int64_t ns, char *out, size_t cap)
+{
+  time_t secs = (time_t)(ns / 1000000000);
+  struct tm tm;
+  gmtime_r(&secs, &tm);
+  char base[32];
+  strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(out, cap, "%s.%03dZ", base, (int)((ns / 1000000) % 1000));
+}
+
+static json_t *
+obj_to_json(const msgpack_object *o, int depth)
+{
+  if (depth > 64)
+    return json_null();
+  switch (o->type) {
+  case MSGPACK_OBJECT_BOOLEAN:
+    return json_boolean(o->via.boolean);
+  case MSGPACK_OBJECT_POSITIVE_INTEGER:
+    return json_integer((json_int_t)o->via.u64);
+  case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+    return json_integer((json_int_t)o->via.i64);
+  case MSGPACK_OBJECT_FLOAT32:
+  case MSGPACK_OBJECT_FLOAT64:
+    return json_real(o->via.f64);
+  case MSGPACK_OBJECT_STR:
+    return json_stringn_nocheck(o->via.str.ptr, o->via.str.size);
+  case MSGPACK_OBJECT_ARRAY: {
+    json_t *a = json_array();
+    for (uint32_t i = 0; i < o->via.array.size; i++)
+      json_array_append_new(a, obj_to_json(&o->via.array.ptr[i], depth + 1));
+    return a;
+  }
+  case MSGPACK_OBJECT_MAP: {
+    json_t *m = json_object();
+    for (uint32_t i = 0; i < o->via.map.size; i++) {
+      const msgpack_object_kv *kv = &o->via.map.ptr[i];
+      if (kv->key.type != MSGPACK_OBJECT_STR)
+        continue;
+      char key[256];
+      size_t n = kv->key.via.str.size < 255 ? kv->key.via.str.size : 255;
+      memcpy(key, kv->key.via.str.ptr, n);
+      key[n] = 0;
+      json_object_set_new(m, key, obj_to_json(&kv->val, depth + 1));
+    }
+    return m;
+  }
+  default:
+    return json_null();
+  }
+}
+
+char *
+cli_obj_to_json(const msgpack_object *o)
+{
+  json_t *j = obj_to_json(o, 0);
+  char *s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY | JSON_SORT_KEYS);
+  json_decref(j);
+  return s;
+}

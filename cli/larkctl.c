@@ -1,0 +1,122 @@
+/*
+ * larkctl.c - the one command a user types: global flags, then a
+ * subcommand from the table below. Each subcommand lives in its own file.
+ *
+ * Connection settings resolve in order: flags, environment (LARK_URL,
+ * LARK_CREDS, LARK_DATA), then what `larkctl up` wrote under the data
+ * directory (<data>/url and <data>/creds/admin.nk).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+typedef struct cli_cmd {
+  const char *name;
+  int (*run)(int argc, char **argv, lark_cli *cli);
+  const char *help;
+} cli_cmd;
+
+static const cli_cmd commands[] = {
+    {"up", cmd_up, "run the local platform: broker, services, edge nodes"},
+    {"init", cmd_init, "create or update the platform's streams"},
+    {"status", cmd_status, "each service: up or down, applied sequence, lag"},
+    {"node", cmd_node, "node credentials: node add NAME"},
+    {"tail", cmd_tail, "the audit trail of events and run reports"},
+    {"emit", cmd_emit, "append a training-script report to a job's run log"},
+    {"get", cmd_get, "list aggregates from the catalog"},
+    {"describe", cmd_describe, "one aggregate and its event history"},
+    {"replay", cmd_replay, "rebuild a view from the stream; --verify"},
+    {"snapshot", cmd_snapshot, "a compacted copy of a live view"},
+};
+
+static void
+usage(FILE *f)
+{
+  fprintf(f, "usage: larkctl [--url URL] [--creds FILE] [--data DIR] "
+             "[-o json|wide] COMMAND [ARGS]\n\ncommands:\n");
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+}
+
+static int
+set_output(lark_cli *cli, const char *v)
+{
+  if (!strcmp(v, "json"))
+    cli->output = CLI_OUT_JSON;
+  else if (!strcmp(v, "wide"))
+    cli->output = CLI_OUT_WIDE;
+  else if (!strcmp(v, "text"))
+    cli->output = CLI_OUT_TEXT;
+  else
+    return -1;
+  return 0;
+}
+
+/*
+ * Take the global flags out of argv wherever they stand, so that both
+ * `larkctl -o json tail` and `larkctl tail -o json` work. Returns the new
+ * argc, or -1 on a bad flag.
+ */
+static int
+take_globals(int argc, char **argv, lark_cli *cli)
+{
+  int out = 0;
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    const char **slot = NULL;
+    if (!strcmp(a, "--url"))
+      slot = &cli->url;
+    else if (!strcmp(a, "--creds"))
+      slot = &cli->creds;
+    else if (!strcmp(a, "--data"))
+      slot = &cli->data;
+    if (slot || !strcmp(a, "-o") || !strcmp(a, "--output")) {
+      if (i + 1 >= argc)
+        return -1;
+      if (slot)
+        *slot = argv[++i];
+      else if (set_output(cli, argv[++i]) < 0)
+        return -1;
+      continue;
+    }
+    if (!strncmp(a, "-o", 2) && a[2] && set_output(cli, a + 2) == 0)
+      continue;
+    if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+      cli->verbose = 1;
+      continue;
+    }
+    argv[out++] = argv[i];
+  }
+  argv[out] = NULL;
+  return out;
+}
+
+int
+main(int argc, char **argv)
+{
+  lark_cli cli;
+  memset(&cli, 0, sizeof cli);
+  argc = take_globals(argc - 1, argv + 1, &cli);
+  argv++;
+  if (argc < 0) {
+    usage(stderr);
+    return CLI_USAGE;
+  }
+  if (argc == 0 || !strcmp(argv[0], "help") || !strcmp(argv[0], "--help") ||
+      !strcmp(argv[0], "-h")) {
+    usage(argc == 0 ? stderr : stdout);
+    return argc == 0 ? CLI_USAGE : CLI_OK;
+  }
+  if (!cli.data)
+    cli.data = getenv("LARK_DATA");
+  if (!cli.data)
+    cli.data = "./.lark";
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (!strcmp(argv[0], commands[i].name))
+      return commands[i].run(argc, argv, &cli);
+  fprintf(stderr, "larkctl: unknown command '%s'\n", argv[0]);
+  usage(stderr);
+  return CLI_USAGE;
+}

@@ -1,0 +1,649 @@
+/*
+ * bus.h - the larkbus library: what every part of the platform links.
+ *
+ * larkbus keeps every change to a resource as an event appended to a
+ * JetStream stream. Services project those events into LMDB views and
+ * publish their decisions as new events through an outbox. This header is
+ * the whole public interface of libbus:
+ *
+ *   errors      negative ints; -errno for system failures, BUS_E* for ours
+ *   event       the envelope {v, type, id, ts, actor, cause, prev, data}
+ *   schema      validation of events and resources against schema/
+ *   conn        a broker connection (nkey credentials, reconnect forever)
+ *   streams     the platform's streams, defined once (DESIGN.md section 2)
+ *   append      one event, with the broker's version check, sync or async
+ *   consumer    durable pull consumers and ordered replay
+ *   view        LMDB views: apply many events per transaction, with the
+ *               applied sequence and `prev` check in the same transaction
+ *   outbox      decisions written with the view, published after commit
+ *   digest      SHA-256 over a view's tables in key order
+ *   service     the loop that ties them: fetch, apply, decide, ack, publish
+ *
+ * Conventions
+ *
+ * - Every function that can fail returns 0 or a negative error code. Detail
+ *   (which field, which subject, the broker's text) is in a per-thread
+ *   buffer read with bus_last_error(); it stays valid until the next failing
+ *   call on the same thread.
+ * - Destroy and close functions accept NULL.
+ * - Option structs have an _init() that fills defaults; options are copied
+ *   on open, so the caller's struct may go away afterwards.
+ * - Threads: a bus_conn may be shared by threads (nats.c is thread safe). A
+ *   bus_view, bus_consumer, bus_batch or bus_txn belongs to one thread at a
+ *   time. LMDB read transactions may run in any thread concurrently with
+ *   the single writer.
+ * - libbus never logs and never exits.
+ */
+#ifndef LARK_BUS_H
+#define LARK_BUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <msgpack.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ errors */
+
+/*
+ * Our own codes live in one block below -4000, far from -errno. Each has a
+ * name (bus_err_name: "CONFLICT", also the `code` of a command's error
+ * reply) and a message (bus_strerror).
+ */
+#define BUS_ERRNO_MAP(XX)                                                      \
+  XX(INVAL, "invalid argument")                                                \
+  XX(MALFORMED, "malformed message")                                           \
+  XX(UNKNOWN_TYPE, "unknown event type")                                       \
+  XX(MISSING, "required field missing")                                        \
+  XX(FIELD, "field has the wrong type or is out of bounds")                    \
+  XX(TOO_BIG, "payload too large")                                             \
+  XX(NAME, "invalid name")                                                     \
+  XX(VERSION, "unsupported schema version")                                    \
+  XX(CONFLICT, "version conflict: the subject has moved on")                   \
+  XX(TIMEOUT, "timed out")                                                     \
+  XX(NOT_FOUND, "not found")                                                   \
+  XX(NO_STREAM, "stream missing")                                              \
+  XX(DENIED, "permission denied")                                              \
+  XX(BROKER, "broker error")                                                   \
+  XX(CONN, "not connected")                                                    \
+  XX(STORE, "view store error")                                                \
+  XX(STALE, "stale prev: event ignored")                                       \
+  XX(EXISTS, "already exists")                                                 \
+  XX(CORRUPT, "view is corrupt or belongs to another view")                    \
+  XX(AUTH, "credentials missing or invalid")                                   \
+  XX(EOF, "end of the requested range")
+
+enum {
+#define BUS__ERR_IDX(name, msg) BUS__EIDX_##name,
+  BUS_ERRNO_MAP(BUS__ERR_IDX)
+#undef BUS__ERR_IDX
+      BUS__ERR_COUNT
+};
+#define BUS__ERR_BASE (-4001)
+enum {
+#define BUS__ERR_DEF(name, msg) BUS_E##name = BUS__ERR_BASE - BUS__EIDX_##name,
+  BUS_ERRNO_MAP(BUS__ERR_DEF)
+#undef BUS__ERR_DEF
+};
+
+/* "CONFLICT", or for -errno its symbolic name ("ENOENT"); "UNKNOWN" else. */
+const char *bus_err_name(int err);
+/* A static message for err (ours or -errno). */
+const char *bus_strerror(int err);
+/* Detail of the last failure on this thread; "" when there is none. */
+const char *bus_last_error(void);
+
+/* ------------------------------------------------------------------- event */
+
+#define BUS_SCHEMA_VERSION 1
+#define BUS_MAX_PAYLOAD (1024 * 1024) /* nats-server's default max_payload */
+#define BUS_NAME_MAX 63               /* a name a user gives */
+#define BUS_DERIVED_NAME_MAX 253      /* a name derived from others */
+#define BUS_SUBJECT_MAX 512
+
+/*
+ * The event envelope (DESIGN.md section 4). NATS headers carry Nats-Msg-Id
+ * (= id) and Lark-Type (= type); the body is the msgpack map
+ * {v, type, id, ts, actor, cause, prev, data}.
+ *
+ * Encoding reads: type, id, ts, actor, cause, prev, and the data either as
+ * pre-packed msgpack bytes (data_mp, data_mp_len: one msgpack map) or, when
+ * data_mp is NULL, as the msgpack_object `data` (type NIL means {}).
+ *
+ * Decoding fills every field. Strings are NUL-terminated copies and `data`
+ * points into the msgpack_zone given to the decoder: they stay valid until
+ * that zone is cleared or destroyed. data_mp is set to NULL on decode.
+ *
+ * Delivery fields (subject, seq, stored_ns) are set for events that came
+ * from a stream; they are not part of the body.
+ */
+typedef struct bus_event {
+  uint32_t v;
+  const char *type;  /* "job.submitted": <kind>.<verb> */
+  const char *id;    /* unique; the broker's dedupe id */
+  int64_t ts;        /* unix nanoseconds; a decided event takes its cause's */
+  const char *actor; /* who: a user, a service, a node */
+  const char *cause; /* the command or event id that led to it; may be "" */
+  uint64_t prev;     /* version the writer saw; 0 for a create */
+  msgpack_object data;
+  const void *data_mp;
+  size_t data_mp_len;
+  /* delivery */
+  const char *subject;
+  uint64_t seq;
+  int64_t stored_ns;
+} bus_event;
+
+/*
+ * Encode ev into out (appended to whatever out holds). Validates the
+ * envelope and, for a type known to the schema, the data: returns
+ * BUS_EUNKNOWN_TYPE, BUS_EMISSING, BUS_EFIELD, BUS_ENAME or BUS_ETOO_BIG
+ * with the field path in bus_last_error(). out is left as it was on error.
+ */
+int bus_event_encode(const bus_event *ev, msgpack_sbuffer *out);
+
+/*
+ * Decode and validate one event from buf. Never crashes on hostile input:
+ * returns BUS_EMALFORMED (not msgpack, trailing bytes, not a map, wrong
+ * envelope types), BUS_EVERSION (v newer than BUS_SCHEMA_VERSION),
+ * BUS_EUNKNOWN_TYPE, BUS_EMISSING, BUS_EFIELD, BUS_ENAME or BUS_ETOO_BIG
+ * (len > BUS_MAX_PAYLOAD). Allocates from zone (see bus_event).
+ * Delivery fields are left as they were.
+ */
+int bus_event_decode(const void *buf, size_t len, bus_event *ev,
+                     msgpack_zone *zone);
+
+/* The kind of an event type: "job" for "job.submitted". Writes at most
+ * cap bytes with NUL; returns BUS_EINVAL if type has no '.'. */
+int bus_event_kind(const char *type, char *kind, size_t cap);
+
+/* A new random event id (32 hex chars + NUL) into out[33]. */
+void bus_event_new_id(char out[33]);
+
+/*
+ * A deterministic id derived from a cause id and an index, for decided
+ * events: the same decision made twice (after a crash, or in two
+ * schedulers) gets the same id, so the broker drops the second.
+ */
+void bus_event_derive_id(const char *cause, unsigned index, char out[33]);
+
+/* 1 if s is a valid name of at most max characters: [a-z0-9-], not
+ * starting or ending with '-'. */
+int bus_name_valid(const char *s, size_t max);
+
+/* ------------------------------------------------------------------ schema */
+
+/*
+ * schema/ is the single source of truth for event types and resources;
+ * libbus carries tables generated from it. A check reports every problem
+ * it finds, up to max, as {path, reason}: the `details` of a command's
+ * error reply.
+ */
+typedef struct bus_field_err {
+  char path[128];   /* "data.tasks[0].replicas" */
+  char reason[160]; /* "must be an integer from 1 to 1024" */
+} bus_field_err;
+
+/* 1 if type (an event type like "job.submitted") is in the schema. */
+int bus_schema_has_type(const char *type);
+
+/*
+ * Check obj against the data schema of an event type, or of a resource
+ * kind when name is a resource ("Job", "Workflow", ...). Fills errs[0..max)
+ * and *n (the count found, which may exceed max). Returns 0 when valid,
+ * else the code of the first problem (BUS_EMISSING, BUS_EFIELD, ...), or
+ * BUS_EUNKNOWN_TYPE when name is in neither table.
+ */
+int bus_schema_check(const char *name, const msgpack_object *obj,
+                     bus_field_err *errs, int max, int *n);
+
+/* ------------------------------------------------------- msgpack helpers */
+
+/* Lookup in a msgpack map by string key; NULL if obj is not a map or the
+ * key is absent. The result points into obj. */
+const msgpack_object *bus_obj_get(const msgpack_object *obj, const char *key);
+/* A string field copied with NUL into buf (truncated to cap-1); returns
+ * buf, or NULL if absent or not a string. */
+const char *bus_obj_str(const msgpack_object *obj, const char *key, char *buf,
+                        size_t cap);
+/* Integer field (positive or negative msgpack ints); def when absent. */
+int64_t bus_obj_int(const msgpack_object *obj, const char *key, int64_t def);
+
+/* -------------------------------------------------------------------- conn */
+
+typedef struct bus_conn bus_conn;
+
+typedef struct bus_conn_opts {
+  const char *url;          /* "nats://127.0.0.1:4222"; a comma list too */
+  const char *creds;        /* nkey seed file written by larkctl; NULL: none */
+  const char *inbox_prefix; /* "_INBOX_gpu-1" for an edge node; NULL: _INBOX */
+  const char *name;         /* connection name the server shows */
+  int js_wait_ms;           /* JetStream API wait; default 5000 */
+  int connect_timeout_ms;   /* first connect; default 2000 */
+  int max_async_pending;    /* async appends in flight; default 4000 */
+  int retry_on_failed_connect; /* keep trying in the background if the
+                                  first connect fails; default 0 */
+} bus_conn_opts;
+
+void bus_conn_opts_init(bus_conn_opts *o);
+
+/*
+ * Connect. Reconnects forever with backoff (capped at 2 s) once connected.
+ * Returns BUS_ECONN when no server answers, BUS_EAUTH when the server
+ * refuses the credentials (or anonymous access), -errno when the creds
+ * file cannot be read.
+ */
+int bus_conn_open(bus_conn **out, const bus_conn_opts *o);
+void bus_conn_close(bus_conn *c);
+
+/* Core-NATS request/reply. *reply is malloc'd; the caller frees it. */
+int bus_conn_request(bus_conn *c, const char *subject, const void *data,
+                     size_t len, int timeout_ms, void **reply,
+                     size_t *reply_len);
+
+/*
+ * Send a request and gather every reply that arrives within window_ms
+ * (used by `larkctl status` to hear from all services at once). cb is
+ * called in the caller's thread for each reply; returns the count.
+ */
+typedef void (*bus_reply_cb)(const void *data, size_t len, void *ud);
+int bus_conn_gather(bus_conn *c, const char *subject, const void *data,
+                    size_t len, int window_ms, bus_reply_cb cb, void *ud);
+
+/* Core-NATS publish (no JetStream), e.g. a reply. */
+int bus_conn_publish(bus_conn *c, const char *subject, const void *data,
+                     size_t len);
+
+/*
+ * Serve requests on subject (queue group queue, or NULL) from nats.c's
+ * delivery thread: handler gets the request and the reply subject (NULL
+ * when none) and answers with bus_conn_publish. The subscription lives
+ * until bus_conn_unserve or the connection closes.
+ */
+typedef struct bus_serve bus_serve;
+typedef void (*bus_serve_cb)(bus_conn *c, const char *subject,
+                             const char *reply, const void *data, size_t len,
+                             void *ud);
+int bus_conn_serve(bus_conn *c, const char *subject, const char *queue,
+                   bus_serve_cb cb, void *ud, bus_serve **out);
+void bus_conn_unserve(bus_serve *s);
+
+/* ----------------------------------------------------------------- streams */
+
+/*
+ * The platform's streams (DESIGN.md section 2), defined once here.
+ * bus_streams_ensure creates each one that is missing and updates each one
+ * whose settings differ; it is idempotent. Only `larkctl init` calls it.
+ */
+typedef struct bus_streams_opts {
+  int replicas;       /* 1 (default) or 3 */
+  int64_t dedupe_ns;  /* LARK_EVENTS duplicate window; default 2 min */
+  int64_t runs_age_ns;/* LARK_RUNS max age; default 30 days */
+  int64_t logs_age_ns;/* LARK_LOGS max age; default 7 days */
+  int64_t logs_bytes; /* LARK_LOGS max bytes; default 1 GiB */
+  int memory;         /* memory storage (benchmarks only); default file */
+} bus_streams_opts;
+
+void bus_streams_opts_init(bus_streams_opts *o);
+int bus_streams_ensure(bus_conn *c, const bus_streams_opts *o);
+
+/* Names of the streams, NULL-terminated: LARK_EVENTS, LARK_RUNS, ... */
+extern const char *const bus_stream_names[];
+
+/*
+ * Check that every stream in names (NULL-terminated) exists. On failure
+ * returns BUS_ENO_STREAM and bus_last_error() names each missing stream and
+ * says to run `larkctl init`.
+ */
+int bus_streams_require(bus_conn *c, const char *const *names);
+
+/* The stream's last sequence (0 when empty). */
+int bus_stream_last_seq(bus_conn *c, const char *stream, uint64_t *seq);
+
+/* ------------------------------------------------------------------ append */
+
+enum {
+  BUS_APPEND_NOCHECK = 0, /* append-only logs: no version check */
+  BUS_APPEND_CHECK = 1    /* ExpectLastSubjectSeq = prev, or
+                             ExpectNoMessage when prev == 0 */
+};
+
+/*
+ * Append ev to subject and wait for the broker's ack. Sets Nats-Msg-Id to
+ * ev->id and Lark-Type to ev->type. With BUS_APPEND_CHECK a broker-side
+ * version mismatch returns BUS_ECONFLICT. A duplicate id inside the dedupe
+ * window returns 0 with the original's sequence and *dup = 1 (dup may be
+ * NULL). seq may be NULL.
+ */
+int bus_append(bus_conn *c, const char *subject, const bus_event *ev,
+               int flags, uint64_t *seq, int *dup);
+
+/*
+ * Append without waiting: the event is encoded and handed to nats.c, which
+ * keeps at most max_async_pending in flight (this call blocks while the
+ * window is full). Failures are counted; bus_append_flush waits for every
+ * outstanding ack and returns BUS_ECONFLICT/BUS_EBROKER/BUS_ETIMEOUT if any
+ * failed since the last flush, with the count in *failed (may be NULL).
+ */
+int bus_append_async(bus_conn *c, const char *subject, const bus_event *ev,
+                     int flags);
+int bus_append_flush(bus_conn *c, int timeout_ms, uint64_t *failed);
+
+/*
+ * The last message on subject in stream, decoded into ev (allocated from
+ * zone) with its seq. BUS_ENOT_FOUND when the subject is empty.
+ */
+int bus_last_event(bus_conn *c, const char *stream, const char *subject,
+                   bus_event *ev, msgpack_zone *zone);
+
+/* Remove every message on subject from stream (LARK_NODES clean-up). */
+int bus_purge_subject(bus_conn *c, const char *stream, const char *subject);
+
+/* ---------------------------------------------------------------- consumer */
+
+typedef struct bus_consumer bus_consumer;
+
+enum {
+  BUS_DELIVER_ALL = 0,
+  BUS_DELIVER_FROM_SEQ = 1,       /* start_seq */
+  BUS_DELIVER_FROM_TIME = 2,      /* start_ns */
+  BUS_DELIVER_LAST_PER_SUBJECT = 3,
+  BUS_DELIVER_NEW = 4
+};
+
+typedef struct bus_consumer_opts {
+  const char *stream;
+  const char *durable; /* durable name; NULL: ephemeral, gone on close */
+  const char *filter;  /* one filter subject (2.9 takes one); NULL: all */
+  int deliver;         /* BUS_DELIVER_* */
+  uint64_t start_seq;
+  int64_t start_ns;
+  int ack_none;        /* 1: no acks (replay); 0: explicit acks */
+  int max_ack_pending; /* default 20000 */
+  int64_t ack_wait_ns; /* default 30 s */
+  int recreate;        /* durable: delete any existing one first, so the
+                          deliver settings here take effect */
+} bus_consumer_opts;
+
+void bus_consumer_opts_init(bus_consumer_opts *o);
+
+/*
+ * Open a pull consumer. A durable one is created with
+ * jsSubOptions.Config.Name == Durable (DESIGN.md section 6), so an edge
+ * node's permissions allow it. BUS_ENO_STREAM when the stream is missing,
+ * BUS_EDENIED (after the JetStream wait) when permissions refuse.
+ */
+int bus_consumer_open(bus_conn *c, const bus_consumer_opts *o,
+                      bus_consumer **out);
+/* Closes the subscription; an ephemeral consumer is deleted, a durable
+ * one stays on the server. */
+void bus_consumer_close(bus_consumer *k);
+/* Delete a durable consumer from the server. */
+int bus_consumer_delete(bus_conn *c, const char *stream, const char *durable);
+/* Messages the consumer has not yet delivered. */
+int bus_consumer_pending(bus_consumer *k, uint64_t *pending);
+
+/*
+ * A batch of fetched messages and their decoded events. Owns the natsMsgs
+ * and the zone the events point into, until cleared, refilled or freed.
+ */
+typedef struct bus_batch bus_batch;
+
+int bus_batch_new(bus_batch **out);
+void bus_batch_free(bus_batch *b);
+void bus_batch_clear(bus_batch *b);
+size_t bus_batch_len(const bus_batch *b);
+/*
+ * Event i, or NULL when its message could not be decoded; then
+ * bus_batch_status(b, i) is the decoder's error. The delivery fields are
+ * set either way through bus_batch_meta.
+ */
+const bus_event *bus_batch_event(const bus_batch *b, size_t i);
+int bus_batch_status(const bus_batch *b, size_t i);
+void bus_batch_meta(const bus_batch *b, size_t i, const char **subject,
+                    uint64_t *seq, int64_t *stored_ns);
+/* Raw body of message i. */
+void bus_batch_data(const bus_batch *b, size_t i, const void **data,
+                    size_t *len);
+
+/*
+ * Fetch up to max messages, waiting at most timeout_ms for the first. The
+ * batch is cleared first. Returns 0 with an empty batch when nothing came
+ * (a timeout is "nothing yet", DESIGN.md section 10).
+ */
+int bus_consumer_fetch(bus_consumer *k, int max, int timeout_ms, bus_batch *b);
+
+/* Acknowledge every message of the batch (explicit-ack consumers). */
+int bus_batch_ack(bus_batch *b);
+
+/* ------------------------------------------------------------------ replay */
+
+/*
+ * Ordered reading of a stream from a sequence up to a bound, for rebuilds
+ * and `larkctl tail`. The upper bound is fixed at open: min(until_seq, the
+ * stream's last sequence then); until_ns stops at the first message stored
+ * after that time. bus_reader_next fills b and returns BUS_EEOF once the
+ * bound is reached (b may still hold the last messages: check its length).
+ * With follow set there is no bound and next waits for new messages.
+ */
+typedef struct bus_reader bus_reader;
+
+typedef struct bus_reader_opts {
+  const char *stream;
+  const char *filter;
+  uint64_t from_seq; /* default 1 */
+  int64_t since_ns;  /* start by time instead (0: use from_seq) */
+  uint64_t until_seq;/* 0: no bound */
+  int64_t until_ns;  /* 0: no bound */
+  int batch;         /* default 1024 */
+  int follow;
+} bus_reader_opts;
+
+void bus_reader_opts_init(bus_reader_opts *o);
+int bus_reader_open(bus_conn *c, const bus_reader_opts *o, bus_reader **out);
+int bus_reader_next(bus_reader *r, bus_batch *b, int timeout_ms);
+/* The bound fixed at open (0 with follow). */
+uint64_t bus_reader_end_seq(const bus_reader *r);
+void bus_reader_close(bus_reader *r);
+
+/* -------------------------------------------------------------------- view */
+
+typedef struct bus_view bus_view;
+typedef struct bus_txn bus_txn;
+
+/*
+ * A view definition: its name, its tables, and two functions.
+ *
+ * apply(t, ev) is a pure state update: it reads and writes the view's
+ * tables through t and reads no clock. Returning a negative code aborts
+ * the whole batch (a store error); returning BUS_EINVAL or BUS_EFIELD
+ * marks the event rejected (counted, skipped, the batch goes on).
+ *
+ * decide(t, cause, now) runs in live mode only (effects on), after each
+ * applied event (cause = that event) and on timer ticks (cause = NULL). It
+ * may emit events into the outbox with bus_txn_emit, in the same
+ * transaction. A decided event's ts is its cause's.
+ *
+ * Before apply, the view checks `prev` for subjects under lark.ev.: an
+ * event whose prev is not the aggregate's current version is ignored and
+ * counted as stale (DESIGN.md section 3); apply never sees it.
+ */
+typedef struct bus_view_def {
+  const char *name;
+  const char *const *tables; /* NULL-terminated; names not starting '_' */
+  int (*apply)(bus_txn *t, const bus_event *ev, void *ud);
+  int (*decide)(bus_txn *t, const bus_event *cause, int64_t now_ns, void *ud);
+  void *ud;
+} bus_view_def;
+
+typedef struct bus_view_opts {
+  const char *dir;  /* created if missing */
+  size_t map_size;  /* default 1 GiB */
+  int nosync;       /* MDB_NOSYNC: replay; one bus_view_sync at the end */
+  int effects;      /* 1: call decide (live). 0: replay */
+} bus_view_opts;
+
+void bus_view_opts_init(bus_view_opts *o);
+
+/*
+ * Open (or create) the view in o->dir. A directory holding another view's
+ * data returns BUS_ECORRUPT. def is copied; def->ud must outlive the view.
+ */
+int bus_view_open(bus_view **out, const bus_view_def *def,
+                  const bus_view_opts *o);
+void bus_view_close(bus_view *v);
+int bus_view_sync(bus_view *v);
+
+/*
+ * Apply events in one write transaction, together with the new applied
+ * sequence. Events with seq <= the applied sequence are skipped (a
+ * redelivery). Every event must carry its seq (and subject). On error
+ * nothing of the batch is kept.
+ */
+int bus_view_apply(bus_view *v, const bus_event *const *evs, size_t n);
+/* Same, taking a fetched batch: an undecodable message advances the
+ * applied sequence and is counted as rejected; it stays in the stream. */
+int bus_view_apply_batch(bus_view *v, const bus_batch *b);
+/* Run decide with cause NULL (a timer tick) in its own transaction. */
+int bus_view_tick(bus_view *v, int64_t now_ns);
+
+typedef struct bus_view_stats {
+  uint64_t applied_seq; /* last stream sequence applied */
+  uint64_t applied;     /* events given to apply */
+  uint64_t stale;       /* ignored: prev was not the current version */
+  uint64_t rejected;    /* undecodable or refused by apply */
+  uint64_t outbox;      /* decisions not yet published */
+} bus_view_stats;
+
+int bus_view_stats_get(bus_view *v, bus_view_stats *s);
+const char *bus_view_name(const bus_view *v);
+
+/*
+ * SHA-256 over (table, key, value) in key order of every view table (the
+ * def's tables and _versions; not meta or outbox), read in one consistent
+ * transaction, with the applied sequence it describes.
+ */
+int bus_view_digest(bus_view *v, uint8_t out[32], uint64_t *seq);
+/* Hex form of a digest into out[65]. */
+void bus_digest_hex(const uint8_t d[32], char out[65]);
+
+/* A compacted copy of the view (with its applied sequence) into path,
+ * which must not exist; the copy is a directory bus_view_open opens. */
+int bus_view_snapshot(bus_view *v, const char *path);
+
+/*
+ * Transactions. bus_view_read opens a read-only one (any thread); the
+ * write transactions are the ones apply and decide receive. Values
+ * returned by get point into the map and stay valid until the transaction
+ * ends.
+ */
+int bus_view_read(bus_view *v, bus_txn **out);
+void bus_txn_end(bus_txn *t);
+
+int bus_txn_put(bus_txn *t, const char *table, const void *key, size_t klen,
+                const void *val, size_t vlen);
+/* BUS_ENOT_FOUND when absent. */
+int bus_txn_get(bus_txn *t, const char *table, const void *key, size_t klen,
+                const void **val, size_t *vlen);
+/* Deleting what is absent is not an error. */
+int bus_txn_del(bus_txn *t, const char *table, const void *key, size_t klen);
+/* Visit every entry whose key starts with prefix (plen 0: all), in key
+ * order; cb returning non-zero stops and that value is returned. */
+typedef int (*bus_scan_cb)(const void *key, size_t klen, const void *val,
+                           size_t vlen, void *ud);
+int bus_txn_scan(bus_txn *t, const char *table, const void *prefix,
+                 size_t plen, bus_scan_cb cb, void *ud);
+
+/* The version of an aggregate subject (seq of its last accepted event),
+ * its generation and event count; zeros when never seen. */
+typedef struct bus_version {
+  uint64_t seq;
+  uint64_t generation;
+  uint64_t count;
+  int deleted; /* last accepted event was <kind>.deleted */
+} bus_version;
+int bus_txn_version(bus_txn *t, const char *subject, bus_version *ver);
+
+/*
+ * Emit a decided event into the outbox, in t (a decide transaction). When
+ * ev->id is NULL the id is derived from ev->cause and the emit's index
+ * within this cause, so redoing the decision gives the same id. When
+ * ev->ts is 0 the cause's ts is used. flags as for bus_append.
+ */
+int bus_txn_emit(bus_txn *t, const char *subject, const bus_event *ev,
+                 int flags);
+
+/* ------------------------------------------------------------------ outbox */
+
+/*
+ * Publish what the outbox holds, oldest first, each with the broker's
+ * check and its deterministic id; delete what landed. On a conflict it
+ * reads the subject's last message: when that is its own id the effect
+ * already landed (even past the dedupe window); otherwise the entry is
+ * dropped and counted, and decide runs again when the newer event arrives.
+ * Stops at the first timeout or connection error (kept for next time).
+ * *published and *dropped may be NULL.
+ */
+int bus_outbox_drain(bus_view *v, bus_conn *c, const char *stream,
+                     uint64_t *published, uint64_t *dropped);
+
+/* ----------------------------------------------------------------- service */
+
+/*
+ * The loop of a service: a durable pull consumer named after the view,
+ * recreated at start from the view's applied sequence + 1; fetch, apply in
+ * one transaction, ack, drain the outbox, tick decide every tick_ms. It
+ * answers `lark.sys.status` (everyone) and `lark.sys.status.<name>` with
+ * msgpack {name, seq, digest, lag, applied, stale, rejected, outbox}.
+ * Returns when *stop becomes non-zero (checked at least every poll_ms).
+ */
+typedef struct bus_service_opts {
+  const char *name;   /* the service (and consumer) name */
+  const char *stream; /* default LARK_EVENTS */
+  const char *filter; /* default lark.ev.> */
+  int batch;          /* default 512 */
+  int poll_ms;        /* default 200 */
+  int tick_ms;        /* 0: no ticks */
+  volatile int *stop;
+  /* called after each committed batch (tests, logging); may be NULL */
+  void (*on_batch)(const bus_view_stats *s, void *ud);
+  void *ud;
+} bus_service_opts;
+
+void bus_service_opts_init(bus_service_opts *o);
+int bus_service_run(bus_conn *c, bus_view *v, const bus_service_opts *o);
+
+/* The status record a service answers with, decoded (larkctl status). */
+typedef struct bus_status {
+  char name[64];
+  uint64_t seq;
+  char digest[65];
+  uint64_t lag, applied, stale, rejected, outbox;
+} bus_status;
+int bus_status_decode(const void *buf, size_t len, bus_status *st);
+/* Ask one service for its status (request to lark.sys.status.<name>). */
+int bus_status_query(bus_conn *c, const char *name, int timeout_ms,
+                     bus_status *st);
+
+/* ------------------------------------------------------------------- nkeys */
+
+/*
+ * NATS nkeys (Ed25519): a user seed "SU..." and public key "U...".
+ * bus_nkey_create makes a fresh pair; bus_nkey_public derives the public
+ * key from a seed. Seeds are secrets: wipe buffers with sodium_memzero.
+ */
+#define BUS_NKEY_SEED_LEN 58
+#define BUS_NKEY_PUB_LEN 56
+int bus_nkey_create(char seed[BUS_NKEY_SEED_LEN + 1],
+                    char pub[BUS_NKEY_PUB_LEN + 1]);
+int bus_nkey_public(const char *seed, char pub[BUS_NKEY_PUB_LEN + 1]);
+/* Write a creds file (mode 0600) holding seed. */
+int bus_nkey_write(const char *path, const char *seed);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LARK_BUS_H */

@@ -1,0 +1,23 @@
+/*
+ * bus-int.h - what libbus's own files share and nobody else sees.
+ */
+#ifndef LARK_BUS_INT_H
+#define LARK_BUS_INT_H
+
+#include <stdarg.h>
+
+#include "bus.h"
+
+/*
+ * Record detail for bus_last_error() and return err, so a failure reads
+ *   return BUS_ERR(BUS_ENO_STREAM, "stream %s is missing", name);
+ * The file and line go in front of the message in debug builds only.
+ */
+int bus__set_error(int err, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+#define BUS_ERR(err, ...) bus__set_error((err), __FILE__, __LINE__, __VA_ARGS__)
+
+/* Clear the last error of this thread. */
+void bus__clear_error(void);
+
+#endif
