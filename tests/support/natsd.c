@@ -50,7 +50,7 @@ lt_rmtree(const char *path)
     waitpid(pid, NULL, 0);
 }
 
-/* The ports file is JSON: {"client":["nats://127.0.0.1:PORT"],...}. */
+/* The ports file is JSON: {"nats":["nats://127.0.0.1:PORT"],...}. */
 static int
 read_port(const char *dir, pid_t pid)
 {
@@ -63,7 +63,10 @@ read_port(const char *dir, pid_t pid)
   size_t n = fread(buf, 1, sizeof buf - 1, f);
   fclose(f);
   buf[n] = 0;
-  char *p = strstr(buf, "\"client\"");
+  /* 2.9.10 names the client listener "nats"; later versions "client" */
+  char *p = strstr(buf, "\"nats\"");
+  if (!p)
+    p = strstr(buf, "\"client\"");
   if (!p || !(p = strstr(p, "127.0.0.1:")))
     return -1;
   return atoi(p + strlen("127.0.0.1:"));

@@ -1,0 +1,458 @@
+/*
+ * conn.c - a broker connection: nkey credentials, reconnect forever,
+ * request/reply and serving requests.
+ *
+ * nats_Open runs once per process (pthread_once) and is never undone:
+ * nats_Close would tear down every other connection of the process. A
+ * bus_conn owns its natsConnection, its JetStream context (created with
+ * the publish-ack error handler that counts async failures) and every
+ * serve handle still registered; bus_conn_close releases all of them, so
+ * the leak checker sees nothing of ours after close. Translation of
+ * natsStatus and jsErrCode to BUS_E* lives here too (bus__nats_err).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <sodium.h>
+
+#include "nats-int.h"
+
+static pthread_once_t nats_once = PTHREAD_ONCE_INIT;
+static natsStatus nats_open_status = NATS_OK;
+
+static void
+nats_open_once(void) {
+  nats_open_status = nats_Open(-1);
+}
+
+int
+bus__nats_err(natsStatus s, jsErrCode jerr, const char *what) {
+  int code;
+  switch ((int)jerr) {
+  case JSStreamWrongLastSequenceErr:
+    code = BUS_ECONFLICT;
+    break;
+  case JSStreamNotFoundErr:
+    code = BUS_ENO_STREAM;
+    break;
+  case JSConsumerNotFoundErr:
+  case JSNoMessageFoundErr:
+    code = BUS_ENOT_FOUND;
+    break;
+  default:
+    switch (s) {
+    case NATS_TIMEOUT:
+      code = BUS_ETIMEOUT;
+      break;
+    case NATS_CONNECTION_AUTH_FAILED:
+      code = BUS_EAUTH;
+      break;
+    case NATS_NOT_PERMITTED:
+      code = BUS_EDENIED;
+      break;
+    case NATS_NOT_FOUND:
+      code = BUS_ENOT_FOUND;
+      break;
+    case NATS_INVALID_ARG:
+    case NATS_INVALID_SUBJECT:
+      code = BUS_EINVAL;
+      break;
+    case NATS_NO_MEMORY:
+      code = -ENOMEM;
+      break;
+    case NATS_MAX_PAYLOAD:
+      code = BUS_ETOO_BIG;
+      break;
+    case NATS_NO_SERVER:
+    case NATS_CONNECTION_CLOSED:
+    case NATS_CONNECTION_DISCONNECTED:
+    case NATS_NOT_YET_CONNECTED:
+    case NATS_STALE_CONNECTION:
+    case NATS_NO_RESPONDERS:
+    case NATS_IO_ERROR:
+      code = BUS_ECONN;
+      break;
+    default:
+      code = BUS_EBROKER;
+    }
+  }
+  const char *text = nats_GetLastError(NULL);
+  if (!text || !*text)
+    text = natsStatus_GetText(s);
+  if (jerr)
+    return BUS_ERR(code, "%s: %s (jetstream error %d)", what, text, (int)jerr);
+  return BUS_ERR(code, "%s: %s", what, text);
+}
+
+void
+bus__js_opts(const bus_conn *c, jsOptions *o) {
+  jsOptions_Init(o);
+  o->Wait = c->js_wait_ms;
+}
+
+int
+bus__denied_since(const bus_conn *c, unsigned long mark) {
+  return atomic_load(&c->denied) != mark;
+}
+
+void
+bus_conn_opts_init(bus_conn_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->url = "nats://127.0.0.1:4222";
+  o->js_wait_ms = 5000;
+  o->connect_timeout_ms = 2000;
+  o->max_async_pending = 4000;
+}
+
+/* Exponential from 50 ms, capped at 2 s, with up to 25% jitter. */
+static int64_t
+reconnect_delay(natsConnection *nc, int attempts, void *ud) {
+  (void)nc;
+  (void)ud;
+  int64_t d = 50;
+  for (int i = 0; i < attempts && d < 2000; i++)
+    d *= 2;
+  if (d > 2000)
+    d = 2000;
+  return d - (int64_t)randombytes_uniform((uint32_t)(d / 4 + 1));
+}
+
+static void
+on_async_error(natsConnection *nc, natsSubscription *sub, natsStatus err,
+               void *ud) {
+  (void)nc;
+  (void)sub;
+  bus_conn *c = ud;
+  if (err == NATS_NOT_PERMITTED)
+    atomic_fetch_add(&c->denied, 1);
+}
+
+static void
+on_connected(natsConnection *nc, void *ud) {
+  (void)nc;
+  (void)ud;
+}
+
+static int
+err_from_errno(const char *path) {
+  int e = errno ? errno : EIO;
+  return BUS_ERR(-e, "cannot read creds %s: %s", path, strerror(e));
+}
+
+/*
+ * Read the public key of the seed in a creds file: the first line that
+ * looks like a user seed. The seed itself stays in the file; nats.c reads
+ * it again for each signature and wipes it.
+ */
+static int
+creds_public(const char *path, char pub[BUS_NKEY_PUB_LEN + 1]) {
+  char line[256];
+  int rc = BUS_ERR(BUS_EAUTH, "no nkey seed (SU...) in %s", path);
+  errno = 0;
+  FILE *f = fopen(path, "re");
+  if (!f)
+    return err_from_errno(path);
+  while (fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\r\n \t")] = 0;
+    if (strncmp(line, "SU", 2) == 0 && strlen(line) == BUS_NKEY_SEED_LEN) {
+      rc = bus_nkey_public(line, pub);
+      break;
+    }
+  }
+  sodium_memzero(line, sizeof line);
+  fclose(f);
+  return rc;
+}
+
+/* Split a comma list into the options' server list. */
+static natsStatus
+set_servers(natsOptions *no, const char *url) {
+  char buf[2048];
+  const char *list[32];
+  int n = 0;
+  snprintf(buf, sizeof buf, "%s", url);
+  for (char *sv, *t = strtok_r(buf, ", ", &sv); t && n < 32;
+       t = strtok_r(NULL, ", ", &sv))
+    list[n++] = t;
+  if (n == 0)
+    return NATS_INVALID_ARG;
+  return natsOptions_SetServers(no, list, n);
+}
+
+static int
+make_options(bus_conn *c, const bus_conn_opts *o, natsOptions **out) {
+  natsOptions *no = NULL;
+  natsStatus s = natsOptions_Create(&no);
+  if (s == NATS_OK)
+    s = set_servers(no, o->url ? o->url : "nats://127.0.0.1:4222");
+  if (s == NATS_OK && o->name)
+    s = natsOptions_SetName(no, o->name);
+  if (s == NATS_OK)
+    s = natsOptions_SetTimeout(
+        no, o->connect_timeout_ms > 0 ? o->connect_timeout_ms : 2000);
+  if (s == NATS_OK)
+    s = natsOptions_SetMaxReconnect(no, -1);
+  if (s == NATS_OK)
+    s = natsOptions_SetCustomReconnectDelay(no, reconnect_delay, NULL);
+  if (s == NATS_OK)
+    s = natsOptions_SetErrorHandler(no, on_async_error, c);
+  if (s == NATS_OK && o->retry_on_failed_connect)
+    s = natsOptions_SetRetryOnFailedConnect(no, true, on_connected, NULL);
+  if (s == NATS_OK && o->inbox_prefix)
+    s = natsOptions_SetCustomInboxPrefix(no, o->inbox_prefix);
+  if (s == NATS_OK && o->creds)
+    s = natsOptions_SetNKeyFromSeed(no, c->pub, o->creds);
+  if (s != NATS_OK) {
+    natsOptions_Destroy(no);
+    return bus__nats_err(s, 0, "connection options");
+  }
+  *out = no;
+  return 0;
+}
+
+static int
+open_js(bus_conn *c, const bus_conn_opts *o) {
+  jsOptions jo;
+  bus__js_opts(c, &jo);
+  jo.PublishAsync.MaxPending =
+      o->max_async_pending > 0 ? o->max_async_pending : 4000;
+  jo.PublishAsync.ErrHandler = bus__append_failed;
+  jo.PublishAsync.ErrHandlerClosure = c;
+  jo.PublishAsync.StallWait = c->js_wait_ms > 10000 ? c->js_wait_ms : 10000;
+  natsStatus s = natsConnection_JetStream(&c->js, c->nc, &jo);
+  return s == NATS_OK ? 0 : bus__nats_err(s, 0, "jetstream context");
+}
+
+static int
+connect_status(natsStatus s, const char *url) {
+  const char *text = nats_GetLastError(NULL);
+  if (s == NATS_CONNECTION_AUTH_FAILED ||
+      (text && strstr(text, "Authorization Violation")))
+    return BUS_ERR(BUS_EAUTH, "broker %s refused the credentials: %s", url,
+                   text && *text ? text : natsStatus_GetText(s));
+  if (s == NATS_NO_SERVER || s == NATS_TIMEOUT || s == NATS_IO_ERROR)
+    return BUS_ERR(BUS_ECONN, "no broker answers at %s: %s", url,
+                   text && *text ? text : natsStatus_GetText(s));
+  return bus__nats_err(s, 0, "connect");
+}
+
+int
+bus_conn_open(bus_conn **out, const bus_conn_opts *o) {
+  natsOptions *no = NULL;
+  int rc;
+  *out = NULL;
+  pthread_once(&nats_once, nats_open_once);
+  if (nats_open_status != NATS_OK)
+    return bus__nats_err(nats_open_status, 0, "nats library");
+  if (sodium_init() < 0)
+    return BUS_ERR(BUS_EBROKER, "libsodium failed to initialise");
+  bus_conn *c = calloc(1, sizeof *c);
+  if (!c)
+    return BUS_ERR(-ENOMEM, "out of memory");
+  c->js_wait_ms = o->js_wait_ms > 0 ? o->js_wait_ms : 5000;
+  snprintf(c->inbox_prefix, sizeof c->inbox_prefix, "%s",
+           o->inbox_prefix ? o->inbox_prefix : "_INBOX");
+  pthread_mutex_init(&c->enc_mu, NULL);
+  pthread_mutex_init(&c->serve_mu, NULL);
+  msgpack_sbuffer_init(&c->enc);
+  if (o->creds && (rc = creds_public(o->creds, c->pub)) < 0)
+    goto out;
+  if ((rc = make_options(c, o, &no)) < 0)
+    goto out;
+  natsStatus s = natsConnection_Connect(&c->nc, no);
+  if (s != NATS_OK && !(s == NATS_NOT_YET_CONNECTED && c->nc)) {
+    rc = connect_status(s, o->url ? o->url : "default");
+    goto out;
+  }
+  if ((rc = open_js(c, o)) < 0)
+    goto out;
+  *out = c;
+  c = NULL;
+out:
+  natsOptions_Destroy(no);
+  bus_conn_close(c);
+  return rc;
+}
+
+void
+bus_conn_close(bus_conn *c) {
+  if (!c)
+    return;
+  for (;;) {
+    pthread_mutex_lock(&c->serve_mu);
+    bus_serve *s = c->serves;
+    pthread_mutex_unlock(&c->serve_mu);
+    if (!s)
+      break;
+    bus_conn_unserve(s);
+  }
+  jsCtx_Destroy(c->js);
+  if (c->nc) {
+    natsConnection_Close(c->nc);
+    natsConnection_Destroy(c->nc);
+  }
+  msgpack_sbuffer_destroy(&c->enc);
+  pthread_mutex_destroy(&c->enc_mu);
+  pthread_mutex_destroy(&c->serve_mu);
+  sodium_memzero(c, sizeof *c);
+  free(c);
+}
+
+int
+bus_conn_request(bus_conn *c, const char *subject, const void *data, size_t len,
+                 int timeout_ms, void **reply, size_t *reply_len) {
+  natsMsg *m = NULL;
+  *reply = NULL;
+  *reply_len = 0;
+  natsStatus s = natsConnection_Request(&m, c->nc, subject, data, (int)len,
+                                        timeout_ms > 0 ? timeout_ms : 1);
+  if (s == NATS_NO_RESPONDERS)
+    return BUS_ERR(BUS_ENOT_FOUND, "nobody serves %s", subject);
+  if (s != NATS_OK)
+    return bus__nats_err(s, 0, subject);
+  int n = natsMsg_GetDataLength(m);
+  char *buf = malloc((size_t)n + 1);
+  if (!buf) {
+    natsMsg_Destroy(m);
+    return BUS_ERR(-ENOMEM, "out of memory");
+  }
+  memcpy(buf, natsMsg_GetData(m), (size_t)n);
+  buf[n] = 0;
+  natsMsg_Destroy(m);
+  *reply = buf;
+  *reply_len = (size_t)n;
+  return 0;
+}
+
+static int64_t
+now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A fresh reply subject under the connection's inbox prefix. */
+static void
+new_inbox(const bus_conn *c, char *out, size_t cap) {
+  unsigned char r[12];
+  char hex[25];
+  randombytes_buf(r, sizeof r);
+  sodium_bin2hex(hex, sizeof hex, r, sizeof r);
+  snprintf(out, cap, "%s.%s", c->inbox_prefix, hex);
+}
+
+/* Count replies on sub until the window closes. */
+static int
+gather_replies(natsSubscription *sub, int window_ms, bus_reply_cb cb,
+               void *ud) {
+  int count = 0;
+  int64_t end = now_ms() + window_ms;
+  for (int64_t left; (left = end - now_ms()) > 0;) {
+    natsMsg *m = NULL;
+    natsStatus s = natsSubscription_NextMsg(&m, sub, left);
+    if (s == NATS_TIMEOUT)
+      break;
+    if (s != NATS_OK)
+      return bus__nats_err(s, 0, "gather");
+    if (!natsMsg_IsNoResponders(m)) {
+      count++;
+      if (cb)
+        cb(natsMsg_GetData(m), (size_t)natsMsg_GetDataLength(m), ud);
+    }
+    natsMsg_Destroy(m);
+  }
+  return count;
+}
+
+int
+bus_conn_gather(bus_conn *c, const char *subject, const void *data, size_t len,
+                int window_ms, bus_reply_cb cb, void *ud) {
+  char inbox[192];
+  natsSubscription *sub = NULL;
+  new_inbox(c, inbox, sizeof inbox);
+  natsStatus s = natsConnection_SubscribeSync(&sub, c->nc, inbox);
+  if (s == NATS_OK)
+    s = natsConnection_PublishRequest(c->nc, subject, inbox, data, (int)len);
+  int rc = s == NATS_OK ? gather_replies(sub, window_ms, cb, ud)
+                        : bus__nats_err(s, 0, subject);
+  natsSubscription_Destroy(sub);
+  return rc;
+}
+
+int
+bus_conn_publish(bus_conn *c, const char *subject, const void *data,
+                 size_t len) {
+  natsStatus s = natsConnection_Publish(c->nc, subject, data, (int)len);
+  return s == NATS_OK ? 0 : bus__nats_err(s, 0, subject);
+}
+
+struct bus_serve {
+  bus_conn *c;
+  natsSubscription *sub;
+  bus_serve_cb cb;
+  void *ud;
+  struct bus_serve *next;
+};
+
+static void
+on_request(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *ud) {
+  (void)nc;
+  (void)sub;
+  bus_serve *s = ud;
+  s->cb(s->c, natsMsg_GetSubject(m), natsMsg_GetReply(m), natsMsg_GetData(m),
+        (size_t)natsMsg_GetDataLength(m), s->ud);
+  natsMsg_Destroy(m);
+}
+
+int
+bus_conn_serve(bus_conn *c, const char *subject, const char *queue,
+               bus_serve_cb cb, void *ud, bus_serve **out) {
+  bus_serve *s = calloc(1, sizeof *s);
+  if (!s)
+    return BUS_ERR(-ENOMEM, "out of memory");
+  s->c = c;
+  s->cb = cb;
+  s->ud = ud;
+  natsStatus st =
+      queue ? natsConnection_QueueSubscribe(&s->sub, c->nc, subject, queue,
+                                            on_request, s)
+            : natsConnection_Subscribe(&s->sub, c->nc, subject, on_request, s);
+  if (st != NATS_OK) {
+    free(s);
+    return bus__nats_err(st, 0, subject);
+  }
+  pthread_mutex_lock(&c->serve_mu);
+  s->next = c->serves;
+  c->serves = s;
+  pthread_mutex_unlock(&c->serve_mu);
+  *out = s;
+  return 0;
+}
+
+/*
+ * Drain first: a callback already running finishes before the handle is
+ * freed, so the handler never sees freed memory. Must not be called from
+ * the handler itself.
+ */
+void
+bus_conn_unserve(bus_serve *s) {
+  if (!s)
+    return;
+  bus_conn *c = s->c;
+  pthread_mutex_lock(&c->serve_mu);
+  for (bus_serve **p = &c->serves; *p; p = &(*p)->next)
+    if (*p == s) {
+      *p = s->next;
+      break;
+    }
+  pthread_mutex_unlock(&c->serve_mu);
+  if (natsSubscription_Drain(s->sub) == NATS_OK)
+    natsSubscription_WaitForDrainCompletion(s->sub, 5000);
+  else
+    natsSubscription_Unsubscribe(s->sub);
+  natsSubscription_Destroy(s->sub);
+  free(s);
+}

@@ -1,0 +1,392 @@
+/*
+ * consumer.c - pull consumers and the batches they fill.
+ *
+ * A durable consumer is created with Config.Name == Durable, so nats.c
+ * uses the filter-carrying CONSUMER.CREATE subject an edge node may
+ * publish (DESIGN.md section 6); the stream is always named, so no
+ * STREAM.NAMES lookup is needed either. A consumer without a durable name
+ * is an ephemeral pull consumer (nats.c 3.4 and server 2.7+ support it);
+ * nats.c created it, so unsubscribing on close deletes it.
+ *
+ * A batch owns the natsMsgList of its last fetch and one msgpack_zone its
+ * events point into; bus_batch_clear frees both. Delivery metadata comes
+ * from the $JS.ACK reply subject, parsed in place (no allocation).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nats-int.h"
+
+void
+bus_consumer_opts_init(bus_consumer_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->deliver = BUS_DELIVER_ALL;
+  o->max_ack_pending = 20000;
+  o->ack_wait_ns = INT64_C(30000000000);
+}
+
+static int
+set_deliver(const bus_consumer_opts *o, jsConsumerConfig *cc) {
+  switch (o->deliver) {
+  case BUS_DELIVER_ALL:
+    cc->DeliverPolicy = js_DeliverAll;
+    break;
+  case BUS_DELIVER_FROM_SEQ:
+    cc->DeliverPolicy = js_DeliverByStartSequence;
+    cc->OptStartSeq = o->start_seq ? o->start_seq : 1;
+    break;
+  case BUS_DELIVER_FROM_TIME:
+    cc->DeliverPolicy = js_DeliverByStartTime;
+    cc->OptStartTime = o->start_ns;
+    break;
+  case BUS_DELIVER_LAST_PER_SUBJECT:
+    cc->DeliverPolicy = js_DeliverLastPerSubject;
+    break;
+  case BUS_DELIVER_NEW:
+    cc->DeliverPolicy = js_DeliverNew;
+    break;
+  default:
+    return BUS_ERR(BUS_EINVAL, "unknown deliver policy %d", o->deliver);
+  }
+  return 0;
+}
+
+/*
+ * js_PullSubscribe needs a subject; without a filter, the stream's own
+ * (single) subject stands for "everything".
+ */
+static int
+default_filter(bus_conn *c, const char *stream, char *out, size_t cap) {
+  jsStreamInfo *si = NULL;
+  jsOptions jo;
+  jsErrCode jerr = 0;
+  bus__js_opts(c, &jo);
+  natsStatus s = js_GetStreamInfo(&si, c->js, stream, &jo, &jerr);
+  if (s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr) {
+    jsStreamInfo_Destroy(si);
+    return BUS_ERR(BUS_ENO_STREAM, "stream %s is missing", stream);
+  }
+  if (s != NATS_OK)
+    return bus__nats_err(s, jerr, stream);
+  int rc = 0;
+  if (si->Config->SubjectsLen != 1)
+    rc = BUS_ERR(BUS_EINVAL, "stream %s has %d subjects: name a filter", stream,
+                 si->Config->SubjectsLen);
+  else
+    snprintf(out, cap, "%s", si->Config->Subjects[0]);
+  jsStreamInfo_Destroy(si);
+  return rc;
+}
+
+static int
+subscribe_err(bus_conn *c, natsStatus s, jsErrCode jerr, unsigned long mark,
+              const bus_consumer_opts *o) {
+  if (s == NATS_TIMEOUT && bus__denied_since(c, mark))
+    return BUS_ERR(BUS_EDENIED, "permission denied creating a consumer on %s",
+                   o->stream);
+  if (s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr)
+    return BUS_ERR(BUS_ENO_STREAM, "stream %s is missing", o->stream);
+  return bus__nats_err(s, jerr, o->stream);
+}
+
+int
+bus_consumer_open(bus_conn *c, const bus_consumer_opts *o, bus_consumer **out) {
+  jsSubOptions so;
+  jsOptions jo;
+  jsErrCode jerr = 0;
+  char filter[BUS_SUBJECT_MAX];
+  int rc;
+  *out = NULL;
+  if (!o->stream)
+    return BUS_ERR(BUS_EINVAL, "consumer needs a stream");
+  if (o->filter)
+    snprintf(filter, sizeof filter, "%s", o->filter);
+  else if ((rc = default_filter(c, o->stream, filter, sizeof filter)) < 0)
+    return rc;
+  if (o->durable && o->recreate) {
+    rc = bus_consumer_delete(c, o->stream, o->durable);
+    if (rc < 0 && rc != BUS_ENOT_FOUND)
+      return rc;
+  }
+  jsSubOptions_Init(&so);
+  so.Stream = o->stream;
+  so.Config.Durable = o->durable;
+  so.Config.Name = o->durable;
+  so.Config.FilterSubject = filter;
+  so.Config.AckPolicy = o->ack_none ? js_AckNone : js_AckExplicit;
+  so.Config.MaxAckPending = o->ack_none ? 0 : o->max_ack_pending;
+  so.Config.AckWait = o->ack_none ? 0 : o->ack_wait_ns;
+  if ((rc = set_deliver(o, &so.Config)) < 0)
+    return rc;
+  bus_consumer *k = calloc(1, sizeof *k);
+  if (!k)
+    return BUS_ERR(-ENOMEM, "out of memory");
+  k->c = c;
+  k->ephemeral = o->durable == NULL;
+  snprintf(k->stream, sizeof k->stream, "%s", o->stream);
+  snprintf(k->name, sizeof k->name, "%s", o->durable ? o->durable : "");
+  bus__js_opts(c, &jo);
+  unsigned long mark = atomic_load(&c->denied);
+  natsStatus s =
+      js_PullSubscribe(&k->sub, c->js, filter, o->durable, &jo, &so, &jerr);
+  if (s != NATS_OK) {
+    free(k);
+    return subscribe_err(c, s, jerr, mark, o);
+  }
+  *out = k;
+  return 0;
+}
+
+void
+bus_consumer_close(bus_consumer *k) {
+  if (!k)
+    return;
+  if (k->ephemeral)
+    natsSubscription_Unsubscribe(k->sub);
+  natsSubscription_Destroy(k->sub);
+  free(k);
+}
+
+int
+bus_consumer_delete(bus_conn *c, const char *stream, const char *durable) {
+  jsOptions jo;
+  jsErrCode jerr = 0;
+  bus__js_opts(c, &jo);
+  natsStatus s = js_DeleteConsumer(c->js, stream, durable, &jo, &jerr);
+  if (s == NATS_OK)
+    return 0;
+  if (jerr == JSConsumerNotFoundErr || (s == NATS_NOT_FOUND && !jerr))
+    return BUS_ERR(BUS_ENOT_FOUND, "no consumer %s on %s", durable, stream);
+  return bus__nats_err(s, jerr, durable);
+}
+
+int
+bus_consumer_pending(bus_consumer *k, uint64_t *pending) {
+  jsConsumerInfo *ci = NULL;
+  jsOptions jo;
+  jsErrCode jerr = 0;
+  bus__js_opts(k->c, &jo);
+  natsStatus s = natsSubscription_GetConsumerInfo(&ci, k->sub, &jo, &jerr);
+  if (s != NATS_OK)
+    return bus__nats_err(s, jerr, k->stream);
+  *pending = ci->NumPending;
+  jsConsumerInfo_Destroy(ci);
+  return 0;
+}
+
+/* ------------------------------------------------------------------ batch */
+
+int
+bus_batch_new(bus_batch **out) {
+  bus_batch *b = calloc(1, sizeof *b);
+  if (!b || !msgpack_zone_init(&b->zone, 64 * 1024)) {
+    free(b);
+    return BUS_ERR(-ENOMEM, "out of memory");
+  }
+  *out = b;
+  return 0;
+}
+
+void
+bus_batch_clear(bus_batch *b) {
+  if (!b)
+    return;
+  natsMsgList_Destroy(&b->list);
+  memset(&b->list, 0, sizeof b->list);
+  b->n = 0;
+  msgpack_zone_clear(&b->zone);
+}
+
+void
+bus_batch_free(bus_batch *b) {
+  if (!b)
+    return;
+  bus_batch_clear(b);
+  msgpack_zone_destroy(&b->zone);
+  free(b->evs);
+  free(b->status);
+  free(b);
+}
+
+size_t
+bus_batch_len(const bus_batch *b) {
+  return b->n;
+}
+
+const bus_event *
+bus_batch_event(const bus_batch *b, size_t i) {
+  return (i < b->n && b->status[i] == 0) ? &b->evs[i] : NULL;
+}
+
+int
+bus_batch_status(const bus_batch *b, size_t i) {
+  return i < b->n ? b->status[i] : BUS_EINVAL;
+}
+
+void
+bus_batch_meta(const bus_batch *b, size_t i, const char **subject,
+               uint64_t *seq, int64_t *stored_ns) {
+  const bus_event *ev = i < b->n ? &b->evs[i] : NULL;
+  if (subject)
+    *subject = ev ? ev->subject : NULL;
+  if (seq)
+    *seq = ev ? ev->seq : 0;
+  if (stored_ns)
+    *stored_ns = ev ? ev->stored_ns : 0;
+}
+
+void
+bus_batch_data(const bus_batch *b, size_t i, const void **data, size_t *len) {
+  natsMsg *m = i < b->n ? b->list.Msgs[i] : NULL;
+  *data = m ? natsMsg_GetData(m) : NULL;
+  *len = m ? (size_t)natsMsg_GetDataLength(m) : 0;
+}
+
+static int
+parse_u64(const char *s, size_t n, uint64_t *out) {
+  uint64_t v = 0;
+  if (n == 0 || n > 20)
+    return -1;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] < '0' || s[i] > '9')
+      return -1;
+    v = v * 10 + (uint64_t)(s[i] - '0');
+  }
+  *out = v;
+  return 0;
+}
+
+/*
+ * $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ns>.<pending>
+ * (9 tokens), or the 2.9 form with <domain>.<account hash> after ACK and
+ * a random token at the end (11 or 12 tokens).
+ */
+int
+bus__ack_meta(const char *reply, bus__meta *m) {
+  const char *tok[13];
+  size_t len[13];
+  int n = 0;
+  if (!reply || strncmp(reply, "$JS.ACK.", 8) != 0)
+    return -1;
+  for (const char *p = reply; n < 13;) {
+    const char *dot = strchr(p, '.');
+    tok[n] = p;
+    len[n] = dot ? (size_t)(dot - p) : strlen(p);
+    n++;
+    if (!dot)
+      break;
+    p = dot + 1;
+  }
+  int base = n == 9 ? 4 : (n == 11 || n == 12) ? 6 : -1;
+  uint64_t ns;
+  if (base < 0 || parse_u64(tok[base + 1], len[base + 1], &m->sseq) < 0 ||
+      parse_u64(tok[base + 2], len[base + 2], &m->cseq) < 0 ||
+      parse_u64(tok[base + 3], len[base + 3], &ns) < 0 ||
+      parse_u64(tok[base + 4], len[base + 4], &m->pending) < 0)
+    return -1;
+  m->ns = (int64_t)ns;
+  return 0;
+}
+
+static int
+grow(bus_batch *b, size_t n) {
+  if (n <= b->cap)
+    return 0;
+  bus_event *evs = realloc(b->evs, n * sizeof *evs);
+  if (evs)
+    b->evs = evs;
+  int *st = realloc(b->status, n * sizeof *st);
+  if (st)
+    b->status = st;
+  if (!evs || !st)
+    return BUS_ERR(-ENOMEM, "out of memory");
+  b->cap = n;
+  return 0;
+}
+
+/*
+ * Take over list (the batch now owns its messages), decode each and fill
+ * the delivery fields. The last message's metadata goes to *last.
+ */
+int
+bus__batch_fill(bus_batch *b, natsMsgList *list, bus__meta *last) {
+  b->list = *list;
+  memset(list, 0, sizeof *list);
+  int rc = grow(b, (size_t)b->list.Count);
+  if (rc < 0)
+    return rc;
+  for (int i = 0; i < b->list.Count; i++) {
+    natsMsg *m = b->list.Msgs[i];
+    bus_event *ev = &b->evs[i];
+    bus__meta meta = {0};
+    memset(ev, 0, sizeof *ev);
+    b->status[i] = bus_event_decode(
+        natsMsg_GetData(m), (size_t)natsMsg_GetDataLength(m), ev, &b->zone);
+    bus__ack_meta(natsMsg_GetReply(m), &meta);
+    ev->subject = natsMsg_GetSubject(m);
+    ev->seq = meta.sseq;
+    ev->stored_ns = meta.ns;
+    if (last)
+      *last = meta;
+  }
+  b->n = (size_t)b->list.Count;
+  return 0;
+}
+
+/* Drop messages from index keep on (they are destroyed now). */
+void
+bus__batch_truncate(bus_batch *b, size_t keep) {
+  for (size_t i = keep; i < b->n; i++) {
+    natsMsg_Destroy(b->list.Msgs[i]);
+    b->list.Msgs[i] = NULL;
+  }
+  if (keep < b->n)
+    b->n = keep;
+}
+
+int
+bus__fetch(natsSubscription *sub, bus_conn *c, int max, int timeout_ms,
+           natsMsgList *list) {
+  jsErrCode jerr = 0;
+  natsStatus s;
+  memset(list, 0, sizeof *list);
+  if (timeout_ms > 0) {
+    s = natsSubscription_Fetch(list, sub, max, timeout_ms, &jerr);
+  } else {
+    jsFetchRequest req;
+    jsFetchRequest_Init(&req);
+    req.Batch = max;
+    req.NoWait = true;
+    req.Expires = (int64_t)c->js_wait_ms * 1000000;
+    s = natsSubscription_FetchRequest(list, sub, &req);
+  }
+  if (s == NATS_OK)
+    return 0;
+  natsMsgList_Destroy(list);
+  memset(list, 0, sizeof *list);
+  if (s == NATS_TIMEOUT || s == NATS_NOT_FOUND)
+    return 0; /* nothing yet (DESIGN.md section 10) */
+  return bus__nats_err(s, jerr, "fetch");
+}
+
+int
+bus_consumer_fetch(bus_consumer *k, int max, int timeout_ms, bus_batch *b) {
+  natsMsgList list;
+  bus_batch_clear(b);
+  int rc = bus__fetch(k->sub, k->c, max > 0 ? max : 1, timeout_ms, &list);
+  if (rc < 0)
+    return rc;
+  return bus__batch_fill(b, &list, NULL);
+}
+
+int
+bus_batch_ack(bus_batch *b) {
+  for (size_t i = 0; i < b->n; i++) {
+    natsStatus s = natsMsg_Ack(b->list.Msgs[i], NULL);
+    if (s != NATS_OK)
+      return bus__nats_err(s, 0, "ack");
+  }
+  return 0;
+}

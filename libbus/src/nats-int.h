@@ -1,0 +1,90 @@
+/*
+ * nats-int.h - the libbus files that speak to nats.c share this.
+ *
+ * Only libbus includes <nats/nats.h>; natsStatus and jsErrCode are turned
+ * into BUS_E* codes by bus__nats_err, at the call that produced them.
+ */
+#ifndef LARK_NATS_INT_H
+#define LARK_NATS_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include <nats/nats.h>
+
+#include "bus-int.h"
+
+typedef struct bus__serve_list bus__serve_list;
+
+struct bus_conn {
+  natsConnection *nc;
+  jsCtx *js;
+  int js_wait_ms;
+  char inbox_prefix[128]; /* "_INBOX" unless the options named another */
+  char pub[BUS_NKEY_PUB_LEN + 1];
+
+  /* async appends: one reused encode buffer, failures counted by the
+   * publish-ack error handler on nats.c's thread */
+  pthread_mutex_t enc_mu;
+  msgpack_sbuffer enc;
+  atomic_ulong async_failed;
+  atomic_int async_err; /* the first failure's BUS_E* code since flush */
+
+  /* asynchronous "Permissions Violation" reports, counted so that a
+   * timed-out call can tell a denial from a slow broker */
+  atomic_ulong denied;
+
+  pthread_mutex_t serve_mu;
+  struct bus_serve *serves; /* live serve handles, freed on close */
+};
+
+/*
+ * Translate a nats.c failure into a BUS_E* code and record the detail
+ * ("what: nats text (jetstream code)") for bus_last_error().
+ */
+int bus__nats_err(natsStatus s, jsErrCode jerr, const char *what);
+
+/* jsOptions with the connection's JetStream wait. */
+void bus__js_opts(const bus_conn *c, jsOptions *o);
+
+/* The publish-ack error handler of the connection's JetStream context
+ * (append.c): counts async failures. */
+void bus__append_failed(jsCtx *js, jsPubAckErr *pae, void *closure);
+
+/* 1 if a permissions violation was reported since mark was read. */
+int bus__denied_since(const bus_conn *c, unsigned long mark);
+
+/* ---- shared by consumer.c and reader.c: the batch, the $JS.ACK metadata
+ * parser and a fetch that treats timeouts as "nothing yet". */
+
+struct bus_consumer {
+  bus_conn *c;
+  natsSubscription *sub;
+  int ephemeral;
+  char stream[64];
+  char name[64];
+};
+
+struct bus_batch {
+  natsMsgList list; /* owned; Count never changes, dropped slots are NULL */
+  size_t n;         /* messages in use (<= list.Count) */
+  size_t cap;
+  bus_event *evs;
+  int *status;
+  msgpack_zone zone;
+};
+
+typedef struct bus__meta {
+  uint64_t sseq, cseq, pending;
+  int64_t ns;
+} bus__meta;
+
+/* Parse a $JS.ACK reply subject; -1 when it is not one. */
+int bus__ack_meta(const char *reply, bus__meta *m);
+/* Fetch into list; 0 with an empty list on a timeout. */
+int bus__fetch(natsSubscription *sub, bus_conn *c, int max, int timeout_ms,
+               natsMsgList *list);
+int bus__batch_fill(bus_batch *b, natsMsgList *list, bus__meta *last);
+void bus__batch_truncate(bus_batch *b, size_t keep);
+
+#endif

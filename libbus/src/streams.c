@@ -1,0 +1,192 @@
+/*
+ * streams.c - the platform's streams (DESIGN.md section 2), in one table.
+ *
+ * Every stream's settings come from `table` and the options; nothing else
+ * in the tree names a stream's limits. ensure compares the settings it
+ * manages (subjects, retention, storage, limits, duplicate window,
+ * replicas) with the broker's and updates only when they differ, so
+ * running it again is a no-op. Retention and storage cannot be changed
+ * on a live stream; that is reported, never forced.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "nats-int.h"
+
+#define NS_PER_S INT64_C(1000000000)
+
+enum { AGE_NONE, AGE_RUNS, AGE_LOGS };
+
+typedef struct stream_def {
+  const char *name;
+  const char *subject;
+  jsRetentionPolicy retention;
+  int age;             /* AGE_*: which option gives MaxAge */
+  int per_subject_one; /* MaxMsgsPerSubject = 1 */
+  int bytes;           /* MaxBytes from logs_bytes */
+} stream_def;
+
+static const stream_def table[] = {
+    {"LARK_EVENTS", "lark.ev.>", js_LimitsPolicy, AGE_NONE, 0, 0},
+    {"LARK_RUNS", "lark.run.>", js_LimitsPolicy, AGE_RUNS, 0, 0},
+    {"LARK_NODES", "lark.node.>", js_LimitsPolicy, AGE_NONE, 1, 0},
+    {"LARK_INGRESS", "lark.in.>", js_WorkQueuePolicy, AGE_NONE, 0, 0},
+    {"LARK_LOGS", "lark.log.>", js_LimitsPolicy, AGE_LOGS, 0, 1},
+    {"LARK_ROUTES", "lark.route.>", js_LimitsPolicy, AGE_NONE, 1, 0},
+};
+#define NSTREAMS (sizeof table / sizeof table[0])
+
+const char *const bus_stream_names[] = {
+    "LARK_EVENTS", "LARK_RUNS",   "LARK_NODES", "LARK_INGRESS",
+    "LARK_LOGS",   "LARK_ROUTES", NULL};
+
+void
+bus_streams_opts_init(bus_streams_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->replicas = 1;
+  o->dedupe_ns = 2 * 60 * NS_PER_S;
+  o->runs_age_ns = 30 * 24 * 3600 * NS_PER_S;
+  o->logs_age_ns = 7 * 24 * 3600 * NS_PER_S;
+  o->logs_bytes = INT64_C(1) << 30;
+}
+
+/* cfg points at d's subject; it lives as long as the table. */
+static void
+fill_config(const stream_def *d, const bus_streams_opts *o,
+            jsStreamConfig *cfg) {
+  jsStreamConfig_Init(cfg);
+  cfg->Name = d->name;
+  cfg->Subjects = (const char **)&d->subject;
+  cfg->SubjectsLen = 1;
+  cfg->Retention = d->retention;
+  cfg->Storage = o->memory ? js_MemoryStorage : js_FileStorage;
+  cfg->Replicas = o->replicas > 0 ? o->replicas : 1;
+  if (d->age == AGE_RUNS)
+    cfg->MaxAge = o->runs_age_ns;
+  else if (d->age == AGE_LOGS)
+    cfg->MaxAge = o->logs_age_ns;
+  if (d->per_subject_one)
+    cfg->MaxMsgsPerSubject = 1;
+  if (d->bytes)
+    cfg->MaxBytes = o->logs_bytes > 0 ? o->logs_bytes : -1;
+  /* the broker refuses a duplicate window longer than the max age */
+  cfg->Duplicates = o->dedupe_ns > 0 ? o->dedupe_ns : 2 * 60 * NS_PER_S;
+  if (cfg->MaxAge > 0 && cfg->Duplicates > cfg->MaxAge)
+    cfg->Duplicates = cfg->MaxAge;
+}
+
+static int
+same_config(const jsStreamConfig *a, const jsStreamConfig *b) {
+  return a->SubjectsLen == 1 && strcmp(a->Subjects[0], b->Subjects[0]) == 0 &&
+         a->MaxAge == b->MaxAge &&
+         (a->MaxMsgsPerSubject == b->MaxMsgsPerSubject ||
+          (a->MaxMsgsPerSubject <= 0 && b->MaxMsgsPerSubject <= 0)) &&
+         (a->MaxBytes == b->MaxBytes ||
+          (a->MaxBytes <= 0 && b->MaxBytes <= 0)) &&
+         a->Duplicates == b->Duplicates && a->Replicas == b->Replicas;
+}
+
+static int
+ensure_one(bus_conn *c, const stream_def *d, const bus_streams_opts *o) {
+  jsStreamConfig cfg;
+  jsStreamInfo *si = NULL;
+  jsOptions jo;
+  jsErrCode jerr = 0;
+  int rc = 0;
+  fill_config(d, o, &cfg);
+  bus__js_opts(c, &jo);
+  natsStatus s = js_GetStreamInfo(&si, c->js, d->name, &jo, &jerr);
+  if (s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr) {
+    s = js_AddStream(NULL, c->js, &cfg, &jo, &jerr);
+    return s == NATS_OK ? 0 : bus__nats_err(s, jerr, d->name);
+  }
+  if (s != NATS_OK)
+    return bus__nats_err(s, jerr, d->name);
+  const jsStreamConfig *have = si->Config;
+  if (have->Retention != cfg.Retention || have->Storage != cfg.Storage) {
+    rc = BUS_ERR(BUS_EEXISTS,
+                 "stream %s exists with another retention or storage; "
+                 "it cannot be changed in place",
+                 d->name);
+    goto out;
+  }
+  if (!same_config(have, &cfg)) {
+    s = js_UpdateStream(NULL, c->js, &cfg, &jo, &jerr);
+    if (s != NATS_OK)
+      rc = bus__nats_err(s, jerr, d->name);
+  }
+out:
+  jsStreamInfo_Destroy(si);
+  return rc;
+}
+
+int
+bus_streams_ensure(bus_conn *c, const bus_streams_opts *o) {
+  bus_streams_opts def;
+  if (!o) {
+    bus_streams_opts_init(&def);
+    o = &def;
+  }
+  for (size_t i = 0; i < NSTREAMS; i++) {
+    int rc = ensure_one(c, &table[i], o);
+    if (rc < 0)
+      return rc;
+  }
+  return 0;
+}
+
+/* 1 exists, 0 missing, <0 another failure. */
+static int
+stream_exists(bus_conn *c, const char *name) {
+  jsStreamInfo *si = NULL;
+  jsOptions jo;
+  jsErrCode jerr = 0;
+  bus__js_opts(c, &jo);
+  natsStatus s = js_GetStreamInfo(&si, c->js, name, &jo, &jerr);
+  jsStreamInfo_Destroy(si);
+  if (s == NATS_OK)
+    return 1;
+  if (s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr)
+    return 0;
+  return bus__nats_err(s, jerr, name);
+}
+
+int
+bus_streams_require(bus_conn *c, const char *const *names) {
+  char missing[400] = "";
+  size_t used = 0;
+  int n = 0;
+  for (size_t i = 0; names && names[i]; i++) {
+    int rc = stream_exists(c, names[i]);
+    if (rc < 0)
+      return rc;
+    if (rc == 0 && used < sizeof missing) {
+      used += (size_t)snprintf(missing + used, sizeof missing - used, "%s%s",
+                               n ? ", " : "", names[i]);
+      n++;
+    }
+  }
+  if (n)
+    return BUS_ERR(BUS_ENO_STREAM,
+                   "missing stream%s: %s; run `larkctl init` to create %s",
+                   n > 1 ? "s" : "", missing, n > 1 ? "them" : "it");
+  return 0;
+}
+
+int
+bus_stream_last_seq(bus_conn *c, const char *stream, uint64_t *seq) {
+  jsStreamInfo *si = NULL;
+  jsOptions jo;
+  jsErrCode jerr = 0;
+  bus__js_opts(c, &jo);
+  natsStatus s = js_GetStreamInfo(&si, c->js, stream, &jo, &jerr);
+  if (s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr) {
+    jsStreamInfo_Destroy(si);
+    return BUS_ERR(BUS_ENO_STREAM, "stream %s is missing", stream);
+  }
+  if (s != NATS_OK)
+    return bus__nats_err(s, jerr, stream);
+  *seq = si->State.LastSeq;
+  jsStreamInfo_Destroy(si);
+  return 0;
+}

@@ -1,0 +1,231 @@
+/*
+ * test_append.c - streams, appends with the broker's version check,
+ * dedupe, async appends and a broker restart, against a real nats-server.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <criterion/criterion.h>
+
+#include "bus.h"
+#include "natsd.h"
+
+typedef struct fixture {
+  lt_natsd s;
+  bus_conn *c;
+  msgpack_sbuffer data;
+} fixture;
+
+static void
+up(fixture *f, int streams) {
+  memset(f, 0, sizeof *f);
+  cr_assert_eq(lt_natsd_start(&f->s, NULL, NULL), 0);
+  cr_assert_eq(lt_connect(&f->s, &f->c), 0, "%s", bus_last_error());
+  if (streams)
+    cr_assert_eq(lt_streams(f->c, 2000), 0, "%s", bus_last_error());
+  msgpack_packer pk;
+  msgpack_sbuffer_init(&f->data);
+  msgpack_packer_init(&pk, &f->data, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 1);
+  msgpack_pack_str_with_body(&pk, "text", 4);
+  msgpack_pack_str_with_body(&pk, "hello", 5);
+}
+
+static void
+down(fixture *f) {
+  bus_conn_close(f->c);
+  lt_natsd_stop(&f->s);
+  msgpack_sbuffer_destroy(&f->data);
+}
+
+static void
+sample(fixture *f, bus_event *ev, char id[33], uint64_t prev) {
+  memset(ev, 0, sizeof *ev);
+  bus_event_new_id(id);
+  ev->v = BUS_SCHEMA_VERSION;
+  ev->type = "sample.created";
+  ev->id = id;
+  ev->ts = 1;
+  ev->actor = "test";
+  ev->cause = "";
+  ev->prev = prev;
+  ev->data_mp = f->data.data;
+  ev->data_mp_len = f->data.size;
+}
+
+Test(streams, ensure_idempotent_and_require) {
+  fixture f;
+  up(&f, 0);
+  const char *const some[] = {"LARK_EVENTS", "LARK_NODES", NULL};
+  int rc = bus_streams_require(f.c, some);
+  cr_assert_eq(rc, BUS_ENO_STREAM);
+  cr_assert(strstr(bus_last_error(), "LARK_EVENTS"), "%s", bus_last_error());
+  cr_assert(strstr(bus_last_error(), "LARK_NODES"));
+  cr_assert(strstr(bus_last_error(), "larkctl init"));
+  cr_assert_eq(lt_streams(f.c, 2000), 0, "%s", bus_last_error());
+  cr_assert_eq(lt_streams(f.c, 2000), 0, "%s", bus_last_error());
+  cr_assert_eq(lt_streams(f.c, 3000), 0, "update: %s", bus_last_error());
+  cr_assert_eq(bus_streams_require(f.c, bus_stream_names), 0);
+  uint64_t seq = 99;
+  cr_assert_eq(bus_stream_last_seq(f.c, "LARK_EVENTS", &seq), 0);
+  cr_assert_eq(seq, 0);
+  cr_assert_eq(bus_stream_last_seq(f.c, "NOPE", &seq), BUS_ENO_STREAM);
+  down(&f);
+}
+
+Test(append, check_conflict_and_create) {
+  fixture f;
+  bus_event ev;
+  char id[33];
+  uint64_t s1 = 0, s2 = 0, s3 = 0;
+  int dup = -1;
+  up(&f, 1);
+  sample(&f, &ev, id, 0);
+  int rc =
+      bus_append(f.c, "lark.ev.sample.a", &ev, BUS_APPEND_CHECK, &s1, &dup);
+  cr_assert_eq(rc, 0, "%s", bus_last_error());
+  cr_assert_eq(dup, 0);
+  cr_assert_gt(s1, 0);
+  /* a second create on the same subject conflicts (ExpectNoMessage) */
+  sample(&f, &ev, id, 0);
+  rc = bus_append(f.c, "lark.ev.sample.a", &ev, BUS_APPEND_CHECK, NULL, NULL);
+  cr_assert_eq(rc, BUS_ECONFLICT, "%s %s", bus_err_name(rc), bus_last_error());
+  /* an unrelated subject moves the stream on, not the aggregate */
+  sample(&f, &ev, id, 0);
+  cr_assert_eq(
+      bus_append(f.c, "lark.ev.sample.b", &ev, BUS_APPEND_CHECK, &s2, NULL), 0);
+  sample(&f, &ev, id, s1);
+  ev.type = "sample.updated";
+  rc = bus_append(f.c, "lark.ev.sample.a", &ev, BUS_APPEND_CHECK, &s3, NULL);
+  cr_assert_eq(rc, 0, "%s", bus_last_error());
+  /* stale prev */
+  sample(&f, &ev, id, s1);
+  ev.type = "sample.updated";
+  rc = bus_append(f.c, "lark.ev.sample.a", &ev, BUS_APPEND_CHECK, NULL, NULL);
+  cr_assert_eq(rc, BUS_ECONFLICT);
+  /* without the check it lands */
+  sample(&f, &ev, id, s1);
+  cr_assert_eq(
+      bus_append(f.c, "lark.ev.sample.a", &ev, BUS_APPEND_NOCHECK, NULL, NULL),
+      0);
+  down(&f);
+}
+
+Test(append, dedupe_and_last_event) {
+  fixture f;
+  bus_event ev, got;
+  char id[33];
+  uint64_t s1 = 0, s2 = 0, last = 0;
+  int dup = -1;
+  msgpack_zone z;
+  up(&f, 1);
+  msgpack_zone_init(&z, 4096);
+  sample(&f, &ev, id, 0);
+  cr_assert_eq(bus_append(f.c, "lark.ev.sample.d", &ev, 0, &s1, &dup), 0);
+  cr_assert_eq(dup, 0);
+  cr_assert_eq(bus_append(f.c, "lark.ev.sample.d", &ev, 0, &s2, &dup), 0);
+  cr_assert_eq(dup, 1);
+  cr_assert_eq(s1, s2);
+  cr_assert_eq(bus_stream_last_seq(f.c, "LARK_EVENTS", &last), 0);
+  cr_assert_eq(last, s1, "one message only");
+  int rc = bus_last_event(f.c, "LARK_EVENTS", "lark.ev.sample.d", &got, &z);
+  cr_assert_eq(rc, 0, "%s", bus_last_error());
+  cr_assert_str_eq(got.id, id);
+  cr_assert_str_eq(got.subject, "lark.ev.sample.d");
+  cr_assert_eq(got.seq, s1);
+  cr_assert_gt(got.stored_ns, 0);
+  rc = bus_last_event(f.c, "LARK_EVENTS", "lark.ev.sample.none", &got, &z);
+  cr_assert_eq(rc, BUS_ENOT_FOUND, "%s", bus_err_name(rc));
+  cr_assert_eq(bus_purge_subject(f.c, "LARK_EVENTS", "lark.ev.sample.d"), 0);
+  rc = bus_last_event(f.c, "LARK_EVENTS", "lark.ev.sample.d", &got, &z);
+  cr_assert_eq(rc, BUS_ENOT_FOUND);
+  msgpack_zone_destroy(&z);
+  down(&f);
+}
+
+Test(append, no_stream) {
+  fixture f;
+  bus_event ev;
+  char id[33];
+  up(&f, 0);
+  sample(&f, &ev, id, 0);
+  int rc = bus_append(f.c, "lark.ev.sample.a", &ev, 0, NULL, NULL);
+  cr_assert_eq(rc, BUS_ENO_STREAM, "%s %s", bus_err_name(rc), bus_last_error());
+  down(&f);
+}
+
+Test(append, async_flush_counts_failures) {
+  fixture f;
+  bus_event ev;
+  char id[33];
+  uint64_t failed = 99, last = 0;
+  up(&f, 1);
+  for (int i = 0; i < 500; i++) {
+    char subj[64];
+    snprintf(subj, sizeof subj, "lark.ev.sample.n%d", i);
+    sample(&f, &ev, id, 0);
+    cr_assert_eq(bus_append_async(f.c, subj, &ev, BUS_APPEND_CHECK), 0);
+  }
+  int rc = bus_append_flush(f.c, 5000, &failed);
+  cr_assert_eq(rc, 0, "%s", bus_last_error());
+  cr_assert_eq(failed, 0);
+  cr_assert_eq(bus_stream_last_seq(f.c, "LARK_EVENTS", &last), 0);
+  cr_assert_eq(last, 500);
+  /* creates on subjects that exist now: every one conflicts */
+  for (int i = 0; i < 10; i++) {
+    char subj[64];
+    snprintf(subj, sizeof subj, "lark.ev.sample.n%d", i);
+    sample(&f, &ev, id, 0);
+    cr_assert_eq(bus_append_async(f.c, subj, &ev, BUS_APPEND_CHECK), 0);
+  }
+  sample(&f, &ev, id, 0);
+  cr_assert_eq(bus_append_async(f.c, "lark.ev.sample.fresh", &ev, 0), 0);
+  rc = bus_append_flush(f.c, 5000, &failed);
+  cr_assert_eq(rc, BUS_ECONFLICT, "%s %s", bus_err_name(rc), bus_last_error());
+  cr_assert_eq(failed, 10);
+  rc = bus_append_flush(f.c, 1000, &failed);
+  cr_assert_eq(rc, 0);
+  cr_assert_eq(failed, 0);
+  down(&f);
+}
+
+static void
+sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* Append with the same id until it lands: a retry is harmless. */
+static int
+append_retry(fixture *f, const char *subj, bus_event *ev, uint64_t *seq) {
+  int rc = -1;
+  for (int tries = 0; tries < 200; tries++) {
+    rc = bus_append(f->c, subj, ev, 0, seq, NULL);
+    if (rc == 0 || (rc != BUS_ETIMEOUT && rc != BUS_ECONN &&
+                    rc != BUS_ENO_STREAM && rc != BUS_EBROKER))
+      return rc;
+    sleep_ms(50);
+  }
+  return rc;
+}
+
+Test(append, broker_restart) {
+  fixture f;
+  bus_event ev;
+  char id[33];
+  uint64_t seq = 0, last = 0;
+  up(&f, 1);
+  for (int i = 0; i < 40; i++) {
+    if (i == 20)
+      cr_assert_eq(lt_natsd_kill_restart(&f.s), 0);
+    sample(&f, &ev, id, 0);
+    int rc = append_retry(&f, "lark.run.job1", &ev, &seq);
+    cr_assert_eq(rc, 0, "event %d: %s %s", i, bus_err_name(rc),
+                 bus_last_error());
+  }
+  cr_assert_eq(bus_stream_last_seq(f.c, "LARK_RUNS", &last), 0);
+  cr_assert_geq(last, 40);
+  cr_assert_eq(last, seq);
+  down(&f);
+}

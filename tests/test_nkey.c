@@ -1,0 +1,233 @@
+/*
+ * test_nkey.c - nkey encoding, creds files, and a real broker that admits
+ * only explicit nkey users.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <criterion/criterion.h>
+
+#include "bus.h"
+#include "natsd.h"
+
+Test(nkey, create_and_derive) {
+  char seed[BUS_NKEY_SEED_LEN + 1], pub[BUS_NKEY_PUB_LEN + 1];
+  char pub2[BUS_NKEY_PUB_LEN + 1];
+  cr_assert_eq(bus_nkey_create(seed, pub), 0);
+  cr_assert_eq(strlen(seed), BUS_NKEY_SEED_LEN);
+  cr_assert_eq(strlen(pub), BUS_NKEY_PUB_LEN);
+  cr_assert_eq(strncmp(seed, "SU", 2), 0, "%s", seed);
+  cr_assert_eq(pub[0], 'U', "%s", pub);
+  cr_assert_eq(bus_nkey_public(seed, pub2), 0);
+  cr_assert_str_eq(pub, pub2);
+}
+
+/* A flipped character breaks the checksum; short or empty is no seed. */
+Test(nkey, rejects_bad_seeds) {
+  char seed[BUS_NKEY_SEED_LEN + 1], pub[BUS_NKEY_PUB_LEN + 1];
+  cr_assert_eq(bus_nkey_create(seed, pub), 0);
+  seed[10] = seed[10] == 'A' ? 'B' : 'A'; /* checksum breaks */
+  cr_assert_eq(bus_nkey_public(seed, pub), BUS_EINVAL);
+  cr_assert_eq(bus_nkey_public("SUABC", pub), BUS_EINVAL);
+  cr_assert_eq(bus_nkey_public("", pub), BUS_EINVAL);
+}
+
+Test(nkey, write_is_private) {
+  char dir[256], path[300], seed[BUS_NKEY_SEED_LEN + 1],
+      pub[BUS_NKEY_PUB_LEN + 1], buf[512];
+  lt_tmpdir(dir, sizeof dir, "nkey");
+  snprintf(path, sizeof path, "%s/user.nk", dir);
+  cr_assert_eq(bus_nkey_create(seed, pub), 0);
+  cr_assert_eq(bus_nkey_write(path, seed), 0);
+  struct stat st;
+  cr_assert_eq(stat(path, &st), 0);
+  cr_assert_eq(st.st_mode & 0777, 0600);
+  FILE *f = fopen(path, "r");
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  cr_assert(strstr(buf, seed) != NULL);
+  lt_rmtree(dir);
+}
+
+typedef struct authd {
+  lt_natsd s;
+  char dir[256], conf[300], creds[300], other[300];
+} authd;
+
+/* A broker whose only user is the nkey in a->creds. */
+static void
+start_auth(authd *a) {
+  char seed[BUS_NKEY_SEED_LEN + 1], pub[BUS_NKEY_PUB_LEN + 1];
+  lt_tmpdir(a->dir, sizeof a->dir, "auth");
+  snprintf(a->conf, sizeof a->conf, "%s/server.conf", a->dir);
+  snprintf(a->creds, sizeof a->creds, "%s/user.nk", a->dir);
+  snprintf(a->other, sizeof a->other, "%s/other.nk", a->dir);
+  cr_assert_eq(bus_nkey_create(seed, pub), 0);
+  cr_assert_eq(bus_nkey_write(a->creds, seed), 0);
+  FILE *f = fopen(a->conf, "w");
+  fprintf(f, "authorization {\n  users = [\n    {nkey: %s}\n  ]\n}\n", pub);
+  fclose(f);
+  cr_assert_eq(bus_nkey_create(seed, pub), 0);
+  cr_assert_eq(bus_nkey_write(a->other, seed), 0);
+  cr_assert_eq(lt_natsd_start(&a->s, a->conf, NULL), 0);
+}
+
+static void
+stop_auth(authd *a) {
+  lt_natsd_stop(&a->s);
+  lt_rmtree(a->dir);
+}
+
+static int
+connect_with(const authd *a, const char *creds, bus_conn **c) {
+  bus_conn_opts o;
+  bus_conn_opts_init(&o);
+  o.url = a->s.url;
+  o.creds = creds;
+  o.js_wait_ms = 500;
+  return bus_conn_open(c, &o);
+}
+
+Test(nkey, broker_accepts_seed_file) {
+  authd a;
+  bus_conn *c = NULL;
+  start_auth(&a);
+  int rc = connect_with(&a, a.creds, &c);
+  cr_assert_eq(rc, 0, "%s: %s", bus_err_name(rc), bus_last_error());
+  cr_assert_eq(lt_streams(c, 1000), 0, "%s", bus_last_error());
+  bus_conn_close(c);
+  stop_auth(&a);
+}
+
+Test(nkey, anonymous_refused) {
+  authd a;
+  bus_conn *c = NULL;
+  start_auth(&a);
+  int rc = connect_with(&a, NULL, &c);
+  cr_assert_eq(rc, BUS_EAUTH, "%s: %s", bus_err_name(rc), bus_last_error());
+  cr_assert_null(c);
+  stop_auth(&a);
+}
+
+Test(nkey, unknown_key_refused) {
+  authd a;
+  bus_conn *c = NULL;
+  start_auth(&a);
+  int rc = connect_with(&a, a.other, &c);
+  cr_assert_eq(rc, BUS_EAUTH, "%s: %s", bus_err_name(rc), bus_last_error());
+  stop_auth(&a);
+}
+
+Test(nkey, missing_creds_file) {
+  authd a;
+  bus_conn *c = NULL;
+  start_auth(&a);
+  int rc = connect_with(&a, "/nonexistent/creds.nk", &c);
+  cr_assert_lt(rc, 0);
+  cr_assert_neq(rc, BUS_EAUTH);
+  stop_auth(&a);
+}
+
+Test(conn, no_server) {
+  lt_natsd s;
+  bus_conn *c = NULL;
+  cr_assert_eq(lt_natsd_start(&s, NULL, NULL), 0);
+  char url[64];
+  snprintf(url, sizeof url, "%s", s.url);
+  lt_natsd_stop(&s); /* the port is now closed */
+  bus_conn_opts o;
+  bus_conn_opts_init(&o);
+  o.url = url;
+  o.connect_timeout_ms = 500;
+  int rc = bus_conn_open(&c, &o);
+  cr_assert_eq(rc, BUS_ECONN, "%s: %s", bus_err_name(rc), bus_last_error());
+}
+
+static void
+echo(bus_conn *c, const char *subject, const char *reply, const void *data,
+     size_t len, void *ud) {
+  (void)subject;
+  (void)ud;
+  if (reply)
+    bus_conn_publish(c, reply, data, len);
+}
+
+static void
+count_reply(const void *data, size_t len, void *ud) {
+  (void)data;
+  (void)len;
+  (*(int *)ud)++;
+}
+
+Test(conn, request_serve_gather) {
+  lt_natsd s;
+  bus_conn *c = NULL;
+  bus_serve *s1 = NULL, *s2 = NULL;
+  cr_assert_eq(lt_natsd_start(&s, NULL, NULL), 0);
+  cr_assert_eq(lt_connect(&s, &c), 0, "%s", bus_last_error());
+  cr_assert_eq(bus_conn_serve(c, "lark.sys.echo", NULL, echo, NULL, &s1), 0);
+  cr_assert_eq(bus_conn_serve(c, "lark.sys.echo", NULL, echo, NULL, &s2), 0);
+  void *reply = NULL;
+  size_t len = 0;
+  int rc = bus_conn_request(c, "lark.sys.echo", "hi", 2, 1000, &reply, &len);
+  cr_assert_eq(rc, 0, "%s", bus_last_error());
+  cr_assert_eq(len, 2);
+  cr_assert_eq(memcmp(reply, "hi", 2), 0);
+  free(reply);
+  int seen = 0;
+  rc = bus_conn_gather(c, "lark.sys.echo", "x", 1, 300, count_reply, &seen);
+  cr_assert_eq(rc, 2, "%d %s", rc, bus_last_error());
+  cr_assert_eq(seen, 2);
+  bus_conn_unserve(s1);
+  rc = bus_conn_request(c, "lark.sys.none", "", 0, 500, &reply, &len);
+  cr_assert_eq(rc, BUS_ENOT_FOUND, "%s", bus_err_name(rc));
+  bus_conn_close(c); /* frees s2 */
+  lt_natsd_stop(&s);
+}
+
+static void
+status_reply(bus_conn *c, const char *subject, const char *reply,
+             const void *data, size_t len, void *ud) {
+  (void)subject;
+  (void)data;
+  (void)len;
+  (void)ud;
+  msgpack_sbuffer sb;
+  msgpack_packer pk;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 4);
+  msgpack_pack_str_with_body(&pk, "name", 4);
+  msgpack_pack_str_with_body(&pk, "sched", 5);
+  msgpack_pack_str_with_body(&pk, "seq", 3);
+  msgpack_pack_uint64(&pk, 42);
+  msgpack_pack_str_with_body(&pk, "extra", 5);
+  msgpack_pack_nil(&pk);
+  msgpack_pack_str_with_body(&pk, "stale", 5);
+  msgpack_pack_uint64(&pk, 3);
+  bus_conn_publish(c, reply, sb.data, sb.size);
+  msgpack_sbuffer_destroy(&sb);
+}
+
+Test(conn, status_query) {
+  lt_natsd s;
+  bus_conn *c = NULL;
+  bus_serve *sv = NULL;
+  bus_status st;
+  cr_assert_eq(lt_natsd_start(&s, NULL, NULL), 0);
+  cr_assert_eq(lt_connect(&s, &c), 0);
+  cr_assert_eq(
+      bus_conn_serve(c, "lark.sys.status.sched", NULL, status_reply, NULL, &sv),
+      0);
+  int rc = bus_status_query(c, "sched", 1000, &st);
+  cr_assert_eq(rc, 0, "%s", bus_last_error());
+  cr_assert_str_eq(st.name, "sched");
+  cr_assert_eq(st.seq, 42);
+  cr_assert_eq(st.stale, 3);
+  cr_assert_eq(bus_status_decode("\x01", 1, &st), BUS_EMALFORMED);
+  bus_conn_unserve(sv);
+  bus_conn_close(c);
+  lt_natsd_stop(&s);
+}
