@@ -1,0 +1,235 @@
+/*
+ * test_consumer.c - pull consumers against a real nats-server: durable
+ * resume with acks and redelivery, deliver-last-per-subject, ephemeral
+ * consumers, batch metadata and a permission denial.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <criterion/criterion.h>
+
+#include "bus.h"
+#include "natsd.h"
+
+typedef struct fixture {
+  lt_natsd s;
+  bus_conn *c;
+  bus_batch *b;
+  msgpack_sbuffer data;
+} fixture;
+
+static void
+up(fixture *f) {
+  memset(f, 0, sizeof *f);
+  cr_assert_eq(lt_natsd_start(&f->s, NULL, NULL), 0);
+  cr_assert_eq(lt_connect(&f->s, &f->c), 0, "%s", bus_last_error());
+  cr_assert_eq(lt_streams(f->c, 2000), 0, "%s", bus_last_error());
+  cr_assert_eq(bus_batch_new(&f->b), 0);
+  msgpack_packer pk;
+  msgpack_sbuffer_init(&f->data);
+  msgpack_packer_init(&pk, &f->data, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 1);
+  msgpack_pack_str_with_body(&pk, "text", 4);
+  msgpack_pack_str_with_body(&pk, "hello", 5);
+}
+
+static void
+down(fixture *f) {
+  bus_batch_free(f->b);
+  bus_conn_close(f->c);
+  lt_natsd_stop(&f->s);
+  msgpack_sbuffer_destroy(&f->data);
+}
+
+static uint64_t
+put(fixture *f, const char *subject) {
+  bus_event ev;
+  char id[33];
+  uint64_t seq = 0;
+  memset(&ev, 0, sizeof ev);
+  bus_event_new_id(id);
+  ev.v = BUS_SCHEMA_VERSION;
+  ev.type = "sample.created";
+  ev.id = id;
+  ev.ts = 1;
+  ev.actor = "test";
+  ev.cause = "";
+  ev.data_mp = f->data.data;
+  ev.data_mp_len = f->data.size;
+  int rc = bus_append(f->c, subject, &ev, 0, &seq, NULL);
+  cr_assert_eq(rc, 0, "%s", bus_last_error());
+  return seq;
+}
+
+static bus_consumer *
+open_durable(fixture *f, const char *name, int recreate) {
+  bus_consumer_opts o;
+  bus_consumer *k = NULL;
+  bus_consumer_opts_init(&o);
+  o.stream = "LARK_EVENTS";
+  o.durable = name;
+  o.filter = "lark.ev.>";
+  o.ack_wait_ns = INT64_C(1000000000);
+  o.recreate = recreate;
+  int rc = bus_consumer_open(f->c, &o, &k);
+  cr_assert_eq(rc, 0, "%s %s", bus_err_name(rc), bus_last_error());
+  return k;
+}
+
+Test(consumer, durable_resume_ack_and_redelivery) {
+  fixture f;
+  up(&f);
+  for (int i = 0; i < 10; i++)
+    put(&f, "lark.ev.sample.r");
+  bus_consumer *k = open_durable(&f, "svc", 1);
+  cr_assert_eq(bus_consumer_fetch(k, 4, 1000, f.b), 0);
+  cr_assert_eq(bus_batch_len(f.b), 4);
+  cr_assert_eq(bus_batch_ack(f.b), 0);
+  cr_assert_eq(bus_consumer_fetch(k, 3, 1000, f.b), 0);
+  cr_assert_eq(bus_batch_len(f.b), 3); /* 5..7, never acked */
+  bus_consumer_close(k);
+
+  k = open_durable(&f, "svc", 0);
+  int seen[11] = {0};
+  for (int round = 0; round < 20; round++) {
+    cr_assert_eq(bus_consumer_fetch(k, 10, 300, f.b), 0);
+    for (size_t i = 0; i < bus_batch_len(f.b); i++) {
+      uint64_t seq;
+      bus_batch_meta(f.b, i, NULL, &seq, NULL);
+      cr_assert(seq >= 1 && seq <= 10);
+      seen[seq]++;
+    }
+    cr_assert_eq(bus_batch_ack(f.b), 0);
+    if (seen[5] && seen[6] && seen[7] && seen[8] && seen[9] && seen[10])
+      break;
+  }
+  for (int s = 1; s <= 4; s++)
+    cr_assert_eq(seen[s], 0, "acked %d came again", s);
+  for (int s = 5; s <= 10; s++)
+    cr_assert_eq(seen[s], 1, "seq %d seen %d times", s, seen[s]);
+  bus_consumer_close(k);
+  cr_assert_eq(bus_consumer_delete(f.c, "LARK_EVENTS", "svc"), 0);
+  cr_assert_eq(bus_consumer_delete(f.c, "LARK_EVENTS", "svc"), BUS_ENOT_FOUND);
+  down(&f);
+}
+
+Test(consumer, deliver_last_per_subject_then_new) {
+  fixture f;
+  bus_consumer_opts o;
+  bus_consumer *k = NULL;
+  up(&f);
+  put(&f, "lark.ev.sample.x");
+  uint64_t x2 = put(&f, "lark.ev.sample.x");
+  uint64_t y1 = put(&f, "lark.ev.sample.y");
+  put(&f, "lark.ev.other.z");
+  bus_consumer_opts_init(&o);
+  o.stream = "LARK_EVENTS";
+  o.durable = "edge-n1";
+  o.filter = "lark.ev.sample.>";
+  o.deliver = BUS_DELIVER_LAST_PER_SUBJECT;
+  cr_assert_eq(bus_consumer_open(f.c, &o, &k), 0, "%s", bus_last_error());
+  cr_assert_eq(bus_consumer_fetch(k, 10, 1000, f.b), 0);
+  cr_assert_eq(bus_batch_len(f.b), 2);
+  uint64_t s0, s1;
+  const char *subj;
+  int64_t ns;
+  bus_batch_meta(f.b, 0, &subj, &s0, &ns);
+  bus_batch_meta(f.b, 1, NULL, &s1, NULL);
+  cr_assert_eq(s0, x2);
+  cr_assert_eq(s1, y1);
+  cr_assert_str_eq(subj, "lark.ev.sample.x");
+  cr_assert_gt(ns, 0);
+  const bus_event *ev = bus_batch_event(f.b, 0);
+  cr_assert_not_null(ev, "status %d", bus_batch_status(f.b, 0));
+  cr_assert_str_eq(ev->type, "sample.created");
+  cr_assert_eq(ev->seq, x2);
+  const void *data;
+  size_t len;
+  bus_batch_data(f.b, 0, &data, &len);
+  cr_assert_gt(len, 0);
+  cr_assert_eq(bus_batch_ack(f.b), 0);
+  uint64_t y2 = put(&f, "lark.ev.sample.y");
+  cr_assert_eq(bus_consumer_fetch(k, 10, 1000, f.b), 0);
+  cr_assert_eq(bus_batch_len(f.b), 1);
+  bus_batch_meta(f.b, 0, NULL, &s0, NULL);
+  cr_assert_eq(s0, y2);
+  bus_consumer_close(k);
+  down(&f);
+}
+
+Test(consumer, ephemeral_from_seq_pending_and_empty) {
+  fixture f;
+  bus_consumer_opts o;
+  bus_consumer *k = NULL;
+  up(&f);
+  for (int i = 0; i < 5; i++)
+    put(&f, "lark.run.j1");
+  bus_consumer_opts_init(&o);
+  o.stream = "LARK_RUNS";
+  o.deliver = BUS_DELIVER_FROM_SEQ;
+  o.start_seq = 3;
+  o.ack_none = 1;
+  cr_assert_eq(bus_consumer_open(f.c, &o, &k), 0, "%s", bus_last_error());
+  uint64_t pending = 0;
+  cr_assert_eq(bus_consumer_pending(k, &pending), 0);
+  cr_assert_eq(pending, 3);
+  cr_assert_eq(bus_consumer_fetch(k, 100, 1000, f.b), 0);
+  cr_assert_eq(bus_batch_len(f.b), 3);
+  /* empty: timeouts are "nothing yet", twice in a row too */
+  cr_assert_eq(bus_consumer_fetch(k, 100, 100, f.b), 0);
+  cr_assert_eq(bus_batch_len(f.b), 0);
+  cr_assert_eq(bus_consumer_fetch(k, 100, 0, f.b), 0);
+  cr_assert_eq(bus_batch_len(f.b), 0);
+  bus_consumer_close(k);
+  o.stream = "NOPE";
+  cr_assert_eq(bus_consumer_open(f.c, &o, &k), BUS_ENO_STREAM);
+  down(&f);
+}
+
+/* An edge user that may not touch LARK_EVENTS's consumers. */
+Test(consumer, denied) {
+  char dir[256], conf[300], admin[300], edge[300];
+  char seed[BUS_NKEY_SEED_LEN + 1], apub[BUS_NKEY_PUB_LEN + 1],
+      epub[BUS_NKEY_PUB_LEN + 1];
+  lt_natsd s;
+  bus_conn *ac = NULL, *ec = NULL;
+  bus_consumer *k = NULL;
+  lt_tmpdir(dir, sizeof dir, "deny");
+  snprintf(conf, sizeof conf, "%s/server.conf", dir);
+  snprintf(admin, sizeof admin, "%s/admin.nk", dir);
+  snprintf(edge, sizeof edge, "%s/edge.nk", dir);
+  cr_assert_eq(bus_nkey_create(seed, apub), 0);
+  cr_assert_eq(bus_nkey_write(admin, seed), 0);
+  cr_assert_eq(bus_nkey_create(seed, epub), 0);
+  cr_assert_eq(bus_nkey_write(edge, seed), 0);
+  FILE *cf = fopen(conf, "w");
+  fprintf(cf,
+          "authorization { users = [\n {nkey: %s}\n"
+          " {nkey: %s, permissions: {publish: [\"lark.in.n1.>\"],"
+          " subscribe: [\"_INBOX_n1.>\"]}}\n] }\n",
+          apub, epub);
+  fclose(cf);
+  cr_assert_eq(lt_natsd_start(&s, conf, NULL), 0);
+  bus_conn_opts o;
+  bus_conn_opts_init(&o);
+  o.url = s.url;
+  o.js_wait_ms = 500;
+  o.creds = admin;
+  cr_assert_eq(bus_conn_open(&ac, &o), 0, "%s", bus_last_error());
+  cr_assert_eq(lt_streams(ac, 1000), 0, "%s", bus_last_error());
+  o.creds = edge;
+  o.inbox_prefix = "_INBOX_n1";
+  cr_assert_eq(bus_conn_open(&ec, &o), 0, "%s", bus_last_error());
+  bus_consumer_opts co;
+  bus_consumer_opts_init(&co);
+  co.stream = "LARK_EVENTS";
+  co.durable = "edge-n1";
+  co.filter = "lark.ev.>";
+  int rc = bus_consumer_open(ec, &co, &k);
+  cr_assert_eq(rc, BUS_EDENIED, "%s %s", bus_err_name(rc), bus_last_error());
+  bus_conn_close(ec);
+  bus_conn_close(ac);
+  lt_natsd_stop(&s);
+  lt_rmtree(dir);
+}
