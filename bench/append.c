@@ -1,0 +1,190 @@
+/*
+ * bench/append.c - libbus async append against raw nats.c, same run.
+ *
+ * Both sides publish N 200-byte messages on distinct subjects with the
+ * same two headers (Nats-Msg-Id, Lark-Type), no expected sequence, into a
+ * fresh file-storage stream of their own on one nats-server this program
+ * starts; both wait for every ack. Runs go raw, libbus, libbus, raw (half the
+ * events each) and each side's rate is over its two runs. The baseline is
+ * nats.c's js_PublishMsgAsync with a pre-encoded body; libbus adds the msgpack
+ * encode of the envelope. Prints both rates and their ratio.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <nats/nats.h>
+
+#include "bus.h"
+#include "natsd.h"
+
+#define BODY 200
+
+static double
+now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void
+die(const char *what, const char *detail) {
+  fprintf(stderr, "bench_append: %s: %s\n", what, detail);
+  exit(1);
+}
+
+/* Event data {text: "xxx..."} sized so the encoded event is BODY bytes. */
+static void
+make_event(bus_event *ev, msgpack_sbuffer *data, char id[33], int text_len) {
+  msgpack_packer pk;
+  char text[BODY];
+  memset(text, 'x', sizeof text);
+  msgpack_sbuffer_clear(data);
+  msgpack_packer_init(&pk, data, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 1);
+  msgpack_pack_str_with_body(&pk, "text", 4);
+  msgpack_pack_str_with_body(&pk, text, (size_t)text_len);
+  memset(ev, 0, sizeof *ev);
+  bus_event_new_id(id);
+  ev->v = BUS_SCHEMA_VERSION;
+  ev->type = "sample.created";
+  ev->id = id;
+  ev->ts = 1700000000000000000;
+  ev->actor = "bench";
+  ev->cause = "";
+  ev->data_mp = data->data;
+  ev->data_mp_len = data->size;
+}
+
+static int
+fit_text(msgpack_sbuffer *data) {
+  bus_event ev;
+  char id[33];
+  msgpack_sbuffer out;
+  msgpack_sbuffer_init(&out);
+  int len = 100;
+  for (int i = 0; i < 4; i++) {
+    make_event(&ev, data, id, len);
+    out.size = 0;
+    if (bus_event_encode(&ev, &out) < 0)
+      die("encode", bus_last_error());
+    len += BODY - (int)out.size;
+  }
+  msgpack_sbuffer_destroy(&out);
+  return len;
+}
+
+static double
+run_raw(const char *url, long n, const char *stream) {
+  natsConnection *nc = NULL;
+  jsCtx *js = NULL;
+  jsOptions jo;
+  jsStreamConfig sc;
+  char body[BODY], subject[64], id[33], filter[64];
+  const char *subj = filter;
+  snprintf(filter, sizeof filter, "bench.%s.>", stream);
+  memset(body, 'x', sizeof body);
+  if (natsConnection_ConnectTo(&nc, url) != NATS_OK)
+    die("raw connect", nats_GetLastError(NULL));
+  jsOptions_Init(&jo);
+  jo.PublishAsync.MaxPending = 4000;
+  jo.PublishAsync.StallWait = 10000;
+  if (natsConnection_JetStream(&js, nc, &jo) != NATS_OK)
+    die("raw js", nats_GetLastError(NULL));
+  jsStreamConfig_Init(&sc);
+  sc.Name = stream;
+  sc.Subjects = &subj;
+  sc.SubjectsLen = 1;
+  sc.Duplicates = INT64_C(120000000000);
+  js_DeleteStream(js, "LARK_EVENTS", NULL, NULL); /* bus: fresh stream */
+  if (js_AddStream(NULL, js, &sc, NULL, NULL) != NATS_OK)
+    die("raw stream", nats_GetLastError(NULL));
+  double t0 = now_s();
+  for (long i = 0; i < n; i++) {
+    natsMsg *m = NULL;
+    snprintf(subject, sizeof subject, "bench.%s.%ld", stream, i);
+    bus_event_new_id(id);
+    if (natsMsg_Create(&m, subject, NULL, body, BODY) != NATS_OK ||
+        natsMsgHeader_Set(m, "Nats-Msg-Id", id) != NATS_OK ||
+        natsMsgHeader_Set(m, "Lark-Type", "sample.created") != NATS_OK ||
+        js_PublishMsgAsync(js, &m, NULL) != NATS_OK)
+      die("raw publish", nats_GetLastError(NULL));
+  }
+  jsPubOptions po;
+  jsPubOptions_Init(&po);
+  po.MaxWait = 60000;
+  if (js_PublishAsyncComplete(js, &po) != NATS_OK)
+    die("raw complete", nats_GetLastError(NULL));
+  double dt = now_s() - t0;
+  jsCtx_Destroy(js);
+  natsConnection_Destroy(nc);
+  return (double)n / dt;
+}
+
+static double
+run_bus(const char *url, long n) {
+  bus_conn *c = NULL;
+  bus_conn_opts o;
+  bus_streams_opts so;
+  bus_event ev;
+  msgpack_sbuffer data;
+  char subject[64], id[33];
+  uint64_t failed = 0;
+  bus_conn_opts_init(&o);
+  o.url = url;
+  o.name = "bench";
+  if (bus_conn_open(&c, &o) < 0)
+    die("connect", bus_last_error());
+  bus_streams_opts_init(&so);
+  if (bus_streams_ensure(c, &so) < 0)
+    die("streams", bus_last_error());
+  msgpack_sbuffer_init(&data);
+  int text_len = fit_text(&data);
+  make_event(&ev, &data, id, text_len);
+  double t0 = now_s();
+  for (long i = 0; i < n; i++) {
+    snprintf(subject, sizeof subject, "lark.ev.sample.s%ld", i);
+    bus_event_new_id(id);
+    if (bus_append_async(c, subject, &ev, BUS_APPEND_NOCHECK) < 0)
+      die("append", bus_last_error());
+  }
+  if (bus_append_flush(c, 60000, &failed) < 0)
+    die("flush", bus_last_error());
+  double dt = now_s() - t0;
+  msgpack_sbuffer_destroy(&data);
+  bus_conn_close(c);
+  return (double)n / dt;
+}
+
+int
+main(int argc, char **argv) {
+  long n = 1000000;
+  lt_natsd s;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--events") == 0 && i + 1 < argc)
+      n = strtol(argv[++i], NULL, 10);
+    else {
+      fprintf(stderr, "usage: bench_append [--events N]\n");
+      return 2;
+    }
+  }
+  if (n <= 0 || lt_natsd_start(&s, NULL, NULL) < 0)
+    return 1;
+  /* A B B A: load drift on a shared machine hits both sides alike */
+  long h = n / 2 > 0 ? n / 2 : 1;
+  double r1 = run_raw(s.url, h, "BENCH_RAW_1");
+  double b1 = run_bus(s.url, h);
+  run_raw(s.url, 1, "BENCH_RAW_X"); /* drops LARK_EVENTS: fresh again */
+  double b2 = run_bus(s.url, h);
+  double r2 = run_raw(s.url, h, "BENCH_RAW_2");
+  double raw = 2 / (1 / r1 + 1 / r2), bus = 2 / (1 / b1 + 1 / b2);
+  n = 2 * h;
+  printf("append async, %d-byte events, %ld events, file storage\n", BODY, n);
+  printf("  raw nats.c js_PublishMsgAsync: %10.0f msgs/s\n", raw);
+  printf("  libbus bus_append_async:       %10.0f msgs/s\n", bus);
+  printf("  ratio libbus/raw:              %10.2f (target >= 0.90)\n",
+         bus / raw);
+  lt_natsd_stop(&s);
+  return 0;
+}
