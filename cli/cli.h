@@ -48,6 +48,24 @@ void cli_format_time(int64_t ns, char *out, size_t cap);
 /* The msgpack object as JSON text appended to out (jansson underneath). */
 char *cli_obj_to_json(const msgpack_object *o);
 
+/* Pack a JSON value as msgpack (objects, arrays, scalars). */
+#include <jansson.h>
+void cli_json_pack(const json_t *j, msgpack_packer *pk);
+
+/* The user this larkctl acts as: $LARK_USER, else the creds file's name
+ * without .nk ("admin" for admin.nk), else "admin". */
+const char *cli_user(lark_cli *cli);
+
+/*
+ * A query or command to a service: request lark.cmd.<user>.<kind>.<verb>
+ * with body (msgpack, may be NULL), the reply unpacked into zone as *out.
+ * A reply {error: {code, message}} is printed and returns CLI_ERR; no
+ * reply prints that the service is not answering.
+ */
+int cli_call(lark_cli *cli, bus_conn *c, const char *kind, const char *verb,
+             const msgpack_sbuffer *body, msgpack_zone *zone,
+             msgpack_object *out);
+
 /* Subcommands. */
 int cmd_up(int argc, char **argv, lark_cli *cli);
 int cmd_init(int argc, char **argv, lark_cli *cli);

@@ -14,8 +14,7 @@
 #include "cli.h"
 
 static int
-read_line_file(const char *path, char *out, size_t cap)
-{
+read_line_file(const char *path, char *out, size_t cap) {
   FILE *f = fopen(path, "r");
   if (!f)
     return -1;
@@ -28,8 +27,7 @@ read_line_file(const char *path, char *out, size_t cap)
 }
 
 static void
-resolve(lark_cli *cli)
-{
+resolve(lark_cli *cli) {
   if (!cli->url)
     cli->url = getenv("LARK_URL");
   if (!cli->url) {
@@ -54,8 +52,7 @@ resolve(lark_cli *cli)
 }
 
 bus_conn *
-cli_connect(lark_cli *cli)
-{
+cli_connect(lark_cli *cli) {
   resolve(cli);
   bus_conn_opts o;
   bus_conn_opts_init(&o);
@@ -77,8 +74,7 @@ cli_connect(lark_cli *cli)
 }
 
 int
-cli_fail(const char *cmd, int err, const char *fmt, ...)
-{
+cli_fail(const char *cmd, int err, const char *fmt, ...) {
   va_list ap;
   fprintf(stderr, "larkctl %s: ", cmd);
   va_start(ap, fmt);
@@ -95,15 +91,13 @@ cli_fail(const char *cmd, int err, const char *fmt, ...)
 }
 
 int
-cli_usage(const char *usage)
-{
+cli_usage(const char *usage) {
   fprintf(stderr, "usage: %s\n", usage);
   return CLI_USAGE;
 }
 
 static int
-parse_duration(const char *s, int64_t *ns)
-{
+parse_duration(const char *s, int64_t *ns) {
   char *end;
   double v = strtod(s, &end);
   if (end == s || v < 0)
@@ -126,8 +120,7 @@ parse_duration(const char *s, int64_t *ns)
 }
 
 static int64_t
-now_ns(void)
-{
+now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
@@ -135,8 +128,7 @@ now_ns(void)
 
 /* RFC 3339: 2026-11-29T10:00:00[.fff][Z|+hh:mm] */
 static int
-parse_rfc3339(const char *s, int64_t *ns)
-{
+parse_rfc3339(const char *s, int64_t *ns) {
   struct tm tm;
   memset(&tm, 0, sizeof tm);
   const char *p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
@@ -167,8 +159,7 @@ parse_rfc3339(const char *s, int64_t *ns)
 }
 
 int
-cli_parse_time(const char *s, int64_t *ns)
-{
+cli_parse_time(const char *s, int64_t *ns) {
   int64_t d;
   if (!s || !*s)
     return -1;
@@ -188,8 +179,7 @@ cli_parse_time(const char *s, int64_t *ns)
 }
 
 void
-cli_format_time(int64_t ns, char *out, size_t cap)
-{
+cli_format_time(int64_t ns, char *out, size_t cap) {
   time_t secs = (time_t)(ns / 1000000000);
   struct tm tm;
   gmtime_r(&secs, &tm);
@@ -199,8 +189,7 @@ cli_format_time(int64_t ns, char *out, size_t cap)
 }
 
 static json_t *
-obj_to_json(const msgpack_object *o, int depth)
-{
+obj_to_json(const msgpack_object *o, int depth) {
   if (depth > 64)
     return json_null();
   switch (o->type) {
@@ -241,10 +230,100 @@ obj_to_json(const msgpack_object *o, int depth)
 }
 
 char *
-cli_obj_to_json(const msgpack_object *o)
-{
+cli_obj_to_json(const msgpack_object *o) {
   json_t *j = obj_to_json(o, 0);
   char *s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY | JSON_SORT_KEYS);
   json_decref(j);
   return s;
+}
+
+void
+cli_json_pack(const json_t *j, msgpack_packer *pk) {
+  switch (json_typeof(j)) {
+  case JSON_OBJECT: {
+    const char *k;
+    json_t *v;
+    msgpack_pack_map(pk, (uint32_t)json_object_size(j));
+    json_object_foreach((json_t *)j, k, v) {
+      msgpack_pack_str_with_body(pk, k, strlen(k));
+      cli_json_pack(v, pk);
+    }
+    return;
+  }
+  case JSON_ARRAY: {
+    size_t i;
+    json_t *v;
+    msgpack_pack_array(pk, (uint32_t)json_array_size(j));
+    json_array_foreach(j, i, v) cli_json_pack(v, pk);
+    return;
+  }
+  case JSON_STRING:
+    msgpack_pack_str_with_body(pk, json_string_value(j), json_string_length(j));
+    return;
+  case JSON_INTEGER:
+    msgpack_pack_int64(pk, json_integer_value(j));
+    return;
+  case JSON_REAL:
+    msgpack_pack_double(pk, json_real_value(j));
+    return;
+  case JSON_TRUE:
+    msgpack_pack_true(pk);
+    return;
+  case JSON_FALSE:
+    msgpack_pack_false(pk);
+    return;
+  default:
+    msgpack_pack_nil(pk);
+  }
+}
+
+const char *
+cli_user(lark_cli *cli) {
+  static char user[BUS_NAME_MAX + 1];
+  const char *env = getenv("LARK_USER");
+  if (env && *env)
+    return env;
+  resolve(cli);
+  if (!cli->creds)
+    return "admin";
+  const char *base = strrchr(cli->creds, '/');
+  base = base ? base + 1 : cli->creds;
+  snprintf(user, sizeof user, "%s", base);
+  char *dot = strrchr(user, '.');
+  if (dot)
+    *dot = 0;
+  return bus_name_valid(user, BUS_NAME_MAX) ? user : "admin";
+}
+
+int
+cli_call(lark_cli *cli, bus_conn *c, const char *kind, const char *verb,
+         const msgpack_sbuffer *body, msgpack_zone *zone, msgpack_object *out) {
+  char subject[BUS_SUBJECT_MAX];
+  snprintf(subject, sizeof subject, "lark.cmd.%s.%s.%s", cli_user(cli), kind,
+           verb);
+  void *reply = NULL;
+  size_t len = 0;
+  int rc = bus_conn_request(c, subject, body ? body->data : NULL,
+                            body ? body->size : 0, 5000, &reply, &len);
+  if (rc == BUS_ETIMEOUT || rc == BUS_ENOT_FOUND)
+    return cli_fail(verb, 0, "no answer on %s: is lark-%s running?", subject,
+                    kind);
+  if (rc)
+    return cli_fail(verb, rc, "request %s", subject);
+  /* unpacked strings point into the buffer: keep it in the zone */
+  void *keep = msgpack_zone_malloc(zone, len ? len : 1);
+  if (keep)
+    memcpy(keep, reply, len);
+  free(reply);
+  int urc = keep ? msgpack_unpack(keep, len, NULL, zone, out) : -1;
+  if (urc < 0 || out->type != MSGPACK_OBJECT_MAP)
+    return cli_fail(verb, 0, "malformed reply on %s", subject);
+  const msgpack_object *err = bus_obj_get(out, "error");
+  if (err) {
+    char code[64] = "", msg[512] = "";
+    bus_obj_str(err, "code", code, sizeof code);
+    bus_obj_str(err, "message", msg, sizeof msg);
+    return cli_fail(verb, 0, "%s: %s", code, msg);
+  }
+  return CLI_OK;
 }

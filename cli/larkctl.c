@@ -32,8 +32,7 @@ static const cli_cmd commands[] = {
 };
 
 static void
-usage(FILE *f)
-{
+usage(FILE *f) {
   fprintf(f, "usage: larkctl [--url URL] [--creds FILE] [--data DIR] "
              "[-o json|wide] COMMAND [ARGS]\n\ncommands:\n");
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
@@ -41,8 +40,7 @@ usage(FILE *f)
 }
 
 static int
-set_output(lark_cli *cli, const char *v)
-{
+set_output(lark_cli *cli, const char *v) {
   if (!strcmp(v, "json"))
     cli->output = CLI_OUT_JSON;
   else if (!strcmp(v, "wide"))
@@ -60,17 +58,18 @@ set_output(lark_cli *cli, const char *v)
  * argc, or -1 on a bad flag.
  */
 static int
-take_globals(int argc, char **argv, lark_cli *cli)
-{
+take_globals(int argc, char **argv, lark_cli *cli) {
   int out = 0;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     const char **slot = NULL;
+    /* after `emit`, --data is the report's JSON, not the data directory */
+    int data_is_dir = !(out > 0 && !strcmp(argv[0], "emit"));
     if (!strcmp(a, "--url"))
       slot = &cli->url;
     else if (!strcmp(a, "--creds"))
       slot = &cli->creds;
-    else if (!strcmp(a, "--data"))
+    else if (!strcmp(a, "--data") && data_is_dir)
       slot = &cli->data;
     if (slot || !strcmp(a, "-o") || !strcmp(a, "--output")) {
       if (i + 1 >= argc)
@@ -94,8 +93,7 @@ take_globals(int argc, char **argv, lark_cli *cli)
 }
 
 int
-main(int argc, char **argv)
-{
+main(int argc, char **argv) {
   lark_cli cli;
   memset(&cli, 0, sizeof cli);
   argc = take_globals(argc - 1, argv + 1, &cli);

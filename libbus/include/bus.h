@@ -279,12 +279,12 @@ void bus_conn_unserve(bus_serve *s);
  * whose settings differ; it is idempotent. Only `larkctl init` calls it.
  */
 typedef struct bus_streams_opts {
-  int replicas;       /* 1 (default) or 3 */
-  int64_t dedupe_ns;  /* LARK_EVENTS duplicate window; default 2 min */
-  int64_t runs_age_ns;/* LARK_RUNS max age; default 30 days */
-  int64_t logs_age_ns;/* LARK_LOGS max age; default 7 days */
-  int64_t logs_bytes; /* LARK_LOGS max bytes; default 1 GiB */
-  int memory;         /* memory storage (benchmarks only); default file */
+  int replicas;        /* 1 (default) or 3 */
+  int64_t dedupe_ns;   /* LARK_EVENTS duplicate window; default 2 min */
+  int64_t runs_age_ns; /* LARK_RUNS max age; default 30 days */
+  int64_t logs_age_ns; /* LARK_LOGS max age; default 7 days */
+  int64_t logs_bytes;  /* LARK_LOGS max bytes; default 1 GiB */
+  int memory;          /* memory storage (benchmarks only); default file */
 } bus_streams_opts;
 
 void bus_streams_opts_init(bus_streams_opts *o);
@@ -318,8 +318,8 @@ enum {
  * window returns 0 with the original's sequence and *dup = 1 (dup may be
  * NULL). seq may be NULL.
  */
-int bus_append(bus_conn *c, const char *subject, const bus_event *ev,
-               int flags, uint64_t *seq, int *dup);
+int bus_append(bus_conn *c, const char *subject, const bus_event *ev, int flags,
+               uint64_t *seq, int *dup);
 
 /*
  * Append without waiting: the event is encoded and handed to nats.c, which
@@ -348,8 +348,8 @@ typedef struct bus_consumer bus_consumer;
 
 enum {
   BUS_DELIVER_ALL = 0,
-  BUS_DELIVER_FROM_SEQ = 1,       /* start_seq */
-  BUS_DELIVER_FROM_TIME = 2,      /* start_ns */
+  BUS_DELIVER_FROM_SEQ = 1,  /* start_seq */
+  BUS_DELIVER_FROM_TIME = 2, /* start_ns */
   BUS_DELIVER_LAST_PER_SUBJECT = 3,
   BUS_DELIVER_NEW = 4
 };
@@ -434,11 +434,11 @@ typedef struct bus_reader bus_reader;
 typedef struct bus_reader_opts {
   const char *stream;
   const char *filter;
-  uint64_t from_seq; /* default 1 */
-  int64_t since_ns;  /* start by time instead (0: use from_seq) */
-  uint64_t until_seq;/* 0: no bound */
-  int64_t until_ns;  /* 0: no bound */
-  int batch;         /* default 1024 */
+  uint64_t from_seq;  /* default 1 */
+  int64_t since_ns;   /* start by time instead (0: use from_seq) */
+  uint64_t until_seq; /* 0: no bound */
+  int64_t until_ns;   /* 0: no bound */
+  int batch;          /* default 1024 */
   int follow;
 } bus_reader_opts;
 
@@ -480,10 +480,10 @@ typedef struct bus_view_def {
 } bus_view_def;
 
 typedef struct bus_view_opts {
-  const char *dir;  /* created if missing */
-  size_t map_size;  /* default 1 GiB */
-  int nosync;       /* MDB_NOSYNC: replay; one bus_view_sync at the end */
-  int effects;      /* 1: call decide (live). 0: replay */
+  const char *dir; /* created if missing */
+  size_t map_size; /* default 1 GiB */
+  int nosync;      /* MDB_NOSYNC: replay; one bus_view_sync at the end */
+  int effects;     /* 1: call decide (live). 0: replay */
 } bus_view_opts;
 
 void bus_view_opts_init(bus_view_opts *o);
@@ -554,8 +554,8 @@ int bus_txn_del(bus_txn *t, const char *table, const void *key, size_t klen);
  * order; cb returning non-zero stops and that value is returned. */
 typedef int (*bus_scan_cb)(const void *key, size_t klen, const void *val,
                            size_t vlen, void *ud);
-int bus_txn_scan(bus_txn *t, const char *table, const void *prefix,
-                 size_t plen, bus_scan_cb cb, void *ud);
+int bus_txn_scan(bus_txn *t, const char *table, const void *prefix, size_t plen,
+                 bus_scan_cb cb, void *ud);
 
 /* The version of an aggregate subject (seq of its last accepted event),
  * its generation and event count; zeros when never seen. */
@@ -597,7 +597,9 @@ int bus_outbox_drain(bus_view *v, bus_conn *c, const char *stream,
  * recreated at start from the view's applied sequence + 1; fetch, apply in
  * one transaction, ack, drain the outbox, tick decide every tick_ms. It
  * answers `lark.sys.status` (everyone) and `lark.sys.status.<name>` with
- * msgpack {name, seq, digest, lag, applied, stale, rejected, outbox}.
+ * msgpack {name, seq, digest, lag, applied, stale, rejected, outbox}, and
+ * `lark.sys.snapshot.<name>` {path} by writing a snapshot of the live view
+ * to path on its own host, replying {ok, path, seq} or {error}.
  * Returns when *stop becomes non-zero (checked at least every poll_ms).
  */
 typedef struct bus_service_opts {

@@ -1,0 +1,210 @@
+/*
+ * outbox.c - decisions written with the view, published after commit.
+ *
+ * decide() emits into the _outbox table inside the same transaction that
+ * applies its cause, so a decision exists exactly when the state it was
+ * made from does. Publishing happens later, from a read of the outbox:
+ * - each entry is appended with the broker's check and a deterministic id,
+ *   so publishing twice (a crash between publish and delete) is refused by
+ *   the dedupe window or by the check;
+ * - on a conflict we read the subject's last message: our own id there
+ *   means the effect already landed, even after the dedupe window passed;
+ *   anything else means the world moved on: the entry is dropped, and the
+ *   view decides again when it applies the newer event;
+ * - a timeout or lost connection stops the drain; the entry stays and is
+ *   tried again, with the same id.
+ *
+ * Entry: key u64be (emit order); value
+ *   u8 flags | u16be len(subject) | u8 len(id) | subject | id | event
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "view-int.h"
+
+#define DRAIN_CHUNK 64
+
+int
+bus_txn_emit(bus_txn *t, const char *subject, const bus_event *ev, int flags) {
+  size_t slen = strlen(subject);
+  if (!t->txn || slen == 0 || slen > 0xffff)
+    return BUS_ERR(BUS_EINVAL, "emit needs a write transaction and a subject");
+  bus_event e = *ev;
+  char id[33];
+  const char *cause_id = t->cause ? t->cause->id : "";
+  if (!e.cause)
+    e.cause = cause_id;
+  if (!e.id) {
+    bus_event_derive_id(e.cause, t->emit_index++, id);
+    e.id = id;
+  }
+  if (e.ts == 0)
+    e.ts = t->cause ? t->cause->ts : t->now_ns;
+  if (!e.v)
+    e.v = BUS_SCHEMA_VERSION;
+  size_t idlen = strlen(e.id);
+  if (idlen > 0xff)
+    return BUS_ERR(BUS_EINVAL, "event id too long");
+
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  unsigned char head[4] = {(unsigned char)flags, (unsigned char)(slen >> 8),
+                           (unsigned char)slen, (unsigned char)idlen};
+  msgpack_sbuffer_write(&sb, (const char *)head, sizeof head);
+  msgpack_sbuffer_write(&sb, subject, slen);
+  msgpack_sbuffer_write(&sb, e.id, idlen);
+  int rc = bus_event_encode(&e, &sb);
+  if (rc == 0) {
+    unsigned char key[8];
+    bus__put_be64(key, ++t->c.outbox_next);
+    rc = bus_txn_put(t, BUS__T_OUTBOX, key, sizeof key, sb.data, sb.size);
+  }
+  msgpack_sbuffer_destroy(&sb);
+  return rc;
+}
+
+typedef struct entry {
+  unsigned char key[8];
+  int flags;
+  char subject[BUS_SUBJECT_MAX];
+  char id[256];
+  void *body;
+  size_t len;
+} entry;
+
+typedef struct chunk {
+  entry e[DRAIN_CHUNK];
+  int n;
+} chunk;
+
+static int
+take_entry(const void *key, size_t klen, const void *val, size_t vlen,
+           void *ud) {
+  chunk *c = ud;
+  const unsigned char *p = val;
+  if (klen != 8 || vlen < 4)
+    return BUS_ERR(BUS_ECORRUPT, "outbox entry malformed");
+  size_t slen = ((size_t)p[1] << 8) | p[2], idlen = p[3];
+  if (4 + slen + idlen > vlen || slen >= BUS_SUBJECT_MAX)
+    return BUS_ERR(BUS_ECORRUPT, "outbox entry malformed");
+  entry *e = &c->e[c->n];
+  memcpy(e->key, key, 8);
+  e->flags = p[0];
+  memcpy(e->subject, p + 4, slen);
+  e->subject[slen] = 0;
+  memcpy(e->id, p + 4 + slen, idlen);
+  e->id[idlen] = 0;
+  e->len = vlen - 4 - slen - idlen;
+  e->body = malloc(e->len ? e->len : 1);
+  if (!e->body)
+    return -ENOMEM;
+  memcpy(e->body, p + 4 + slen + idlen, e->len);
+  return ++c->n == DRAIN_CHUNK ? 1 : 0;
+}
+
+static int
+read_chunk(bus_view *v, chunk *c) {
+  bus_txn *t;
+  c->n = 0;
+  int rc = bus_view_read(v, &t);
+  if (rc)
+    return rc;
+  rc = bus_txn_scan(t, BUS__T_OUTBOX, NULL, 0, take_entry, c);
+  bus_txn_end(t);
+  return rc == 1 ? 0 : rc;
+}
+
+/*
+ * After a conflict: did our own event land? 1 yes, 0 no (someone else's
+ * write is there), negative on error.
+ */
+static int
+landed(bus_conn *c, const char *stream, const entry *e) {
+  msgpack_zone zone;
+  bus_event last;
+  memset(&last, 0, sizeof last);
+  msgpack_zone_init(&zone, 1024);
+  int rc = bus_last_event(c, stream, e->subject, &last, &zone);
+  if (rc == 0)
+    rc = last.id && !strcmp(last.id, e->id);
+  else if (rc == BUS_ENOT_FOUND || rc == BUS_EMALFORMED)
+    rc = 0;
+  msgpack_zone_destroy(&zone);
+  return rc;
+}
+
+/* Publish one entry. 1: done (delete it), 2: dropped, 0: keep, <0 error. */
+static int
+publish(bus_conn *c, const char *stream, const entry *e) {
+  msgpack_zone zone;
+  bus_event ev;
+  memset(&ev, 0, sizeof ev);
+  msgpack_zone_init(&zone, 1024);
+  int rc = bus_event_decode(e->body, e->len, &ev, &zone);
+  if (rc == 0)
+    rc = bus_append(c, e->subject, &ev, e->flags, NULL, NULL);
+  msgpack_zone_destroy(&zone);
+  if (rc == 0)
+    return 1;
+  if (rc == BUS_ECONFLICT) {
+    int l = landed(c, stream, e);
+    return l < 0 ? 0 : (l ? 1 : 2);
+  }
+  if (rc == BUS_ETIMEOUT || rc == BUS_ECONN)
+    return 0;
+  return rc;
+}
+
+static int
+delete_done(bus_view *v, const chunk *ch, const int *fate, int upto) {
+  bus_txn t;
+  int rc = bus__txn_begin_write(v, &t);
+  for (int i = 0; !rc && i < upto; i++) {
+    if (fate[i] == 2)
+      t.c.dropped++;
+    rc = bus_txn_del(&t, BUS__T_OUTBOX, ch->e[i].key, 8);
+  }
+  if (rc) {
+    bus__txn_abort(&t);
+    return rc;
+  }
+  return bus__txn_commit(&t);
+}
+
+int
+bus_outbox_drain(bus_view *v, bus_conn *c, const char *stream,
+                 uint64_t *published, uint64_t *dropped) {
+  uint64_t pub = 0, drop = 0;
+  chunk *ch = calloc(1, sizeof *ch);
+  if (!ch)
+    return -ENOMEM;
+  int rc = 0, more = 1;
+  while (!rc && more) {
+    if ((rc = read_chunk(v, ch)) || ch->n == 0)
+      break;
+    int fate[DRAIN_CHUNK], done = 0;
+    for (; done < ch->n; done++) {
+      fate[done] = publish(c, stream ? stream : "LARK_EVENTS", &ch->e[done]);
+      if (fate[done] <= 0)
+        break;
+      fate[done] == 1 ? pub++ : drop++;
+    }
+    if (done < ch->n) {
+      more = 0;
+      if (fate[done] < 0)
+        rc = fate[done];
+    }
+    int drc = done ? delete_done(v, ch, fate, done) : 0;
+    if (!rc)
+      rc = drc;
+    for (int i = 0; i < ch->n; i++)
+      free(ch->e[i].body);
+  }
+  free(ch);
+  if (published)
+    *published = pub;
+  if (dropped)
+    *dropped = drop;
+  return rc;
+}

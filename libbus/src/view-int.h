@@ -1,0 +1,64 @@
+/*
+ * view-int.h - the inside of a view, shared by view.c, outbox.c and
+ * digest.c.
+ *
+ * A view is one LMDB environment with named tables: the definition's own,
+ * and three of ours: _meta (name, applied sequence, counters), _versions
+ * (per aggregate subject: version, generation, count) and _outbox
+ * (decisions not yet published).
+ */
+#ifndef LARK_VIEW_INT_H
+#define LARK_VIEW_INT_H
+
+#include <lmdb.h>
+
+#include "bus-int.h"
+
+#define BUS__VIEW_MAX_TABLES 32
+
+#define BUS__T_META "_meta"
+#define BUS__T_VERSIONS "_versions"
+#define BUS__T_OUTBOX "_outbox"
+
+typedef struct bus__table {
+  const char *name;
+  MDB_dbi dbi;
+} bus__table;
+
+typedef struct bus__counters {
+  uint64_t applied_seq, applied, stale, rejected, outbox_next, dropped;
+} bus__counters;
+
+struct bus_view {
+  bus_view_def def;
+  bus_view_opts opts;
+  char *dir;
+  MDB_env *env;
+  bus__table tables[BUS__VIEW_MAX_TABLES];
+  int ntables;
+  bus__counters c; /* as last committed */
+};
+
+struct bus_txn {
+  bus_view *v;
+  MDB_txn *txn;
+  bus__counters c;        /* working copy inside a write txn */
+  const bus_event *cause; /* decide: the cause, or NULL on a tick */
+  unsigned emit_index;    /* decide: emits so far for this cause */
+  int64_t now_ns;
+};
+
+/* Translate an LMDB return code to ours (-errno or BUS_ESTORE). */
+int bus__mdb_err(int rc, const char *what);
+/* The dbi of a table by name; BUS_EINVAL when the view has no such table. */
+int bus__table_dbi(bus_view *v, const char *name, MDB_dbi *dbi);
+/* Begin / commit a write transaction with counters loaded and saved. */
+int bus__txn_begin_write(bus_view *v, bus_txn *t);
+int bus__txn_commit(bus_txn *t);
+void bus__txn_abort(bus_txn *t);
+
+/* Big-endian u64 keys sort numerically. */
+void bus__put_be64(unsigned char *p, uint64_t x);
+uint64_t bus__get_be64(const unsigned char *p);
+
+#endif

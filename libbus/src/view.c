@@ -1,0 +1,596 @@
+/*
+ * view.c - LMDB views: many events per write transaction, the applied
+ * sequence stored in the same transaction.
+ *
+ * Invariants, and why they hold:
+ * - The tables and the applied sequence always describe the same prefix of
+ *   the stream: both change only inside one write transaction, which
+ *   commits whole or not at all. A crash before commit loses the batch,
+ *   and the consumer redelivers it; a crash after commit but before the ack
+ *   redelivers events whose seq <= applied, which are skipped. Nothing is
+ *   applied twice.
+ * - An aggregate's version (the seq of its last accepted event) is kept in
+ *   _versions by this file, not by apply, so every view checks `prev` the
+ *   same way: an event whose prev is not the current version is ignored
+ *   and counted. Live and replay see the same stream order, hence the same
+ *   winner (DESIGN.md section 3).
+ * - apply and decide see the version as it is after the event: the record
+ *   is updated before apply runs and restored when apply refuses the event.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "view-int.h"
+
+#define META_NAME "view"
+#define META_COUNTERS "counters"
+#define VERSION_LEN 25
+
+void
+bus__put_be64(unsigned char *p, uint64_t x) {
+  for (int i = 7; i >= 0; i--, x >>= 8)
+    p[i] = (unsigned char)x;
+}
+
+uint64_t
+bus__get_be64(const unsigned char *p) {
+  uint64_t x = 0;
+  for (int i = 0; i < 8; i++)
+    x = (x << 8) | p[i];
+  return x;
+}
+
+int
+bus__mdb_err(int rc, const char *what) {
+  if (rc == 0)
+    return 0;
+  if (rc == MDB_NOTFOUND)
+    return BUS_ENOT_FOUND;
+  if (rc > 0) /* a system errno; LMDB's own codes are negative */
+    return BUS_ERR(-rc, "%s: %s", what, mdb_strerror(rc));
+  return BUS_ERR(BUS_ESTORE, "%s: %s", what, mdb_strerror(rc));
+}
+
+void
+bus_view_opts_init(bus_view_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->map_size = (size_t)1 << 30;
+  o->effects = 1;
+}
+
+int
+bus__table_dbi(bus_view *v, const char *name, MDB_dbi *dbi) {
+  for (int i = 0; i < v->ntables; i++)
+    if (v->tables[i].name == name || !strcmp(v->tables[i].name, name)) {
+      *dbi = v->tables[i].dbi;
+      return 0;
+    }
+  return BUS_ERR(BUS_EINVAL, "view %s has no table %s", v->def.name, name);
+}
+
+/* ----------------------------------------------------------- counters */
+
+static void
+counters_encode(const bus__counters *c, unsigned char out[48]) {
+  const uint64_t f[6] = {c->applied_seq, c->applied,     c->stale,
+                         c->rejected,    c->outbox_next, c->dropped};
+  for (int i = 0; i < 6; i++)
+    bus__put_be64(out + 8 * i, f[i]);
+}
+
+static void
+counters_decode(const unsigned char *in, size_t len, bus__counters *c) {
+  uint64_t f[6] = {0};
+  for (size_t i = 0; i < 6 && 8 * (i + 1) <= len; i++)
+    f[i] = bus__get_be64(in + 8 * i);
+  c->applied_seq = f[0];
+  c->applied = f[1];
+  c->stale = f[2];
+  c->rejected = f[3];
+  c->outbox_next = f[4];
+  c->dropped = f[5];
+}
+
+static int
+counters_load(MDB_txn *txn, MDB_dbi meta, bus__counters *c) {
+  MDB_val k = {strlen(META_COUNTERS), (void *)META_COUNTERS}, val;
+  memset(c, 0, sizeof *c);
+  int rc = mdb_get(txn, meta, &k, &val);
+  if (rc == MDB_NOTFOUND)
+    return 0;
+  if (rc)
+    return bus__mdb_err(rc, "read view counters");
+  counters_decode(val.mv_data, val.mv_size, c);
+  return 0;
+}
+
+static int
+counters_save(MDB_txn *txn, MDB_dbi meta, const bus__counters *c) {
+  unsigned char buf[48];
+  counters_encode(c, buf);
+  MDB_val k = {strlen(META_COUNTERS), (void *)META_COUNTERS};
+  MDB_val val = {sizeof buf, buf};
+  return bus__mdb_err(mdb_put(txn, meta, &k, &val, 0), "save view counters");
+}
+
+/* --------------------------------------------------------------- open */
+
+static int
+mkdir_p(const char *dir) {
+  char path[4096];
+  if (strlen(dir) >= sizeof path)
+    return BUS_ERR(-ENAMETOOLONG, "view directory name too long");
+  strcpy(path, dir);
+  for (char *p = path + 1; *p; p++) {
+    if (*p != '/')
+      continue;
+    *p = 0;
+    if (mkdir(path, 0700) < 0 && errno != EEXIST)
+      return BUS_ERR(-errno, "mkdir %s", path);
+    *p = '/';
+  }
+  if (mkdir(path, 0700) < 0 && errno != EEXIST)
+    return BUS_ERR(-errno, "mkdir %s", path);
+  return 0;
+}
+
+static int
+add_table(bus_view *v, MDB_txn *txn, const char *name) {
+  if (v->ntables >= BUS__VIEW_MAX_TABLES)
+    return BUS_ERR(BUS_EINVAL, "view %s: too many tables", v->def.name);
+  bus__table *t = &v->tables[v->ntables];
+  int rc = mdb_dbi_open(txn, name, MDB_CREATE, &t->dbi);
+  if (rc)
+    return bus__mdb_err(rc, name);
+  t->name = name;
+  v->ntables++;
+  return 0;
+}
+
+/* The view's name is written once; another name means another view. */
+static int
+check_name(bus_view *v, MDB_txn *txn, MDB_dbi meta) {
+  MDB_val k = {strlen(META_NAME), (void *)META_NAME}, val;
+  int rc = mdb_get(txn, meta, &k, &val);
+  if (rc == MDB_NOTFOUND) {
+    MDB_val name = {strlen(v->def.name), (void *)v->def.name};
+    return bus__mdb_err(mdb_put(txn, meta, &k, &name, 0), "write view name");
+  }
+  if (rc)
+    return bus__mdb_err(rc, "read view name");
+  if (val.mv_size != strlen(v->def.name) ||
+      memcmp(val.mv_data, v->def.name, val.mv_size))
+    return BUS_ERR(BUS_ECORRUPT, "%s holds view '%.*s', not '%s'", v->dir,
+                   (int)val.mv_size, (const char *)val.mv_data, v->def.name);
+  return 0;
+}
+
+static int
+open_tables(bus_view *v) {
+  MDB_txn *txn;
+  int rc = mdb_txn_begin(v->env, NULL, 0, &txn);
+  if (rc)
+    return bus__mdb_err(rc, "begin");
+  rc = add_table(v, txn, BUS__T_META);
+  if (!rc)
+    rc = add_table(v, txn, BUS__T_VERSIONS);
+  if (!rc)
+    rc = add_table(v, txn, BUS__T_OUTBOX);
+  for (int i = 0; !rc && v->def.tables && v->def.tables[i]; i++) {
+    if (v->def.tables[i][0] == '_')
+      rc = BUS_ERR(BUS_EINVAL, "table names starting '_' are reserved");
+    else
+      rc = add_table(v, txn, v->def.tables[i]);
+  }
+  if (!rc)
+    rc = check_name(v, txn, v->tables[0].dbi);
+  if (!rc)
+    rc = counters_load(txn, v->tables[0].dbi, &v->c);
+  if (rc) {
+    mdb_txn_abort(txn);
+    return rc;
+  }
+  return bus__mdb_err(mdb_txn_commit(txn), "commit");
+}
+
+int
+bus_view_open(bus_view **out, const bus_view_def *def, const bus_view_opts *o) {
+  *out = NULL;
+  if (!def || !def->name || !o || !o->dir)
+    return BUS_ERR(BUS_EINVAL, "view needs a name and a directory");
+  bus_view *v = calloc(1, sizeof *v);
+  if (!v)
+    return -ENOMEM;
+  v->def = *def;
+  v->opts = *o;
+  v->dir = strdup(o->dir);
+  int rc = v->dir ? mkdir_p(o->dir) : -ENOMEM;
+  if (rc)
+    goto out;
+  if ((rc = mdb_env_create(&v->env))) {
+    rc = bus__mdb_err(rc, "env create");
+    goto out;
+  }
+  mdb_env_set_maxdbs(v->env, BUS__VIEW_MAX_TABLES);
+  mdb_env_set_mapsize(v->env, o->map_size ? o->map_size : (size_t)1 << 30);
+  unsigned flags = MDB_NOTLS | (o->nosync ? MDB_NOSYNC : 0);
+  if ((rc = mdb_env_open(v->env, o->dir, flags, 0600))) {
+    rc = bus__mdb_err(rc, o->dir);
+    goto out;
+  }
+  rc = open_tables(v);
+out:
+  if (rc) {
+    bus_view_close(v);
+    return rc;
+  }
+  v->opts.dir = v->dir;
+  *out = v;
+  return 0;
+}
+
+void
+bus_view_close(bus_view *v) {
+  if (!v)
+    return;
+  if (v->env)
+    mdb_env_close(v->env);
+  free(v->dir);
+  free(v);
+}
+
+int
+bus_view_sync(bus_view *v) {
+  return bus__mdb_err(mdb_env_sync(v->env, 1), "sync");
+}
+
+const char *
+bus_view_name(const bus_view *v) {
+  return v->def.name;
+}
+
+/* ------------------------------------------------------- transactions */
+
+int
+bus__txn_begin_write(bus_view *v, bus_txn *t) {
+  memset(t, 0, sizeof *t);
+  t->v = v;
+  int rc = mdb_txn_begin(v->env, NULL, 0, &t->txn);
+  if (rc)
+    return bus__mdb_err(rc, "begin write");
+  t->c = v->c;
+  return 0;
+}
+
+int
+bus__txn_commit(bus_txn *t) {
+  int rc = counters_save(t->txn, t->v->tables[0].dbi, &t->c);
+  if (rc) {
+    bus__txn_abort(t);
+    return rc;
+  }
+  rc = mdb_txn_commit(t->txn);
+  t->txn = NULL;
+  if (rc)
+    return bus__mdb_err(rc, "commit");
+  t->v->c = t->c;
+  return 0;
+}
+
+void
+bus__txn_abort(bus_txn *t) {
+  if (t->txn)
+    mdb_txn_abort(t->txn);
+  t->txn = NULL;
+}
+
+int
+bus_view_read(bus_view *v, bus_txn **out) {
+  bus_txn *t = calloc(1, sizeof *t);
+  if (!t)
+    return -ENOMEM;
+  t->v = v;
+  int rc = mdb_txn_begin(v->env, NULL, MDB_RDONLY, &t->txn);
+  if (rc) {
+    free(t);
+    return bus__mdb_err(rc, "begin read");
+  }
+  rc = counters_load(t->txn, v->tables[0].dbi, &t->c);
+  if (rc) {
+    bus_txn_end(t);
+    return rc;
+  }
+  *out = t;
+  return 0;
+}
+
+void
+bus_txn_end(bus_txn *t) {
+  if (!t)
+    return;
+  if (t->txn)
+    mdb_txn_abort(t->txn);
+  free(t);
+}
+
+int
+bus_txn_put(bus_txn *t, const char *table, const void *key, size_t klen,
+            const void *val, size_t vlen) {
+  MDB_dbi dbi;
+  int rc = bus__table_dbi(t->v, table, &dbi);
+  if (rc)
+    return rc;
+  MDB_val k = {klen, (void *)key}, d = {vlen, (void *)val};
+  return bus__mdb_err(mdb_put(t->txn, dbi, &k, &d, 0), table);
+}
+
+int
+bus_txn_get(bus_txn *t, const char *table, const void *key, size_t klen,
+            const void **val, size_t *vlen) {
+  MDB_dbi dbi;
+  int rc = bus__table_dbi(t->v, table, &dbi);
+  if (rc)
+    return rc;
+  MDB_val k = {klen, (void *)key}, d;
+  rc = mdb_get(t->txn, dbi, &k, &d);
+  if (rc == MDB_NOTFOUND)
+    return BUS_ENOT_FOUND;
+  if (rc)
+    return bus__mdb_err(rc, table);
+  *val = d.mv_data;
+  *vlen = d.mv_size;
+  return 0;
+}
+
+int
+bus_txn_del(bus_txn *t, const char *table, const void *key, size_t klen) {
+  MDB_dbi dbi;
+  int rc = bus__table_dbi(t->v, table, &dbi);
+  if (rc)
+    return rc;
+  MDB_val k = {klen, (void *)key};
+  rc = mdb_del(t->txn, dbi, &k, NULL);
+  return rc == MDB_NOTFOUND ? 0 : bus__mdb_err(rc, table);
+}
+
+int
+bus_txn_scan(bus_txn *t, const char *table, const void *prefix, size_t plen,
+             bus_scan_cb cb, void *ud) {
+  MDB_dbi dbi;
+  MDB_cursor *cur;
+  int rc = bus__table_dbi(t->v, table, &dbi);
+  if (rc)
+    return rc;
+  if ((rc = mdb_cursor_open(t->txn, dbi, &cur)))
+    return bus__mdb_err(rc, table);
+  MDB_val k = {plen, (void *)prefix}, d;
+  int mrc = mdb_cursor_get(cur, &k, &d, plen ? MDB_SET_RANGE : MDB_FIRST);
+  while (mrc == 0) {
+    if (plen && (k.mv_size < plen || memcmp(k.mv_data, prefix, plen)))
+      break;
+    if ((rc = cb(k.mv_data, k.mv_size, d.mv_data, d.mv_size, ud)))
+      break;
+    mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT);
+  }
+  mdb_cursor_close(cur);
+  if (mrc && mrc != MDB_NOTFOUND)
+    return bus__mdb_err(mrc, table);
+  return rc;
+}
+
+/* ----------------------------------------------------------- versions */
+
+static void
+version_encode(const bus_version *ver, unsigned char out[VERSION_LEN]) {
+  bus__put_be64(out, ver->seq);
+  bus__put_be64(out + 8, ver->generation);
+  bus__put_be64(out + 16, ver->count);
+  out[24] = (unsigned char)(ver->deleted ? 1 : 0);
+}
+
+int
+bus_txn_version(bus_txn *t, const char *subject, bus_version *ver) {
+  const void *val;
+  size_t len;
+  memset(ver, 0, sizeof *ver);
+  int rc =
+      bus_txn_get(t, BUS__T_VERSIONS, subject, strlen(subject), &val, &len);
+  if (rc == BUS_ENOT_FOUND)
+    return 0;
+  if (rc)
+    return rc;
+  if (len != VERSION_LEN)
+    return BUS_ERR(BUS_ECORRUPT, "version record of %s", subject);
+  const unsigned char *p = val;
+  ver->seq = bus__get_be64(p);
+  ver->generation = bus__get_be64(p + 8);
+  ver->count = bus__get_be64(p + 16);
+  ver->deleted = p[24];
+  return 0;
+}
+
+static int
+version_put(bus_txn *t, const char *subject, const bus_version *ver) {
+  unsigned char buf[VERSION_LEN];
+  version_encode(ver, buf);
+  return bus_txn_put(t, BUS__T_VERSIONS, subject, strlen(subject), buf,
+                     sizeof buf);
+}
+
+static int
+is_delete(const char *type) {
+  const char *dot = strrchr(type, '.');
+  return dot && !strcmp(dot, ".deleted");
+}
+
+static int
+is_aggregate(const char *subject) {
+  return subject && !strncmp(subject, "lark.ev.", 8);
+}
+
+/* ---------------------------------------------------------------- apply */
+
+static int64_t
+now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int
+run_decide(bus_txn *t, const bus_event *cause) {
+  if (!t->v->opts.effects || !t->v->def.decide)
+    return 0;
+  t->cause = cause;
+  t->emit_index = 0;
+  int rc = t->v->def.decide(t, cause, t->now_ns, t->v->def.ud);
+  t->cause = NULL;
+  return rc;
+}
+
+static int
+refused(int rc) {
+  return rc == BUS_EINVAL || rc == BUS_EFIELD || rc == BUS_EMISSING ||
+         rc == BUS_ENAME || rc == BUS_EUNKNOWN_TYPE;
+}
+
+/*
+ * One event inside the batch's transaction. Returns 0 when applied,
+ * skipped, stale or refused (all counted), a negative code to abort.
+ */
+static int
+apply_one(bus_txn *t, const bus_event *ev) {
+  bus_version old, now;
+  int agg = is_aggregate(ev->subject);
+  if (agg) {
+    int rc = bus_txn_version(t, ev->subject, &old);
+    if (rc)
+      return rc;
+    if (ev->prev != old.seq) {
+      t->c.stale++;
+      return 0;
+    }
+    now.seq = ev->seq;
+    now.count = old.count + 1;
+    now.deleted = is_delete(ev->type);
+    now.generation = old.generation == 0 ? 1 : old.generation;
+    if (old.deleted && !now.deleted)
+      now.generation++;
+    if ((rc = version_put(t, ev->subject, &now)))
+      return rc;
+  }
+  int rc = t->v->def.apply ? t->v->def.apply(t, ev, t->v->def.ud) : 0;
+  if (refused(rc)) {
+    t->c.rejected++;
+    if (agg)
+      return old.seq ? version_put(t, ev->subject, &old)
+                     : bus_txn_del(t, BUS__T_VERSIONS, ev->subject,
+                                   strlen(ev->subject));
+    return 0;
+  }
+  if (rc)
+    return rc;
+  t->c.applied++;
+  return run_decide(t, ev);
+}
+
+/* Undecodable messages (ev == NULL) are counted and passed over. */
+static int
+apply_seq(bus_txn *t, const bus_event *ev, uint64_t seq) {
+  if (seq <= t->c.applied_seq)
+    return 0; /* redelivered: already in the view */
+  int rc = 0;
+  if (ev)
+    rc = apply_one(t, ev);
+  else
+    t->c.rejected++;
+  if (rc == 0)
+    t->c.applied_seq = seq;
+  return rc;
+}
+
+int
+bus_view_apply(bus_view *v, const bus_event *const *evs, size_t n) {
+  bus_txn t;
+  int rc = bus__txn_begin_write(v, &t);
+  if (rc)
+    return rc;
+  t.now_ns = v->opts.effects ? now_ns() : 0;
+  for (size_t i = 0; i < n && !rc; i++)
+    rc = apply_seq(&t, evs[i], evs[i]->seq);
+  if (rc) {
+    bus__txn_abort(&t);
+    return rc;
+  }
+  return bus__txn_commit(&t);
+}
+
+int
+bus_view_apply_batch(bus_view *v, const bus_batch *b) {
+  size_t n = bus_batch_len(b);
+  if (n == 0)
+    return 0;
+  bus_txn t;
+  int rc = bus__txn_begin_write(v, &t);
+  if (rc)
+    return rc;
+  t.now_ns = v->opts.effects ? now_ns() : 0;
+  for (size_t i = 0; i < n && !rc; i++) {
+    uint64_t seq;
+    bus_batch_meta(b, i, NULL, &seq, NULL);
+    rc = apply_seq(&t, bus_batch_event(b, i), seq);
+  }
+  if (rc) {
+    bus__txn_abort(&t);
+    return rc;
+  }
+  return bus__txn_commit(&t);
+}
+
+int
+bus_view_tick(bus_view *v, int64_t now) {
+  if (!v->opts.effects || !v->def.decide)
+    return 0;
+  bus_txn t;
+  int rc = bus__txn_begin_write(v, &t);
+  if (rc)
+    return rc;
+  t.now_ns = now;
+  if ((rc = run_decide(&t, NULL))) {
+    bus__txn_abort(&t);
+    return rc;
+  }
+  return bus__txn_commit(&t);
+}
+
+int
+bus_view_stats_get(bus_view *v, bus_view_stats *s) {
+  bus_txn *t;
+  int rc = bus_view_read(v, &t);
+  if (rc)
+    return rc;
+  MDB_stat st;
+  MDB_dbi dbi;
+  bus__table_dbi(v, BUS__T_OUTBOX, &dbi);
+  rc = mdb_stat(t->txn, dbi, &st);
+  memset(s, 0, sizeof *s);
+  s->applied_seq = t->c.applied_seq;
+  s->applied = t->c.applied;
+  s->stale = t->c.stale;
+  s->rejected = t->c.rejected;
+  s->outbox = rc ? 0 : st.ms_entries;
+  bus_txn_end(t);
+  return rc ? bus__mdb_err(rc, "stat outbox") : 0;
+}
+
+int
+bus_view_snapshot(bus_view *v, const char *path) {
+  if (mkdir(path, 0700) < 0)
+    return BUS_ERR(errno == EEXIST ? BUS_EEXISTS : -errno, "snapshot %s: %s",
+                   path, strerror(errno));
+  int rc = mdb_env_copy2(v->env, path, MDB_CP_COMPACT);
+  return bus__mdb_err(rc, "snapshot");
+}

@@ -1,0 +1,21 @@
+/*
+ * views.c - the views larkbus can rebuild. A service that owns a view adds
+ * one line here.
+ */
+#include <string.h>
+
+#include "catalog.h"
+#include "replay.h"
+
+const lark_view_entry lark_views[] = {
+    {"catalog", "LARK_EVENTS", "lark.ev.>", catalog_view_def},
+    {NULL, NULL, NULL, NULL},
+};
+
+const lark_view_entry *
+lark_view_find(const char *name) {
+  for (const lark_view_entry *e = lark_views; e->name; e++)
+    if (!strcmp(e->name, name))
+      return e;
+  return NULL;
+}

@@ -1,0 +1,93 @@
+/*
+ * proc.c - run binaries under test and collect what they print.
+ */
+#include "proc.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+const char *
+lt_bin(const char *name, char *out, size_t cap) {
+  const char *dir = getenv("LARK_BIN_DIR");
+  snprintf(out, cap, "%s/%s", dir ? dir : ".", name);
+  return out;
+}
+
+/* Read fd to EOF into buf (truncating); returns bytes kept. */
+static size_t
+slurp(int fd, char *buf, size_t cap) {
+  size_t n = 0;
+  char scratch[4096];
+  for (;;) {
+    ssize_t r = read(fd, scratch, sizeof scratch);
+    if (r <= 0)
+      break;
+    for (ssize_t i = 0; i < r; i++)
+      if (buf && n + 1 < cap)
+        buf[n++] = scratch[i];
+  }
+  if (buf && cap)
+    buf[n] = 0;
+  return n;
+}
+
+int
+lt_run(char *const argv[], char *out, size_t cap, char *err, size_t errcap) {
+  char errpath[] = "/tmp/lark-test-err-XXXXXX";
+  int errfd = mkstemp(errpath);
+  int p[2];
+  if (pipe(p) < 0 || errfd < 0)
+    return -1;
+  unlink(errpath);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(p[1], 1);
+    dup2(errfd, 2);
+    close(p[0]);
+    close(p[1]);
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  close(p[1]);
+  slurp(p[0], out, cap);
+  close(p[0]);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  lseek(errfd, 0, SEEK_SET);
+  slurp(errfd, err, errcap);
+  close(errfd);
+  if (WIFSIGNALED(st))
+    return 128 + WTERMSIG(st);
+  return WEXITSTATUS(st);
+}
+
+pid_t
+lt_spawn(char *const argv[], const char *log) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+      close(fd);
+    }
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  return pid;
+}
+
+int
+lt_kill(pid_t pid, int sig) {
+  int st = 0;
+  if (pid <= 0)
+    return -1;
+  kill(pid, sig);
+  waitpid(pid, &st, 0);
+  return st;
+}

@@ -1,0 +1,25 @@
+/*
+ * proc.h - run the project's real binaries from tests.
+ */
+#ifndef LARK_TEST_PROC_H
+#define LARK_TEST_PROC_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* $LARK_BIN_DIR/<name> (set by ctest) into out. */
+const char *lt_bin(const char *name, char *out, size_t cap);
+
+/*
+ * Run argv (argv[0] a path) to completion with stdout captured into out
+ * (NUL-terminated, truncated to cap-1) and stderr into err (may be NULL).
+ * Returns the exit code, or 128+signal.
+ */
+int lt_run(char *const argv[], char *out, size_t cap, char *err, size_t errcap);
+
+/* Start argv in the background, stdout+stderr appended to log. */
+pid_t lt_spawn(char *const argv[], const char *log);
+/* Send sig and reap; returns the wait status. */
+int lt_kill(pid_t pid, int sig);
+
+#endif

@@ -1,0 +1,259 @@
+/*
+ * test_outbox.c - decisions reach the stream exactly once, against a real
+ * broker: after a crash between publish and delete, after the dedupe
+ * window has passed, and when another writer got there first. And the
+ * service loop end to end: an event in, a decision out.
+ */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "natsd.h"
+
+static const char *const tables[] = {"items", NULL};
+
+static int
+apply_items(bus_txn *t, const bus_event *ev, void *ud) {
+  (void)ud;
+  return bus_txn_put(t, "items", ev->subject, strlen(ev->subject), ev->type,
+                     strlen(ev->type));
+}
+
+static int
+decide_items(bus_txn *t, const bus_event *cause, int64_t now, void *ud) {
+  (void)now, (void)ud;
+  if (!cause || strcmp(cause->type, "sample.created"))
+    return 0;
+  bus_event ev = {
+      .type = "sample.updated", .actor = "items", .prev = cause->seq};
+  return bus_txn_emit(t, cause->subject, &ev, BUS_APPEND_CHECK);
+}
+
+static lt_natsd srv;
+static bus_conn *conn;
+static char dir[256];
+
+static void
+setup(void) {
+  cr_assert_eq(lt_natsd_start(&srv, NULL, NULL), 0);
+  cr_assert_eq(lt_connect(&srv, &conn), 0, "%s", bus_last_error());
+  cr_assert_eq(lt_streams(conn, 1000), 0, "%s", bus_last_error());
+  lt_tmpdir(dir, sizeof dir, "outbox");
+}
+
+static void
+teardown(void) {
+  bus_conn_close(conn);
+  lt_natsd_stop(&srv);
+  lt_rmtree(dir);
+}
+
+TestSuite(outbox, .init = setup, .fini = teardown, .timeout = 60);
+
+static bus_view *
+open_view(const char *sub) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, sub);
+  bus_view_def d = {.name = "items",
+                    .tables = tables,
+                    .apply = apply_items,
+                    .decide = decide_items};
+  bus_view_opts o;
+  bus_view_opts_init(&o);
+  o.dir = path;
+  bus_view *v = NULL;
+  cr_assert_eq(bus_view_open(&v, &d, &o), 0, "%s", bus_last_error());
+  return v;
+}
+
+static uint64_t
+append_create(const char *subject, const char *id) {
+  bus_event ev = {.v = 1,
+                  .type = "sample.created",
+                  .id = id,
+                  .ts = 42,
+                  .actor = "tester",
+                  .cause = "",
+                  .prev = 0};
+  ev.data.type = MSGPACK_OBJECT_NIL;
+  uint64_t seq = 0;
+  int rc = bus_append(conn, subject, &ev, BUS_APPEND_CHECK, &seq, NULL);
+  cr_assert_eq(rc, 0, "append: %s", bus_last_error());
+  return seq;
+}
+
+/* Read the whole stream into v (live mode: decisions go to the outbox). */
+static void
+catch_up(bus_view *v) {
+  bus_reader_opts ro;
+  bus_reader_opts_init(&ro);
+  ro.stream = "LARK_EVENTS";
+  bus_reader *r;
+  bus_batch *b;
+  cr_assert_eq(bus_reader_open(conn, &ro, &r), 0, "%s", bus_last_error());
+  cr_assert_eq(bus_batch_new(&b), 0);
+  int rc;
+  do {
+    rc = bus_reader_next(r, b, 2000);
+    cr_assert(rc == 0 || rc == BUS_EEOF, "reader: %s", bus_last_error());
+    cr_assert_eq(bus_view_apply_batch(v, b), 0, "%s", bus_last_error());
+  } while (rc != BUS_EEOF);
+  bus_batch_free(b);
+  bus_reader_close(r);
+}
+
+static uint64_t
+stream_count(void) {
+  uint64_t last = 0;
+  cr_assert_eq(bus_stream_last_seq(conn, "LARK_EVENTS", &last), 0);
+  return last;
+}
+
+static void
+expect_last_is_update(const char *subject, uint64_t prev) {
+  msgpack_zone z;
+  msgpack_zone_init(&z, 1024);
+  bus_event last;
+  memset(&last, 0, sizeof last);
+  cr_assert_eq(bus_last_event(conn, "LARK_EVENTS", subject, &last, &z), 0, "%s",
+               bus_last_error());
+  cr_expect_str_eq(last.type, "sample.updated");
+  cr_expect_eq(last.prev, prev);
+  cr_expect_eq(last.ts, 42, "a decided event takes its cause's time");
+  msgpack_zone_destroy(&z);
+}
+
+Test(outbox, drain_publishes_decisions) {
+  bus_view *v = open_view("a");
+  uint64_t seq = append_create("lark.ev.sample.a", "create-a");
+  catch_up(v);
+  uint64_t pub = 0, drop = 0;
+  cr_assert_eq(bus_outbox_drain(v, conn, "LARK_EVENTS", &pub, &drop), 0, "%s",
+               bus_last_error());
+  cr_expect_eq(pub, 1);
+  cr_expect_eq(drop, 0);
+  expect_last_is_update("lark.ev.sample.a", seq);
+  bus_view_stats st;
+  bus_view_stats_get(v, &st);
+  cr_expect_eq(st.outbox, 0);
+  bus_view_close(v);
+}
+
+/*
+ * A crash after publishing but before deleting the entry: the snapshot
+ * still holds the entry. Draining it again must not publish twice, inside
+ * the dedupe window (after = 0) or after it (after = 1).
+ */
+static void
+republish(int after_window) {
+  bus_view *v = open_view("a");
+  append_create("lark.ev.sample.a", "create-a");
+  catch_up(v);
+  char snap[512];
+  snprintf(snap, sizeof snap, "%s/crashed", dir);
+  cr_assert_eq(bus_view_snapshot(v, snap), 0, "%s", bus_last_error());
+  cr_assert_eq(bus_outbox_drain(v, conn, "LARK_EVENTS", NULL, NULL), 0);
+  cr_assert_eq(stream_count(), 2);
+  bus_view_close(v);
+  if (after_window)
+    usleep(1500 * 1000); /* the dedupe window is 1 s */
+  v = open_view("crashed");
+  uint64_t pub = 0, drop = 0;
+  cr_assert_eq(bus_outbox_drain(v, conn, "LARK_EVENTS", &pub, &drop), 0, "%s",
+               bus_last_error());
+  cr_expect_eq(stream_count(), 2, "the decision was published twice");
+  cr_expect_eq(pub, 1, "the landed decision counts as published");
+  cr_expect_eq(drop, 0);
+  bus_view_stats st;
+  bus_view_stats_get(v, &st);
+  cr_expect_eq(st.outbox, 0);
+  bus_view_close(v);
+}
+
+Test(outbox, republish_inside_dedupe_window_lands_once) {
+  republish(0);
+}
+
+Test(outbox, republish_after_dedupe_window_lands_once) {
+  republish(1);
+}
+
+Test(outbox, conflict_with_another_writer_drops_decision) {
+  bus_view *v = open_view("a");
+  uint64_t seq = append_create("lark.ev.sample.a", "create-a");
+  catch_up(v);
+  bus_event other = {.v = 1,
+                     .type = "sample.updated",
+                     .id = "other-writer",
+                     .ts = 7,
+                     .actor = "someone",
+                     .cause = "",
+                     .prev = seq};
+  other.data.type = MSGPACK_OBJECT_NIL;
+  cr_assert_eq(bus_append(conn, "lark.ev.sample.a", &other, BUS_APPEND_CHECK,
+                          NULL, NULL),
+               0);
+  uint64_t pub = 9, drop = 0;
+  cr_assert_eq(bus_outbox_drain(v, conn, "LARK_EVENTS", &pub, &drop), 0);
+  cr_expect_eq(pub, 0);
+  cr_expect_eq(drop, 1);
+  cr_expect_eq(stream_count(), 2);
+  bus_view_close(v);
+}
+
+typedef struct runner {
+  bus_view *v;
+  volatile int stop;
+  int rc;
+} runner;
+
+static void *
+run_service(void *arg) {
+  runner *r = arg;
+  bus_service_opts o;
+  bus_service_opts_init(&o);
+  o.name = "items";
+  o.poll_ms = 100;
+  o.stop = &r->stop;
+  r->rc = bus_service_run(conn, r->v, &o);
+  return NULL;
+}
+
+static int
+wait_seq(uint64_t want, int ms) {
+  for (int i = 0; i < ms / 50; i++) {
+    if (stream_count() >= want)
+      return 1;
+    usleep(50 * 1000);
+  }
+  return 0;
+}
+
+Test(outbox, service_loop_applies_decides_and_answers_status) {
+  runner r = {.v = open_view("svc")};
+  pthread_t th;
+  pthread_create(&th, NULL, run_service, &r);
+  append_create("lark.ev.sample.a", "create-a");
+  append_create("lark.ev.sample.b", "create-b");
+  cr_expect(wait_seq(4, 10000), "two decisions expected in the stream");
+  bus_status st;
+  int rc = -1;
+  for (int i = 0; i < 40 && (rc || st.seq < 4); i++) {
+    rc = bus_status_query(conn, "items", 1000, &st);
+    usleep(100 * 1000);
+  }
+  cr_assert_eq(rc, 0, "status: %s", bus_last_error());
+  cr_expect_str_eq(st.name, "items");
+  cr_expect_eq(st.seq, 4);
+  cr_expect_eq(st.outbox, 0);
+  cr_expect_eq(st.applied, 4);
+  cr_expect_eq(strlen(st.digest), 64);
+  r.stop = 1;
+  pthread_join(th, NULL);
+  cr_expect_eq(r.rc, 0, "service: %s", bus_last_error());
+  cr_expect_eq(stream_count(), 4, "no decision twice");
+  bus_view_close(r.v);
+}

@@ -1,0 +1,290 @@
+/*
+ * test_view.c - LMDB views without a broker: batches, the applied
+ * sequence, `prev` checks, generations, refusals, digest, snapshot, and
+ * decisions written to the outbox.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "natsd.h"
+
+static const char *const tables[] = {"items", NULL};
+
+/* items: subject -> type of the last accepted event. Refuses type
+ * "sample.updated" whose data text is "bad". */
+static int
+apply_items(bus_txn *t, const bus_event *ev, void *ud) {
+  (void)ud;
+  char text[16] = "";
+  bus_obj_str(&ev->data, "text", text, sizeof text);
+  if (!strcmp(text, "bad"))
+    return BUS_EINVAL;
+  return bus_txn_put(t, "items", ev->subject, strlen(ev->subject), ev->type,
+                     strlen(ev->type));
+}
+
+/* On sample.created, decide a sample.updated on the same subject. */
+static int
+decide_items(bus_txn *t, const bus_event *cause, int64_t now, void *ud) {
+  (void)now;
+  (void)ud;
+  if (!cause || strcmp(cause->type, "sample.created"))
+    return 0;
+  bus_event ev = {
+      .type = "sample.updated", .actor = "test-view", .prev = cause->seq};
+  return bus_txn_emit(t, cause->subject, &ev, BUS_APPEND_CHECK);
+}
+
+static bus_view_def
+def_items(void) {
+  bus_view_def d = {.name = "items",
+                    .tables = tables,
+                    .apply = apply_items,
+                    .decide = decide_items};
+  return d;
+}
+
+static char dir[256];
+
+static void
+setup(void) {
+  lt_tmpdir(dir, sizeof dir, "view");
+}
+
+static void
+teardown(void) {
+  lt_rmtree(dir);
+}
+
+TestSuite(view, .init = setup, .fini = teardown, .timeout = 30);
+
+static bus_view *
+open_view(const char *sub, int effects) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, sub);
+  bus_view_def d = def_items();
+  bus_view_opts o;
+  bus_view_opts_init(&o);
+  o.dir = path;
+  o.effects = effects;
+  bus_view *v = NULL;
+  int rc = bus_view_open(&v, &d, &o);
+  cr_assert_eq(rc, 0, "open %s: %s", path, bus_last_error());
+  return v;
+}
+
+static bus_event
+ev_at(const char *subject, const char *type, uint64_t seq, uint64_t prev) {
+  bus_event e = {.v = 1,
+                 .type = type,
+                 .id = "id",
+                 .ts = 1000 + (int64_t)seq,
+                 .actor = "tester",
+                 .cause = "",
+                 .prev = prev,
+                 .subject = subject,
+                 .seq = seq};
+  e.data.type = MSGPACK_OBJECT_NIL;
+  return e;
+}
+
+static void
+apply_all(bus_view *v, bus_event *evs, size_t n) {
+  const bus_event *p[16];
+  for (size_t i = 0; i < n; i++)
+    p[i] = &evs[i];
+  cr_assert_eq(bus_view_apply(v, p, n), 0, "apply: %s", bus_last_error());
+}
+
+static bus_view_stats
+stats(bus_view *v) {
+  bus_view_stats s;
+  cr_assert_eq(bus_view_stats_get(v, &s), 0);
+  return s;
+}
+
+Test(view, applies_batch_and_records_sequence) {
+  bus_view *v = open_view("a", 0);
+  bus_event e[] = {ev_at("lark.ev.sample.a", "sample.created", 1, 0),
+                   ev_at("lark.ev.sample.b", "sample.created", 2, 0),
+                   ev_at("lark.ev.sample.a", "sample.updated", 3, 1)};
+  apply_all(v, e, 3);
+  bus_view_stats s = stats(v);
+  cr_expect_eq(s.applied_seq, 3);
+  cr_expect_eq(s.applied, 3);
+  cr_expect_eq(s.stale, 0);
+  bus_txn *t;
+  cr_assert_eq(bus_view_read(v, &t), 0);
+  bus_version ver;
+  cr_assert_eq(bus_txn_version(t, "lark.ev.sample.a", &ver), 0);
+  cr_expect_eq(ver.seq, 3);
+  cr_expect_eq(ver.count, 2);
+  cr_expect_eq(ver.generation, 1);
+  const void *val;
+  size_t len;
+  cr_assert_eq(bus_txn_get(t, "items", "lark.ev.sample.a", 16, &val, &len), 0);
+  cr_expect_eq(len, strlen("sample.updated"));
+  cr_expect(!memcmp(val, "sample.updated", len));
+  bus_txn_end(t);
+  bus_view_close(v);
+}
+
+Test(view, redelivery_is_skipped) {
+  bus_view *v = open_view("a", 0);
+  bus_event e[] = {ev_at("lark.ev.sample.a", "sample.created", 1, 0),
+                   ev_at("lark.ev.sample.a", "sample.updated", 2, 1)};
+  apply_all(v, e, 2);
+  apply_all(v, e, 2); /* the same batch again: a redelivery */
+  bus_view_stats s = stats(v);
+  cr_expect_eq(s.applied, 2);
+  cr_expect_eq(s.stale, 0);
+  cr_expect_eq(s.applied_seq, 2);
+  bus_view_close(v);
+}
+
+Test(view, stale_prev_is_ignored_and_counted) {
+  bus_view *v = open_view("a", 0);
+  bus_event e[] = {ev_at("lark.ev.sample.a", "sample.created", 1, 0),
+                   ev_at("lark.ev.sample.a", "sample.updated", 2, 1),
+                   /* a writer that also saw version 1: loses */
+                   ev_at("lark.ev.sample.a", "sample.deleted", 3, 1),
+                   /* a second create while one exists: loses */
+                   ev_at("lark.ev.sample.a", "sample.created", 4, 0)};
+  apply_all(v, e, 4);
+  bus_view_stats s = stats(v);
+  cr_expect_eq(s.applied, 2);
+  cr_expect_eq(s.stale, 2);
+  cr_expect_eq(s.applied_seq, 4);
+  bus_txn *t;
+  cr_assert_eq(bus_view_read(v, &t), 0);
+  bus_version ver;
+  bus_txn_version(t, "lark.ev.sample.a", &ver);
+  cr_expect_eq(ver.seq, 2);
+  cr_expect_eq(ver.deleted, 0);
+  bus_txn_end(t);
+  bus_view_close(v);
+}
+
+Test(view, recreate_after_delete_starts_a_generation) {
+  bus_view *v = open_view("a", 0);
+  bus_event e[] = {ev_at("lark.ev.sample.a", "sample.created", 1, 0),
+                   ev_at("lark.ev.sample.a", "sample.deleted", 2, 1),
+                   ev_at("lark.ev.sample.a", "sample.created", 3, 2)};
+  apply_all(v, e, 3);
+  bus_txn *t;
+  cr_assert_eq(bus_view_read(v, &t), 0);
+  bus_version ver;
+  bus_txn_version(t, "lark.ev.sample.a", &ver);
+  cr_expect_eq(ver.generation, 2);
+  cr_expect_eq(ver.count, 3);
+  cr_expect_eq(ver.seq, 3);
+  bus_txn_end(t);
+  bus_view_close(v);
+}
+
+Test(view, refused_event_leaves_version_unchanged) {
+  bus_view *v = open_view("a", 0);
+  msgpack_zone z;
+  msgpack_zone_init(&z, 256);
+  msgpack_object bad;
+  msgpack_sbuffer sb = {0};
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 1);
+  msgpack_pack_str_with_body(&pk, "text", 4);
+  msgpack_pack_str_with_body(&pk, "bad", 3);
+  cr_assert(msgpack_unpack(sb.data, sb.size, NULL, &z, &bad) >= 0);
+  bus_event e[] = {ev_at("lark.ev.sample.a", "sample.created", 1, 0),
+                   ev_at("lark.ev.sample.a", "sample.updated", 2, 1),
+                   ev_at("lark.ev.sample.a", "sample.updated", 3, 1)};
+  e[1].data = bad;
+  apply_all(v, e, 3);
+  bus_view_stats s = stats(v);
+  cr_expect_eq(s.rejected, 1);
+  cr_expect_eq(s.applied, 2); /* seq 3 wins: its prev is still 1 */
+  cr_expect_eq(s.stale, 0);
+  msgpack_sbuffer_destroy(&sb);
+  msgpack_zone_destroy(&z);
+  bus_view_close(v);
+}
+
+Test(view, digest_depends_on_content_only) {
+  bus_view *a = open_view("a", 0), *b = open_view("b", 0);
+  bus_event e[] = {ev_at("lark.ev.sample.a", "sample.created", 1, 0),
+                   ev_at("lark.ev.sample.b", "sample.created", 2, 0),
+                   ev_at("lark.ev.sample.a", "sample.updated", 3, 1)};
+  apply_all(a, e, 3);
+  apply_all(b, e, 1); /* same events, other batch sizes */
+  apply_all(b, e + 1, 2);
+  uint8_t da[32], db[32];
+  uint64_t sa, sb;
+  cr_assert_eq(bus_view_digest(a, da, &sa), 0);
+  cr_assert_eq(bus_view_digest(b, db, &sb), 0);
+  cr_expect_eq(sa, 3);
+  cr_expect_eq(sb, 3);
+  cr_expect(!memcmp(da, db, 32), "same events must give the same digest");
+  bus_event more[] = {ev_at("lark.ev.sample.c", "sample.created", 4, 0)};
+  apply_all(b, more, 1);
+  cr_assert_eq(bus_view_digest(b, db, &sb), 0);
+  cr_expect(memcmp(da, db, 32), "different content, different digest");
+  bus_view_close(a);
+  bus_view_close(b);
+}
+
+Test(view, other_views_directory_is_refused) {
+  bus_view *v = open_view("a", 0);
+  bus_view_close(v);
+  char path[512];
+  snprintf(path, sizeof path, "%s/a", dir);
+  bus_view_def d = {.name = "other", .tables = tables};
+  bus_view_opts o;
+  bus_view_opts_init(&o);
+  o.dir = path;
+  cr_expect_eq(bus_view_open(&v, &d, &o), BUS_ECORRUPT);
+}
+
+Test(view, snapshot_keeps_tables_and_sequence) {
+  bus_view *v = open_view("a", 0);
+  bus_event e[] = {ev_at("lark.ev.sample.a", "sample.created", 5, 0)};
+  apply_all(v, e, 1);
+  char snap[512];
+  snprintf(snap, sizeof snap, "%s/snap", dir);
+  cr_assert_eq(bus_view_snapshot(v, snap), 0, "%s", bus_last_error());
+  cr_expect_eq(bus_view_snapshot(v, snap), BUS_EEXISTS);
+  uint8_t d1[32], d2[32];
+  uint64_t s1, s2;
+  bus_view_digest(v, d1, &s1);
+  bus_view_close(v);
+  v = open_view("snap", 0);
+  bus_view_digest(v, d2, &s2);
+  cr_expect_eq(s2, 5);
+  cr_expect_eq(s1, s2);
+  cr_expect(!memcmp(d1, d2, 32));
+  bus_view_close(v);
+}
+
+Test(view, decide_emits_into_outbox_only_with_effects) {
+  bus_view *live = open_view("live", 1), *replay = open_view("replay", 0);
+  bus_event e[] = {ev_at("lark.ev.sample.a", "sample.created", 1, 0)};
+  apply_all(live, e, 1);
+  apply_all(replay, e, 1);
+  cr_expect_eq(stats(live).outbox, 1);
+  cr_expect_eq(stats(replay).outbox, 0);
+  uint8_t d1[32], d2[32];
+  bus_view_digest(live, d1, NULL);
+  bus_view_digest(replay, d2, NULL);
+  cr_expect(!memcmp(d1, d2, 32), "the outbox is not part of the digest");
+  bus_view_close(live);
+  bus_view_close(replay);
+}
+
+Test(view, derived_ids_are_deterministic) {
+  char a[33], b[33], c[33];
+  bus_event_derive_id("cause-1", 0, a);
+  bus_event_derive_id("cause-1", 0, b);
+  bus_event_derive_id("cause-1", 1, c);
+  cr_expect_str_eq(a, b);
+  cr_expect_str_neq(a, c);
+}
