@@ -303,7 +303,7 @@ Test(schema, non_string_key) {
 }
 
 Test(schema, missing_and_types) {
-  expect_one("sample.created", "{}", BUS_EMISSING, "data.text", "required");
+  expect_one("job.phase", "{}", BUS_EMISSING, "data.phase", "required");
   expect_one("sample.created", "[]", BUS_EFIELD, "data", "a map");
   expect_one("Job", JOB("{\"tasks\": []}"), BUS_EFIELD, "spec.tasks",
              "1 to 64 items");
@@ -405,7 +405,7 @@ Test(schema, string_and_item_limits) {
   expect_one("run.reported", json, BUS_EFIELD, "data.values.s", "1024");
   expect_one("run.reported",
              "{\"kind\": \"m\", \"values\": {\"s\": {\"nested\": 1}}}",
-             BUS_EFIELD, "data.values.s", "a number");
+             BUS_EFIELD, "data.values.s", "a finite number");
   expect_one("sample.created", "{\"text\": \"a\", \"labels\": {\"\": \"v\"}}",
              BUS_EFIELD, "data.labels", "keys");
   expect_one("job.placed",
@@ -489,8 +489,7 @@ Test(schema, collects_several) {
   cr_assert_eq(rc, BUS_EFIELD);
   cr_assert_eq(n, 5);
   n = 0;
-  cr_assert_eq(check("sample.created", "{\"labels\": 1}", NULL, 0, &n),
-               BUS_EFIELD);
+  cr_assert_eq(check("job.phase", "{\"reason\": 1}", NULL, 0, &n), BUS_EFIELD);
   cr_assert_eq(n, 2);
 }
 
@@ -505,4 +504,35 @@ Test(schema, first_code_wins) {
   cr_assert_eq(n, 3);
   cr_assert_str_eq(errs[1].path, "data.domain");
   cr_assert_str_eq(errs[1].reason, "is required");
+}
+
+Test(schema, floats_must_be_finite) {
+  msgpack_sbuffer sb;
+  msgpack_packer pk;
+  msgpack_object o;
+  bus_field_err err;
+  size_t off = 0;
+  int n;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 2);
+  msgpack_pack_str_with_body(&pk, "kind", 4);
+  msgpack_pack_str_with_body(&pk, "metric", 6);
+  msgpack_pack_str_with_body(&pk, "values", 6);
+  msgpack_pack_map(&pk, 2);
+  msgpack_pack_str_with_body(&pk, "loss", 4);
+  msgpack_pack_double(&pk, 0.0 / 0.0);
+  msgpack_pack_str_with_body(&pk, "", 0);
+  msgpack_pack_double(&pk, 1.0);
+  cr_assert_eq(msgpack_unpack(sb.data, sb.size, &off, zone, &o),
+               MSGPACK_UNPACK_SUCCESS);
+  cr_assert_eq(bus_schema_check("run.reported", &o, &err, 1, &n), BUS_EFIELD);
+  cr_assert_eq(n, 2);
+  cr_assert_str_eq(err.path, "data.values.loss");
+  cr_assert(strstr(err.reason, "finite"), "%s", err.reason);
+  msgpack_sbuffer_destroy(&sb);
+}
+
+Test(schema, empty_key_in_struct) {
+  expect_one("job.stopped", "{\"\": 1}", BUS_EFIELD, "data.", "unknown field");
 }

@@ -248,7 +248,7 @@ bus_obj_get(const msgpack_object *obj, const char *key) {
   for (i = 0; i < obj->via.map.size; i++) {
     const msgpack_object *k = &obj->via.map.ptr[i].key;
     if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == klen &&
-        memcmp(k->via.str.ptr, key, klen) == 0)
+        (klen == 0 || memcmp(k->via.str.ptr, key, klen) == 0))
       return &obj->via.map.ptr[i].val;
   }
   return NULL;
@@ -261,7 +261,8 @@ bus_obj_str(const msgpack_object *obj, const char *key, char *buf, size_t cap) {
   if (!v || v->type != MSGPACK_OBJECT_STR || !buf || cap == 0)
     return NULL;
   n = v->via.str.size < cap - 1 ? v->via.str.size : cap - 1;
-  memcpy(buf, v->via.str.ptr, n);
+  if (n)
+    memcpy(buf, v->via.str.ptr, n);
   buf[n] = 0;
   return buf;
 }

@@ -11,6 +11,7 @@
  * checks in maps, which are quadratic in at most max_items (a few hundred).
  */
 #include <arpa/inet.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,7 +135,7 @@ format_valid(int format, const char *s, size_t len) {
   long bits;
   char *end;
   int v6;
-  if (len >= sizeof buf)
+  if (len == 0 || len >= sizeof buf)
     return 0;
   memcpy(buf, s, len);
   buf[len] = 0;
@@ -156,7 +157,7 @@ static int
 in_enum(const bus__type *t, const char *s, size_t len) {
   uint32_t i;
   for (i = 0; i < t->nenums; i++)
-    if (strlen(t->enums[i]) == len && memcmp(t->enums[i], s, len) == 0)
+    if (len && strlen(t->enums[i]) == len && memcmp(t->enums[i], s, len) == 0)
       return 1;
   return 0;
 }
@@ -229,10 +230,14 @@ is_int(const msgpack_object *o) {
          o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER;
 }
 
+/* Numbers are finite: NaN and infinities have no JSON form and compare
+ * unequal to themselves, so views and replies could not agree on them. */
 static int
 is_float(const msgpack_object *o) {
-  return o->type == MSGPACK_OBJECT_FLOAT32 ||
-         o->type == MSGPACK_OBJECT_FLOAT64 || is_int(o);
+  return ((o->type == MSGPACK_OBJECT_FLOAT32 ||
+           o->type == MSGPACK_OBJECT_FLOAT64) &&
+          isfinite(o->via.f64)) ||
+         is_int(o);
 }
 
 /* --------------------------------------------------------- containers */
@@ -242,7 +247,7 @@ cmp_field(const void *key, const void *elem) {
   const msgpack_object_str *k = key;
   const bus__field *f = elem;
   size_t n = k->size < f->len ? k->size : f->len;
-  int c = memcmp(k->ptr, f->name, n);
+  int c = n ? memcmp(k->ptr, f->name, n) : 0; /* ptr is NULL for "" */
   if (c)
     return c;
   return k->size < f->len ? -1 : k->size > f->len;
@@ -317,7 +322,8 @@ dup_key(const msgpack_object *o, uint32_t i) {
   uint32_t j;
   for (j = 0; j < i; j++) {
     const msgpack_object_str *p = &o->via.map.ptr[j].key.via.str;
-    if (p->size == k->size && memcmp(p->ptr, k->ptr, k->size) == 0)
+    if (p->size == k->size &&
+        (!k->size || memcmp(p->ptr, k->ptr, k->size) == 0))
       return 1;
   }
   return 0;
@@ -347,7 +353,7 @@ check_map(walk *w, const bus__type *t, const msgpack_object *o) {
       check(w, t->elem, &kv->val);
     else if (!is_scalar(&kv->val))
       report(w, BUS_EFIELD,
-             "must be a number, a bool, nil or a string of at most 1024 "
+             "must be a finite number, a bool, nil or a string of at most 1024 "
              "bytes");
     pop(w, mark);
   }
@@ -362,7 +368,7 @@ kind_text(int kind) {
   case BUS__K_BOOL:
     return "a bool";
   case BUS__K_FLOAT:
-    return "a number";
+    return "a finite number";
   case BUS__K_ARRAY:
     return "an array";
   case BUS__K_STRUCT:
@@ -448,8 +454,11 @@ bus__schema_walk(const bus__type *t, const char *path,
   if (path && *path)
     push(&w, "%s", path);
   check(&w, t, obj);
-  if (w.n > 1)
-    BUS_ERR(w.first, "%s (and %d more)", bus_last_error(), w.n - 1);
+  if (w.n > 1) {
+    char first[400];
+    snprintf(first, sizeof first, "%s", bus_last_error());
+    BUS_ERR(w.first, "%s (and %d more)", first, w.n - 1);
+  }
   if (n)
     *n = w.n;
   return w.first;
@@ -460,7 +469,7 @@ cmp_entry(const void *key, const void *elem) {
   const msgpack_object_str *k = key;
   const char *name = ((const bus__schema_entry *)elem)->name;
   size_t len = strlen(name), n = k->size < len ? k->size : len;
-  int c = memcmp(k->ptr, name, n);
+  int c = n ? memcmp(k->ptr, name, n) : 0;
   if (c)
     return c;
   return k->size < len ? -1 : k->size > len;

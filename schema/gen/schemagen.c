@@ -849,7 +849,9 @@ doc_limits(FILE *o, const gtype *t) {
     if (t->kind != K_ARRAY) {
       fprintf(o, "; keys 1..%" PRIu32 " chars", t->max_len);
       if (t->kind == K_VALUES)
-        fputs("; values int, float, bool, nil or a string of 0..1024 chars", o);
+        fputs("; values int, finite float, bool, nil or a string of 0..1024 "
+              "chars",
+              o);
     }
     if (t->elem && !t->elem->struct_name) {
       fputs(t->kind == K_ARRAY ? "; each " : "; values ", o);
