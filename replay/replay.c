@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,30 +105,115 @@ open_reader(bus_conn *c, const lark_view_entry *ve, const lark_replay_opts *o,
   return bus_reader_open(c, &ro, r);
 }
 
+/*
+ * Reading (fetch and decode) and applying (LMDB) overlap: a reader thread
+ * fills batches while this thread applies the previous one. Batches pass
+ * through a ring of RING slots; each is owned by one thread at a time.
+ */
+#define RING 3
+
+typedef struct pipe {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bus_reader *r;
+  bus_batch *b[RING];
+  int status[RING];    /* reader's return for that batch */
+  unsigned head, tail; /* filled: [tail, head) */
+  int stop;
+} pipe_t;
+
+static void *
+read_ahead(void *arg) {
+  pipe_t *p = arg;
+  for (;;) {
+    pthread_mutex_lock(&p->mu);
+    while (p->head - p->tail == RING && !p->stop)
+      pthread_cond_wait(&p->cv, &p->mu);
+    int stop = p->stop;
+    unsigned slot = p->head % RING;
+    pthread_mutex_unlock(&p->mu);
+    if (stop)
+      return NULL;
+    int rc = bus_reader_next(p->r, p->b[slot], 5000);
+    pthread_mutex_lock(&p->mu);
+    p->status[slot] = rc;
+    p->head++;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    if (rc < 0) /* the end, or an error: the applier sees it */
+      return NULL;
+  }
+}
+
+/* Wait for the next filled slot. */
+static unsigned
+next_filled(pipe_t *p) {
+  pthread_mutex_lock(&p->mu);
+  while (p->head == p->tail)
+    pthread_cond_wait(&p->cv, &p->mu);
+  unsigned slot = p->tail % RING;
+  pthread_mutex_unlock(&p->mu);
+  return slot;
+}
+
+static void
+release(pipe_t *p) {
+  pthread_mutex_lock(&p->mu);
+  p->tail++;
+  pthread_cond_broadcast(&p->cv);
+  pthread_mutex_unlock(&p->mu);
+}
+
 static int
-feed(bus_view *v, bus_reader *r, const lark_replay_opts *o,
-     lark_replay_result *res) {
-  bus_batch *b;
-  int rc = bus_batch_new(&b);
-  uint64_t end = bus_reader_end_seq(r);
-  while (!rc) {
-    int nrc = bus_reader_next(r, b, 5000);
-    if (nrc < 0 && nrc != BUS_EEOF) {
-      rc = nrc;
-      break;
-    }
+apply_ring(bus_view *v, pipe_t *p, const lark_replay_opts *o,
+           lark_replay_result *res) {
+  uint64_t end = bus_reader_end_seq(p->r);
+  for (;;) {
+    unsigned slot = next_filled(p);
+    bus_batch *b = p->b[slot];
+    int nrc = p->status[slot];
+    if (nrc < 0 && nrc != BUS_EEOF)
+      return nrc;
     res->events += bus_batch_len(b);
-    if ((rc = bus_view_apply_batch(v, b)))
-      break;
-    if (o->progress && bus_batch_len(b)) {
+    int rc = bus_view_apply_batch(v, b);
+    if (!rc && o->progress && bus_batch_len(b)) {
       uint64_t seq;
       bus_batch_meta(b, bus_batch_len(b) - 1, NULL, &seq, NULL);
       o->progress(seq, end, res->events, o->ud);
     }
-    if (nrc == BUS_EEOF)
-      break;
+    bus_batch_clear(b);
+    release(p);
+    if (rc || nrc == BUS_EEOF)
+      return rc;
   }
-  bus_batch_free(b);
+}
+
+static int
+feed(bus_view *v, bus_reader *r, const lark_replay_opts *o,
+     lark_replay_result *res) {
+  pipe_t p = {.r = r};
+  int rc = 0;
+  for (int i = 0; i < RING && !rc; i++)
+    rc = bus_batch_new(&p.b[i]);
+  pthread_t th;
+  if (!rc) {
+    pthread_mutex_init(&p.mu, NULL);
+    pthread_cond_init(&p.cv, NULL);
+    if (pthread_create(&th, NULL, read_ahead, &p))
+      rc = -EAGAIN;
+    else {
+      rc = apply_ring(v, &p, o, res);
+      pthread_mutex_lock(&p.mu);
+      p.stop = 1;
+      pthread_cond_broadcast(&p.cv);
+      pthread_mutex_unlock(&p.mu);
+      pthread_join(th, NULL);
+    }
+    pthread_cond_destroy(&p.cv);
+    pthread_mutex_destroy(&p.mu);
+  }
+  for (int i = 0; i < RING; i++)
+    bus_batch_free(p.b[i]);
   return rc;
 }
 

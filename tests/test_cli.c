@@ -155,7 +155,10 @@ Test(cli, replay_verify_snapshot_and_time_travel) {
   append_sample("a", 0, "sample.created", &s);
   usleep(200 * 1000);
   char cut[32];
-  snprintf(cut, sizeof cut, "%ld", (long)time(NULL));
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  snprintf(cut, sizeof cut, "%ld.%03ld", (long)now.tv_sec,
+           now.tv_nsec / 1000000);
   sleep(1);
   append_sample("b", 0, "sample.created", &s);
   cr_assert(wait_for("\"id\":\"b\""), "%s", err);

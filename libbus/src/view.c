@@ -216,7 +216,10 @@ bus_view_open(bus_view **out, const bus_view_def *def, const bus_view_opts *o) {
   }
   mdb_env_set_maxdbs(v->env, BUS__VIEW_MAX_TABLES);
   mdb_env_set_mapsize(v->env, o->map_size ? o->map_size : (size_t)1 << 30);
-  unsigned flags = MDB_NOTLS | (o->nosync ? MDB_NOSYNC : 0);
+  /* A rebuild writes through the map and syncs once at the end. */
+  unsigned flags = MDB_NOTLS;
+  if (o->nosync)
+    flags |= MDB_NOSYNC | MDB_WRITEMAP | MDB_MAPASYNC;
   if ((rc = mdb_env_open(v->env, o->dir, flags, 0600))) {
     rc = bus__mdb_err(rc, o->dir);
     goto out;
