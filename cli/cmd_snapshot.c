@@ -19,7 +19,7 @@
 
 static void
 default_path(lark_cli *cli, const char *view, char *out, size_t cap) {
-  char dir[PATH_MAX];
+  char dir[1024];
   snprintf(dir, sizeof dir, "%s/snapshots", cli->data);
   mkdir(dir, 0700);
   char *abs = realpath(dir, NULL);

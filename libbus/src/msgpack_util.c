@@ -135,7 +135,7 @@ bus__mp_scan(const void *buf, size_t len) {
   int d = 0, rc;
   need[0] = 1;
   while (d >= 0) {
-    uint64_t items;
+    uint64_t items = 0;
     if (need[d] == 0) {
       d--;
       continue;
