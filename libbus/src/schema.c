@@ -20,26 +20,56 @@
 #include "bus-int.h"
 #include "schema-int.h"
 
+/*
+ * The path is kept as a stack of segments (a key, or an array index) and
+ * spelled out only when a problem is reported, so a valid object costs no
+ * formatting at all.
+ */
+#define MAX_SEGS 32
+
+typedef struct seg {
+  const char *key; /* NULL: an index */
+  uint32_t len;
+  uint32_t index;
+} seg;
+
 typedef struct walk {
   bus_field_err *errs;
   int max;
   int n;
   int first;
-  char path[256];
-  size_t plen;
+  seg segs[MAX_SEGS];
+  size_t depth; /* may exceed MAX_SEGS; deeper segments are not kept */
 } walk;
 
 static void check(walk *w, const bus__type *t, const msgpack_object *o);
 
-/* A path too long for a bus_field_err keeps its tail: "...[3].replicas". */
-static void
-copy_path(char *dst, size_t cap, const char *src, size_t len) {
-  if (len < cap) {
-    memcpy(dst, src, len + 1);
-    return;
+/* The path spelled out; a path too long for buf keeps its tail, which names
+ * the field: "...[3].replicas". */
+static const char *
+path_text(const walk *w, char *buf, size_t cap) {
+  char full[512], key[64];
+  size_t used = 0, i, n = w->depth < MAX_SEGS ? w->depth : MAX_SEGS;
+  full[0] = 0;
+  for (i = 0; i < n && used < sizeof full; i++) {
+    const seg *g = &w->segs[i];
+    if (g->key)
+      used += (size_t)snprintf(full + used, sizeof full - used, "%s%s",
+                               used ? "." : "",
+                               bus__printable(g->key, g->len, key, sizeof key));
+    else
+      used += (size_t)snprintf(full + used, sizeof full - used, "[%u]",
+                               (unsigned)g->index);
   }
-  memcpy(dst, "...", 3);
-  memcpy(dst + 3, src + len - (cap - 4), cap - 3);
+  if (used >= sizeof full)
+    used = sizeof full - 1;
+  if (used < cap) {
+    memcpy(buf, full, used + 1);
+    return buf;
+  }
+  memcpy(buf, "...", 3);
+  memcpy(buf + 3, full + used - (cap - 4), cap - 3);
+  return buf;
 }
 
 static void __attribute__((format(printf, 3, 4)))
@@ -47,55 +77,47 @@ report(walk *w, int code, const char *fmt, ...) {
   va_list ap;
   if (w->n < w->max) {
     bus_field_err *e = &w->errs[w->n];
-    copy_path(e->path, sizeof e->path, w->path, w->plen);
+    path_text(w, e->path, sizeof e->path);
     va_start(ap, fmt);
     vsnprintf(e->reason, sizeof e->reason, fmt, ap);
     va_end(ap);
   }
   if (w->n == 0) {
-    char reason[160];
+    char reason[160], path[256];
     va_start(ap, fmt);
     vsnprintf(reason, sizeof reason, fmt, ap);
     va_end(ap);
-    w->first = BUS_ERR(code, "%s: %s", w->plen ? w->path : "(top)", reason);
+    path_text(w, path, sizeof path);
+    w->first = BUS_ERR(code, "%s: %s", path[0] ? path : "(top)", reason);
   }
   w->n++;
 }
 
-/* Append ".name" (or "[i]", or "[\"key\"]") to the path; returns the mark
- * to pop back to. A path too long for the buffer ends in "...". */
-static size_t push(walk *w, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
 static size_t
-push(walk *w, const char *fmt, ...) {
-  size_t mark = w->plen, cap = sizeof w->path - mark;
-  va_list ap;
-  int k;
-  va_start(ap, fmt);
-  k = vsnprintf(w->path + mark, cap, fmt, ap);
-  va_end(ap);
-  if (k < 0)
-    k = 0;
-  if ((size_t)k >= cap) {
-    memcpy(w->path + sizeof w->path - 4, "...", 4);
-    k = (int)cap - 1;
+push_seg(walk *w, const char *key, size_t len, uint32_t index) {
+  size_t mark = w->depth;
+  if (w->depth < MAX_SEGS) {
+    w->segs[w->depth].key = key;
+    w->segs[w->depth].len = (uint32_t)len;
+    w->segs[w->depth].index = index;
   }
-  w->plen = mark + (size_t)k;
+  w->depth++;
   return mark;
-}
-
-static void
-pop(walk *w, size_t mark) {
-  w->plen = mark;
-  w->path[mark] = 0;
 }
 
 static size_t
 push_key(walk *w, const char *s, size_t len) {
-  char key[64];
-  bus__printable(s, len, key, sizeof key);
-  return push(w, w->plen ? ".%s" : "%s", key);
+  return push_seg(w, s ? s : "", len, 0);
+}
+
+static size_t
+push_index(walk *w, uint32_t i) {
+  return push_seg(w, NULL, 0, i);
+}
+
+static void
+pop(walk *w, size_t mark) {
+  w->depth = mark;
 }
 
 /* ------------------------------------------------------------ scalars */
@@ -257,6 +279,7 @@ static void
 check_struct(walk *w, const bus__type *t, const msgpack_object *o) {
   uint64_t seen = 0;
   uint32_t i;
+  char name[64];
   for (i = 0; i < o->via.map.size; i++) {
     const msgpack_object_kv *kv = &o->via.map.ptr[i];
     const bus__field *f;
@@ -269,7 +292,9 @@ check_struct(walk *w, const bus__type *t, const msgpack_object *o) {
     mark = push_key(w, kv->key.via.str.ptr, kv->key.via.str.size);
     idx = f ? (size_t)(f - t->fields) : 0;
     if (!f)
-      report(w, BUS_EFIELD, "unknown field '%s'", w->path + mark + !!mark);
+      report(w, BUS_EFIELD, "unknown field '%s'",
+             bus__printable(kv->key.via.str.ptr, kv->key.via.str.size, name,
+                            sizeof name));
     else if (seen & (UINT64_C(1) << idx))
       report(w, BUS_EFIELD, "given twice");
     else {
@@ -302,7 +327,7 @@ check_array(walk *w, const bus__type *t, const msgpack_object *o) {
   if (!check_count(w, t, o->via.array.size))
     return;
   for (i = 0; i < o->via.array.size; i++) {
-    size_t mark = push(w, "[%u]", (unsigned)i);
+    size_t mark = push_index(w, i);
     check(w, t->elem, &o->via.array.ptr[i]);
     pop(w, mark);
   }
@@ -449,10 +474,9 @@ bus__schema_walk(const bus__type *t, const char *path,
   w.max = errs ? max : 0;
   w.n = 0;
   w.first = 0;
-  w.plen = 0;
-  w.path[0] = 0;
+  w.depth = 0;
   if (path && *path)
-    push(&w, "%s", path);
+    push_key(&w, path, strlen(path));
   check(&w, t, obj);
   if (w.n > 1) {
     char first[400];
