@@ -21,15 +21,13 @@ static const char *const err_msgs[] = {BUS_ERRNO_MAP(BUS__ERR_MSG)};
 #undef BUS__ERR_MSG
 
 static int
-own_index(int err)
-{
+own_index(int err) {
   int i = BUS__ERR_BASE - err;
   return (i >= 0 && i < BUS__ERR_COUNT) ? i : -1;
 }
 
 const char *
-bus_err_name(int err)
-{
+bus_err_name(int err) {
   int i = own_index(err);
   if (i >= 0)
     return err_names[i];
@@ -44,8 +42,7 @@ bus_err_name(int err)
 }
 
 const char *
-bus_strerror(int err)
-{
+bus_strerror(int err) {
   int i = own_index(err);
   if (i >= 0)
     return err_msgs[i];
@@ -57,20 +54,17 @@ bus_strerror(int err)
 }
 
 const char *
-bus_last_error(void)
-{
+bus_last_error(void) {
   return last_error;
 }
 
 void
-bus__clear_error(void)
-{
+bus__clear_error(void) {
   last_error[0] = 0;
 }
 
 int
-bus__set_error(int err, const char *file, int line, const char *fmt, ...)
-{
+bus__set_error(int err, const char *file, int line, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(last_error, sizeof last_error, fmt, ap);

@@ -17,15 +17,13 @@
 #include <unistd.h>
 
 static void
-sleep_ms(int ms)
-{
+sleep_ms(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
   nanosleep(&ts, NULL);
 }
 
 void
-lt_tmpdir(char *out, size_t cap, const char *tag)
-{
+lt_tmpdir(char *out, size_t cap, const char *tag) {
   const char *base = getenv("TMPDIR");
   if (!base || !*base)
     base = "/tmp";
@@ -37,8 +35,7 @@ lt_tmpdir(char *out, size_t cap, const char *tag)
 }
 
 void
-lt_rmtree(const char *path)
-{
+lt_rmtree(const char *path) {
   if (!path || !*path)
     return;
   pid_t pid = fork();
@@ -52,8 +49,7 @@ lt_rmtree(const char *path)
 
 /* The ports file is JSON: {"nats":["nats://127.0.0.1:PORT"],...}. */
 static int
-read_port(const char *dir, pid_t pid)
-{
+read_port(const char *dir, pid_t pid) {
   char path[512];
   snprintf(path, sizeof path, "%s/nats-server_%d.ports", dir, (int)pid);
   FILE *f = fopen(path, "r");
@@ -73,8 +69,7 @@ read_port(const char *dir, pid_t pid)
 }
 
 static pid_t
-spawn(lt_natsd *s, const char *const *extra, int port)
-{
+spawn(lt_natsd *s, const char *const *extra, int port) {
   char store[300], portbuf[16];
   snprintf(store, sizeof store, "%s/store", s->dir);
   snprintf(portbuf, sizeof portbuf, "%d", port);
@@ -110,8 +105,7 @@ spawn(lt_natsd *s, const char *const *extra, int port)
 }
 
 static int
-wait_port(lt_natsd *s)
-{
+wait_port(lt_natsd *s) {
   for (int i = 0; i < 200; i++) {
     int st;
     if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
@@ -133,8 +127,7 @@ wait_port(lt_natsd *s)
 }
 
 int
-lt_natsd_start(lt_natsd *s, const char *conf, const char *const *extra)
-{
+lt_natsd_start(lt_natsd *s, const char *conf, const char *const *extra) {
   memset(s, 0, sizeof *s);
   lt_tmpdir(s->dir, sizeof s->dir, "natsd");
   if (conf)
@@ -146,8 +139,7 @@ lt_natsd_start(lt_natsd *s, const char *conf, const char *const *extra)
 }
 
 static void
-stop_pid(pid_t pid, int sig)
-{
+stop_pid(pid_t pid, int sig) {
   if (pid <= 0)
     return;
   kill(pid, sig);
@@ -161,16 +153,14 @@ stop_pid(pid_t pid, int sig)
 }
 
 void
-lt_natsd_stop(lt_natsd *s)
-{
+lt_natsd_stop(lt_natsd *s) {
   stop_pid(s->pid, SIGINT);
   s->pid = 0;
   lt_rmtree(s->dir);
 }
 
 int
-lt_natsd_kill_restart(lt_natsd *s)
-{
+lt_natsd_kill_restart(lt_natsd *s) {
   stop_pid(s->pid, SIGKILL);
   char path[512];
   snprintf(path, sizeof path, "%s/nats-server_%d.ports", s->dir, (int)s->pid);
@@ -180,8 +170,7 @@ lt_natsd_kill_restart(lt_natsd *s)
 }
 
 int
-lt_connect(const lt_natsd *s, bus_conn **out)
-{
+lt_connect(const lt_natsd *s, bus_conn **out) {
   bus_conn_opts o;
   bus_conn_opts_init(&o);
   o.url = s->url;
@@ -191,8 +180,7 @@ lt_connect(const lt_natsd *s, bus_conn **out)
 }
 
 int
-lt_streams(bus_conn *c, int dedupe_ms)
-{
+lt_streams(bus_conn *c, int dedupe_ms) {
   bus_streams_opts o;
   bus_streams_opts_init(&o);
   o.dedupe_ns = (int64_t)dedupe_ms * 1000000;

@@ -15,9 +15,9 @@
 typedef struct lt_natsd {
   pid_t pid;
   int port;
-  char dir[256];   /* temporary directory: store, ports file, config */
-  char url[64];    /* nats://127.0.0.1:<port> */
-  char conf[512];  /* config file given at start, or "" */
+  char dir[256];  /* temporary directory: store, ports file, config */
+  char url[64];   /* nats://127.0.0.1:<port> */
+  char conf[512]; /* config file given at start, or "" */
 } lt_natsd;
 
 /*
