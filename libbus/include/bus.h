@@ -630,6 +630,53 @@ int bus_status_decode(const void *buf, size_t len, bus_status *st);
 int bus_status_query(bus_conn *c, const char *name, int timeout_ms,
                      bus_status *st);
 
+/* ---------------------------------------------------------------- commands */
+
+/*
+ * Commands are core-NATS requests on lark.cmd.<user>.<kind>.<verb>; the
+ * broker pins each user to its own <user> token, so the owning service
+ * takes the actor from the subject, never from the body. The body is a
+ * msgpack map carrying an idempotency `key`; the reply is {ok: true, seq,
+ * ...} or {error: {code, message, details: [{path, reason}]}} with code a
+ * bus_err_name.
+ */
+typedef struct bus_cmd {
+  char user[BUS_NAME_MAX + 1];
+  char kind[BUS_NAME_MAX + 1];
+  char verb[BUS_NAME_MAX + 1];
+  char key[128];       /* the body's "key"; "" when absent */
+  const char *reply;   /* reply subject; NULL when none */
+  msgpack_object body; /* the whole request map, in the zone given */
+} bus_cmd;
+
+/*
+ * Parse a command from its subject and body. The body is copied into zone.
+ * BUS_EINVAL for a subject not of the form lark.cmd.<user>.<kind>.<verb>,
+ * BUS_EMALFORMED for a body that is not one msgpack map.
+ */
+int bus_cmd_parse(const char *subject, const char *reply, const void *data,
+                  size_t len, msgpack_zone *zone, bus_cmd *cmd);
+
+/*
+ * Reply {ok: true, seq} plus the entries of extra (a packed msgpack map's
+ * entries, counted by nextra; extra may be NULL).
+ */
+int bus_cmd_reply_ok(bus_conn *c, const bus_cmd *cmd, uint64_t seq,
+                     const void *extra, size_t extra_len, uint32_t nextra);
+/* Reply {error: {code: bus_err_name(err), message, details}}. */
+int bus_cmd_reply_error(bus_conn *c, const bus_cmd *cmd, int err,
+                        const char *message, const bus_field_err *details,
+                        int ndetails);
+
+/*
+ * Serve lark.cmd.*.<kind>.* in queue group lark-<kind>: each request is
+ * parsed and handed to cb (in nats.c's delivery thread); a request that
+ * does not parse is answered with the error here and cb is not called.
+ */
+typedef void (*bus_cmd_cb)(bus_conn *c, const bus_cmd *cmd, void *ud);
+int bus_cmd_serve(bus_conn *c, const char *kind, bus_cmd_cb cb, void *ud,
+                  bus_serve **out);
+
 /* ------------------------------------------------------------------- nkeys */
 
 /*

@@ -17,6 +17,11 @@ int bus__set_error(int err, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 #define BUS_ERR(err, ...) bus__set_error((err), __FILE__, __LINE__, __VA_ARGS__)
 
+/* bus_conn_serve whose ud is freed with free_ud when unserved. */
+int bus__conn_serve_owned(bus_conn *c, const char *subject, const char *queue,
+                          bus_serve_cb cb, void *ud, void (*free_ud)(void *),
+                          bus_serve **out);
+
 /* Clear the last error of this thread. */
 void bus__clear_error(void);
 

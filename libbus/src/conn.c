@@ -394,6 +394,7 @@ struct bus_serve {
   natsSubscription *sub;
   bus_serve_cb cb;
   void *ud;
+  void (*free_ud)(void *ud); /* called once the subscription is gone */
   struct bus_serve *next;
 };
 
@@ -454,5 +455,17 @@ bus_conn_unserve(bus_serve *s) {
   else
     natsSubscription_Unsubscribe(s->sub);
   natsSubscription_Destroy(s->sub);
+  if (s->free_ud)
+    s->free_ud(s->ud);
   free(s);
+}
+
+int
+bus__conn_serve_owned(bus_conn *c, const char *subject, const char *queue,
+                      bus_serve_cb cb, void *ud, void (*free_ud)(void *),
+                      bus_serve **out) {
+  int rc = bus_conn_serve(c, subject, queue, cb, ud, out);
+  if (rc == 0)
+    (*out)->free_ud = free_ud;
+  return rc;
 }

@@ -1,0 +1,158 @@
+/*
+ * command.c - the command path: lark.cmd.<user>.<kind>.<verb>.
+ *
+ * The user token comes from the subject, which the broker's permissions
+ * pin to the connected user; nothing in the body can claim another actor.
+ * Replies have one shape for every service, so larkctl prints every
+ * refusal the same way (code, message, and each field's path and reason).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bus-int.h"
+
+/* Copy the dot-separated token at *p into out; advance past the dot. */
+static int
+token(const char **p, char *out, size_t cap, int last) {
+  const char *end = strchr(*p, '.');
+  if (last && end)
+    return BUS_EINVAL;
+  if (!last && !end)
+    return BUS_EINVAL;
+  size_t n = end ? (size_t)(end - *p) : strlen(*p);
+  if (n == 0 || n >= cap)
+    return BUS_EINVAL;
+  memcpy(out, *p, n);
+  out[n] = 0;
+  *p += n + (end ? 1 : 0);
+  return 0;
+}
+
+int
+bus_cmd_parse(const char *subject, const char *reply, const void *data,
+              size_t len, msgpack_zone *zone, bus_cmd *cmd) {
+  memset(cmd, 0, sizeof *cmd);
+  cmd->reply = reply;
+  cmd->body.type = MSGPACK_OBJECT_MAP;
+  const char *p = subject;
+  if (strncmp(p, "lark.cmd.", 9))
+    return BUS_ERR(BUS_EINVAL, "%s is not a command subject", subject);
+  p += 9;
+  if (token(&p, cmd->user, sizeof cmd->user, 0) ||
+      token(&p, cmd->kind, sizeof cmd->kind, 0) ||
+      token(&p, cmd->verb, sizeof cmd->verb, 1))
+    return BUS_ERR(BUS_EINVAL, "%s: want lark.cmd.<user>.<kind>.<verb>",
+                   subject);
+  if (len == 0)
+    return 0; /* an empty body is an empty map */
+  if (len > BUS_MAX_PAYLOAD)
+    return BUS_ERR(BUS_ETOO_BIG, "command body of %zu bytes", len);
+  void *copy = msgpack_zone_malloc(zone, len);
+  if (!copy)
+    return BUS_ERR(BUS_EMALFORMED, "out of memory");
+  memcpy(copy, data, len);
+  size_t off = 0;
+  if (msgpack_unpack(copy, len, &off, zone, &cmd->body) !=
+          MSGPACK_UNPACK_SUCCESS ||
+      off != len || cmd->body.type != MSGPACK_OBJECT_MAP)
+    return BUS_ERR(BUS_EMALFORMED, "command body is not one msgpack map");
+  bus_obj_str(&cmd->body, "key", cmd->key, sizeof cmd->key);
+  return 0;
+}
+
+static void
+pack_str(msgpack_packer *pk, const char *s) {
+  msgpack_pack_str_with_body(pk, s, strlen(s));
+}
+
+int
+bus_cmd_reply_ok(bus_conn *c, const bus_cmd *cmd, uint64_t seq,
+                 const void *extra, size_t extra_len, uint32_t nextra) {
+  if (!cmd->reply)
+    return 0;
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 2 + (extra ? nextra : 0));
+  pack_str(&pk, "ok");
+  msgpack_pack_true(&pk);
+  pack_str(&pk, "seq");
+  msgpack_pack_uint64(&pk, seq);
+  if (extra && extra_len)
+    msgpack_sbuffer_write(&sb, extra, extra_len);
+  int rc = bus_conn_publish(c, cmd->reply, sb.data, sb.size);
+  msgpack_sbuffer_destroy(&sb);
+  return rc;
+}
+
+int
+bus_cmd_reply_error(bus_conn *c, const bus_cmd *cmd, int err,
+                    const char *message, const bus_field_err *details,
+                    int ndetails) {
+  if (!cmd || !cmd->reply)
+    return 0;
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 1);
+  pack_str(&pk, "error");
+  msgpack_pack_map(&pk, 3);
+  pack_str(&pk, "code");
+  pack_str(&pk, bus_err_name(err));
+  pack_str(&pk, "message");
+  pack_str(&pk, message ? message : bus_strerror(err));
+  pack_str(&pk, "details");
+  msgpack_pack_array(&pk, ndetails > 0 ? (uint32_t)ndetails : 0);
+  for (int i = 0; i < ndetails; i++) {
+    msgpack_pack_map(&pk, 2);
+    pack_str(&pk, "path");
+    pack_str(&pk, details[i].path);
+    pack_str(&pk, "reason");
+    pack_str(&pk, details[i].reason);
+  }
+  int rc = bus_conn_publish(c, cmd->reply, sb.data, sb.size);
+  msgpack_sbuffer_destroy(&sb);
+  return rc;
+}
+
+typedef struct cmd_server {
+  bus_cmd_cb cb;
+  void *ud;
+} cmd_server;
+
+static void
+on_request(bus_conn *c, const char *subject, const char *reply,
+           const void *data, size_t len, void *ud) {
+  cmd_server *s = ud;
+  msgpack_zone zone;
+  msgpack_zone_init(&zone, 2048);
+  bus_cmd cmd;
+  int rc = bus_cmd_parse(subject, reply, data, len, &zone, &cmd);
+  if (rc) {
+    bus_cmd cmd_err = {.reply = reply};
+    bus_cmd_reply_error(c, &cmd_err, rc, bus_last_error(), NULL, 0);
+  } else {
+    s->cb(c, &cmd, s->ud);
+  }
+  msgpack_zone_destroy(&zone);
+}
+
+int
+bus_cmd_serve(bus_conn *c, const char *kind, bus_cmd_cb cb, void *ud,
+              bus_serve **out) {
+  char subject[BUS_SUBJECT_MAX], queue[BUS_NAME_MAX + 8];
+  snprintf(subject, sizeof subject, "lark.cmd.*.%s.*", kind);
+  snprintf(queue, sizeof queue, "lark-%s", kind);
+  /* the server lives as long as the subscription; freed with it */
+  cmd_server *s = calloc(1, sizeof *s);
+  if (!s)
+    return BUS_ERR(BUS_EINVAL, "out of memory");
+  s->cb = cb;
+  s->ud = ud;
+  int rc = bus__conn_serve_owned(c, subject, queue, on_request, s, free, out);
+  if (rc)
+    free(s);
+  return rc;
+}

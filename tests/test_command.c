@@ -1,0 +1,139 @@
+/*
+ * test_command.c - the command path against a real broker: the actor
+ * comes from the subject, replies have one shape, bad requests are
+ * answered with an error and never reach the handler.
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "natsd.h"
+
+static lt_natsd srv;
+static bus_conn *conn;
+static int handled;
+
+static void
+setup(void) {
+  cr_assert_eq(lt_natsd_start(&srv, NULL, NULL), 0);
+  cr_assert_eq(lt_connect(&srv, &conn), 0, "%s", bus_last_error());
+  handled = 0;
+}
+
+static void
+teardown(void) {
+  bus_conn_close(conn);
+  lt_natsd_stop(&srv);
+}
+
+TestSuite(command, .init = setup, .fini = teardown, .timeout = 30);
+
+/* verb "ok" replies ok with {user}; verb "bad" replies a field error. */
+static void
+handler(bus_conn *c, const bus_cmd *cmd, void *ud) {
+  (void)ud;
+  handled++;
+  if (!strcmp(cmd->verb, "ok")) {
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_str_with_body(&pk, "user", 4);
+    msgpack_pack_str_with_body(&pk, cmd->user, strlen(cmd->user));
+    msgpack_pack_str_with_body(&pk, "key", 3);
+    msgpack_pack_str_with_body(&pk, cmd->key, strlen(cmd->key));
+    bus_cmd_reply_ok(c, cmd, 7, sb.data, sb.size, 2);
+    msgpack_sbuffer_destroy(&sb);
+    return;
+  }
+  bus_field_err e[2] = {{"spec.tasks[0].replicas", "must be at least 1"},
+                        {"metadata.name", "invalid name"}};
+  bus_cmd_reply_error(c, cmd, BUS_EFIELD, "invalid Job", e, 2);
+}
+
+static msgpack_object
+call(const char *subject, const char *body, size_t len, msgpack_zone *z) {
+  void *reply = NULL;
+  size_t rlen = 0;
+  int rc = bus_conn_request(conn, subject, body, len, 2000, &reply, &rlen);
+  cr_assert_eq(rc, 0, "request %s: %s", subject, bus_last_error());
+  void *keep = msgpack_zone_malloc(z, rlen);
+  memcpy(keep, reply, rlen);
+  free(reply);
+  msgpack_object o;
+  cr_assert(msgpack_unpack(keep, rlen, NULL, z, &o) >= 0);
+  return o;
+}
+
+Test(command, ok_reply_carries_seq_and_the_subjects_user) {
+  bus_serve *s;
+  cr_assert_eq(bus_cmd_serve(conn, "sample", handler, NULL, &s), 0);
+  msgpack_zone z;
+  msgpack_zone_init(&z, 1024);
+  /* {key: "k1", user: "mallory"}: the body cannot claim another user */
+  const char body[] = "\x82\xa3key\xa2k1\xa4user\xa7mallory";
+  msgpack_object r =
+      call("lark.cmd.alice.sample.ok", body, sizeof body - 1, &z);
+  char user[32], key[32];
+  cr_expect(bus_obj_get(&r, "ok"));
+  cr_expect_eq(bus_obj_int(&r, "seq", 0), 7);
+  cr_expect_str_eq(bus_obj_str(&r, "user", user, sizeof user), "alice");
+  cr_expect_str_eq(bus_obj_str(&r, "key", key, sizeof key), "k1");
+  msgpack_zone_destroy(&z);
+  bus_conn_unserve(s);
+}
+
+Test(command, error_reply_lists_every_detail) {
+  bus_serve *s;
+  cr_assert_eq(bus_cmd_serve(conn, "sample", handler, NULL, &s), 0);
+  msgpack_zone z;
+  msgpack_zone_init(&z, 1024);
+  msgpack_object r = call("lark.cmd.alice.sample.apply", "\x80", 1, &z);
+  const msgpack_object *e = bus_obj_get(&r, "error");
+  cr_assert_not_null(e);
+  char code[32];
+  cr_expect_str_eq(bus_obj_str(e, "code", code, sizeof code), "FIELD");
+  const msgpack_object *d = bus_obj_get(e, "details");
+  cr_assert_eq(d->via.array.size, 2);
+  char path[64];
+  cr_expect_str_eq(bus_obj_str(&d->via.array.ptr[0], "path", path, 64),
+                   "spec.tasks[0].replicas");
+  msgpack_zone_destroy(&z);
+  bus_conn_unserve(s);
+}
+
+Test(command, malformed_body_never_reaches_the_handler) {
+  bus_serve *s;
+  cr_assert_eq(bus_cmd_serve(conn, "sample", handler, NULL, &s), 0);
+  msgpack_zone z;
+  msgpack_zone_init(&z, 1024);
+  msgpack_object r = call("lark.cmd.alice.sample.ok", "\xc1junk", 5, &z);
+  char code[32];
+  cr_expect_str_eq(
+      bus_obj_str(bus_obj_get(&r, "error"), "code", code, sizeof code),
+      "MALFORMED");
+  r = call("lark.cmd.alice.sample.ok", "\x93\x01\x02\x03", 4, &z);
+  cr_expect_not_null(bus_obj_get(&r, "error"), "an array is not a map");
+  cr_expect_eq(handled, 0);
+  msgpack_zone_destroy(&z);
+  bus_conn_unserve(s);
+}
+
+Test(command, parse_refuses_bad_subjects) {
+  msgpack_zone z;
+  msgpack_zone_init(&z, 256);
+  bus_cmd cmd;
+  cr_expect_eq(bus_cmd_parse("lark.cmd.alice.job", NULL, NULL, 0, &z, &cmd),
+               BUS_EINVAL);
+  cr_expect_eq(
+      bus_cmd_parse("lark.cmd.alice.job.apply.x", NULL, NULL, 0, &z, &cmd),
+      BUS_EINVAL);
+  cr_expect_eq(bus_cmd_parse("lark.ev.job.a.b", NULL, NULL, 0, &z, &cmd),
+               BUS_EINVAL);
+  cr_expect_eq(
+      bus_cmd_parse("lark.cmd.alice.job.apply", NULL, NULL, 0, &z, &cmd), 0);
+  cr_expect_str_eq(cmd.user, "alice");
+  cr_expect_str_eq(cmd.kind, "job");
+  cr_expect_str_eq(cmd.verb, "apply");
+  msgpack_zone_destroy(&z);
+}
