@@ -19,6 +19,7 @@ typedef struct lark_view_entry {
   const char *stream; /* LARK_EVENTS */
   const char *filter; /* lark.ev.> */
   void (*def)(bus_view_def *def);
+  bus_query_fn query; /* its reads, live and --at; may be NULL */
 } lark_view_entry;
 
 /* The entry for name, or NULL. */

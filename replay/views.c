@@ -8,8 +8,8 @@
 #include "replay.h"
 
 const lark_view_entry lark_views[] = {
-    {"catalog", "LARK_EVENTS", "lark.ev.>", catalog_view_def},
-    {NULL, NULL, NULL, NULL},
+    {"catalog", "LARK_EVENTS", "lark.ev.>", catalog_view_def, catalog_query},
+    {NULL, NULL, NULL, NULL, NULL},
 };
 
 const lark_view_entry *

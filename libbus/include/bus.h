@@ -95,6 +95,13 @@ const char *bus_err_name(int err);
 const char *bus_strerror(int err);
 /* Detail of the last failure on this thread; "" when there is none. */
 const char *bus_last_error(void);
+/*
+ * Record detail for bus_last_error() and return err, for code outside
+ * libbus (a service's apply, decide or query):
+ *   return bus_error(BUS_ENOT_FOUND, "no job %s", name);
+ */
+int bus_error(int err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* ------------------------------------------------------------------- event */
 
@@ -676,6 +683,28 @@ int bus_cmd_reply_error(bus_conn *c, const bus_cmd *cmd, int err,
 typedef void (*bus_cmd_cb)(bus_conn *c, const bus_cmd *cmd, void *ud);
 int bus_cmd_serve(bus_conn *c, const char *kind, bus_cmd_cb cb, void *ud,
                   bus_serve **out);
+
+/* ----------------------------------------------------------------- queries */
+
+/*
+ * A read of a view, answered the same way live (by the service, on
+ * lark.cmd.<user>.<kind>.<verb>) and in the past (by larkctl, on a local
+ * replay for --at). The function packs only the result value (an array
+ * for "list", a map for "describe", ...) into pk and returns 0, or returns
+ * an error code (BUS_ENOT_FOUND, BUS_EINVAL ...) with detail in
+ * bus_last_error(); then nothing it packed is used.
+ */
+typedef int (*bus_query_fn)(bus_txn *t, const char *kind, const char *verb,
+                            const msgpack_object *req, msgpack_packer *pk,
+                            void *ud);
+
+/*
+ * Run q in one read transaction of v and pack the whole reply into out:
+ * {ok: true, result: <value>} or {error: {code, message, details: []}}.
+ */
+void bus_query_answer(bus_view *v, bus_query_fn q, const char *kind,
+                      const char *verb, const msgpack_object *req,
+                      msgpack_sbuffer *out, void *ud);
 
 /* ------------------------------------------------------------------- nkeys */
 

@@ -73,3 +73,12 @@ bus__set_error(int err, const char *file, int line, const char *fmt, ...) {
   (void)line;
   return err;
 }
+
+int
+bus_error(int err, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(last_error, sizeof last_error, fmt, ap);
+  va_end(ap);
+  return err;
+}

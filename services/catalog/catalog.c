@@ -222,77 +222,29 @@ catalog_describe(bus_txn *t, const char *kind, const char *id, size_t limit,
   return pack_scan(t, T_HIST, key, limit, 1, pk);
 }
 
-static void
-pack_error(msgpack_packer *pk, int err, const char *msg) {
-  msgpack_pack_map(pk, 1);
-  pack_key(pk, "error");
-  msgpack_pack_map(pk, 2);
-  pack_key(pk, "code");
-  pack_str(pk, bus_err_name(err));
-  pack_key(pk, "message");
-  pack_str(pk, msg);
-}
-
-/* Run the query into a scratch buffer first, so a failure packs only the
- * error. */
-static int
-run_query(bus_view *v, const char *verb, const msgpack_object *req,
-          msgpack_packer *pk) {
-  char kind[BUS_NAME_MAX + 1] = "", id[BUS_DERIVED_NAME_MAX + 1] = "";
-  bus_obj_str(req, "kind", kind, sizeof kind);
+/*
+ * The catalog's queries: "list" {kind?, limit?} and "describe" {kind, id,
+ * limit?}. The command kind is "catalog"; the aggregate kind travels in
+ * the request.
+ */
+int
+catalog_query(bus_txn *t, const char *kind, const char *verb,
+              const msgpack_object *req, msgpack_packer *pk, void *ud) {
+  (void)kind;
+  (void)ud;
+  char akind[BUS_NAME_MAX + 1] = "", id[BUS_DERIVED_NAME_MAX + 1] = "";
+  bus_obj_str(req, "kind", akind, sizeof akind);
   bus_obj_str(req, "id", id, sizeof id);
   int64_t limit = bus_obj_int(req, "limit", 0);
   if (limit < 0)
-    return BUS_EFIELD;
-  bus_txn *t;
-  int rc = bus_view_read(v, &t);
-  if (rc)
-    return rc;
-  if (!strcmp(verb, "list")) {
-    msgpack_pack_map(pk, 2);
-    pack_key(pk, "ok");
-    msgpack_pack_true(pk);
-    pack_key(pk, "items");
-    rc = catalog_list(t, kind, (size_t)limit, pk);
-  } else if (!strcmp(verb, "describe") && *kind && *id) {
-    msgpack_pack_map(pk, 2);
-    pack_key(pk, "ok");
-    msgpack_pack_true(pk);
-    pack_key(pk, "result");
-    rc = catalog_describe(t, kind, id, (size_t)limit, pk);
-  } else {
-    rc = BUS_EINVAL;
-  }
-  bus_txn_end(t);
+    return bus_error(BUS_EFIELD, "limit must not be negative");
+  if (!strcmp(verb, "list"))
+    return catalog_list(t, akind, (size_t)limit, pk);
+  if (strcmp(verb, "describe") || !*akind || !*id)
+    return bus_error(BUS_EINVAL,
+                     "verbs: list {kind?, limit?}, describe {kind, id}");
+  int rc = catalog_describe(t, akind, id, (size_t)limit, pk);
+  if (rc == BUS_ENOT_FOUND)
+    return bus_error(rc, "the catalog has never seen %s/%s", akind, id);
   return rc;
-}
-
-void
-catalog_query(bus_view *v, const char *verb, const void *req, size_t len,
-              msgpack_sbuffer *sb) {
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-  msgpack_zone zone;
-  msgpack_zone_init(&zone, 1024);
-  msgpack_object obj = {.type = MSGPACK_OBJECT_NIL};
-  if (len && msgpack_unpack(req, len, NULL, &zone, &obj) < 0) {
-    pack_error(&pk, BUS_EMALFORMED, "query is not msgpack");
-    goto out;
-  }
-  msgpack_sbuffer scratch;
-  msgpack_sbuffer_init(&scratch);
-  msgpack_packer spk;
-  msgpack_packer_init(&spk, &scratch, msgpack_sbuffer_write);
-  int rc = run_query(v, verb, &obj, &spk);
-  if (rc == 0)
-    msgpack_sbuffer_write(sb, scratch.data, scratch.size);
-  else if (rc == BUS_ENOT_FOUND)
-    pack_error(&pk, rc, "no such aggregate in the catalog");
-  else if (rc == BUS_EINVAL)
-    pack_error(&pk, rc, "verbs: list {kind?, limit?}, describe {kind, id}");
-  else
-    pack_error(&pk, rc, bus_strerror(rc));
-  msgpack_sbuffer_destroy(&scratch);
-out:
-  msgpack_zone_destroy(&zone);
 }

@@ -41,12 +41,8 @@ int catalog_list(bus_txn *t, const char *kind, size_t limit,
 int catalog_describe(bus_txn *t, const char *kind, const char *id, size_t limit,
                      msgpack_packer *pk);
 
-/*
- * Answer a query request ({kind?, id?, limit?}) for verb "list" or
- * "describe" with {ok: true, items|aggregate+history} or
- * {error: {code, message}}, packed into sb.
- */
-void catalog_query(bus_view *v, const char *verb, const void *req, size_t len,
-                   msgpack_sbuffer *sb);
+/* The catalog's bus_query_fn: verbs "list" and "describe". */
+int catalog_query(bus_txn *t, const char *kind, const char *verb,
+                  const msgpack_object *req, msgpack_packer *pk, void *ud);
 
 #endif

@@ -22,17 +22,17 @@ typedef struct app {
 
 /* lark.cmd.<user>.catalog.<verb> */
 static void
-on_query(bus_conn *c, const char *subject, const char *reply, const void *data,
-         size_t len, void *ud) {
+on_query(bus_conn *c, const bus_cmd *cmd, void *ud) {
   app *a = ud;
-  const char *verb = strrchr(subject, '.');
-  if (!reply || !verb)
+  if (!cmd->reply)
     return;
   msgpack_sbuffer sb;
   msgpack_sbuffer_init(&sb);
-  catalog_query(a->view, verb + 1, data, len, &sb);
-  bus_conn_publish(c, reply, sb.data, sb.size);
-  SVC_LOG(&a->s, SVC_DEBUG, subject, 0, "query answered (%zu bytes)", sb.size);
+  bus_query_answer(a->view, catalog_query, cmd->kind, cmd->verb, &cmd->body,
+                   &sb, NULL);
+  bus_conn_publish(c, cmd->reply, sb.data, sb.size);
+  SVC_LOG(&a->s, SVC_DEBUG, "lark.cmd", 0, "%s %s.%s answered", cmd->user,
+          cmd->kind, cmd->verb);
   msgpack_sbuffer_destroy(&sb);
 }
 
@@ -62,8 +62,7 @@ run(app *a) {
     return rc;
   }
   bus_serve *q = NULL;
-  rc = bus_conn_serve(a->s.conn, "lark.cmd.*.catalog.*", "lark-catalog",
-                      on_query, a, &q);
+  rc = bus_cmd_serve(a->s.conn, "catalog", on_query, a, &q);
   if (!rc) {
     bus_service_opts so;
     bus_service_opts_init(&so);

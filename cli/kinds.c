@@ -1,0 +1,159 @@
+/*
+ * kinds.c - which service answers for each kind, and its columns.
+ *
+ * Rows are added by the services that own kinds; anything not listed is
+ * read from the catalog, which knows every aggregate.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kinds.h"
+
+static const cli_col catalog_cols[] = {
+    {"KIND", "kind", COL_STR, 10},      {"NAME", "id", COL_STR, 28},
+    {"VERSION", "version", COL_INT, 8}, {"GEN", "generation", COL_INT, 4},
+    {"EVENTS", "events", COL_INT, 7},   {"LAST", "type", COL_STR, 22},
+    {"AGE", "ts", COL_AGE, 6},          {NULL, NULL, 0, 0}};
+static const cli_col catalog_wide[] = {{"ACTOR", "actor", COL_STR, 16},
+                                       {"TIME", "ts", COL_TIME, 24},
+                                       {NULL, NULL, 0, 0}};
+
+const cli_kind cli_catalog_kind = {"catalog", "catalog",    NULL,
+                                   "catalog", catalog_cols, catalog_wide};
+
+/* Kinds owned by services: one row each. */
+static const cli_kind kinds[] = {
+    {NULL, NULL, NULL, NULL, NULL, NULL},
+};
+
+const cli_kind *
+cli_kind_find(const char *name) {
+  for (const cli_kind *k = kinds; k->kind; k++)
+    if (!strcmp(name, k->kind) || !strcmp(name, k->plural) ||
+        (k->shortname && !strcmp(name, k->shortname)))
+      return k;
+  return NULL;
+}
+
+/* Reach "a.b" inside nested maps. */
+static const msgpack_object *
+get_path(const msgpack_object *o, const char *path) {
+  char key[128];
+  const char *dot;
+  while (o && (dot = strchr(path, '.'))) {
+    size_t n = (size_t)(dot - path) < sizeof key - 1 ? (size_t)(dot - path)
+                                                     : sizeof key - 1;
+    memcpy(key, path, n);
+    key[n] = 0;
+    o = bus_obj_get(o, key);
+    path = dot + 1;
+  }
+  return o ? bus_obj_get(o, path) : NULL;
+}
+
+static void
+age(int64_t ts, char *out, size_t cap) {
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  int64_t s = (now.tv_sec * 1000000000LL + now.tv_nsec - ts) / 1000000000LL;
+  if (s < 0)
+    s = 0;
+  if (s < 120)
+    snprintf(out, cap, "%llds", (long long)s);
+  else if (s < 7200)
+    snprintf(out, cap, "%lldm", (long long)(s / 60));
+  else if (s < 172800)
+    snprintf(out, cap, "%lldh", (long long)(s / 3600));
+  else
+    snprintf(out, cap, "%lldd", (long long)(s / 86400));
+}
+
+static void
+cell(const msgpack_object *item, const cli_col *c) {
+  const msgpack_object *v = get_path(item, c->key);
+  char buf[512] = "-";
+  if (v && v->type != MSGPACK_OBJECT_NIL) {
+    int64_t n = v->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? (int64_t)v->via.u64
+                : v->type == MSGPACK_OBJECT_NEGATIVE_INTEGER ? v->via.i64
+                                                             : 0;
+    if (c->fmt == COL_AGE)
+      age(n, buf, sizeof buf);
+    else if (c->fmt == COL_TIME)
+      cli_format_time(n, buf, sizeof buf);
+    else if (v->type == MSGPACK_OBJECT_STR)
+      snprintf(buf, sizeof buf, "%.*s", (int)v->via.str.size, v->via.str.ptr);
+    else {
+      char *j = cli_obj_to_json(v);
+      snprintf(buf, sizeof buf, "%s", j ? j : "-");
+      free(j);
+    }
+  }
+  printf("%-*s ", c->width, buf[0] ? buf : "-");
+}
+
+static void
+header(const cli_col *cols) {
+  for (const cli_col *c = cols; c && c->header; c++)
+    printf("%-*s ", c->width, c->header);
+}
+
+void
+cli_print_table(const msgpack_object *items, const cli_kind *k, int output) {
+  if (output == CLI_OUT_JSON) {
+    char *j = cli_obj_to_json(items);
+    puts(j ? j : "[]");
+    free(j);
+    return;
+  }
+  int wide = output == CLI_OUT_WIDE;
+  header(k->cols);
+  if (wide)
+    header(k->wide);
+  putchar('\n');
+  if (items->type != MSGPACK_OBJECT_ARRAY)
+    return;
+  for (uint32_t i = 0; i < items->via.array.size; i++) {
+    const msgpack_object *it = &items->via.array.ptr[i];
+    for (const cli_col *c = k->cols; c->header; c++)
+      cell(it, c);
+    for (const cli_col *c = wide ? k->wide : NULL; c && c->header; c++)
+      cell(it, c);
+    putchar('\n');
+  }
+}
+
+void
+cli_print_object(const msgpack_object *o, int indent) {
+  if (o->type != MSGPACK_OBJECT_MAP) {
+    char *j = cli_obj_to_json(o);
+    printf("%*s%s\n", indent, "", j ? j : "-");
+    free(j);
+    return;
+  }
+  for (uint32_t i = 0; i < o->via.map.size; i++) {
+    const msgpack_object_kv *kv = &o->via.map.ptr[i];
+    if (kv->key.type != MSGPACK_OBJECT_STR)
+      continue;
+    printf("%*s%.*s:", indent, "", (int)kv->key.via.str.size,
+           kv->key.via.str.ptr);
+    if (kv->val.type == MSGPACK_OBJECT_MAP && kv->val.via.map.size) {
+      putchar('\n');
+      cli_print_object(&kv->val, indent + 2);
+    } else {
+      char *j = cli_obj_to_json(&kv->val);
+      printf(" %s\n", j ? j : "-");
+      free(j);
+    }
+  }
+}
+
+const char *
+cli_kind_singular(const char *kind, char *buf, size_t cap) {
+  snprintf(buf, cap, "%s", kind);
+  size_t n = strlen(buf);
+  if (n > 3 && buf[n - 1] == 's')
+    buf[n - 1] = 0;
+  return buf;
+}

@@ -1,0 +1,58 @@
+/*
+ * kinds.h - the resource kinds larkctl knows, who answers for each, and
+ * how a list of them prints.
+ *
+ * A service that owns a kind adds one row to the table in kinds.c: its
+ * names, the view that answers (a name in replay/views.c, and the command
+ * kind its service serves), and its columns. `get` and `describe` then
+ * work for it live and with --at.
+ */
+#ifndef LARK_CLI_KINDS_H
+#define LARK_CLI_KINDS_H
+
+#include "cli.h"
+
+enum { COL_STR, COL_INT, COL_AGE, COL_TIME, COL_JSON, COL_BOOL };
+
+typedef struct cli_col {
+  const char *header;
+  const char *key; /* a key of the item map; "a.b" reaches into a map */
+  int fmt;
+  int width;
+} cli_col;
+
+typedef struct cli_kind {
+  const char *kind;      /* "job": the command kind, lark.cmd.<user>.job.* */
+  const char *plural;    /* "jobs" */
+  const char *shortname; /* "wf"; may be NULL */
+  const char *view;      /* "scheduler": replayed for --at */
+  const cli_col *cols;
+  const cli_col *wide; /* extra columns for -o wide; may be NULL */
+} cli_kind;
+
+/* The row for a name, singular, plural or short; NULL when unknown. */
+const cli_kind *cli_kind_find(const char *name);
+
+/* The catalog's columns (`larkctl get` with no kind, or an unowned kind). */
+extern const cli_kind cli_catalog_kind;
+
+/* Print items (an array of maps) as a table, -o json or -o wide. */
+void cli_print_table(const msgpack_object *items, const cli_kind *k,
+                     int output);
+/* Print a map as indented "key: value" lines (describe). */
+void cli_print_object(const msgpack_object *o, int indent);
+
+/*
+ * Ask the view behind kind k: verb with request req (a packed map; may be
+ * NULL), live from its service or, when at_ns is set, from a replay of
+ * the view up to that time. *result (allocated from zone) is the reply's
+ * result. Prints its own errors; returns a CLI exit code.
+ */
+int cli_query(lark_cli *cli, const char *view, const char *kind,
+              const char *verb, const msgpack_sbuffer *req, int64_t at_ns,
+              msgpack_zone *zone, msgpack_object *result);
+
+/* "samples" -> "sample" for kinds only the catalog knows. */
+const char *cli_kind_singular(const char *kind, char *buf, size_t cap);
+
+#endif

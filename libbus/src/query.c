@@ -1,0 +1,57 @@
+/*
+ * query.c - answering reads of a view with one reply shape.
+ *
+ * The result is packed into a scratch buffer first, so a query that fails
+ * halfway leaves no partial value in the reply: either {ok, result} whole,
+ * or {error}.
+ */
+#include <string.h>
+
+#include "bus-int.h"
+
+static void
+pack_str(msgpack_packer *pk, const char *s) {
+  msgpack_pack_str_with_body(pk, s, strlen(s));
+}
+
+static void
+pack_error(msgpack_packer *pk, int err, const char *message) {
+  msgpack_pack_map(pk, 1);
+  pack_str(pk, "error");
+  msgpack_pack_map(pk, 3);
+  pack_str(pk, "code");
+  pack_str(pk, bus_err_name(err));
+  pack_str(pk, "message");
+  pack_str(pk, message && *message ? message : bus_strerror(err));
+  pack_str(pk, "details");
+  msgpack_pack_array(pk, 0);
+}
+
+void
+bus_query_answer(bus_view *v, bus_query_fn q, const char *kind,
+                 const char *verb, const msgpack_object *req,
+                 msgpack_sbuffer *out, void *ud) {
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, out, msgpack_sbuffer_write);
+  msgpack_sbuffer scratch;
+  msgpack_sbuffer_init(&scratch);
+  msgpack_packer spk;
+  msgpack_packer_init(&spk, &scratch, msgpack_sbuffer_write);
+  msgpack_object empty = {.type = MSGPACK_OBJECT_MAP};
+  bus_txn *t = NULL;
+  bus__clear_error();
+  int rc = bus_view_read(v, &t);
+  if (rc == 0)
+    rc = q(t, kind, verb, req ? req : &empty, &spk, ud);
+  bus_txn_end(t);
+  if (rc == 0) {
+    msgpack_pack_map(&pk, 2);
+    pack_str(&pk, "ok");
+    msgpack_pack_true(&pk);
+    pack_str(&pk, "result");
+    msgpack_sbuffer_write(out, scratch.data, scratch.size);
+  } else {
+    pack_error(&pk, rc, bus_last_error());
+  }
+  msgpack_sbuffer_destroy(&scratch);
+}
