@@ -23,7 +23,7 @@
 
 #include "view-int.h"
 
-#define DRAIN_CHUNK 64
+#define DRAIN_CHUNK 512
 
 int
 bus_txn_emit(bus_txn *t, const char *subject, const bus_event *ev, int flags) {
@@ -156,6 +156,58 @@ publish(bus_conn *c, const char *stream, const entry *e) {
   return rc;
 }
 
+/*
+ * Entries without a version check (desired state on LARK_NODES, latest
+ * wins) cannot conflict, so a run of them goes out asynchronously and is
+ * flushed once: all landed, or all are kept and sent again with the same
+ * ids. Fills fate[from..to) and returns the first index not done.
+ */
+static int
+publish_unchecked(bus_conn *c, const chunk *ch, int from, int *fate) {
+  int to = from;
+  for (; to < ch->n && ch->e[to].flags == BUS_APPEND_NOCHECK; to++) {
+    msgpack_zone zone;
+    bus_event ev;
+    memset(&ev, 0, sizeof ev);
+    msgpack_zone_init(&zone, 1024);
+    int rc = bus_event_decode(ch->e[to].body, ch->e[to].len, &ev, &zone);
+    if (rc == 0)
+      rc = bus_append_async(c, ch->e[to].subject, &ev, BUS_APPEND_NOCHECK);
+    msgpack_zone_destroy(&zone);
+    if (rc)
+      break;
+  }
+  int ok = bus_append_flush(c, 0, NULL) == 0;
+  for (int i = from; i < to; i++)
+    fate[i] = ok ? 1 : 0;
+  return ok ? to : from;
+}
+
+/* Publish ch in order; returns how many entries are settled. */
+static int
+publish_chunk(bus_conn *c, const char *stream, const chunk *ch, int *fate,
+              uint64_t *pub, uint64_t *drop, int *err) {
+  int done = 0;
+  while (done < ch->n) {
+    if (ch->e[done].flags == BUS_APPEND_NOCHECK) {
+      int next = publish_unchecked(c, ch, done, fate);
+      *pub += (uint64_t)(next - done);
+      if (next == done)
+        return done; /* kept for the next drain */
+      done = next;
+      continue;
+    }
+    fate[done] = publish(c, stream, &ch->e[done]);
+    if (fate[done] <= 0) {
+      *err = fate[done];
+      return done;
+    }
+    fate[done] == 1 ? (*pub)++ : (*drop)++;
+    done++;
+  }
+  return done;
+}
+
 static int
 delete_done(bus_view *v, const chunk *ch, const int *fate, int upto) {
   bus_txn t;
@@ -177,30 +229,23 @@ bus_outbox_drain(bus_view *v, bus_conn *c, const char *stream,
                  uint64_t *published, uint64_t *dropped) {
   uint64_t pub = 0, drop = 0;
   chunk *ch = calloc(1, sizeof *ch);
-  if (!ch)
-    return -ENOMEM;
-  int rc = 0, more = 1;
+  int *fate = calloc(DRAIN_CHUNK, sizeof *fate);
+  int rc = ch && fate ? 0 : -ENOMEM, more = 1;
   while (!rc && more) {
     if ((rc = read_chunk(v, ch)) || ch->n == 0)
       break;
-    int fate[DRAIN_CHUNK], done = 0;
-    for (; done < ch->n; done++) {
-      fate[done] = publish(c, stream ? stream : "LARK_EVENTS", &ch->e[done]);
-      if (fate[done] <= 0)
-        break;
-      fate[done] == 1 ? pub++ : drop++;
-    }
-    if (done < ch->n) {
-      more = 0;
-      if (fate[done] < 0)
-        rc = fate[done];
-    }
+    int err = 0;
+    int done = publish_chunk(c, stream ? stream : "LARK_EVENTS", ch, fate, &pub,
+                             &drop, &err);
+    more = done == ch->n;
+    rc = err < 0 ? err : 0;
     int drc = done ? delete_done(v, ch, fate, done) : 0;
     if (!rc)
       rc = drc;
     for (int i = 0; i < ch->n; i++)
       free(ch->e[i].body);
   }
+  free(fate);
   free(ch);
   if (published)
     *published = pub;
