@@ -1,0 +1,242 @@
+/*
+ * cmd_status.c - `larkctl status`: the broker, the streams, each service.
+ *
+ * One request on lark.sys.status gathers every service's record at once
+ * (bus_conn_gather). The expected services are those `larkctl up` would
+ * run: the ones whose binary sits next to larkctl. A service is up when
+ * it answered within the window; the exit code is 0 only when every
+ * expected service is up. The broker describes itself through the
+ * system account's $SYS.REQ.SERVER.PING.CONNZ, which every account may
+ * call; the stream counts come from $JS.API.STREAM.INFO.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "brokercfg.h"
+#include "cli.h"
+
+enum { MAX_SERVICES = 64, MAX_SERVERS = 8 };
+
+typedef struct svc_row {
+  bus_status st;
+  int expected, up;
+} svc_row;
+
+typedef struct server_row {
+  char name[64], version[32];
+  int jetstream;
+} server_row;
+
+typedef struct status_ctx {
+  svc_row rows[MAX_SERVICES];
+  size_t n;
+  server_row servers[MAX_SERVERS];
+  size_t nservers;
+} status_ctx;
+
+static const char usage_line[] = "larkctl status [--wait DURATION] [-o json]";
+
+static svc_row *
+row_for(status_ctx *x, const char *name) {
+  for (size_t i = 0; i < x->n; i++)
+    if (!strcmp(x->rows[i].st.name, name))
+      return &x->rows[i];
+  if (x->n == MAX_SERVICES)
+    return NULL;
+  svc_row *r = &x->rows[x->n++];
+  memset(r, 0, sizeof *r);
+  snprintf(r->st.name, sizeof r->st.name, "%s", name);
+  return r;
+}
+
+static void
+on_status(const void *data, size_t len, void *ud) {
+  bus_status st;
+  if (bus_status_decode(data, len, &st) < 0 || !st.name[0])
+    return;
+  svc_row *r = row_for(ud, st.name);
+  if (!r)
+    return;
+  r->st = st;
+  r->up = 1;
+}
+
+static void
+on_server(const void *data, size_t len, void *ud) {
+  status_ctx *x = ud;
+  json_t *j = json_loadb(data, len, 0, NULL);
+  json_t *srv = json_object_get(j, "server");
+  if (srv && x->nservers < MAX_SERVERS) {
+    server_row *s = &x->servers[x->nservers++];
+    const char *name = json_string_value(json_object_get(srv, "name"));
+    const char *ver = json_string_value(json_object_get(srv, "ver"));
+    snprintf(s->name, sizeof s->name, "%s", name ? name : "?");
+    snprintf(s->version, sizeof s->version, "%s", ver ? ver : "?");
+    s->jetstream = json_is_true(json_object_get(srv, "jetstream"));
+  }
+  json_decref(j);
+}
+
+static void
+expect_services(status_ctx *x) {
+  char dir[1024];
+  if (lark_bin_dir(dir, sizeof dir) < 0)
+    return;
+  for (size_t i = 0; lark_up_services[i]; i++)
+    if (lark_bin_exists(dir, lark_up_services[i])) {
+      svc_row *r = row_for(x, lark_up_services[i]);
+      if (r)
+        r->expected = 1;
+    }
+}
+
+static json_t *
+streams_json(bus_conn *c) {
+  json_t *a = json_array();
+  for (size_t i = 0; bus_stream_names[i]; i++) {
+    unsigned long long msgs = 0;
+    int replicas = 0;
+    int rc = lark_stream_info(c, bus_stream_names[i], &msgs, &replicas, NULL);
+    json_array_append_new(
+        a, rc < 0 ? json_pack("{s:s, s:b, s:s}", "name", bus_stream_names[i],
+                              "exists", 0, "error", lark_cfg_error())
+                  : json_pack("{s:s, s:b, s:I, s:i}", "name",
+                              bus_stream_names[i], "exists", 1, "messages",
+                              (json_int_t)msgs, "replicas", replicas));
+  }
+  return a;
+}
+
+static json_t *
+services_json(const status_ctx *x, int *all_up) {
+  json_t *a = json_array();
+  *all_up = 1;
+  for (size_t i = 0; i < x->n; i++) {
+    const svc_row *r = &x->rows[i];
+    if (r->expected && !r->up)
+      *all_up = 0;
+    json_t *o = json_pack("{s:s, s:s, s:b}", "name", r->st.name, "state",
+                          r->up ? "up" : "down", "expected", r->expected);
+    if (r->up)
+      json_object_update_new(
+          o, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:s}", "seq",
+                       (json_int_t)r->st.seq, "lag", (json_int_t)r->st.lag,
+                       "applied", (json_int_t)r->st.applied, "stale",
+                       (json_int_t)r->st.stale, "rejected",
+                       (json_int_t)r->st.rejected, "outbox",
+                       (json_int_t)r->st.outbox, "digest", r->st.digest));
+    json_array_append_new(a, o);
+  }
+  return a;
+}
+
+static json_t *
+broker_json(const status_ctx *x, const char *url) {
+  json_t *servers = json_array();
+  for (size_t i = 0; i < x->nservers; i++)
+    json_array_append_new(servers, json_pack("{s:s, s:s, s:b}", "name",
+                                             x->servers[i].name, "version",
+                                             x->servers[i].version, "jetstream",
+                                             x->servers[i].jetstream));
+  return json_pack("{s:s, s:o}", "url", url, "servers", servers);
+}
+
+static void
+print_text(json_t *broker, json_t *streams, json_t *services) {
+  size_t i;
+  json_t *v;
+  printf("broker  %s\n", json_string_value(json_object_get(broker, "url")));
+  json_array_foreach(json_object_get(broker, "servers"), i, v)
+      printf("  server %-10s nats-server %s, JetStream %s\n",
+             json_string_value(json_object_get(v, "name")),
+             json_string_value(json_object_get(v, "version")),
+             json_is_true(json_object_get(v, "jetstream")) ? "on" : "off");
+  json_array_foreach(streams, i, v) {
+    if (json_is_true(json_object_get(v, "exists")))
+      printf("  stream %-13s %lld messages, replicas %lld\n",
+             json_string_value(json_object_get(v, "name")),
+             json_integer_value(json_object_get(v, "messages")),
+             json_integer_value(json_object_get(v, "replicas")));
+    else
+      printf("  stream %-13s missing (run `larkctl init`)\n",
+             json_string_value(json_object_get(v, "name")));
+  }
+  printf("%-16s %-5s %10s %8s %7s %8s  %s\n", "SERVICE", "STATE", "SEQ", "LAG",
+         "STALE", "REJECTED", "DIGEST");
+  json_array_foreach(services, i, v) {
+    const char *name = json_string_value(json_object_get(v, "name"));
+    if (!json_is_true(json_object_get(v, "expected")) &&
+        !json_object_get(v, "seq"))
+      continue;
+    if (!json_object_get(v, "seq")) {
+      printf("%-16s %-5s\n", name, "down");
+      continue;
+    }
+    printf("%-16s %-5s %10lld %8lld %7lld %8lld  %.12s\n", name, "up",
+           json_integer_value(json_object_get(v, "seq")),
+           json_integer_value(json_object_get(v, "lag")),
+           json_integer_value(json_object_get(v, "stale")),
+           json_integer_value(json_object_get(v, "rejected")),
+           json_string_value(json_object_get(v, "digest")));
+  }
+}
+
+static int
+parse_args(int argc, char **argv, int *wait_ms) {
+  for (int i = 1; i < argc; i++) {
+    int64_t ns;
+    if (!strcmp(argv[i], "--wait") && i + 1 < argc &&
+        lark_parse_duration(argv[++i], &ns) == 0 && ns > 0) {
+      *wait_ms = (int)(ns / 1000000);
+      continue;
+    }
+    return -1;
+  }
+  return 0;
+}
+
+int
+cmd_status(int argc, char **argv, lark_cli *cli) {
+  int wait_ms = 1500, all_up = 0;
+  if (parse_args(argc, argv, &wait_ms) < 0)
+    return cli_usage(usage_line);
+  status_ctx *x = calloc(1, sizeof *x);
+  if (!x)
+    return cli_fail("status", -12, "out of memory");
+  bus_conn *c = cli_connect(cli);
+  if (!c) {
+    free(x);
+    return CLI_ERR;
+  }
+  expect_services(x);
+  bus_conn_gather(c, "$SYS.REQ.SERVER.PING.CONNZ", "{}", 2, 300, on_server, x);
+  /* A failed gather is reported but read as "nobody answered": the
+   * broker and streams below are still worth showing. */
+  int rc = bus_conn_gather(c, "lark.sys.status", "", 0, wait_ms, on_status, x);
+  if (rc < 0 && cli->verbose)
+    cli_fail("status", rc, "asking the services");
+  json_t *broker = broker_json(x, cli->url);
+  json_t *streams = streams_json(c);
+  json_t *services = services_json(x, &all_up);
+  if (cli->output == CLI_OUT_JSON) {
+    json_t *all =
+        json_pack("{s:o, s:o, s:o, s:b}", "broker", broker, "streams", streams,
+                  "services", services, "ok", all_up && rc >= 0);
+    char *s = json_dumps(all, JSON_COMPACT);
+    if (s)
+      puts(s);
+    free(s);
+    json_decref(all);
+  } else {
+    print_text(broker, streams, services);
+    json_decref(broker);
+    json_decref(streams);
+    json_decref(services);
+  }
+  bus_conn_close(c);
+  free(x);
+  return all_up ? CLI_OK : CLI_ERR;
+}

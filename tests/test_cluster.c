@@ -1,0 +1,243 @@
+/*
+ * test_cluster.c - broker-config's 3-node cluster on loopback: an R3
+ * LARK_EVENTS keeps every acknowledged event while one server is killed
+ * in the middle of the appends (DESIGN.md section 9).
+ *
+ * Route ports are found by binding port 0 and closing; another process
+ * may take one in between, so a cluster that fails to start is retried
+ * with new ports.
+ */
+#include <criterion/criterion.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "brokercfg.h"
+#include "natsd.h"
+
+enum { NSERVERS = 3, BEFORE = 300, DURING = 300 };
+
+typedef struct cluster {
+  char data[256];
+  lt_natsd s[NSERVERS];
+  char url[256];
+  bus_conn *c;
+  msgpack_sbuffer body;
+} cluster;
+
+static int64_t
+now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int
+free_port(void) {
+  struct sockaddr_in a;
+  socklen_t len = sizeof a;
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int port = -1;
+  if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+      getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+    port = ntohs(a.sin_port);
+  close(fd);
+  return port;
+}
+
+static int
+start_cluster(cluster *k) {
+  int routes[NSERVERS];
+  char pw[33], conf[NSERVERS][320], name[NSERVERS][16];
+  lark_random_password(pw);
+  for (int i = 0; i < NSERVERS; i++)
+    routes[i] = free_port();
+  for (int i = 0; i < NSERVERS; i++) {
+    lark_broker_opts o;
+    lark_broker_opts_init(&o);
+    snprintf(name[i], sizeof name[i], "lark-%d", i + 1);
+    snprintf(conf[i], sizeof conf[i], "%s/%s.conf", k->data, name[i]);
+    o.server_name = name[i];
+    /* no store_dir: the helper gives each server its own with -sd */
+    o.run_dir = k->data;
+    o.cluster_port = routes[i];
+    o.route_ports = routes;
+    o.n_routes = NSERVERS;
+    o.route_password = pw;
+    cr_assert_eq(lark_render_conf("cluster", &o, conf[i]), 0, "%s",
+                 lark_cfg_error());
+  }
+  size_t len = 0;
+  for (int i = 0; i < NSERVERS; i++) {
+    if (lt_natsd_start(&k->s[i], conf[i], NULL) < 0) {
+      for (int j = 0; j < i; j++)
+        lt_natsd_stop(&k->s[j]);
+      return -1;
+    }
+    len += (size_t)snprintf(k->url + len, sizeof k->url - len, "%s%s",
+                            i ? "," : "", k->s[i].url);
+  }
+  return 0;
+}
+
+static void
+setup(cluster *k) {
+  memset(k, 0, sizeof *k);
+  lt_tmpdir(k->data, sizeof k->data, "cluster");
+  cr_assert_eq(lark_creds_ensure(k->data, "admin", LARK_ROLE_ADMIN, NULL, NULL),
+               0);
+  lark_principal *p = NULL;
+  size_t n = 0;
+  char accounts[320];
+  cr_assert_eq(lark_creds_load(k->data, &p, &n), 0);
+  snprintf(accounts, sizeof accounts, "%s/accounts.conf", k->data);
+  cr_assert_eq(lark_render_accounts(p, n, accounts), 0);
+  free(p);
+  int rc = -1;
+  for (int t = 0; t < 3 && rc < 0; t++)
+    rc = start_cluster(k);
+  cr_assert_eq(rc, 0, "the cluster did not start");
+
+  char creds[400];
+  bus_conn_opts o;
+  bus_conn_opts_init(&o);
+  lark_creds_path(k->data, "admin", creds, sizeof creds);
+  o.url = k->url;
+  o.creds = creds;
+  o.js_wait_ms = 2000;
+  cr_assert_eq(bus_conn_open(&k->c, &o), 0, "%s", bus_last_error());
+
+  /* JetStream needs a meta leader before the streams can be made. */
+  bus_streams_opts so;
+  bus_streams_opts_init(&so);
+  so.replicas = 3;
+  so.dedupe_ns = 2000000000LL;
+  int64_t end = now_ms() + 30000;
+  while ((rc = bus_streams_ensure(k->c, &so)) < 0 && now_ms() < end)
+    usleep(250000);
+  cr_assert_eq(rc, 0, "streams at R3: %s", bus_last_error());
+
+  msgpack_packer pk;
+  msgpack_sbuffer_init(&k->body);
+  msgpack_packer_init(&pk, &k->body, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 1);
+  msgpack_pack_str_with_body(&pk, "text", 4);
+  msgpack_pack_str_with_body(&pk, "r3", 2);
+}
+
+static void
+teardown(cluster *k) {
+  bus_conn_close(k->c);
+  for (int i = 0; i < NSERVERS; i++)
+    lt_natsd_stop(&k->s[i]);
+  lt_rmtree(k->data);
+  msgpack_sbuffer_destroy(&k->body);
+}
+
+static void
+event(cluster *k, bus_event *ev, char id[33]) {
+  memset(ev, 0, sizeof *ev);
+  bus_event_new_id(id);
+  ev->v = BUS_SCHEMA_VERSION;
+  ev->type = "sample.created";
+  ev->id = id;
+  ev->ts = 1;
+  ev->actor = "test";
+  ev->cause = "";
+  ev->data_mp = k->body.data;
+  ev->data_mp_len = k->body.size;
+}
+
+static int
+cmp_id(const void *a, const void *b) {
+  return strcmp(a, b);
+}
+
+Test(cluster, r3_keeps_acked_events_when_a_server_dies, .timeout = 180) {
+  cluster k;
+  setup(&k);
+  static char acked[BEFORE + DURING][33];
+  size_t nacked = 0, failed_sync = 0;
+  bus_event ev;
+  char subject[64];
+
+  /* Async appends while all three run: every one must be acked. */
+  for (int i = 0; i < BEFORE; i++) {
+    event(&k, &ev, acked[nacked]);
+    snprintf(subject, sizeof subject, "lark.ev.sample.a%d", i);
+    cr_assert_eq(bus_append_async(k.c, subject, &ev, BUS_APPEND_NOCHECK), 0,
+                 "%s", bus_last_error());
+    nacked++;
+  }
+  uint64_t failed = 0;
+  cr_assert_eq(bus_append_flush(k.c, 10000, &failed), 0, "%s (%llu)",
+               bus_last_error(), (unsigned long long)failed);
+
+  /* Sync appends; one server is killed a third of the way in. */
+  int64_t end = now_ms() + 40000;
+  for (int i = 0; i < DURING && now_ms() < end; i++) {
+    if (i == DURING / 3) {
+      kill(k.s[1].pid, SIGKILL);
+      waitpid(k.s[1].pid, NULL, 0);
+      k.s[1].pid = 0;
+    }
+    char id[33];
+    uint64_t seq = 0;
+    event(&k, &ev, id);
+    snprintf(subject, sizeof subject, "lark.ev.sample.s%d", i);
+    if (bus_append(k.c, subject, &ev, BUS_APPEND_NOCHECK, &seq, NULL) == 0 &&
+        seq > 0)
+      memcpy(acked[nacked++], id, 33);
+    else
+      failed_sync++;
+  }
+  cr_assert_gt(nacked, BEFORE + DURING / 2, "too few acked: %zu", nacked);
+
+  /* Read everything back from the two that remain. */
+  qsort(acked, nacked, 33, cmp_id);
+  static char seen[BEFORE + DURING];
+  memset(seen, 0, sizeof seen);
+  bus_reader_opts ro;
+  bus_reader *r = NULL;
+  bus_batch *b = NULL;
+  bus_reader_opts_init(&ro);
+  ro.stream = "LARK_EVENTS";
+  int rc = -1;
+  int64_t until = now_ms() + 20000;
+  while ((rc = bus_reader_open(k.c, &ro, &r)) < 0 && now_ms() < until)
+    usleep(250000);
+  cr_assert_eq(rc, 0, "%s", bus_last_error());
+  cr_assert_eq(bus_batch_new(&b), 0);
+  size_t total = 0;
+  for (int i = 0; i < 1000; i++) {
+    rc = bus_reader_next(r, b, 2000);
+    for (size_t j = 0; j < bus_batch_len(b); j++) {
+      const bus_event *e = bus_batch_event(b, j);
+      cr_assert(e, "undecodable event");
+      total++;
+      char(*hit)[33] = bsearch(e->id, acked, nacked, 33, cmp_id);
+      if (hit)
+        seen[hit - acked] = 1;
+    }
+    if (rc == BUS_EEOF)
+      break;
+    cr_assert_eq(rc, 0, "%s", bus_last_error());
+  }
+  bus_reader_close(r);
+  bus_batch_free(b);
+  for (size_t i = 0; i < nacked; i++)
+    cr_assert(seen[i],
+              "acked event %s is missing (%zu read, %zu acked, "
+              "%zu sync appends failed)",
+              acked[i], total, nacked, failed_sync);
+  teardown(&k);
+}

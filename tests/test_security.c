@@ -1,0 +1,495 @@
+/*
+ * test_security.c - the broker's rules, against a real nats-server started
+ * with the config larkctl renders (cli/brokercfg.c): no anonymous access,
+ * and an edge node can touch nothing but its own slice (DESIGN.md 6).
+ *
+ * Denied operations show up as timeouts (the JetStream wait is 500 ms
+ * here), so each refusal is also checked where it would have landed: the
+ * streams' counts and the consumers that exist.
+ */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "brokercfg.h"
+#include "natsd.h"
+
+typedef struct sec {
+  char data[256];
+  char conf[320];
+  char accounts[320];
+  lt_natsd s;
+  bus_conn *admin;
+  msgpack_sbuffer body;
+} sec;
+
+static void
+nap(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+static void
+add(sec *x, const char *name, lark_role role) {
+  cr_assert_eq(lark_creds_ensure(x->data, name, role, NULL, NULL), 0, "%s",
+               lark_cfg_error());
+}
+
+static void
+render(sec *x) {
+  lark_principal *p = NULL;
+  size_t n = 0;
+  cr_assert_eq(lark_creds_load(x->data, &p, &n), 0, "%s", lark_cfg_error());
+  cr_assert_eq(lark_render_accounts(p, n, x->accounts), 0, "%s",
+               lark_cfg_error());
+  free(p);
+}
+
+static int
+connect_as(sec *x, const char *name, const char *inbox, bus_conn **out) {
+  char creds[512];
+  bus_conn_opts o;
+  lark_creds_path(x->data, name, creds, sizeof creds);
+  bus_conn_opts_init(&o);
+  o.url = x->s.url;
+  o.creds = creds;
+  o.inbox_prefix = inbox;
+  o.js_wait_ms = 500;
+  o.name = name;
+  return bus_conn_open(out, &o);
+}
+
+static uint64_t
+last_seq(sec *x, const char *stream) {
+  uint64_t seq = 0;
+  cr_assert_eq(bus_stream_last_seq(x->admin, stream, &seq), 0, "%s",
+               bus_last_error());
+  return seq;
+}
+
+static void
+wait_seq(sec *x, const char *stream, uint64_t want) {
+  for (int i = 0; i < 100 && last_seq(x, stream) < want; i++)
+    nap(20);
+  cr_assert_eq(last_seq(x, stream), want, "%s", stream);
+}
+
+static void
+setup(sec *x) {
+  lark_broker_opts o;
+  memset(x, 0, sizeof *x);
+  lt_tmpdir(x->data, sizeof x->data, "sec");
+  add(x, "admin", LARK_ROLE_ADMIN);
+  add(x, "lark-catalog", LARK_ROLE_SERVICE);
+  add(x, "alice", LARK_ROLE_USER);
+  add(x, "gpu-1", LARK_ROLE_NODE);
+  add(x, "gpu-2", LARK_ROLE_NODE);
+  snprintf(x->accounts, sizeof x->accounts, "%s/accounts.conf", x->data);
+  snprintf(x->conf, sizeof x->conf, "%s/nats.conf", x->data);
+  render(x);
+  lark_broker_opts_init(&o);
+  o.run_dir = x->data; /* the store: natsd's -sd */
+  cr_assert_eq(lark_render_conf("single", &o, x->conf), 0, "%s",
+               lark_cfg_error());
+  cr_assert_eq(lt_natsd_start(&x->s, x->conf, NULL), 0);
+  cr_assert_eq(connect_as(x, "admin", NULL, &x->admin), 0, "%s",
+               bus_last_error());
+  cr_assert_eq(lt_streams(x->admin, 2000), 0, "%s", bus_last_error());
+  /* The scheduler's desired state for both nodes. */
+  cr_assert_eq(bus_conn_publish(x->admin, "lark.node.gpu-1.pod.a", "a1", 2), 0);
+  cr_assert_eq(bus_conn_publish(x->admin, "lark.node.gpu-1.pod.b", "b1", 2), 0);
+  cr_assert_eq(
+      bus_conn_publish(x->admin, "lark.node.gpu-2.pod.secret", "s2", 2), 0);
+  wait_seq(x, "LARK_NODES", 3);
+  msgpack_packer pk;
+  msgpack_sbuffer_init(&x->body);
+  msgpack_packer_init(&pk, &x->body, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 1);
+  msgpack_pack_str_with_body(&pk, "text", 4);
+  msgpack_pack_str_with_body(&pk, "hello", 5);
+}
+
+static void
+teardown(sec *x) {
+  bus_conn_close(x->admin);
+  lt_natsd_stop(&x->s);
+  lt_rmtree(x->data);
+  msgpack_sbuffer_destroy(&x->body);
+}
+
+static void
+sample(sec *x, bus_event *ev, char id[33]) {
+  memset(ev, 0, sizeof *ev);
+  bus_event_new_id(id);
+  ev->v = BUS_SCHEMA_VERSION;
+  ev->type = "sample.created";
+  ev->id = id;
+  ev->ts = 1;
+  ev->actor = "test";
+  ev->cause = "";
+  ev->data_mp = x->body.data;
+  ev->data_mp_len = x->body.size;
+}
+
+/* Names of the consumers on stream, as the admin sees them. */
+static json_t *
+consumers(sec *x, const char *stream) {
+  char subj[128];
+  void *reply = NULL;
+  size_t len = 0;
+  snprintf(subj, sizeof subj, "$JS.API.CONSUMER.NAMES.%s", stream);
+  cr_assert_eq(bus_conn_request(x->admin, subj, "{}", 2, 2000, &reply, &len), 0,
+               "%s", bus_last_error());
+  json_t *j = json_loadb(reply, len, 0, NULL);
+  free(reply);
+  cr_assert(j);
+  json_t *names = json_incref(json_object_get(j, "consumers"));
+  json_decref(j);
+  return names ? names : json_array();
+}
+
+static int
+open_slice(bus_conn *c, const char *durable, const char *filter,
+           bus_consumer **k) {
+  bus_consumer_opts o;
+  bus_consumer_opts_init(&o);
+  o.stream = "LARK_NODES";
+  o.durable = durable;
+  o.filter = filter;
+  o.deliver = BUS_DELIVER_LAST_PER_SUBJECT;
+  return bus_consumer_open(c, &o, k);
+}
+
+Test(security, anonymous_and_wrong_seed_are_refused, .timeout = 60) {
+  sec x;
+  setup(&x);
+  bus_conn *c = NULL;
+  bus_conn_opts o;
+  bus_conn_opts_init(&o);
+  o.url = x.s.url;
+  int rc = bus_conn_open(&c, &o);
+  cr_assert_lt(rc, 0, "anonymous client was accepted");
+  cr_assert_eq(rc, BUS_EAUTH, "anonymous: %s", bus_strerror(rc));
+
+  /* A valid nkey the broker does not know. */
+  char seed[BUS_NKEY_SEED_LEN + 1], pub[BUS_NKEY_PUB_LEN + 1], path[400];
+  cr_assert_eq(bus_nkey_create(seed, pub), 0);
+  snprintf(path, sizeof path, "%s/stranger.nk", x.data);
+  cr_assert_eq(bus_nkey_write(path, seed), 0);
+  o.creds = path;
+  rc = bus_conn_open(&c, &o);
+  cr_assert_eq(rc, BUS_EAUTH, "stranger: %s", bus_strerror(rc));
+
+  /* A node's creds file whose seed was tampered with. */
+  char nk[400];
+  lark_creds_path(x.data, "gpu-1", nk, sizeof nk);
+  FILE *f = fopen(nk, "r+");
+  cr_assert(f);
+  char body[256];
+  size_t n = fread(body, 1, sizeof body - 1, f);
+  body[n] = 0;
+  char *s = strstr(body, "\nSU");
+  cr_assert(s);
+  s[10] = s[10] == 'A' ? 'B' : 'A';
+  rewind(f);
+  fwrite(body, 1, n, f);
+  fclose(f);
+  o.creds = nk;
+  o.inbox_prefix = "_INBOX_gpu-1";
+  rc = bus_conn_open(&c, &o);
+  cr_assert_lt(rc, 0, "a tampered seed was accepted");
+  teardown(&x);
+}
+
+Test(security, node_reads_only_its_own_slice, .timeout = 90) {
+  sec x;
+  setup(&x);
+  bus_conn *n1 = NULL, *n2 = NULL;
+  bus_consumer *k = NULL;
+  cr_assert_eq(connect_as(&x, "gpu-1", "_INBOX_gpu-1", &n1), 0, "%s",
+               bus_last_error());
+
+  /* Every way at gpu-2's slice or a wider view fails. */
+  cr_assert_lt(open_slice(n1, "edge-gpu-2", "lark.node.gpu-2.>", &k), 0);
+  cr_assert_lt(open_slice(n1, "edge-gpu-1", "lark.node.gpu-2.>", &k), 0);
+  cr_assert_lt(open_slice(n1, "edge-gpu-1", "lark.node.>", &k), 0);
+  cr_assert_lt(open_slice(n1, "edge-gpu-1", "lark.node.*.pod.secret", &k), 0);
+  cr_assert_lt(open_slice(n1, "edge-gpu-1", NULL, &k), 0, "unfiltered");
+  cr_assert_lt(open_slice(n1, NULL, "lark.node.gpu-1.>", &k), 0, "ephemeral");
+  cr_assert_lt(open_slice(n1, "other", "lark.node.gpu-1.>", &k), 0);
+
+  /* No direct reads either. */
+  bus_event ev;
+  msgpack_zone zone;
+  msgpack_zone_init(&zone, 1024);
+  cr_assert_lt(bus_last_event(n1, "LARK_NODES", "lark.node.gpu-2.pod.secret",
+                              &ev, &zone),
+               0, "STREAM.MSG.GET");
+  msgpack_zone_destroy(&zone);
+  void *reply = NULL;
+  size_t len = 0;
+  const char get[] = "{\"last_by_subj\":\"lark.node.gpu-2.pod.secret\"}";
+  cr_assert_lt(bus_conn_request(n1, "$JS.API.DIRECT.GET.LARK_NODES", get,
+                                sizeof get - 1, 500, &reply, &len),
+               0, "DIRECT.GET");
+  cr_assert_lt(bus_conn_request(n1, "$JS.API.STREAM.MSG.GET.LARK_NODES",
+                                "{\"seq\":3}", 9, 500, &reply, &len),
+               0, "STREAM.MSG.GET raw");
+  cr_assert_lt(bus_conn_request(n1, "$JS.API.STREAM.INFO.LARK_NODES", "", 0,
+                                500, &reply, &len),
+               0, "STREAM.INFO");
+
+  /* Nothing was created on the way. */
+  json_t *names = consumers(&x, "LARK_NODES");
+  cr_assert_eq(json_array_size(names), 0, "consumers appeared");
+  json_decref(names);
+
+  /* Its own pinned consumer works and holds only its pods. */
+  cr_assert_eq(open_slice(n1, "edge-gpu-1", "lark.node.gpu-1.>", &k), 0, "%s",
+               bus_last_error());
+  bus_batch *b = NULL;
+  cr_assert_eq(bus_batch_new(&b), 0);
+  cr_assert_eq(bus_consumer_fetch(k, 16, 2000, b), 0, "%s", bus_last_error());
+  cr_assert_eq(bus_batch_len(b), 2);
+  for (size_t i = 0; i < bus_batch_len(b); i++) {
+    const char *subject = NULL;
+    bus_batch_meta(b, i, &subject, NULL, NULL);
+    cr_assert(!strncmp(subject, "lark.node.gpu-1.pod.", 20), "%s", subject);
+  }
+  cr_assert_eq(bus_batch_ack(b), 0, "%s", bus_last_error());
+  cr_assert_eq(bus_consumer_fetch(k, 16, 300, b), 0);
+  cr_assert_eq(bus_batch_len(b), 0);
+  bus_consumer_close(k);
+
+  names = consumers(&x, "LARK_NODES");
+  cr_assert_eq(json_array_size(names), 1);
+  cr_assert_str_eq(json_string_value(json_array_get(names, 0)), "edge-gpu-1");
+  json_decref(names);
+
+  /* gpu-2's data is intact and readable by gpu-2 alone. */
+  cr_assert_eq(connect_as(&x, "gpu-2", "_INBOX_gpu-2", &n2), 0);
+  cr_assert_eq(open_slice(n2, "edge-gpu-2", "lark.node.gpu-2.>", &k), 0, "%s",
+               bus_last_error());
+  cr_assert_eq(bus_consumer_fetch(k, 16, 2000, b), 0);
+  cr_assert_eq(bus_batch_len(b), 1);
+  const void *data = NULL;
+  bus_batch_data(b, 0, &data, &len);
+  cr_assert_eq(len, 2);
+  cr_assert_eq(memcmp(data, "s2", 2), 0);
+  bus_consumer_close(k);
+  bus_batch_free(b);
+  cr_assert_eq(last_seq(&x, "LARK_NODES"), 3);
+  bus_conn_close(n2);
+  bus_conn_close(n1);
+  teardown(&x);
+}
+
+Test(security, node_writes_only_its_ingress, .timeout = 60) {
+  sec x;
+  setup(&x);
+  bus_conn *n1 = NULL;
+  bus_event ev;
+  char id[33];
+  cr_assert_eq(connect_as(&x, "gpu-1", "_INBOX_gpu-1", &n1), 0);
+
+  /* Its own ingress, through JetStream with an ack to its inbox. */
+  sample(&x, &ev, id);
+  uint64_t seq = 0;
+  cr_assert_eq(bus_append(n1, "lark.in.gpu-1.sched.pod.a", &ev,
+                          BUS_APPEND_NOCHECK, &seq, NULL),
+               0, "%s", bus_last_error());
+  cr_assert_eq(seq, 1);
+
+  /* Anything else is refused. */
+  sample(&x, &ev, id);
+  cr_assert_lt(
+      bus_append(n1, "lark.ev.sample.x", &ev, BUS_APPEND_NOCHECK, NULL, NULL),
+      0);
+  sample(&x, &ev, id);
+  cr_assert_lt(bus_append(n1, "lark.in.gpu-2.sched.pod.a", &ev,
+                          BUS_APPEND_NOCHECK, NULL, NULL),
+               0);
+  bus_conn_publish(n1, "lark.ev.sample.y", "x", 1);
+  bus_conn_publish(n1, "lark.in.gpu-2.logs.p", "x", 1);
+  bus_conn_publish(n1, "lark.node.gpu-1.pod.forged", "x", 1);
+  bus_conn_publish(n1, "lark.run.job", "x", 1);
+  bus_conn_publish(n1, "$JS.API.STREAM.PURGE.LARK_NODES", "", 0);
+  bus_conn_publish(n1, "$JS.API.STREAM.DELETE.LARK_INGRESS", "", 0);
+
+  /* An allowed publish after them: once it lands, they were handled. */
+  bus_conn_publish(n1, "lark.in.gpu-1.logs.p", "ok", 2);
+  wait_seq(&x, "LARK_INGRESS", 2);
+  cr_assert_eq(last_seq(&x, "LARK_EVENTS"), 0);
+  cr_assert_eq(last_seq(&x, "LARK_NODES"), 3);
+  cr_assert_eq(last_seq(&x, "LARK_RUNS"), 0);
+
+  /* Nothing under gpu-2's name reached the ingress. */
+  msgpack_zone zone;
+  msgpack_zone_init(&zone, 1024);
+  cr_assert_eq(bus_last_event(x.admin, "LARK_INGRESS",
+                              "lark.in.gpu-2.sched.pod.a", &ev, &zone),
+               BUS_ENOT_FOUND);
+  msgpack_zone_destroy(&zone);
+  bus_conn_close(n1);
+  teardown(&x);
+}
+
+static void
+count_cb(bus_conn *c, const char *subject, const char *reply, const void *data,
+         size_t len, void *ud) {
+  (void)c, (void)subject, (void)reply, (void)data, (void)len;
+  atomic_fetch_add((atomic_int *)ud, 1);
+}
+
+Test(security, node_inbox_is_pinned, .timeout = 60) {
+  sec x;
+  setup(&x);
+  bus_conn *n1 = NULL;
+  bus_serve *wide = NULL, *other = NULL, *own = NULL, *slice = NULL;
+  atomic_int leaked = 0, mine = 0;
+  cr_assert_eq(connect_as(&x, "gpu-1", "_INBOX_gpu-1", &n1), 0);
+  bus_conn_serve(n1, "_INBOX.>", NULL, count_cb, &leaked, &wide);
+  bus_conn_serve(n1, "_INBOX_gpu-2.>", NULL, count_cb, &leaked, &other);
+  bus_conn_serve(n1, "lark.node.>", NULL, count_cb, &leaked, &slice);
+  cr_assert_eq(
+      bus_conn_serve(n1, "_INBOX_gpu-1.probe", NULL, count_cb, &mine, &own), 0);
+  nap(200);
+  bus_conn_publish(x.admin, "_INBOX.abc.1", "x", 1);
+  bus_conn_publish(x.admin, "_INBOX_gpu-2.abc.1", "x", 1);
+  bus_conn_publish(x.admin, "lark.node.gpu-2.pod.z", "x", 1);
+  bus_conn_publish(x.admin, "_INBOX_gpu-1.probe", "x", 1);
+  for (int i = 0; i < 100 && atomic_load(&mine) == 0; i++)
+    nap(20);
+  nap(200);
+  cr_assert_eq(atomic_load(&mine), 1, "its own inbox must work");
+  cr_assert_eq(atomic_load(&leaked), 0, "a foreign inbox leaked");
+  bus_conn_unserve(own);
+  bus_conn_unserve(other);
+  bus_conn_unserve(wide);
+  bus_conn_unserve(slice);
+  bus_conn_close(n1);
+  teardown(&x);
+}
+
+Test(security, user_commands_as_itself_and_reads, .timeout = 90) {
+  sec x;
+  setup(&x);
+  bus_conn *u = NULL;
+  bus_serve *srv = NULL;
+  atomic_int cmds = 0;
+  bus_event ev;
+  char id[33];
+  sample(&x, &ev, id);
+  cr_assert_eq(bus_append(x.admin, "lark.ev.sample.one", &ev,
+                          BUS_APPEND_NOCHECK, NULL, NULL),
+               0, "%s", bus_last_error());
+  cr_assert_eq(
+      bus_conn_serve(x.admin, "lark.cmd.>", NULL, count_cb, &cmds, &srv), 0);
+  cr_assert_eq(connect_as(&x, "alice", NULL, &u), 0, "%s", bus_last_error());
+  bus_conn_publish(u, "lark.cmd.bob.job.apply", "x", 1);
+  bus_conn_publish(u, "lark.cmd.alice.job.apply", "x", 1);
+  for (int i = 0; i < 100 && atomic_load(&cmds) == 0; i++)
+    nap(20);
+  nap(200);
+  cr_assert_eq(atomic_load(&cmds), 1, "only lark.cmd.alice.> may pass");
+
+  /* Events are the services' to write. */
+  sample(&x, &ev, id);
+  cr_assert_lt(
+      bus_append(u, "lark.ev.sample.two", &ev, BUS_APPEND_NOCHECK, NULL, NULL),
+      0);
+  cr_assert_eq(last_seq(&x, "LARK_EVENTS"), 1);
+
+  /* What `larkctl tail` does: an ordered read of LARK_EVENTS. */
+  bus_reader_opts ro;
+  bus_reader *r = NULL;
+  bus_batch *b = NULL;
+  bus_reader_opts_init(&ro);
+  ro.stream = "LARK_EVENTS";
+  cr_assert_eq(bus_reader_open(u, &ro, &r), 0, "%s", bus_last_error());
+  cr_assert_eq(bus_batch_new(&b), 0);
+  size_t got = 0;
+  for (int i = 0; i < 10; i++) {
+    int rc = bus_reader_next(r, b, 1000);
+    got += bus_batch_len(b);
+    if (rc == BUS_EEOF)
+      break;
+    cr_assert_eq(rc, 0, "%s", bus_last_error());
+  }
+  cr_assert_eq(got, 1);
+  bus_reader_close(r);
+  bus_batch_free(b);
+
+  /* A durable consumer on the events (a service's) is refused. */
+  bus_consumer_opts co;
+  bus_consumer *k = NULL;
+  bus_consumer_opts_init(&co);
+  co.stream = "LARK_EVENTS";
+  co.durable = "lark-catalog";
+  co.filter = "lark.ev.>";
+  cr_assert_lt(bus_consumer_open(u, &co, &k), 0);
+  bus_conn_unserve(srv);
+  bus_conn_close(u);
+  teardown(&x);
+}
+
+Test(security, service_writes_events, .timeout = 60) {
+  sec x;
+  setup(&x);
+  bus_conn *svc = NULL;
+  bus_event ev;
+  char id[33];
+  cr_assert_eq(connect_as(&x, "lark-catalog", NULL, &svc), 0);
+  sample(&x, &ev, id);
+  cr_assert_eq(
+      bus_append(svc, "lark.ev.sample.one", &ev, BUS_APPEND_CHECK, NULL, NULL),
+      0, "%s", bus_last_error());
+  bus_consumer_opts co;
+  bus_consumer *k = NULL;
+  bus_consumer_opts_init(&co);
+  co.stream = "LARK_EVENTS";
+  co.durable = "lark-catalog";
+  co.filter = "lark.ev.>";
+  cr_assert_eq(bus_consumer_open(svc, &co, &k), 0, "%s", bus_last_error());
+  bus_consumer_close(k);
+  bus_conn_close(svc);
+  teardown(&x);
+}
+
+Test(security, keys_kept_and_users_explicit, .timeout = 60) {
+  sec x;
+  setup(&x);
+  lark_principal before, after;
+  int created = 1;
+  cr_assert_eq(
+      lark_creds_ensure(x.data, "gpu-1", LARK_ROLE_NODE, &before, &created), 0);
+  cr_assert_eq(created, 0, "an existing key was replaced");
+  cr_assert_eq(lark_creds_ensure(x.data, "gpu-1", LARK_ROLE_USER, NULL, NULL),
+               BUS_EEXISTS);
+
+  /* The rendered text: explicit users only. */
+  char *text = lark_accounts_text(&before, 1);
+  cr_assert(text && strstr(text, before.pub));
+  free(text);
+  FILE *f = fopen(x.accounts, "r");
+  char buf[65536];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  cr_assert_null(strstr(buf, "no_auth_user"));
+  cr_assert_null(strstr(buf, "authorization"));
+  int users = 0;
+  for (char *p = buf; (p = strstr(p, "nkey: \"U")); p++)
+    users++;
+  cr_assert_eq(users, 5);
+
+  cr_assert_eq(lark_creds_ensure(x.data, "gpu-1", LARK_ROLE_NODE, &after, NULL),
+               0);
+  cr_assert_str_eq(before.pub, after.pub);
+  teardown(&x);
+}
