@@ -222,9 +222,8 @@ cmd_status(int argc, char **argv, lark_cli *cli) {
   json_t *streams = streams_json(c);
   json_t *services = services_json(x, &all_up);
   if (cli->output == CLI_OUT_JSON) {
-    json_t *all =
-        json_pack("{s:o, s:o, s:o, s:b}", "broker", broker, "streams", streams,
-                  "services", services, "ok", all_up && rc >= 0);
+    json_t *all = json_pack("{s:o, s:o, s:o, s:b}", "broker", broker, "streams",
+                            streams, "services", services, "ok", all_up);
     char *s = json_dumps(all, JSON_COMPACT);
     if (s)
       puts(s);

@@ -1,0 +1,289 @@
+/*
+ * test_up.c - the built larkctl ($LARK_BIN_DIR/larkctl): `up` starts the
+ * platform on a port the server picks, `init` is idempotent, `status`
+ * answers, a second `up` on the same data directory is refused, and
+ * SIGINT stops everything, leaving no nats-server behind. Keys survive a
+ * second run.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "natsd.h"
+
+typedef struct up_proc {
+  pid_t pid;
+  int out; /* its stdout */
+  char lines[8192];
+  size_t len;
+} up_proc;
+
+static char larkctl[512];
+static pid_t running_up[2]; /* stopped by fini when an assertion fails */
+
+static void
+stop_running_up(void) {
+  for (int i = 0; i < 2; i++)
+    if (running_up[i] > 0) {
+      kill(running_up[i], SIGINT);
+      waitpid(running_up[i], NULL, 0);
+    }
+}
+
+static void
+find_larkctl(void) {
+  const char *dir = getenv("LARK_BIN_DIR");
+  cr_assert(dir, "LARK_BIN_DIR is not set (run through ctest)");
+  snprintf(larkctl, sizeof larkctl, "%s/larkctl", dir);
+  cr_assert_eq(access(larkctl, X_OK), 0, "%s is missing", larkctl);
+}
+
+static int64_t
+now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Run larkctl --data DIR args...; its stdout (and stderr when merge)
+ * into out. */
+static int
+run2(const char *data, const char *const *args, char *out, size_t cap,
+     int merge) {
+  int fds[2];
+  cr_assert_eq(pipe(fds), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    const char *argv[16] = {larkctl, "--data", data};
+    int n = 3;
+    for (int i = 0; args[i] && n < 15; i++)
+      argv[n++] = args[i];
+    argv[n] = NULL;
+    dup2(fds[1], 1);
+    if (merge)
+      dup2(fds[1], 2);
+    close(fds[0]);
+    execv(larkctl, (char *const *)argv);
+    _exit(127);
+  }
+  close(fds[1]);
+  size_t len = 0;
+  ssize_t r;
+  while ((r = read(fds[0], out + len, cap - 1 - len)) > 0)
+    len += (size_t)r;
+  out[len] = 0;
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int
+run(const char *data, const char *const *args, char *out, size_t cap) {
+  return run2(data, args, out, cap, 1);
+}
+
+static void
+up_start(up_proc *u, const char *data) {
+  int fds[2];
+  memset(u, 0, sizeof *u);
+  cr_assert_eq(pipe(fds), 0);
+  u->pid = fork();
+  if (u->pid == 0) {
+    dup2(fds[1], 1);
+    close(fds[0]);
+    execl(larkctl, larkctl, "--data", data, "up", "--port", "0", (char *)NULL);
+    _exit(127);
+  }
+  close(fds[1]);
+  u->out = fds[0];
+  running_up[running_up[0] > 0] = u->pid;
+}
+
+/* Read up's stdout until a line holds `want`; 1 when seen. */
+static int
+up_wait_for(up_proc *u, const char *want, int timeout_ms) {
+  int64_t end = now_ms() + timeout_ms;
+  while (!strstr(u->lines, want)) {
+    int left = (int)(end - now_ms());
+    struct pollfd p = {u->out, POLLIN, 0};
+    if (left <= 0 || poll(&p, 1, left) <= 0)
+      return 0;
+    if (u->len + 1 >= sizeof u->lines)
+      u->len = 0;
+    ssize_t r = read(u->out, u->lines + u->len, sizeof u->lines - 1 - u->len);
+    if (r <= 0)
+      return 0;
+    u->len += (size_t)r;
+    u->lines[u->len] = 0;
+  }
+  return 1;
+}
+
+/* SIGINT, then its exit status (or -1 after timeout_ms). */
+static int
+up_stop(up_proc *u, int timeout_ms) {
+  int status = 0;
+  kill(u->pid, SIGINT);
+  int64_t end = now_ms() + timeout_ms;
+  while (waitpid(u->pid, &status, WNOHANG) == 0) {
+    if (now_ms() > end) {
+      kill(u->pid, SIGKILL);
+      waitpid(u->pid, NULL, 0);
+      close(u->out);
+      return -1;
+    }
+    usleep(20000);
+  }
+  close(u->out);
+  for (int i = 0; i < 2; i++)
+    if (running_up[i] == u->pid)
+      running_up[i] = 0;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static pid_t
+server_pid(const char *data) {
+  char path[512];
+  long pid = 0;
+  snprintf(path, sizeof path, "%s/run/lark-1.pid", data);
+  FILE *f = fopen(path, "r");
+  if (f) {
+    if (fscanf(f, "%ld", &pid) != 1)
+      pid = 0;
+    fclose(f);
+  }
+  return (pid_t)pid;
+}
+
+static void
+slurp(const char *path, char *out, size_t cap) {
+  FILE *f = fopen(path, "r");
+  cr_assert(f, "%s", path);
+  size_t n = fread(out, 1, cap - 1, f);
+  out[n] = 0;
+  fclose(f);
+}
+
+/* status -o json until every expected service answers (they may still be
+ * starting); the exit code must agree with the report either way. */
+static void
+check_status(const char *data) {
+  static char out[65536];
+  const char *const args[] = {"status", "-o", "json", NULL};
+  int rc = 1;
+  json_t *j = NULL;
+  for (int t = 0; t < 20 && rc != 0; t++) {
+    json_decref(j);
+    rc = run2(data, args, out, sizeof out, 0);
+    j = json_loads(out, 0, NULL);
+    cr_assert(j, "status output is not JSON: %s", out);
+    if (rc != 0)
+      usleep(500000);
+  }
+  json_t *streams = json_object_get(j, "streams");
+  cr_assert_geq(json_array_size(streams), 6, "%s", out);
+  size_t i;
+  json_t *s;
+  json_array_foreach(streams, i, s)
+      cr_assert(json_is_true(json_object_get(s, "exists")), "%s", out);
+  cr_assert_eq(rc == 0, json_is_true(json_object_get(j, "ok")), "%s", out);
+  json_t *svcs = json_object_get(j, "services");
+  json_array_foreach(svcs, i,
+                     s) if (json_is_true(json_object_get(s, "expected")))
+      cr_expect_str_eq(json_string_value(json_object_get(s, "state")), "up",
+                       "%s", out);
+  json_decref(j);
+}
+
+/* `node add` on a running platform: the broker reloads and the new node
+ * connects at once with its own credentials. */
+static void
+add_node(const char *data) {
+  static char out[8192];
+  char url[512], creds[512];
+  const char *const add[] = {"node", "add", "gpu-9", NULL};
+  const char *const list[] = {"node", "list", NULL};
+  cr_assert_eq(run(data, add, out, sizeof out), 0, "%s", out);
+  cr_assert(strstr(out, "reloaded"), "%s", out);
+  cr_assert_eq(run(data, list, out, sizeof out), 0, "%s", out);
+  cr_assert(strstr(out, "gpu-9"), "%s", out);
+  snprintf(url, sizeof url, "%s/url", data);
+  slurp(url, out, sizeof out);
+  out[strcspn(out, "\n")] = 0;
+  snprintf(creds, sizeof creds, "%s/creds/gpu-9.nk", data);
+  bus_conn_opts o;
+  bus_conn *c = NULL;
+  bus_conn_opts_init(&o);
+  o.url = out;
+  o.creds = creds;
+  o.inbox_prefix = "_INBOX_gpu-9";
+  o.js_wait_ms = 500;
+  int rc = -1;
+  for (int i = 0; i < 50 && rc < 0; i++)
+    if ((rc = bus_conn_open(&c, &o)) < 0)
+      usleep(100000);
+  cr_assert_eq(rc, 0, "gpu-9 after reload: %s", bus_last_error());
+  bus_conn_close(c);
+}
+
+Test(up, runs_inits_refuses_twice_and_stops_clean, .timeout = 240,
+     .fini = stop_running_up) {
+  static char out[65536], users1[8192], users2[8192];
+  char data[256], url[512];
+  up_proc u, u2;
+  find_larkctl();
+  lt_tmpdir(data, sizeof data, "up");
+  up_start(&u, data);
+  cr_assert(up_wait_for(&u, "ready", 90000), "no ready line: %s", u.lines);
+  cr_assert(strstr(u.lines, "larkbus ready: nats://127.0.0.1:"), "%s", u.lines);
+  snprintf(url, sizeof url, "%s/url", data);
+  slurp(url, out, sizeof out);
+  cr_assert(!strncmp(out, "nats://127.0.0.1:", 17), "%s", out);
+  pid_t server = server_pid(data);
+  cr_assert_gt(server, 0);
+  cr_assert_eq(kill(server, 0), 0);
+
+  const char *const init[] = {"init", NULL};
+  cr_assert_eq(run(data, init, out, sizeof out), 0, "%s", out);
+  cr_assert(strstr(out, "LARK_EVENTS"), "%s", out);
+  cr_assert_null(strstr(out, "created"), "%s", out);
+  cr_assert_null(strstr(out, "updated"), "%s", out);
+  const char *const init_json[] = {"init", "-o", "json", NULL};
+  cr_assert_eq(run(data, init_json, out, sizeof out), 0, "%s", out);
+  json_t *j = json_loads(out, 0, NULL);
+  cr_assert(j && json_array_size(j) >= 6, "%s", out);
+  json_decref(j);
+
+  check_status(data);
+  add_node(data);
+
+  /* One `up` per data directory. */
+  const char *const again[] = {"up", "--port", "0", NULL};
+  cr_assert_eq(run(data, again, out, sizeof out), 1, "%s", out);
+  cr_assert(strstr(out, "already running"), "%s", out);
+
+  cr_assert_eq(up_stop(&u, 60000), 0, "up did not stop cleanly: %s", u.lines);
+  cr_assert_eq(kill(server, 0), -1, "nats-server %d is left", (int)server);
+  cr_assert_eq(errno, ESRCH);
+
+  /* A second run keeps every key. */
+  snprintf(url, sizeof url, "%s/creds/users", data);
+  slurp(url, users1, sizeof users1);
+  up_start(&u2, data);
+  cr_assert(up_wait_for(&u2, "ready", 90000), "second run: %s", u2.lines);
+  slurp(url, users2, sizeof users2);
+  cr_assert_str_eq(users1, users2);
+  server = server_pid(data);
+  cr_assert_eq(up_stop(&u2, 60000), 0, "%s", u2.lines);
+  cr_assert_eq(kill(server, 0), -1);
+  lt_rmtree(data);
+}
