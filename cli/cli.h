@@ -77,5 +77,6 @@ int cmd_replay(int argc, char **argv, lark_cli *cli);
 int cmd_snapshot(int argc, char **argv, lark_cli *cli);
 int cmd_describe(int argc, char **argv, lark_cli *cli);
 int cmd_get(int argc, char **argv, lark_cli *cli);
+int cmd_cert(int argc, char **argv, lark_cli *cli);
 
 #endif

@@ -29,6 +29,7 @@ static const cli_cmd commands[] = {
     {"describe", cmd_describe, "one aggregate and its event history"},
     {"replay", cmd_replay, "rebuild a view from the stream; --verify"},
     {"snapshot", cmd_snapshot, "a compacted copy of a live view"},
+    {"cert", cmd_cert, "certificates: request, revoke, list, show, ca"},
 };
 
 static void

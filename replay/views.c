@@ -6,9 +6,11 @@
 
 #include "catalog.h"
 #include "replay.h"
+#include "signer.h"
 
 const lark_view_entry lark_views[] = {
     {"catalog", "LARK_EVENTS", "lark.ev.>", catalog_view_def, catalog_query},
+    {"signer", "LARK_EVENTS", "lark.ev.cert.>", signer_view_def, signer_query},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

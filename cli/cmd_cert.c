@@ -1,0 +1,384 @@
+/*
+ * cmd_cert.c - larkctl cert: certificates from the platform's CA.
+ *
+ *   larkctl cert request --role ROLE --name NAME [--domain D] [--cluster C]
+ *                        [--agent A] [--out PREFIX] [--valid DURATION]
+ *   larkctl cert revoke SERIAL [--reason TEXT]
+ *   larkctl cert list [--role ROLE]
+ *   larkctl cert show SERIAL
+ *   larkctl cert ca
+ *
+ * request makes the key pair here and sends only a CSR (roles admin,
+ * agent, peer: X.509, ECDSA P-256) or an Ed25519 public key (roles
+ * domain, ssh-guest: OpenSSH). It writes PREFIX.key (0600) and, once the
+ * signer answers, PREFIX.pem or PREFIX-cert.pub and PREFIX.pub. The
+ * private key never leaves this process except into PREFIX.key, and the
+ * memory that held it is wiped. revoke returns once cert.revoked is
+ * stored.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "cli.h"
+#include "kinds.h"
+#include "signer.h"
+
+#define USAGE                                                                  \
+  "larkctl cert request --role ROLE --name NAME [--domain D] [--cluster C] "   \
+  "[--agent A] [--out PREFIX] [--valid DURATION]\n"                            \
+  "       larkctl cert revoke SERIAL [--reason TEXT]\n"                        \
+  "       larkctl cert list [--role ROLE]\n"                                   \
+  "       larkctl cert show SERIAL\n"                                          \
+  "       larkctl cert ca"
+
+typedef struct req_args {
+  const char *role, *name, *domain, *cluster, *agent, *out, *reason;
+  int64_t valid_s;
+} req_args;
+
+/* Key material made here: the private file's text and the public part
+ * sent to the signer. */
+typedef struct keys {
+  char *priv; /* sodium memory */
+  size_t priv_len;
+  char *csr;     /* X.509 */
+  char pub[256]; /* SSH */
+} keys;
+
+static int64_t
+duration_s(const char *s) {
+  char *end;
+  double v = strtod(s, &end);
+  double unit = !*end               ? 1
+                : !strcmp(end, "s") ? 1
+                : !strcmp(end, "m") ? 60
+                : !strcmp(end, "h") ? 3600
+                : !strcmp(end, "d") ? 86400
+                                    : -1;
+  if (end == s || v <= 0 || unit < 0 || v * unit > 3650.0 * 86400)
+    return -1;
+  return (int64_t)(v * unit);
+}
+
+static int
+parse_request(int argc, char **argv, req_args *a) {
+  memset(a, 0, sizeof *a);
+  for (int i = 2; i < argc; i++) {
+    const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    const char **slot = !strcmp(f, "--role")      ? &a->role
+                        : !strcmp(f, "--name")    ? &a->name
+                        : !strcmp(f, "--domain")  ? &a->domain
+                        : !strcmp(f, "--cluster") ? &a->cluster
+                        : !strcmp(f, "--agent")   ? &a->agent
+                        : !strcmp(f, "--out")     ? &a->out
+                                                  : NULL;
+    if (slot && v) {
+      *slot = argv[++i];
+    } else if (!strcmp(f, "--valid") && v) {
+      if ((a->valid_s = duration_s(argv[++i])) < 0)
+        return -1;
+    } else {
+      return -1;
+    }
+  }
+  if (!a->role || !a->name || !signer_role_format(a->role))
+    return -1;
+  if (!a->out)
+    a->out = a->name;
+  return 0;
+}
+
+/* Write a file whole with mode, replacing what was there. */
+static int
+write_file(const char *path, const void *data, size_t len, mode_t mode) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0)
+    return -errno;
+  int rc = fchmod(fd, mode) ? -errno : 0;
+  const char *p = data;
+  for (size_t off = 0; !rc && off < len;) {
+    ssize_t w = write(fd, p + off, len - off);
+    if (w < 0 && errno != EINTR)
+      rc = -errno;
+    else if (w > 0)
+      off += (size_t)w;
+  }
+  close(fd);
+  return rc;
+}
+
+static int
+make_keys(const req_args *a, keys *k) {
+  memset(k, 0, sizeof *k);
+  if (signer_role_format(a->role) == SIGNER_X509)
+    return signer_x509_request(a->name, &k->priv, &k->priv_len, &k->csr);
+  uint8_t pk[crypto_sign_PUBLICKEYBYTES];
+  uint8_t *sk = sodium_malloc(crypto_sign_SECRETKEYBYTES);
+  if (!sk)
+    return -ENOMEM;
+  crypto_sign_keypair(pk, sk);
+  int rc = signer_ssh_private_format(pk, sk, a->name, &k->priv, &k->priv_len);
+  sodium_free(sk); /* wipes */
+  if (!rc)
+    rc = signer_ssh_pub_format(pk, a->name, k->pub, sizeof k->pub);
+  return rc;
+}
+
+static void
+keys_free(keys *k) {
+  sodium_free(k->priv);
+  free(k->csr);
+  memset(k, 0, sizeof *k);
+}
+
+static void
+pack_kv(msgpack_packer *pk, const char *k, const char *v) {
+  msgpack_pack_str_with_body(pk, k, strlen(k));
+  msgpack_pack_str_with_body(pk, v, strlen(v));
+}
+
+static void
+pack_request(msgpack_sbuffer *sb, const req_args *a, const keys *k) {
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+  char key[33];
+  bus_event_new_id(key);
+  msgpack_pack_map(&pk, 5 + !!a->domain + !!a->cluster + !!a->agent);
+  pack_kv(&pk, "key", key);
+  pack_kv(&pk, "role", a->role);
+  pack_kv(&pk, "name", a->name);
+  if (k->csr)
+    pack_kv(&pk, "csr", k->csr);
+  else
+    pack_kv(&pk, "sshKey", k->pub);
+  msgpack_pack_str_with_body(&pk, "valid", 5);
+  msgpack_pack_uint64(&pk, (uint64_t)a->valid_s);
+  if (a->domain)
+    pack_kv(&pk, "domain", a->domain);
+  if (a->cluster)
+    pack_kv(&pk, "cluster", a->cluster);
+  if (a->agent)
+    pack_kv(&pk, "agent", a->agent);
+}
+
+/* Write PREFIX.key and the certificate files from the reply. */
+static int
+save(const req_args *a, const keys *k, const msgpack_object *reply,
+     char *certpath, size_t cap) {
+  char path[4096], cert[16400] = "";
+  int ssh = !k->csr;
+  if (!bus_obj_str(reply, "cert", cert, sizeof cert))
+    return cli_fail("cert request", 0, "the reply holds no certificate");
+  snprintf(path, sizeof path, "%s.key", a->out);
+  int rc = write_file(path, k->priv, k->priv_len, 0600);
+  snprintf(certpath, cap, "%s%s", a->out, ssh ? "-cert.pub" : ".pem");
+  if (ssh)
+    strcat(cert, "\n");
+  if (!rc)
+    rc = write_file(certpath, cert, strlen(cert), 0644);
+  if (!rc && ssh) {
+    char pub[300];
+    snprintf(path, sizeof path, "%s.pub", a->out);
+    snprintf(pub, sizeof pub, "%s\n", k->pub);
+    rc = write_file(path, pub, strlen(pub), 0644);
+  }
+  if (rc)
+    return cli_fail("cert request", rc, "writing %s files", a->out);
+  return CLI_OK;
+}
+
+static void
+print_issued(const lark_cli *cli, const msgpack_object *reply,
+             const char *certpath, const req_args *a) {
+  if (cli->output == CLI_OUT_JSON) {
+    char *j = cli_obj_to_json(reply);
+    printf("%s\n", j ? j : "{}");
+    free(j);
+    return;
+  }
+  char serial[64] = "", format[8] = "", until[40];
+  bus_obj_str(reply, "serial", serial, sizeof serial);
+  bus_obj_str(reply, "format", format, sizeof format);
+  cli_format_time(bus_obj_int(reply, "notAfter", 0), until, sizeof until);
+  printf("issued %s %s certificate %s for %s, valid until %s\n"
+         "key  %s.key\ncert %s\n",
+         format, a->role, serial, a->name, until, a->out, certpath);
+}
+
+static int
+cert_request(int argc, char **argv, lark_cli *cli) {
+  req_args a;
+  keys k;
+  char certpath[4200];
+  if (parse_request(argc, argv, &a))
+    return cli_usage(USAGE);
+  if (sodium_init() < 0 || make_keys(&a, &k))
+    return cli_fail("cert request", 0, "could not make a key pair");
+  bus_conn *c = cli_connect(cli);
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_zone z;
+  msgpack_zone_init(&z, 4096);
+  msgpack_object reply;
+  int rc = CLI_ERR;
+  if (c) {
+    pack_request(&sb, &a, &k);
+    rc = cli_call(cli, c, "cert", "sign", &sb, &z, &reply);
+  }
+  if (rc == CLI_OK &&
+      (rc = save(&a, &k, &reply, certpath, sizeof certpath)) == CLI_OK)
+    print_issued(cli, &reply, certpath, &a);
+  msgpack_zone_destroy(&z);
+  msgpack_sbuffer_destroy(&sb);
+  keys_free(&k);
+  bus_conn_close(c);
+  return rc;
+}
+
+/* --------------------------------------------------- revoke, list, show */
+
+/* One call with a body of string pairs (NULL-terminated k, v list). */
+static int
+call(lark_cli *cli, const char *verb, const char *const *kv, msgpack_zone *z,
+     msgpack_object *reply) {
+  bus_conn *c = cli_connect(cli);
+  if (!c)
+    return CLI_ERR;
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  uint32_t n = 0;
+  while (kv[2 * n])
+    n++;
+  char key[33];
+  bus_event_new_id(key);
+  msgpack_pack_map(&pk, n + 1);
+  pack_kv(&pk, "key", key);
+  for (uint32_t i = 0; i < n; i++)
+    pack_kv(&pk, kv[2 * i], kv[2 * i + 1]);
+  int rc = cli_call(cli, c, "cert", verb, &sb, z, reply);
+  msgpack_sbuffer_destroy(&sb);
+  bus_conn_close(c);
+  return rc;
+}
+
+static void
+print_json(const msgpack_object *o) {
+  char *j = cli_obj_to_json(o);
+  printf("%s\n", j ? j : "null");
+  free(j);
+}
+
+static int
+cert_revoke(int argc, char **argv, lark_cli *cli) {
+  const char *serial = NULL, *reason = NULL;
+  for (int i = 2; i < argc; i++) {
+    if (!strcmp(argv[i], "--reason") && i + 1 < argc)
+      reason = argv[++i];
+    else if (argv[i][0] != '-' && !serial)
+      serial = argv[i];
+    else
+      return cli_usage(USAGE);
+  }
+  if (!serial)
+    return cli_usage(USAGE);
+  const char *kv[] = {"serial", serial, reason ? "reason" : NULL, reason, NULL};
+  msgpack_zone z;
+  msgpack_zone_init(&z, 1024);
+  msgpack_object reply;
+  int rc = call(cli, "revoke", kv, &z, &reply);
+  if (rc == CLI_OK && cli->output == CLI_OUT_JSON)
+    print_json(&reply);
+  else if (rc == CLI_OK)
+    printf("revoked %s (seq %lld)\n", serial,
+           (long long)bus_obj_int(&reply, "seq", 0));
+  msgpack_zone_destroy(&z);
+  return rc;
+}
+
+static const cli_col cert_cols[] = {{"SERIAL", "serial", COL_STR, 33},
+                                    {"FORMAT", "format", COL_STR, 6},
+                                    {"ROLE", "role", COL_STR, 10},
+                                    {"NAME", "name", COL_STR, 20},
+                                    {"NOT AFTER", "notAfter", COL_TIME, 24},
+                                    {"REVOKED", "revoked", COL_BOOL, 7},
+                                    {NULL, NULL, 0, 0}};
+static const cli_col cert_wide[] = {{"SUBJECT", "subject", COL_STR, 40},
+                                    {"FINGERPRINT", "fingerprint", COL_STR, 52},
+                                    {NULL, NULL, 0, 0}};
+static const cli_kind cert_kind = {"cert",   "certs",   NULL,
+                                   "signer", cert_cols, cert_wide};
+
+static int
+cert_query(int argc, char **argv, lark_cli *cli) {
+  int list = !strcmp(argv[1], "list");
+  const char *arg = NULL;
+  for (int i = 2; i < argc; i++) {
+    if (list && !strcmp(argv[i], "--role") && i + 1 < argc)
+      arg = argv[++i];
+    else if (!list && argv[i][0] != '-' && !arg)
+      arg = argv[i];
+    else
+      return cli_usage(USAGE);
+  }
+  if (!list && !arg)
+    return cli_usage(USAGE);
+  const char *kv[] = {list ? "role" : "serial", arg, NULL};
+  msgpack_zone z;
+  msgpack_zone_init(&z, 4096);
+  msgpack_object reply;
+  int rc = call(cli, argv[1], arg ? kv : kv + 2, &z, &reply);
+  const msgpack_object *res =
+      rc == CLI_OK ? bus_obj_get(&reply, "result") : NULL;
+  if (rc == CLI_OK && !res)
+    rc = cli_fail(argv[1], 0, "the reply holds no result");
+  else if (res && cli->output == CLI_OUT_JSON)
+    print_json(res);
+  else if (res && list)
+    cli_print_table(res, &cert_kind, cli->output);
+  else if (res)
+    cli_print_object(res, 0);
+  msgpack_zone_destroy(&z);
+  return rc;
+}
+
+static int
+cert_ca(lark_cli *cli) {
+  const char *kv[] = {NULL};
+  msgpack_zone z;
+  msgpack_zone_init(&z, 4096);
+  msgpack_object reply;
+  int rc = call(cli, "ca", kv, &z, &reply);
+  char pem[8192] = "", ssh[512] = "";
+  if (rc == CLI_OK && cli->output == CLI_OUT_JSON) {
+    print_json(&reply);
+  } else if (rc == CLI_OK) {
+    bus_obj_str(&reply, "pem", pem, sizeof pem);
+    bus_obj_str(&reply, "sshPublicKey", ssh, sizeof ssh);
+    printf("%s%s\n", pem, ssh);
+  }
+  msgpack_zone_destroy(&z);
+  return rc;
+}
+
+int
+cmd_cert(int argc, char **argv, lark_cli *cli) {
+  if (argc < 2)
+    return cli_usage(USAGE);
+  if (!strcmp(argv[1], "request"))
+    return cert_request(argc, argv, cli);
+  if (!strcmp(argv[1], "revoke"))
+    return cert_revoke(argc, argv, cli);
+  if (!strcmp(argv[1], "list") || !strcmp(argv[1], "show"))
+    return cert_query(argc, argv, cli);
+  if (!strcmp(argv[1], "ca") && argc == 2)
+    return cert_ca(cli);
+  return cli_usage(USAGE);
+}

@@ -1,0 +1,490 @@
+/*
+ * command.c - the signer's commands and the CA's publication.
+ *
+ * Bodies are outside input: every field is copied into a bounded buffer
+ * larger than any valid value and then checked, so a long value is
+ * refused rather than silently cut to something valid. Only the user
+ * token of the subject (pinned by the broker) decides who may sign or
+ * revoke. An issue appends cert.issued with ExpectNoMessage on its own
+ * subject lark.ev.cert.<serial>; a revoke appends cert.revoked with the
+ * certificate's version as prev, so two revocations cannot both land.
+ * Event ids derive from the user and the command's key: a retried sign
+ * is dropped by the broker as a duplicate and answered with the
+ * certificate the first attempt issued, read back from the view.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "signer.h"
+
+#define NS 1000000000LL
+#define FIELD 256
+
+static void
+pack_str(msgpack_packer *pk, const char *s) {
+  msgpack_pack_str_with_body(pk, s, strlen(s));
+}
+
+static int64_t
+now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
+}
+
+static int
+refuse(bus_conn *c, const bus_cmd *cmd, int err, const char *path,
+       const char *msg) {
+  bus_field_err d;
+  memset(&d, 0, sizeof d);
+  snprintf(d.path, sizeof d.path, "%s", path ? path : "");
+  snprintf(d.reason, sizeof d.reason, "%s", msg);
+  bus_cmd_reply_error(c, cmd, err, msg, path ? &d : NULL, path ? 1 : 0);
+  return err;
+}
+
+static uint64_t
+applied_seq(bus_view *v) {
+  bus_view_stats st;
+  return bus_view_stats_get(v, &st) ? 0 : st.applied_seq;
+}
+
+/* A string field as (ptr, len) without copying; NULL when absent. */
+static const char *
+raw_str(const msgpack_object *o, const char *k, size_t *len) {
+  const msgpack_object *v = bus_obj_get(o, k);
+  if (!v || v->type != MSGPACK_OBJECT_STR)
+    return NULL;
+  *len = v->via.str.size;
+  return v->via.str.ptr;
+}
+
+static void
+event_id(const bus_cmd *cmd, const char *what, char id[33]) {
+  char cause[256];
+  if (!cmd->key[0]) {
+    bus_event_new_id(id);
+    return;
+  }
+  snprintf(cause, sizeof cause, "%s:%s:%s", what, cmd->user, cmd->key);
+  bus_event_derive_id(cause, 0, id);
+}
+
+/* -------------------------------------------------------------------- sign */
+
+static const char *const reply_keys[] = {"serial",   "format",      "cert",
+                                         "subject",  "principals",  "notBefore",
+                                         "notAfter", "fingerprint", NULL};
+
+/* The reply's extra entries, taken from a certificate record. */
+static void
+pack_reply(msgpack_packer *pk, const msgpack_object *rec, uint32_t *n) {
+  *n = 0;
+  for (int i = 0; reply_keys[i]; i++) {
+    const msgpack_object *v = bus_obj_get(rec, reply_keys[i]);
+    if (!v)
+      continue;
+    pack_str(pk, reply_keys[i]);
+    msgpack_pack_object(pk, *v);
+    (*n)++;
+  }
+}
+
+static int
+reply_record(bus_conn *c, const bus_cmd *cmd, uint64_t seq, const void *rec,
+             size_t len) {
+  msgpack_zone z;
+  msgpack_zone_init(&z, 2048);
+  msgpack_object o;
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  uint32_t n = 0;
+  int rc = msgpack_unpack(rec, len, NULL, &z, &o) < 0 ? BUS_ECORRUPT : 0;
+  if (!rc) {
+    pack_reply(&pk, &o, &n);
+    uint64_t s = (uint64_t)bus_obj_int(&o, "seq", (int64_t)seq);
+    bus_cmd_reply_ok(c, cmd, s ? s : seq, sb.data, sb.size, n);
+  }
+  msgpack_sbuffer_destroy(&sb);
+  msgpack_zone_destroy(&z);
+  return rc;
+}
+
+/* Answer from the view when event id already issued a certificate,
+ * waiting up to wait_ms for the view to apply it. 1 when answered. */
+static int
+reply_existing(bus_conn *c, const bus_cmd *cmd, bus_view *v, const char *id,
+               int wait_ms) {
+  for (int waited = 0;; waited += 20) {
+    char serial[SIGNER_SERIAL_MAX];
+    bus_txn *t;
+    int found = 0;
+    if (bus_view_read(v, &t) == 0) {
+      msgpack_sbuffer sb;
+      msgpack_sbuffer_init(&sb);
+      msgpack_packer pk;
+      msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+      found = signer_request_serial(t, id, serial) == 0 &&
+              signer_show(t, serial, &pk) == 0;
+      bus_txn_end(t);
+      if (found)
+        reply_record(c, cmd, 0, sb.data, sb.size);
+      msgpack_sbuffer_destroy(&sb);
+    }
+    if (found || waited >= wait_ms)
+      return found;
+    usleep(20 * 1000);
+  }
+}
+
+typedef struct sign_in {
+  char role[FIELD], name[FIELD], domain[FIELD], cluster[FIELD], agent[FIELD];
+} sign_in;
+
+static void
+pack_opt(msgpack_packer *pk, const char *k, const char *v, uint32_t *n) {
+  if (!*v)
+    return;
+  pack_str(pk, k);
+  pack_str(pk, v);
+  (*n)++;
+}
+
+/* cert.issued's data: 10 fixed fields and the optional names. */
+static void
+pack_issued(msgpack_sbuffer *sb, const sign_in *in, const signer_cert *ct) {
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+  uint32_t n = 10;
+  n += !!in->domain[0] + !!in->cluster[0] + !!in->agent[0];
+  msgpack_pack_map(&pk, n);
+  pack_str(&pk, "serial");
+  pack_str(&pk, ct->serial);
+  pack_str(&pk, "format");
+  pack_str(&pk, signer_format_name(ct->format));
+  pack_str(&pk, "role");
+  pack_str(&pk, in->role);
+  pack_str(&pk, "name");
+  pack_str(&pk, in->name);
+  pack_str(&pk, "subject");
+  pack_str(&pk, ct->subject);
+  pack_str(&pk, "principals");
+  msgpack_pack_array(&pk, (uint32_t)ct->nprincipals);
+  for (int i = 0; i < ct->nprincipals; i++)
+    pack_str(&pk, ct->principals[i]);
+  pack_str(&pk, "notBefore");
+  msgpack_pack_int64(&pk, ct->not_before);
+  pack_str(&pk, "notAfter");
+  msgpack_pack_int64(&pk, ct->not_after);
+  pack_str(&pk, "fingerprint");
+  pack_str(&pk, ct->fingerprint);
+  pack_str(&pk, "cert");
+  pack_str(&pk, ct->text);
+  uint32_t extra = 0;
+  pack_opt(&pk, "domain", in->domain, &extra);
+  pack_opt(&pk, "cluster", in->cluster, &extra);
+  pack_opt(&pk, "agent", in->agent, &extra);
+}
+
+static int
+append_issued(bus_conn *c, const bus_cmd *cmd, bus_view *v, const char *id,
+              const sign_in *in, const signer_cert *ct) {
+  char subject[BUS_SUBJECT_MAX];
+  uint64_t seq = 0;
+  int dup = 0;
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  pack_issued(&sb, in, ct);
+  bus_event ev = {.v = BUS_SCHEMA_VERSION,
+                  .type = "cert.issued",
+                  .id = id,
+                  .ts = now_ns(),
+                  .actor = cmd->user,
+                  .cause = cmd->key,
+                  .data_mp = sb.data,
+                  .data_mp_len = sb.size};
+  snprintf(subject, sizeof subject, "lark.ev.cert.%s", ct->serial);
+  int rc = bus_append(c, subject, &ev, BUS_APPEND_CHECK, &seq, &dup);
+  if (rc)
+    refuse(c, cmd, rc, NULL, bus_last_error());
+  else if (dup && !reply_existing(c, cmd, v, id, 3000))
+    rc = refuse(c, cmd, BUS_ETIMEOUT, NULL,
+                "a retried sign: the first certificate is not in view yet");
+  else if (!dup)
+    rc = reply_record(c, cmd, seq, sb.data, sb.size);
+  msgpack_sbuffer_destroy(&sb);
+  return rc;
+}
+
+static int
+read_sign(const bus_cmd *cmd, sign_in *in, signer_req *r) {
+  const msgpack_object *b = &cmd->body;
+  memset(in, 0, sizeof *in);
+  memset(r, 0, sizeof *r);
+  bus_obj_str(b, "role", in->role, FIELD);
+  bus_obj_str(b, "name", in->name, FIELD);
+  bus_obj_str(b, "domain", in->domain, FIELD);
+  bus_obj_str(b, "cluster", in->cluster, FIELD);
+  bus_obj_str(b, "agent", in->agent, FIELD);
+  r->role = in->role;
+  r->name = in->name;
+  r->domain = in->domain;
+  r->cluster = in->cluster;
+  r->agent = in->agent;
+  r->csr = raw_str(b, "csr", &r->csr_len);
+  r->ssh_key = raw_str(b, "sshKey", &r->ssh_key_len);
+  const msgpack_object *valid = bus_obj_get(b, "valid");
+  if (valid && valid->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+    return BUS_EFIELD;
+  return 0;
+}
+
+static int
+cmd_sign(bus_conn *c, const bus_cmd *cmd, bus_view *v, const signer_ca *ca,
+         const signer_limits *l) {
+  sign_in in;
+  signer_req r;
+  signer_cert ct;
+  char id[33], err[256] = "";
+  if (strcmp(cmd->user, "admin"))
+    return refuse(c, cmd, BUS_EDENIED, NULL, "only admin may sign");
+  if (read_sign(cmd, &in, &r))
+    return refuse(c, cmd, BUS_EFIELD, "valid", "seconds, a positive integer");
+  event_id(cmd, "cert.sign", id);
+  if (cmd->key[0] && reply_existing(c, cmd, v, id, 0))
+    return 0;
+  int64_t want = bus_obj_int(&cmd->body, "valid", 0);
+  if (want > l->max_ns / NS + 1)
+    want = l->max_ns / NS + 1; /* refused below, without overflow */
+  int rc = signer_validity(l, now_ns(), want * NS, &r.not_before, &r.not_after,
+                           err, sizeof err);
+  if (rc)
+    return refuse(c, cmd, rc, "valid", err);
+  if ((rc = signer_issue(ca, &r, &ct, err, sizeof err)))
+    return refuse(c, cmd, rc, NULL, err);
+  rc = append_issued(c, cmd, v, id, &in, &ct);
+  signer_cert_clear(&ct);
+  return rc;
+}
+
+/* ------------------------------------------------------------------ revoke */
+
+/* The certificate's version, waiting up to a second for the view to see
+ * one just issued. BUS_EXISTS when already revoked. */
+static int
+cert_version(bus_view *v, const char *serial, uint64_t *prev) {
+  char subject[BUS_SUBJECT_MAX];
+  snprintf(subject, sizeof subject, "lark.ev.cert.%s", serial);
+  for (int i = 0;; i++) {
+    bus_txn *t;
+    int rc = bus_view_read(v, &t);
+    if (rc)
+      return rc;
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    bus_version ver;
+    rc = signer_show(t, serial, &pk);
+    if (!rc && !(rc = bus_txn_version(t, subject, &ver)))
+      *prev = ver.seq;
+    bus_txn_end(t);
+    int revoked = 0;
+    msgpack_zone z;
+    msgpack_zone_init(&z, 2048);
+    msgpack_object o;
+    if (!rc && msgpack_unpack(sb.data, sb.size, NULL, &z, &o) >= 0) {
+      const msgpack_object *r = bus_obj_get(&o, "revoked");
+      revoked = r && r->type == MSGPACK_OBJECT_MAP;
+    }
+    msgpack_zone_destroy(&z);
+    msgpack_sbuffer_destroy(&sb);
+    if (rc != BUS_ENOT_FOUND || i == 50)
+      return rc ? rc : revoked ? BUS_EEXISTS : 0;
+    usleep(20 * 1000);
+  }
+}
+
+static int
+serial_ok(const char *s) {
+  size_t n = strlen(s);
+  if (n != 16 && n != 32)
+    return 0;
+  return strspn(s, "0123456789abcdef") == n;
+}
+
+static int
+cmd_revoke(bus_conn *c, const bus_cmd *cmd, bus_view *v) {
+  char serial[FIELD] = "", reason[1100] = "", id[33], subject[BUS_SUBJECT_MAX];
+  uint64_t prev = 0, seq = 0;
+  if (strcmp(cmd->user, "admin"))
+    return refuse(c, cmd, BUS_EDENIED, NULL, "only admin may revoke");
+  bus_obj_str(&cmd->body, "serial", serial, sizeof serial);
+  bus_obj_str(&cmd->body, "reason", reason, sizeof reason);
+  if (!serial_ok(serial))
+    return refuse(c, cmd, BUS_EFIELD, "serial",
+                  "16 or 32 lowercase hex digits");
+  int rc = cert_version(v, serial, &prev);
+  if (rc == BUS_ENOT_FOUND)
+    return refuse(c, cmd, rc, "serial", "no certificate with this serial");
+  if (rc == BUS_EEXISTS)
+    return refuse(c, cmd, rc, "serial", "already revoked");
+  if (rc)
+    return refuse(c, cmd, rc, NULL, bus_last_error());
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, reason[0] ? 2 : 1);
+  pack_str(&pk, "serial");
+  pack_str(&pk, serial);
+  if (reason[0]) {
+    pack_str(&pk, "reason");
+    pack_str(&pk, reason);
+  }
+  event_id(cmd, "cert.revoke", id);
+  bus_event ev = {.v = BUS_SCHEMA_VERSION,
+                  .type = "cert.revoked",
+                  .id = id,
+                  .ts = now_ns(),
+                  .actor = cmd->user,
+                  .cause = cmd->key,
+                  .prev = prev,
+                  .data_mp = sb.data,
+                  .data_mp_len = sb.size};
+  snprintf(subject, sizeof subject, "lark.ev.cert.%s", serial);
+  rc = bus_append(c, subject, &ev, BUS_APPEND_CHECK, &seq, NULL);
+  msgpack_sbuffer_clear(&sb);
+  if (rc) {
+    refuse(c, cmd, rc, NULL, bus_last_error());
+  } else {
+    pack_str(&pk, "serial");
+    pack_str(&pk, serial);
+    bus_cmd_reply_ok(c, cmd, seq, sb.data, sb.size, 1);
+  }
+  msgpack_sbuffer_destroy(&sb);
+  return rc;
+}
+
+/* ----------------------------------------------------------------- queries */
+
+static int
+cmd_query(bus_conn *c, const bus_cmd *cmd, bus_view *v) {
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  bus_query_answer(v, signer_query, cmd->kind, cmd->verb, &cmd->body, &sb,
+                   NULL);
+  int rc = cmd->reply ? bus_conn_publish(c, cmd->reply, sb.data, sb.size) : 0;
+  msgpack_sbuffer_destroy(&sb);
+  return rc;
+}
+
+static int
+cmd_ca(bus_conn *c, const bus_cmd *cmd, bus_view *v, const signer_ca *ca) {
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  pack_str(&pk, "pem");
+  pack_str(&pk, signer_ca_pem(ca));
+  pack_str(&pk, "sshPublicKey");
+  pack_str(&pk, signer_ca_ssh_pub(ca));
+  pack_str(&pk, "x509Fingerprint");
+  pack_str(&pk, signer_ca_x509_fp(ca));
+  pack_str(&pk, "sshFingerprint");
+  pack_str(&pk, signer_ca_ssh_fp(ca));
+  bus_cmd_reply_ok(c, cmd, applied_seq(v), sb.data, sb.size, 4);
+  msgpack_sbuffer_destroy(&sb);
+  return 0;
+}
+
+int
+signer_command(bus_conn *c, const bus_cmd *cmd, bus_view *v,
+               const signer_ca *ca, const signer_limits *l) {
+  if (!strcmp(cmd->verb, "sign"))
+    return cmd_sign(c, cmd, v, ca, l);
+  if (!strcmp(cmd->verb, "revoke"))
+    return cmd_revoke(c, cmd, v);
+  if (!strcmp(cmd->verb, "list") || !strcmp(cmd->verb, "show"))
+    return cmd_query(c, cmd, v);
+  if (!strcmp(cmd->verb, "ca"))
+    return cmd_ca(c, cmd, v, ca);
+  return refuse(c, cmd, BUS_EINVAL, NULL,
+                "verbs: sign, revoke, list, show, ca");
+}
+
+/* ------------------------------------------------------------- publishing */
+
+/* The x509Fingerprint of the last ca.published, "" when none. */
+static int
+last_published(bus_conn *c, char *fp, size_t cap, uint64_t *seq) {
+  bus_reader_opts o;
+  bus_reader_opts_init(&o);
+  o.stream = "LARK_EVENTS";
+  o.filter = "lark.ev.cert.ca";
+  bus_reader *r = NULL;
+  bus_batch *b = NULL;
+  fp[0] = 0;
+  *seq = 0;
+  int rc = bus_reader_open(c, &o, &r);
+  if (!rc)
+    rc = bus_batch_new(&b);
+  while (!rc) {
+    rc = bus_reader_next(r, b, 1000);
+    for (size_t i = 0; i < bus_batch_len(b); i++) {
+      const bus_event *ev = bus_batch_event(b, i);
+      if (ev && !strcmp(ev->type, "ca.published")) {
+        bus_obj_str(&ev->data, "x509Fingerprint", fp, cap);
+        *seq = ev->seq;
+      }
+    }
+    if (!rc && bus_batch_len(b) == 0)
+      break;
+  }
+  bus_batch_free(b);
+  bus_reader_close(r);
+  return rc == BUS_EEOF ? 0 : rc;
+}
+
+int
+signer_publish_ca(bus_conn *c, const signer_ca *ca, int *published) {
+  char fp[128], id[33];
+  uint64_t prev = 0;
+  *published = 0;
+  int rc = last_published(c, fp, sizeof fp, &prev);
+  if (rc || !strcmp(fp, signer_ca_x509_fp(ca)))
+    return rc;
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 4);
+  pack_str(&pk, "pem");
+  pack_str(&pk, signer_ca_pem(ca));
+  pack_str(&pk, "sshPublicKey");
+  pack_str(&pk, signer_ca_ssh_pub(ca));
+  pack_str(&pk, "x509Fingerprint");
+  pack_str(&pk, signer_ca_x509_fp(ca));
+  pack_str(&pk, "sshFingerprint");
+  pack_str(&pk, signer_ca_ssh_fp(ca));
+  bus_event_derive_id(signer_ca_x509_fp(ca), (unsigned)prev, id);
+  bus_event ev = {.v = BUS_SCHEMA_VERSION,
+                  .type = "ca.published",
+                  .id = id,
+                  .ts = now_ns(),
+                  .actor = "signer",
+                  .cause = "",
+                  .prev = prev,
+                  .data_mp = sb.data,
+                  .data_mp_len = sb.size};
+  rc = bus_append(c, "lark.ev.cert.ca", &ev, BUS_APPEND_CHECK, NULL, NULL);
+  msgpack_sbuffer_destroy(&sb);
+  *published = rc == 0;
+  return rc;
+}

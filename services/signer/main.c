@@ -1,0 +1,202 @@
+/*
+ * main.c - lark-signer: the platform's CA on the command path.
+ *
+ *   lark-signer --url URL --creds FILE --data DIR [--workers N]
+ *               [--default-valid DUR] [--max-valid DUR]
+ *
+ * Commands on lark.cmd.<user>.cert.<verb>: sign and revoke (user admin
+ * only), list, show and ca (anyone). A sign appends cert.issued and
+ * replies with the certificate; a revoke replies once cert.revoked is
+ * stored. The view (DIR/view) is fed by the service loop; after each
+ * batch that applied a revocation the CRL and KRL under DIR are rewritten
+ * from the committed view, so a revocation reaches the files within one
+ * poll (200 ms). Commands run in N delivery threads (one subscription
+ * each in the queue group); the view is only read there.
+ *
+ * Exits 0 on SIGINT/SIGTERM, 1 on an error it cannot ride out.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "signer.h"
+#include "svc.h"
+
+#define NS 1000000000LL
+#define MAX_WORKERS 16
+
+static const char *const streams[] = {"LARK_EVENTS", NULL};
+
+typedef struct app {
+  svc s;
+  bus_view *view;
+  signer_ca *ca;
+  signer_hook hook;
+  signer_limits limits;
+  int workers;
+  char viewdir[4096];
+  uint64_t logged_seq;
+} app;
+
+static void
+on_cmd(bus_conn *c, const bus_cmd *cmd, void *ud) {
+  app *a = ud;
+  int rc = signer_command(c, cmd, a->view, a->ca, &a->limits);
+  SVC_LOG(&a->s, rc ? SVC_INFO : SVC_DEBUG, "lark.cmd.cert", 0, "%s by %s: %s",
+          cmd->verb, cmd->user, rc ? bus_strerror(rc) : "ok");
+}
+
+static void
+rewrite(app *a) {
+  int rc = signer_write_revocations(a->view, a->ca, a->s.data);
+  if (rc)
+    SVC_LOG(&a->s, SVC_ERROR, "lark.ev.cert.>", 0,
+            "writing crl.pem and revoked_keys: %s", bus_strerror(rc));
+}
+
+static void
+on_batch(const bus_view_stats *st, void *ud) {
+  app *a = ud;
+  if (a->hook.dirty) {
+    a->hook.dirty = 0;
+    rewrite(a);
+    SVC_LOG(&a->s, SVC_INFO, "lark.ev.cert.>", st->applied_seq,
+            "revocation list rewritten");
+  }
+  if (st->applied_seq == a->logged_seq)
+    return;
+  a->logged_seq = st->applied_seq;
+  SVC_LOG(&a->s, SVC_DEBUG, "lark.ev.cert.>", st->applied_seq,
+          "applied %llu stale %llu rejected %llu",
+          (unsigned long long)st->applied, (unsigned long long)st->stale,
+          (unsigned long long)st->rejected);
+}
+
+static int
+serve_and_run(app *a) {
+  bus_serve *q[MAX_WORKERS] = {0};
+  int rc = 0;
+  for (int i = 0; !rc && i < a->workers; i++)
+    rc = bus_cmd_serve(a->s.conn, "cert", on_cmd, a, &q[i]);
+  if (!rc) {
+    bus_service_opts so;
+    bus_service_opts_init(&so);
+    so.name = "signer";
+    so.filter = "lark.ev.cert.>";
+    so.stop = &a->s.stop;
+    so.on_batch = on_batch;
+    so.ud = a;
+    SVC_LOG(&a->s, SVC_INFO, "lark.ev.cert.>", 0, "running, %d workers",
+            a->workers);
+    rc = bus_service_run(a->s.conn, a->view, &so);
+  }
+  for (int i = 0; i < a->workers; i++)
+    bus_conn_unserve(q[i]);
+  return rc;
+}
+
+static int
+run(app *a) {
+  int created = 0, published = 0;
+  int rc = signer_ca_open(a->s.data, &a->ca, &created);
+  if (rc) {
+    SVC_LOG(&a->s, SVC_ERROR, "-", 0, "CA in %s: %s (%s)", a->s.data,
+            bus_strerror(rc), bus_last_error());
+    return rc;
+  }
+  SVC_LOG(&a->s, SVC_INFO, "-", 0, "CA %s: x509 %s ssh %s",
+          created ? "made" : "loaded", signer_ca_x509_fp(a->ca),
+          signer_ca_ssh_fp(a->ca));
+  bus_view_def def;
+  signer_view_def(&def);
+  def.ud = &a->hook;
+  bus_view_opts vo;
+  bus_view_opts_init(&vo);
+  snprintf(a->viewdir, sizeof a->viewdir, "%s/view", a->s.data);
+  vo.dir = a->viewdir;
+  if ((rc = bus_view_open(&a->view, &def, &vo)) == 0 &&
+      (rc = signer_publish_ca(a->s.conn, a->ca, &published)) == 0) {
+    if (published)
+      SVC_LOG(&a->s, SVC_INFO, "lark.ev.cert.ca", 0, "CA published");
+    rewrite(a);
+    rc = serve_and_run(a);
+  }
+  if (rc)
+    SVC_LOG(&a->s, SVC_ERROR, "lark.ev.cert.>", 0, "%s (%s)", bus_strerror(rc),
+            bus_last_error());
+  bus_view_close(a->view);
+  signer_ca_free(a->ca);
+  return rc;
+}
+
+/* "90s", "15m", "24h", "30d" or seconds. */
+static int64_t
+duration(const char *s) {
+  char *end;
+  double v = strtod(s, &end);
+  double unit = !*end               ? 1
+                : !strcmp(end, "s") ? 1
+                : !strcmp(end, "m") ? 60
+                : !strcmp(end, "h") ? 3600
+                : !strcmp(end, "d") ? 86400
+                                    : -1;
+  if (end == s || v <= 0 || unit < 0 || v * unit > 3650.0 * 86400)
+    return -1;
+  return (int64_t)(v * unit * 1e9);
+}
+
+/* Take the signer's own flags (and environment) out of argv. */
+static int
+own_flags(app *a, int *argc, char **argv) {
+  const char *env = getenv("LARK_SIGNER_MAX_VALID");
+  if (env && (a->limits.max_ns = duration(env)) < 0)
+    return -1;
+  env = getenv("LARK_SIGNER_DEFAULT_VALID");
+  if (env && (a->limits.default_ns = duration(env)) < 0)
+    return -1;
+  int out = 1;
+  for (int i = 1; i < *argc; i++) {
+    const char *f = argv[i], *v = i + 1 < *argc ? argv[i + 1] : NULL;
+    if (!strcmp(f, "--max-valid") && v) {
+      if ((a->limits.max_ns = duration(argv[++i])) < 0)
+        return -1;
+    } else if (!strcmp(f, "--default-valid") && v) {
+      if ((a->limits.default_ns = duration(argv[++i])) < 0)
+        return -1;
+    } else if (!strcmp(f, "--workers") && v) {
+      a->workers = atoi(argv[++i]);
+      if (a->workers < 1 || a->workers > MAX_WORKERS)
+        return -1;
+    } else {
+      argv[out++] = argv[i];
+    }
+  }
+  *argc = out;
+  argv[out] = NULL;
+  return a->limits.default_ns <= a->limits.max_ns ? 0 : -1;
+}
+
+int
+main(int argc, char **argv) {
+  app a;
+  memset(&a, 0, sizeof a);
+  signer_limits_init(&a.limits);
+  a.workers = 4;
+  if (own_flags(&a, &argc, argv)) {
+    fprintf(stderr, "lark-signer: --workers 1..16; --default-valid and "
+                    "--max-valid take 90s, 15m, 24h, 30d (default <= max)\n");
+    return 2;
+  }
+  int rc = svc_init(&a.s, "signer", argc, argv);
+  if (rc)
+    return rc;
+  svc_signals(&a.s);
+  if (svc_connect(&a.s, streams) < 0)
+    return 1;
+  rc = run(&a);
+  svc_close(&a.s);
+  SVC_LOG(&a.s, SVC_INFO, "-", 0, "stopped");
+  return rc ? 1 : 0;
+}
