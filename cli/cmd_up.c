@@ -101,7 +101,9 @@ child_add(up_ctx *u, const char *name, const char *log_name) {
   child *k = &u->kids[u->nkids++];
   memset(k, 0, sizeof *k);
   snprintf(k->name, sizeof k->name, "%s", name);
-  snprintf(k->log, sizeof k->log, "%s/logs/%s.log", u->data, log_name);
+  char log[sizeof k->log]; /* k lives inside u: no overlapping snprintf */
+  snprintf(log, sizeof log, "%s/logs/%s.log", u->data, log_name);
+  memcpy(k->log, log, sizeof log);
   k->backoff_ms = BACKOFF_MIN_MS;
   return k;
 }
@@ -110,7 +112,9 @@ static void
 child_arg(child *k, const char *a) {
   if (k->argc >= MAX_ARGS)
     return;
-  snprintf(k->args[k->argc], PATH_MAX, "%s", a);
+  size_t n = strnlen(a, PATH_MAX - 1);
+  memcpy(k->args[k->argc], a, n);
+  k->args[k->argc][n] = 0;
   k->argv[k->argc] = k->args[k->argc];
   k->argc++;
   k->argv[k->argc] = NULL;
