@@ -469,10 +469,13 @@ typedef struct bus_txn bus_txn;
  * the whole batch (a store error); returning BUS_EINVAL or BUS_EFIELD
  * marks the event rejected (counted, skipped, the batch goes on).
  *
- * decide(t, cause, now) runs in live mode only (effects on), after each
- * applied event (cause = that event) and on timer ticks (cause = NULL). It
- * may emit events into the outbox with bus_txn_emit, in the same
- * transaction. A decided event's ts is its cause's.
+ * decide(t, cause, now) runs in live mode only (effects on): after each
+ * applied event (cause = that event), once more at the end of every batch
+ * that applied an event, and on timer ticks (both with cause = NULL: look
+ * at the whole view). It may emit events into the outbox with
+ * bus_txn_emit, and remember what it emitted with bus_txn_mark, in the
+ * same transaction; it writes no view table (replay runs without it). A
+ * decided event's ts is its cause's.
  *
  * Before apply, the view checks `prev` for subjects under lark.ev.: an
  * event whose prev is not the aggregate's current version is ignored and
@@ -530,7 +533,8 @@ const char *bus_view_name(const bus_view *v);
 
 /*
  * SHA-256 over (table, key, value) in key order of every view table (the
- * def's tables and _versions; not meta or outbox), read in one consistent
+ * def's tables and _versions; not _meta, _outbox or _effects), read in one
+ * consistent
  * transaction, with the applied sequence it describes.
  */
 int bus_view_digest(bus_view *v, uint8_t out[32], uint64_t *seq);
@@ -573,6 +577,17 @@ typedef struct bus_version {
   int deleted; /* last accepted event was <kind>.deleted */
 } bus_version;
 int bus_txn_version(bus_txn *t, const char *subject, bus_version *ver);
+
+/*
+ * decide's memory: marks in the _effects table (outside the digest, empty
+ * in a replay) say what decide already emitted, so a later pass does not
+ * emit it again while the event is on its way. bus_txn_marked returns 1
+ * when key is marked, 0 when not. Unmarking what is not marked is fine;
+ * apply may unmark (a no-op in replay).
+ */
+int bus_txn_mark(bus_txn *t, const void *key, size_t klen);
+int bus_txn_marked(bus_txn *t, const void *key, size_t klen);
+int bus_txn_unmark(bus_txn *t, const void *key, size_t klen);
 
 /*
  * Emit a decided event into the outbox, in t (a decide transaction). When

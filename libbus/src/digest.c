@@ -3,8 +3,8 @@
  *
  * The digest covers every table of the definition plus _versions, visited
  * in table-name order and, within a table, in key order; _meta (counters,
- * which differ between a live view and a replay) and _outbox (effects,
- * off in replay) are left out. Each entry is hashed as
+ * which differ between a live view and a replay), _outbox and _effects
+ * (decisions, off in replay) are left out. Each entry is hashed as
  *   u32be(len(table)) table u32be(len(key)) key u32be(len(val)) val
  * so no two different contents can hash the same input stream. One read
  * transaction gives the tables and the applied sequence together.
@@ -53,7 +53,8 @@ digest_tables(bus_view *v, const char **names) {
   int n = 0;
   for (int i = 0; i < v->ntables; i++) {
     const char *name = v->tables[i].name;
-    if (strcmp(name, BUS__T_META) && strcmp(name, BUS__T_OUTBOX))
+    if (strcmp(name, BUS__T_META) && strcmp(name, BUS__T_OUTBOX) &&
+        strcmp(name, BUS__T_EFFECTS))
       names[n++] = name;
   }
   qsort(names, (size_t)n, sizeof *names, cmp_names);

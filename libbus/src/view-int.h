@@ -19,6 +19,7 @@
 #define BUS__T_META "_meta"
 #define BUS__T_VERSIONS "_versions"
 #define BUS__T_OUTBOX "_outbox"
+#define BUS__T_EFFECTS "_effects"
 
 typedef struct bus__table {
   const char *name;

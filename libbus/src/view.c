@@ -179,6 +179,8 @@ open_tables(bus_view *v) {
     rc = add_table(v, txn, BUS__T_VERSIONS);
   if (!rc)
     rc = add_table(v, txn, BUS__T_OUTBOX);
+  if (!rc)
+    rc = add_table(v, txn, BUS__T_EFFECTS);
   for (int i = 0; !rc && v->def.tables && v->def.tables[i]; i++) {
     if (v->def.tables[i][0] == '_')
       rc = BUS_ERR(BUS_EINVAL, "table names starting '_' are reserved");
@@ -515,6 +517,14 @@ apply_seq(bus_txn *t, const bus_event *ev, uint64_t seq) {
   return rc;
 }
 
+/* After a batch that applied something: decide on the whole view. */
+static int
+end_batch(bus_txn *t, uint64_t applied_before) {
+  if (t->c.applied == applied_before)
+    return 0;
+  return run_decide(t, NULL);
+}
+
 int
 bus_view_apply(bus_view *v, const bus_event *const *evs, size_t n) {
   bus_txn t;
@@ -522,8 +532,11 @@ bus_view_apply(bus_view *v, const bus_event *const *evs, size_t n) {
   if (rc)
     return rc;
   t.now_ns = v->opts.effects ? now_ns() : 0;
+  uint64_t before = t.c.applied;
   for (size_t i = 0; i < n && !rc; i++)
     rc = apply_seq(&t, evs[i], evs[i]->seq);
+  if (!rc)
+    rc = end_batch(&t, before);
   if (rc) {
     bus__txn_abort(&t);
     return rc;
@@ -541,11 +554,14 @@ bus_view_apply_batch(bus_view *v, const bus_batch *b) {
   if (rc)
     return rc;
   t.now_ns = v->opts.effects ? now_ns() : 0;
+  uint64_t before = t.c.applied;
   for (size_t i = 0; i < n && !rc; i++) {
     uint64_t seq;
     bus_batch_meta(b, i, NULL, &seq, NULL);
     rc = apply_seq(&t, bus_batch_event(b, i), seq);
   }
+  if (!rc)
+    rc = end_batch(&t, before);
   if (rc) {
     bus__txn_abort(&t);
     return rc;
@@ -596,4 +612,26 @@ bus_view_snapshot(bus_view *v, const char *path) {
                    path, strerror(errno));
   int rc = mdb_env_copy2(v->env, path, MDB_CP_COMPACT);
   return bus__mdb_err(rc, "snapshot");
+}
+
+/* ------------------------------------------------------------- effects */
+
+int
+bus_txn_mark(bus_txn *t, const void *key, size_t klen) {
+  return bus_txn_put(t, BUS__T_EFFECTS, key, klen, "", 0);
+}
+
+int
+bus_txn_marked(bus_txn *t, const void *key, size_t klen) {
+  const void *v;
+  size_t n;
+  int rc = bus_txn_get(t, BUS__T_EFFECTS, key, klen, &v, &n);
+  if (rc == BUS_ENOT_FOUND)
+    return 0;
+  return rc ? rc : 1;
+}
+
+int
+bus_txn_unmark(bus_txn *t, const void *key, size_t klen) {
+  return bus_txn_del(t, BUS__T_EFFECTS, key, klen);
 }
