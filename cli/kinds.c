@@ -23,8 +23,18 @@ static const cli_col catalog_wide[] = {{"ACTOR", "actor", COL_STR, 16},
 const cli_kind cli_catalog_kind = {"catalog", "catalog",    NULL,
                                    "catalog", catalog_cols, catalog_wide};
 
+static const cli_col workflow_cols[] = {{"NAME", "name", COL_STR, 28},
+                                        {"PHASE", "phase", COL_STR, 10},
+                                        {"JOBS", "progress", COL_STR, 6},
+                                        {"AGE", "ts", COL_AGE, 6},
+                                        {NULL, NULL, 0, 0}};
+static const cli_col workflow_wide[] = {{"GEN", "generation", COL_INT, 4},
+                                        {"REASON", "reason", COL_STR, 40},
+                                        {NULL, NULL, 0, 0}};
+
 /* Kinds owned by services: one row each. */
 static const cli_kind kinds[] = {
+    {"workflow", "workflows", "wf", "dag", workflow_cols, workflow_wide},
     {NULL, NULL, NULL, NULL, NULL, NULL},
 };
 

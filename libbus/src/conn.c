@@ -353,8 +353,8 @@ gather_replies(natsSubscription *sub, int window_ms, bus_reply_cb cb,
   for (int64_t left; (left = end - now_ms()) > 0;) {
     natsMsg *m = NULL;
     natsStatus s = natsSubscription_NextMsg(&m, sub, left);
-    if (s == NATS_TIMEOUT)
-      break;
+    if (s == NATS_TIMEOUT || s == NATS_NO_RESPONDERS)
+      break; /* nobody (else) answers: a count, not an error */
     if (s != NATS_OK)
       return bus__nats_err(s, 0, "gather");
     if (!natsMsg_IsNoResponders(m)) {

@@ -19,6 +19,8 @@
 
 #include "nats-int.h"
 
+#define EPHEMERAL_IDLE_NS (10LL * 1000000000LL)
+
 void
 bus_consumer_opts_init(bus_consumer_opts *o) {
   memset(o, 0, sizeof *o);
@@ -118,6 +120,11 @@ bus_consumer_open(bus_conn *c, const bus_consumer_opts *o, bus_consumer **out) {
   so.Config.AckPolicy = o->ack_none ? js_AckNone : js_AckExplicit;
   so.Config.MaxAckPending = o->ack_none ? 0 : o->max_ack_pending;
   so.Config.AckWait = o->ack_none ? 0 : o->ack_wait_ns;
+  /* An ephemeral consumer is left to the server when its reader goes:
+   * deleting it takes a permission users do not have (it would let them
+   * delete services' durables too). */
+  if (!o->durable)
+    so.Config.InactiveThreshold = EPHEMERAL_IDLE_NS;
   if ((rc = set_deliver(o, &so.Config)) < 0)
     return rc;
   bus_consumer *k = calloc(1, sizeof *k);
@@ -143,8 +150,8 @@ void
 bus_consumer_close(bus_consumer *k) {
   if (!k)
     return;
-  if (k->ephemeral)
-    natsSubscription_Unsubscribe(k->sub);
+  /* Destroy without Unsubscribe keeps the consumer (nats.c >= 3.4); an
+   * ephemeral one goes after EPHEMERAL_IDLE_NS without interest. */
   natsSubscription_Destroy(k->sub);
   free(k);
 }
