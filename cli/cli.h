@@ -66,6 +66,54 @@ int cli_call(lark_cli *cli, bus_conn *c, const char *kind, const char *verb,
              const msgpack_sbuffer *body, msgpack_zone *zone,
              msgpack_object *out);
 
+/*
+ * Commands to the services that own kinds (command.c): apply, delete,
+ * stop, resume, cordon, uncordon, describe.
+ */
+typedef struct cli_verb {
+  const char *name;         /* "stop": the command's verb and subcommand */
+  const char *done;         /* "stopped": printed after the object */
+  const char *const *kinds; /* command kinds it takes, NULL-terminated */
+  const char *usage;
+} cli_verb;
+
+/* The service answering a command kind: "lark-scheduler" for "job". */
+const char *cli_service_of(const char *kind);
+/*
+ * Request lark.cmd.<user>.<kind>.<verb> with body; a timeout is retried
+ * once with the same body (its key makes it land once). Returns 0 with the
+ * reply map (which may be {error}) unpacked into zone, BUS_ENOT_FOUND or
+ * BUS_ETIMEOUT when nobody answers, another code on transport failures.
+ */
+int cli_command(lark_cli *cli, bus_conn *c, const char *kind, const char *verb,
+                const msgpack_sbuffer *body, msgpack_zone *zone,
+                msgpack_object *reply);
+/* Print why cli_command failed ("no answer on ...: is lark-X running?");
+ * returns CLI_ERR. */
+int cli_command_fail(lark_cli *cli, const char *cmd, int rc, const char *kind,
+                     const char *verb);
+/* Print a reply's {error}: "larkctl CMD: WHAT: CODE: message" and one
+ * "  path: reason" line per detail, to stderr. */
+void cli_print_refusal(const char *cmd, const char *what,
+                       const msgpack_object *err);
+/* Pack the string pair k: v. */
+void cli_pack_str(msgpack_packer *pk, const char *k, const char *v);
+/* One JSON line {kind, name, result, key?, seq?, error?} on stdout. */
+void cli_print_outcome_json(const char *kind, const char *name,
+                            const char *result, const msgpack_object *reply,
+                            const char *key);
+/* larkctl VERB KIND NAME...: <kind>.<verb> {key, name} for each NAME. */
+int cli_name_verb(lark_cli *cli, int argc, char **argv, const cli_verb *v);
+
+/*
+ * get -w (watch.c): after the table of items, follow LARK_EVENTS and print
+ * a row for each item of the list (req, as get sent it) that changes,
+ * until SIGINT. k is the kind get printed (a struct cli_kind, kinds.h).
+ */
+struct cli_kind;
+int cli_watch(lark_cli *cli, const struct cli_kind *k,
+              const msgpack_sbuffer *req, const msgpack_object *items);
+
 /* Subcommands. */
 int cmd_up(int argc, char **argv, lark_cli *cli);
 int cmd_init(int argc, char **argv, lark_cli *cli);
@@ -77,6 +125,12 @@ int cmd_replay(int argc, char **argv, lark_cli *cli);
 int cmd_snapshot(int argc, char **argv, lark_cli *cli);
 int cmd_describe(int argc, char **argv, lark_cli *cli);
 int cmd_get(int argc, char **argv, lark_cli *cli);
-int cmd_cert(int argc, char **argv, lark_cli *cli);
+int cmd_apply(int argc, char **argv, lark_cli *cli);
+int cmd_delete(int argc, char **argv, lark_cli *cli);
+int cmd_stop(int argc, char **argv, lark_cli *cli);
+int cmd_resume(int argc, char **argv, lark_cli *cli);
+int cmd_cordon(int argc, char **argv, lark_cli *cli);
+int cmd_uncordon(int argc, char **argv, lark_cli *cli);
+int cmd_wait(int argc, char **argv, lark_cli *cli);
 
 #endif

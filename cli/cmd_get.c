@@ -1,18 +1,20 @@
 /*
  * cmd_get.c - larkctl get: resources, live or as they were.
  *
- *   larkctl get [KIND [NAME]] [--at TIME] [--limit N] [-o json|wide]
+ *   larkctl get [KIND [NAME]] [--at TIME] [--limit N] [-w] [-o json|wide]
  *
  * A kind owned by a service (see kinds.c) is listed by that service; any
  * other kind, and `get` alone, lists the catalog's aggregates. KIND may be
  * singular, plural or short. --at shows the platform as it was at TIME.
+ * -w (--watch) then prints a row for each change until Ctrl-C (watch.c).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "kinds.h"
 
-#define USAGE "larkctl get [KIND [NAME]] [--at TIME] [--limit N] [-o json|wide]"
+#define USAGE                                                                  \
+  "larkctl get [KIND [NAME]] [--at TIME] [--limit N] [-w] [-o json|wide]"
 
 static void
 pack_kv(msgpack_packer *pk, const char *k, const char *v) {
@@ -25,12 +27,15 @@ cmd_get(int argc, char **argv, lark_cli *cli) {
   const char *kind = NULL, *name = NULL;
   int64_t at = 0;
   uint64_t limit = 0;
+  int watch = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--at") && i + 1 < argc) {
       if (cli_parse_time(argv[++i], &at) < 0)
         return cli_usage(USAGE);
     } else if (!strcmp(argv[i], "--limit") && i + 1 < argc) {
       limit = strtoull(argv[++i], NULL, 10);
+    } else if (!strcmp(argv[i], "-w") || !strcmp(argv[i], "--watch")) {
+      watch = 1;
     } else if (argv[i][0] != '-' && !kind) {
       kind = argv[i];
     } else if (argv[i][0] != '-' && !name) {
@@ -39,6 +44,8 @@ cmd_get(int argc, char **argv, lark_cli *cli) {
       return cli_usage(USAGE);
     }
   }
+  if (watch && at)
+    return cli_usage(USAGE);
   const cli_kind *k = kind ? cli_kind_find(kind) : NULL;
   char single[BUS_NAME_MAX + 2] = "";
   if (kind && !k)
@@ -62,6 +69,8 @@ cmd_get(int argc, char **argv, lark_cli *cli) {
       cli_query(cli, show->view, show->kind, "list", &req, at, &zone, &items);
   if (rc == CLI_OK)
     cli_print_table(&items, show, cli->output);
+  if (rc == CLI_OK && watch)
+    rc = cli_watch(cli, show, &req, &items);
   msgpack_zone_destroy(&zone);
   msgpack_sbuffer_destroy(&req);
   return rc;

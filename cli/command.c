@@ -1,0 +1,191 @@
+/*
+ * command.c - commands larkctl sends to the services that own kinds
+ * (apply, delete, stop, resume, cordon, uncordon, and the describe polls
+ * of wait), and how their replies print.
+ *
+ * Every command carries a fresh idempotency key; a request that times out
+ * is sent once more with the same key, so it lands at most once. "No
+ * answer" (nobody subscribed, or silence) is told apart from a refusal
+ * and names the service that should be running. A refusal prints its
+ * code, message and every {path, reason} detail.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "manifest.h"
+
+#define CMD_TIMEOUT_MS 5000
+
+const char *
+cli_service_of(const char *kind) {
+  static char buf[BUS_NAME_MAX + 8];
+  const lark_kind *k = lark_kind_find(kind);
+  if (k)
+    return k->service;
+  snprintf(buf, sizeof buf, "lark-%s", kind);
+  return buf;
+}
+
+int
+cli_command(lark_cli *cli, bus_conn *c, const char *kind, const char *verb,
+            const msgpack_sbuffer *body, msgpack_zone *zone,
+            msgpack_object *reply) {
+  char subject[BUS_SUBJECT_MAX];
+  snprintf(subject, sizeof subject, "lark.cmd.%s.%s.%s", cli_user(cli), kind,
+           verb);
+  void *buf = NULL;
+  size_t len = 0;
+  int rc = BUS_ETIMEOUT;
+  for (int attempt = 0; attempt < 2 && rc == BUS_ETIMEOUT; attempt++)
+    rc = bus_conn_request(c, subject, body ? body->data : NULL,
+                          body ? body->size : 0, CMD_TIMEOUT_MS, &buf, &len);
+  if (rc)
+    return rc;
+  void *keep = msgpack_zone_malloc(zone, len ? len : 1);
+  if (keep)
+    memcpy(keep, buf, len);
+  free(buf);
+  if (!keep)
+    return bus_error(-ENOMEM, "out of memory");
+  if (msgpack_unpack(keep, len, NULL, zone, reply) != MSGPACK_UNPACK_SUCCESS ||
+      reply->type != MSGPACK_OBJECT_MAP)
+    return bus_error(BUS_EMALFORMED, "malformed reply on %s", subject);
+  return 0;
+}
+
+int
+cli_command_fail(lark_cli *cli, const char *cmd, int rc, const char *kind,
+                 const char *verb) {
+  if (rc == BUS_ETIMEOUT || rc == BUS_ENOT_FOUND)
+    return cli_fail(cmd, 0, "no answer on lark.cmd.%s.%s.%s: is %s running?",
+                    cli_user(cli), kind, verb, cli_service_of(kind));
+  return cli_fail(cmd, rc, "lark.cmd.%s.%s.%s", cli_user(cli), kind, verb);
+}
+
+static const char *
+str_of(const msgpack_object *o, const char *key, char *buf, size_t cap) {
+  const char *s = bus_obj_str(o, key, buf, cap);
+  return s ? s : "";
+}
+
+void
+cli_print_refusal(const char *cmd, const char *what,
+                  const msgpack_object *err) {
+  char code[64], msg[1024];
+  fprintf(stderr, "larkctl %s: %s: %s: %s\n", cmd, what,
+          str_of(err, "code", code, sizeof code),
+          str_of(err, "message", msg, sizeof msg));
+  const msgpack_object *d = bus_obj_get(err, "details");
+  for (uint32_t i = 0;
+       d && d->type == MSGPACK_OBJECT_ARRAY && i < d->via.array.size; i++) {
+    char path[256], reason[512];
+    const msgpack_object *e = &d->via.array.ptr[i];
+    fprintf(stderr, "  %s: %s\n", str_of(e, "path", path, sizeof path),
+            str_of(e, "reason", reason, sizeof reason));
+  }
+}
+
+void
+cli_pack_str(msgpack_packer *pk, const char *k, const char *v) {
+  msgpack_pack_str_with_body(pk, k, strlen(k));
+  msgpack_pack_str_with_body(pk, v, strlen(v));
+}
+
+/* One JSON line for a command's outcome: {kind, name, result, seq?,
+ * key?, error?}. */
+void
+cli_print_outcome_json(const char *kind, const char *name, const char *result,
+                       const msgpack_object *reply, const char *key) {
+  json_t *o = json_object();
+  json_object_set_new(o, "kind", json_string(kind));
+  json_object_set_new(o, "name", json_string(name));
+  json_object_set_new(o, "result", json_string(result));
+  if (key)
+    json_object_set_new(o, "key", json_string(key));
+  const msgpack_object *seq = reply ? bus_obj_get(reply, "seq") : NULL;
+  if (seq)
+    json_object_set_new(o, "seq",
+                        json_integer((json_int_t)bus_obj_int(reply, "seq", 0)));
+  const msgpack_object *err = reply ? bus_obj_get(reply, "error") : NULL;
+  if (err) {
+    char *e = cli_obj_to_json(err);
+    json_object_set_new(o, "error", json_loads(e ? e : "null", 0, NULL));
+    free(e);
+  }
+  char *line = json_dumps(o, JSON_COMPACT);
+  puts(line ? line : "{}");
+  free(line);
+  json_decref(o);
+}
+
+/* Send <kind>.<verb> {key, name} and print the outcome; a CLI code. */
+static int
+name_one(lark_cli *cli, bus_conn *c, const cli_verb *v, const char *kind,
+         const char *name) {
+  char key[33], what[BUS_NAME_MAX * 2 + 16];
+  bus_event_new_id(key);
+  snprintf(what, sizeof what, "%s.rlinf.io/%s", kind, name);
+  if (!bus_name_valid(name, BUS_DERIVED_NAME_MAX))
+    return cli_fail(v->name, 0, "%s: not a valid name ([a-z0-9-])", what);
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 2);
+  cli_pack_str(&pk, "key", key);
+  cli_pack_str(&pk, "name", name);
+  msgpack_zone zone;
+  msgpack_zone_init(&zone, 2048);
+  msgpack_object reply;
+  int rc = cli_command(cli, c, kind, v->name, &sb, &zone, &reply);
+  const msgpack_object *err = rc ? NULL : bus_obj_get(&reply, "error");
+  if (rc)
+    rc = cli_command_fail(cli, v->name, rc, kind, v->name);
+  else if (cli->output == CLI_OUT_JSON)
+    cli_print_outcome_json(kind, name, err ? "error" : v->done, &reply, key);
+  else if (err)
+    cli_print_refusal(v->name, what, err);
+  else
+    printf("%s %s\n", what, v->done);
+  if (!rc && cli->verbose)
+    fprintf(stderr, "key %s\n", key);
+  msgpack_zone_destroy(&zone);
+  msgpack_sbuffer_destroy(&sb);
+  return rc || err ? CLI_ERR : CLI_OK;
+}
+
+/* The command kind for what a user typed, if v allows it. */
+static const char *
+verb_kind(const cli_verb *v, const char *typed) {
+  const lark_kind *k = lark_kind_find(typed);
+  for (const char *const *a = v->kinds; k && *a; a++)
+    if (!strcmp(*a, k->cmd))
+      return k->cmd;
+  return NULL;
+}
+
+int
+cli_name_verb(lark_cli *cli, int argc, char **argv, const cli_verb *v) {
+  if (argc < 3)
+    return cli_usage(v->usage);
+  for (int i = 1; i < argc; i++)
+    if (argv[i][0] == '-')
+      return cli_usage(v->usage);
+  const char *kind = verb_kind(v, argv[1]);
+  if (!kind) {
+    fprintf(stderr, "larkctl %s: cannot %s a '%s'\n", v->name, v->name,
+            argv[1]);
+    return cli_usage(v->usage);
+  }
+  bus_conn *c = cli_connect(cli);
+  if (!c)
+    return CLI_ERR;
+  int rc = CLI_OK;
+  for (int i = 2; i < argc; i++)
+    if (name_one(cli, c, v, kind, argv[i]) != CLI_OK)
+      rc = CLI_ERR;
+  bus_conn_close(c);
+  return rc;
+}

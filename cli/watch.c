@@ -1,0 +1,250 @@
+/*
+ * watch.c - larkctl get -w: the table, then a row for each change.
+ *
+ * Events are the trigger, the service's list is the truth: larkctl follows
+ * LARK_EVENTS (every lark.ev. subject, from the end it finds) and, when
+ * events arrive, lists the kind again and prints each row that was added,
+ * changed or removed since the last list. Listing again rather than
+ * decoding events keeps rows exactly what `get` prints, and covers derived
+ * objects (a placement changes many pods, a Job's end changes its
+ * Workflow). A service applies an event a little after larkctl sees it,
+ * so lists repeat for SETTLE_MS after the last event, at most every
+ * LIST_EVERY_MS; a row prints only when it differs, so repeats cost no
+ * output. The first list after the reader opens covers events that landed
+ * between `get`'s list and the reader's start.
+ *
+ * Rows are remembered as canonical JSON (sorted keys) by identity (kind,
+ * name, id); memory is one row per object listed.
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kinds.h"
+
+#define LIST_EVERY_MS 250
+#define SETTLE_MS 1500
+
+typedef struct watch {
+  lark_cli *cli;
+  const cli_kind *k;
+  const msgpack_sbuffer *req;
+  bus_conn *c;
+  json_t *rows; /* identity -> row (json object) */
+  int64_t last_event, last_list;
+} watch;
+
+static volatile sig_atomic_t interrupted;
+
+static void
+on_sigint(int sig) {
+  (void)sig;
+  interrupted = 1;
+}
+
+static int64_t
+mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Reach "a.b" inside nested objects. */
+static json_t *
+get_path(json_t *o, const char *path) {
+  char key[128];
+  const char *dot;
+  while (o && (dot = strchr(path, '.'))) {
+    size_t n = (size_t)(dot - path) < sizeof key - 1 ? (size_t)(dot - path)
+                                                     : sizeof key - 1;
+    memcpy(key, path, n);
+    key[n] = 0;
+    o = json_object_get(o, key);
+    path = dot + 1;
+  }
+  return o ? json_object_get(o, path) : NULL;
+}
+
+static void
+age(int64_t ts, char *out, size_t cap) {
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  int64_t s = (now.tv_sec * 1000000000LL + now.tv_nsec - ts) / 1000000000LL;
+  if (s < 0)
+    s = 0;
+  if (s < 120)
+    snprintf(out, cap, "%llds", (long long)s);
+  else if (s < 7200)
+    snprintf(out, cap, "%lldm", (long long)(s / 60));
+  else if (s < 172800)
+    snprintf(out, cap, "%lldh", (long long)(s / 3600));
+  else
+    snprintf(out, cap, "%lldd", (long long)(s / 86400));
+}
+
+/* One cell as kinds.c prints it (kinds.c keeps its printer private). */
+static void
+cell(json_t *row, const cli_col *c) {
+  json_t *v = get_path(row, c->key);
+  char buf[512] = "-";
+  if (v && !json_is_null(v)) {
+    int64_t n = json_is_integer(v) ? (int64_t)json_integer_value(v) : 0;
+    if (c->fmt == COL_AGE)
+      age(n, buf, sizeof buf);
+    else if (c->fmt == COL_TIME)
+      cli_format_time(n, buf, sizeof buf);
+    else if (json_is_string(v))
+      snprintf(buf, sizeof buf, "%s", json_string_value(v));
+    else {
+      char *j = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_SORT_KEYS);
+      snprintf(buf, sizeof buf, "%s", j ? j : "-");
+      free(j);
+    }
+  }
+  printf("%-*s ", c->width, buf[0] ? buf : "-");
+}
+
+static void
+print_row(const watch *w, json_t *row, const char *event) {
+  if (w->cli->output == CLI_OUT_JSON) {
+    json_t *o = json_pack("{s:s, s:O}", "event", event, "object", row);
+    char *line = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    puts(line ? line : "{}");
+    free(line);
+    json_decref(o);
+  } else {
+    for (const cli_col *c = w->k->cols; c->header; c++)
+      cell(row, c);
+    for (const cli_col *c = w->cli->output == CLI_OUT_WIDE ? w->k->wide : NULL;
+         c && c->header; c++)
+      cell(row, c);
+    if (!strcmp(event, "DELETED"))
+      printf("(deleted)");
+    putchar('\n');
+  }
+  fflush(stdout);
+}
+
+/* The row's identity: its kind, name and id, as JSON. */
+static char *
+identity(json_t *row) {
+  if (!json_object_get(row, "kind") && !json_object_get(row, "name") &&
+      !json_object_get(row, "id"))
+    return json_dumps(row, JSON_COMPACT | JSON_SORT_KEYS);
+  json_t *id =
+      json_pack("[O?, O?, O?]", json_object_get(row, "kind"),
+                json_object_get(row, "name"), json_object_get(row, "id"));
+  char *s = id ? json_dumps(id, JSON_COMPACT) : NULL;
+  json_decref(id);
+  return s;
+}
+
+/*
+ * Compare a fresh list with the rows remembered; print what changed and
+ * remember the fresh rows. With quiet set (the table get just printed),
+ * only remember.
+ */
+static void
+diff(watch *w, const msgpack_object *items, int quiet) {
+  json_t *fresh = json_object();
+  for (uint32_t i = 0;
+       items->type == MSGPACK_OBJECT_ARRAY && i < items->via.array.size; i++) {
+    char *text = cli_obj_to_json(&items->via.array.ptr[i]);
+    json_t *row = text ? json_loads(text, 0, NULL) : NULL;
+    char *id = row ? identity(row) : NULL;
+    free(text);
+    if (!id) {
+      json_decref(row);
+      continue;
+    }
+    json_t *old = json_object_get(w->rows, id);
+    if (!quiet && !json_equal(old, row))
+      print_row(w, row, old ? "MODIFIED" : "ADDED");
+    json_object_set_new(fresh, id, row);
+    free(id);
+  }
+  const char *id;
+  json_t *row;
+  json_object_foreach(w->rows, id, row) {
+    if (!quiet && !json_object_get(fresh, id))
+      print_row(w, row, "DELETED");
+  }
+  json_decref(w->rows);
+  w->rows = fresh;
+}
+
+/* List again, as get did; a failure is printed and the watch goes on. */
+static void
+relist(watch *w) {
+  msgpack_zone zone;
+  msgpack_zone_init(&zone, 8192);
+  msgpack_object reply;
+  int rc = cli_command(w->cli, w->c, w->k->kind, "list", w->req, &zone, &reply);
+  const msgpack_object *err = rc ? NULL : bus_obj_get(&reply, "error");
+  const msgpack_object *res = rc ? NULL : bus_obj_get(&reply, "result");
+  if (rc)
+    cli_command_fail(w->cli, "get", rc, w->k->kind, "list");
+  else if (err)
+    cli_print_refusal("get", w->k->plural, err);
+  else if (res)
+    diff(w, res, 0);
+  msgpack_zone_destroy(&zone);
+  w->last_list = mono_ms();
+}
+
+static int
+follow(watch *w, bus_reader *r, bus_batch *b) {
+  relist(w);
+  while (!interrupted) {
+    int rc = bus_reader_next(r, b, LIST_EVERY_MS);
+    if (rc < 0 && rc != BUS_ETIMEOUT && rc != BUS_EEOF)
+      return cli_fail("get", rc, "follow LARK_EVENTS");
+    int64_t now = mono_ms();
+    if (bus_batch_len(b))
+      w->last_event = now;
+    if (w->last_event && now - w->last_event <= SETTLE_MS &&
+        now - w->last_list >= LIST_EVERY_MS)
+      relist(w);
+  }
+  return CLI_OK;
+}
+
+int
+cli_watch(lark_cli *cli, const cli_kind *k, const msgpack_sbuffer *req,
+          const msgpack_object *items) {
+  watch w = {.cli = cli, .k = k, .req = req, .rows = json_object()};
+  diff(&w, items, 1);
+  fflush(stdout);
+  bus_reader *r = NULL;
+  bus_batch *b = NULL;
+  uint64_t end = 0;
+  int rc = CLI_ERR;
+  w.c = cli_connect(cli);
+  if (!w.c)
+    goto out;
+  int brc = bus_stream_last_seq(w.c, "LARK_EVENTS", &end);
+  bus_reader_opts o;
+  bus_reader_opts_init(&o);
+  o.stream = "LARK_EVENTS";
+  o.filter = "lark.ev.>";
+  o.from_seq = end + 1;
+  o.follow = 1;
+  if (!brc)
+    brc = bus_batch_new(&b);
+  if (!brc)
+    brc = bus_reader_open(w.c, &o, &r);
+  if (brc) {
+    rc = cli_fail("get", brc, "follow LARK_EVENTS");
+    goto out;
+  }
+  signal(SIGINT, on_sigint);
+  signal(SIGTERM, on_sigint);
+  rc = follow(&w, r, b);
+out:
+  bus_reader_close(r);
+  bus_batch_free(b);
+  bus_conn_close(w.c);
+  json_decref(w.rows);
+  return rc;
+}
