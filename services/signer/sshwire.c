@@ -467,9 +467,10 @@ signer_krl_write(const char *path, const uint8_t ca_pk[32],
   int rc = -ENOMEM;
   if (n && !sorted)
     goto out;
-  if (n)
+  if (n) {
     memcpy(sorted, serials, n * sizeof *sorted);
-  qsort(sorted, n, sizeof *sorted, cmp_u64);
+    qsort(sorted, n, sizeof *sorted, cmp_u64);
+  }
   wb_u64(&b, KRL_MAGIC);
   wb_u32(&b, 1); /* format version */
   wb_u64(&b, version);
