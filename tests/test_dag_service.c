@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dag.h"
@@ -378,6 +379,32 @@ err_code(const msgpack_object *r, char *buf, size_t cap) {
   return buf;
 }
 
+/* Run larkctl with up to 6 arguments into out; its exit code. */
+static char out[1 << 16], errout[8192];
+
+static int
+ctl(const char *a0, const char *a1, const char *a2, const char *a3,
+    const char *a4, const char *a5) {
+  char larkctl[512];
+  lt_bin("larkctl", larkctl, sizeof larkctl);
+  char *argv[8] = {larkctl};
+  const char *args[] = {a0, a1, a2, a3, a4, a5};
+  int n = 1;
+  for (int i = 0; i < 6 && args[i]; i++)
+    argv[n++] = (char *)args[i];
+  argv[n] = NULL;
+  setenv("LARK_URL", srv.url, 1);
+  setenv("LARK_JS_WAIT_MS", "500", 1);
+  return lt_run(argv, out, sizeof out, errout, sizeof errout);
+}
+
+static int64_t
+wall_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 /* -------------------------------------------------------------- tests */
 
 Test(dag_service, train_then_eval_runs_in_order) {
@@ -389,9 +416,13 @@ Test(dag_service, train_then_eval_runs_in_order) {
   uint64_t v = set_phase("rl-train", wait_submitted("rl-train"), "Running");
   wait_phase("rl", "Running");
   usleep(300 * 1000);
-  char type[64];
+  char type[64], mid[64];
   cr_expect_eq(job_last("rl-eval", type, sizeof type), 0,
                "eval waits for train");
+  int64_t at = wall_ns();
+  snprintf(mid, sizeof mid, "%lld.%09lld", (long long)(at / 1000000000),
+           (long long)(at % 1000000000));
+  usleep(300 * 1000);
   set_phase("rl-train", v, "Succeeded");
   run_job("rl-eval", "Succeeded");
   wait_phase("rl", "Succeeded");
@@ -411,6 +442,22 @@ Test(dag_service, train_then_eval_runs_in_order) {
                    "spec.jobTemplates[0].spec.tasks[0].replicas");
   cr_expect_eq(count_events("lark.ev.workflow.>", "workflow.submitted", NULL),
                1);
+
+  /* larkctl reads the view: live, and as it was */
+  cr_assert_eq(ctl("get", "workflows", NULL, NULL, NULL, NULL), 0, "%s",
+               errout);
+  cr_expect(strstr(out, "JOBS") && strstr(out, "Succeeded") &&
+                strstr(out, "2/2"),
+            "%s", out);
+  cr_assert_eq(ctl("describe", "wf", "rl", "-o", "json", NULL), 0, "%s",
+               errout);
+  cr_expect(strstr(out, "\"template\":\"eval\""), "%s", out);
+  cr_assert_eq(ctl("get", "workflows", "--at", mid, "-o", "json"), 0, "%s",
+               errout);
+  cr_expect(strstr(out, "\"phase\":\"Running\"") &&
+                strstr(out, "\"progress\":\"0/2\""),
+            "%s", out);
+  cr_expect_eq(ctl("describe", "workflow", "nope", NULL, NULL, NULL), 1);
   verify_replay();
   stop_dag();
   msgpack_zone_destroy(&z);
