@@ -33,6 +33,8 @@ bus_conn *cli_connect(lark_cli *cli);
 /* Print "larkctl <cmd>: <msg>: <bus detail>" to stderr; returns CLI_ERR. */
 int cli_fail(const char *cmd, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* While on, cli_fail prints nothing (a lookup allowed to miss). */
+void cli_quiet(int on);
 /* Print a usage line to stderr; returns CLI_USAGE. */
 int cli_usage(const char *usage);
 
@@ -132,5 +134,6 @@ int cmd_resume(int argc, char **argv, lark_cli *cli);
 int cmd_cordon(int argc, char **argv, lark_cli *cli);
 int cmd_uncordon(int argc, char **argv, lark_cli *cli);
 int cmd_wait(int argc, char **argv, lark_cli *cli);
+int cmd_cert(int argc, char **argv, lark_cli *cli);
 
 #endif

@@ -101,7 +101,9 @@ describe(lark_cli *cli, const args *a) {
   }
   if (rc == CLI_OK) {
     /* derived objects (a pod) may have no history of their own */
+    cli_quiet(k != NULL); /* derived objects may have no history */
     have_cat = catalog_entry(cli, kind, a, &zone, &cat) == CLI_OK;
+    cli_quiet(0);
     if (!k && !have_cat)
       rc = CLI_ERR;
     else

@@ -73,9 +73,18 @@ cli_connect(lark_cli *cli) {
   return c;
 }
 
+static int quiet;
+
+void
+cli_quiet(int on) {
+  quiet = on;
+}
+
 int
 cli_fail(const char *cmd, int err, const char *fmt, ...) {
   va_list ap;
+  if (quiet)
+    return CLI_ERR;
   fprintf(stderr, "larkctl %s: ", cmd);
   va_start(ap, fmt);
   vfprintf(stderr, fmt, ap);

@@ -32,9 +32,46 @@ static const cli_col workflow_wide[] = {{"GEN", "generation", COL_INT, 4},
                                         {"REASON", "reason", COL_STR, 40},
                                         {NULL, NULL, 0, 0}};
 
+static const cli_col job_cols[] = {
+    {"NAME", "name", COL_STR, 24},    {"PHASE", "phase", COL_STR, 10},
+    {"PODS", "pods", COL_STR, 8},     {"AGE", "ts", COL_AGE, 6},
+    {"REASON", "reason", COL_STR, 0}, {NULL, NULL, 0, 0}};
+static const cli_col job_wide[] = {{"GEN", "generation", COL_INT, 4},
+                                   {"DOMAIN", "domain", COL_STR, 12},
+                                   {NULL, NULL, 0, 0}};
+static const cli_col task_cols[] = {
+    {"NAME", "name", COL_STR, 28},        {"JOB", "job", COL_STR, 20},
+    {"PHASE", "phase", COL_STR, 10},      {"ROLE", "role", COL_STR, 8},
+    {"REPLICAS", "replicas", COL_INT, 8}, {NULL, NULL, 0, 0}};
+static const cli_col task_wide[] = {
+    {"RAY-ROLE", "annotations.ray-role", COL_STR, 8},
+    {"RANK-START", "annotations.ray-node-rank-start", COL_STR, 10},
+    {"TOTAL", "annotations.ray-total-nodes", COL_STR, 5},
+    {NULL, NULL, 0, 0}};
+static const cli_col pod_cols[] = {
+    {"NAME", "name", COL_STR, 30},    {"PHASE", "phase", COL_STR, 10},
+    {"NODE", "node", COL_STR, 14},    {"ATTEMPT", "attempt", COL_INT, 7},
+    {"REASON", "reason", COL_STR, 0}, {NULL, NULL, 0, 0}};
+static const cli_col pod_wide[] = {{"GPUS", "gpus", COL_JSON, 10},
+                                   {"IP", "localIP", COL_STR, 15},
+                                   {"DESIRED", "desired", COL_STR, 8},
+                                   {NULL, NULL, 0, 0}};
+static const cli_col node_cols[] = {
+    {"NAME", "name", COL_STR, 16},        {"STATUS", "status", COL_STR, 9},
+    {"CLUSTER", "cluster", COL_STR, 10},  {"PODS", "pods", COL_INT, 5},
+    {"CORDONED", "cordoned", COL_STR, 8}, {NULL, NULL, 0, 0}};
+static const cli_col node_wide[] = {{"CPU", "cpuUsed", COL_STR, 8},
+                                    {"MEMORY", "memoryUsed", COL_STR, 10},
+                                    {"GPUS", "gpusUsed", COL_JSON, 10},
+                                    {NULL, NULL, 0, 0}};
+
 /* Kinds owned by services: one row each. */
 static const cli_kind kinds[] = {
     {"workflow", "workflows", "wf", "dag", workflow_cols, workflow_wide},
+    {"job", "jobs", NULL, "scheduler", job_cols, job_wide},
+    {"task", "tasks", NULL, "scheduler", task_cols, task_wide},
+    {"pod", "pods", "po", "scheduler", pod_cols, pod_wide},
+    {"node", "nodes", "no", "scheduler", node_cols, node_wide},
     {NULL, NULL, NULL, NULL, NULL, NULL},
 };
 

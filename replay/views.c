@@ -7,12 +7,14 @@
 #include "catalog.h"
 #include "dag.h"
 #include "replay.h"
+#include "scheduler.h"
 #include "signer.h"
 
 const lark_view_entry lark_views[] = {
     {"catalog", "LARK_EVENTS", "lark.ev.>", catalog_view_def, catalog_query},
     {"dag", "LARK_EVENTS", "lark.ev.>", dag_view_def, dag_query},
     {"signer", "LARK_EVENTS", "lark.ev.cert.>", signer_view_def, signer_query},
+    {"scheduler", "LARK_EVENTS", "lark.ev.>", sched_view_def, sched_query},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

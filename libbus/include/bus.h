@@ -567,6 +567,9 @@ typedef int (*bus_scan_cb)(const void *key, size_t klen, const void *val,
                            size_t vlen, void *ud);
 int bus_txn_scan(bus_txn *t, const char *table, const void *prefix, size_t plen,
                  bus_scan_cb cb, void *ud);
+/* Visit every entry whose key is > after (alen 0: all), in key order. */
+int bus_txn_scan_after(bus_txn *t, const char *table, const void *after,
+                       size_t alen, bus_scan_cb cb, void *ud);
 
 /* The version of an aggregate subject (seq of its last accepted event),
  * its generation and event count; zeros when never seen. */
@@ -588,6 +591,11 @@ int bus_txn_version(bus_txn *t, const char *subject, bus_version *ver);
 int bus_txn_mark(bus_txn *t, const void *key, size_t klen);
 int bus_txn_marked(bus_txn *t, const void *key, size_t klen);
 int bus_txn_unmark(bus_txn *t, const void *key, size_t klen);
+/* A mark with a value (a cursor, say); get: BUS_ENOT_FOUND when absent. */
+int bus_txn_note_put(bus_txn *t, const void *key, size_t klen, const void *val,
+                     size_t vlen);
+int bus_txn_note_get(bus_txn *t, const void *key, size_t klen, const void **val,
+                     size_t *vlen);
 
 /*
  * Emit a decided event into the outbox, in t (a decide transaction). When

@@ -635,3 +635,41 @@ int
 bus_txn_unmark(bus_txn *t, const void *key, size_t klen) {
   return bus_txn_del(t, BUS__T_EFFECTS, key, klen);
 }
+
+int
+bus_txn_note_put(bus_txn *t, const void *key, size_t klen, const void *val,
+                 size_t vlen) {
+  return bus_txn_put(t, BUS__T_EFFECTS, key, klen, val, vlen);
+}
+
+int
+bus_txn_note_get(bus_txn *t, const void *key, size_t klen, const void **val,
+                 size_t *vlen) {
+  return bus_txn_get(t, BUS__T_EFFECTS, key, klen, val, vlen);
+}
+
+int
+bus_txn_scan_after(bus_txn *t, const char *table, const void *after,
+                   size_t alen, bus_scan_cb cb, void *ud) {
+  MDB_dbi dbi;
+  MDB_cursor *cur;
+  int rc = bus__table_dbi(t->v, table, &dbi);
+  if (rc)
+    return rc;
+  if ((rc = mdb_cursor_open(t->txn, dbi, &cur)))
+    return bus__mdb_err(rc, table);
+  MDB_val k = {alen, (void *)after}, d;
+  int mrc = mdb_cursor_get(cur, &k, &d, alen ? MDB_SET_RANGE : MDB_FIRST);
+  if (mrc == 0 && alen && k.mv_size == alen && !memcmp(k.mv_data, after, alen))
+    mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT);
+  rc = 0;
+  while (mrc == 0 && !rc) {
+    rc = cb(k.mv_data, k.mv_size, d.mv_data, d.mv_size, ud);
+    if (!rc)
+      mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT);
+  }
+  mdb_cursor_close(cur);
+  if (mrc && mrc != MDB_NOTFOUND)
+    return bus__mdb_err(mrc, table);
+  return rc;
+}

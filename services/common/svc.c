@@ -23,6 +23,7 @@ static const setting settings[] = {
     {"--url", "LARK_URL", "nats://127.0.0.1:4222", offsetof(svc, url)},
     {"--creds", "LARK_CREDS", NULL, offsetof(svc, creds)},
     {"--data", "LARK_DATA", NULL, offsetof(svc, data)},
+    {"--name", "LARK_SERVICE_NAME", NULL, offsetof(svc, instance)},
 };
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
@@ -39,7 +40,7 @@ static int
 usage(const char *name) {
   fprintf(stderr,
           "usage: lark-%s [--url URL] [--creds FILE] [--data DIR] "
-          "[--log-level error|warn|info|debug]\n",
+          "[--name INSTANCE] [--log-level error|warn|info|debug]\n",
           name);
   return 2;
 }

@@ -4,7 +4,8 @@
  * and connecting with the streams it needs checked.
  *
  * A service is started as
- *   lark-<name> --url URL --creds FILE --data DIR [--log-level LEVEL]
+ *   lark-<name> --url URL --creds FILE --data DIR [--name INSTANCE]
+ *               [--log-level LEVEL]
  * and stops cleanly on SIGINT or SIGTERM.
  */
 #ifndef LARK_SVC_H
@@ -22,6 +23,8 @@ typedef struct svc {
   const char *url;
   const char *creds;
   const char *data;
+  const char *instance; /* --name: the consumer and status name; default
+                           the service's own */
   int log_level;
   volatile int stop;
   bus_conn *conn;

@@ -1,0 +1,257 @@
+/*
+ * queries.c - reads of the scheduler's view: jobs, tasks, pods and nodes,
+ * listed or described. The same function answers live (lark-scheduler)
+ * and in the past (larkctl --at, on a replay).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "phase.h"
+#include "scheduler.h"
+
+static void
+kv_str(msgpack_packer *pk, const char *k, const char *v) {
+  msgpack_pack_str_with_body(pk, k, strlen(k));
+  msgpack_pack_str_with_body(pk, v, strlen(v));
+}
+
+static void
+kv_u64(msgpack_packer *pk, const char *k, uint64_t v) {
+  msgpack_pack_str_with_body(pk, k, strlen(k));
+  msgpack_pack_uint64(pk, v);
+}
+
+static void
+kv_raw(msgpack_packer *pk, const char *k, const void *v, size_t len) {
+  msgpack_pack_str_with_body(pk, k, strlen(k));
+  pk->callback(pk->data, v, len);
+}
+
+static void
+pack_gpus(msgpack_packer *pk, const char *k, uint64_t gpus) {
+  msgpack_pack_str_with_body(pk, k, strlen(k));
+  msgpack_pack_array(pk, (uint32_t)__builtin_popcountll(gpus));
+  for (int i = 0; i < 64; i++)
+    if (gpus & (1ull << i))
+      msgpack_pack_uint32(pk, (uint32_t)i);
+}
+
+/* ------------------------------------------------------------ records */
+
+static void
+pack_job(msgpack_packer *pk, const job_rec *j) {
+  char pods[32];
+  snprintf(pods, sizeof pods, "%u/%u", j->ended, j->pods);
+  msgpack_pack_map(pk, 9);
+  kv_str(pk, "name", j->name);
+  kv_str(pk, "phase", j->phase);
+  kv_str(pk, "reason", j->reason);
+  kv_u64(pk, "generation", j->generation);
+  kv_str(pk, "pods", pods);
+  kv_u64(pk, "bound", j->bound);
+  kv_str(pk, "domain", j->domain);
+  kv_u64(pk, "ts", j->sub_ts);
+  kv_str(pk, "stopped", j->stopped ? "true" : "false");
+}
+
+static void
+pack_task(msgpack_packer *pk, const task_rec *r) {
+  char buf[3][24];
+  msgpack_pack_map(pk, 6);
+  kv_str(pk, "name", r->name);
+  kv_str(pk, "job", r->job);
+  kv_str(pk, "phase", r->phase);
+  kv_u64(pk, "replicas", r->replicas);
+  kv_str(pk, "role",
+         r->role == SCHED_ROLLOUT ? "Rollout"
+         : r->role == SCHED_ENV   ? "Env"
+                                  : "Actor");
+  msgpack_pack_str_with_body(pk, "annotations", 11);
+  msgpack_pack_map(pk, 4);
+  kv_str(pk, "ray-role", r->head ? "head" : "worker");
+  snprintf(buf[0], sizeof buf[0], "%u", r->total_nodes);
+  kv_str(pk, "ray-total-nodes", buf[0]);
+  snprintf(buf[1], sizeof buf[1], "%u", r->rank_start);
+  kv_str(pk, "ray-node-rank-start", buf[1]);
+  kv_str(pk, "ray-head-task-name", r->head_task);
+}
+
+static void
+pack_pod(msgpack_packer *pk, const pod_rec *p, bus_txn *t, int full) {
+  const void *why = NULL;
+  size_t wlen = 0;
+  if (full)
+    bus_txn_get(t, "why", p->name, strlen(p->name), &why, &wlen);
+  msgpack_pack_map(pk, 10 + (why ? 1 : 0));
+  kv_str(pk, "name", p->name);
+  kv_str(pk, "job", p->job);
+  kv_str(pk, "task", p->task);
+  kv_str(pk, "phase", p->phase);
+  kv_str(pk, "node", p->node);
+  kv_u64(pk, "attempt", p->attempt);
+  pack_gpus(pk, "gpus", p->gpus);
+  kv_str(pk, "localIP", p->local_ip);
+  kv_str(pk, "desired", p->desired);
+  kv_str(pk, "reason", p->reason);
+  if (why)
+    kv_raw(pk, "why", why, wlen);
+}
+
+static void
+pack_node(msgpack_packer *pk, const node_rec *r, bus_txn *t, int full) {
+  const void *spec = NULL;
+  size_t len = 0;
+  if (full)
+    sched_spec_get(t, "nodespecs", r->name, &spec, &len);
+  char cpu[32], mem[32];
+  snprintf(cpu, sizeof cpu, "%llum", (unsigned long long)r->cpu_used_m);
+  snprintf(mem, sizeof mem, "%lluMi", (unsigned long long)r->memory_used_mib);
+  msgpack_pack_map(pk, 8 + (spec ? 1 : 0));
+  kv_str(pk, "name", r->name);
+  kv_str(pk, "cluster", r->cluster);
+  kv_str(pk, "status", r->ready ? "Ready" : "NotReady");
+  kv_str(pk, "cordoned", r->cordoned ? "true" : "false");
+  kv_u64(pk, "pods", r->pods);
+  kv_str(pk, "cpuUsed", cpu);
+  kv_str(pk, "memoryUsed", mem);
+  pack_gpus(pk, "gpusUsed", r->gpu_taken);
+  if (spec)
+    kv_raw(pk, "resource", spec, len);
+}
+
+/* ------------------------------------------------------------- listing */
+
+typedef struct lister {
+  bus_txn *t;
+  const char *kind;
+  const char *name; /* only this one; "" for all */
+  msgpack_sbuffer items;
+  msgpack_packer pk;
+  uint32_t n;
+} lister;
+
+static int
+list_one(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+  (void)k, (void)kl;
+  lister *l = ud;
+  /* records are copied out: LMDB values need not be aligned */
+  if (!strcmp(l->kind, "job") && vl == sizeof(job_rec)) {
+    job_rec j;
+    memcpy(&j, v, sizeof j);
+    if (j.deleted || (*l->name && strcmp(l->name, j.name)))
+      return 0;
+    pack_job(&l->pk, &j);
+  } else if (!strcmp(l->kind, "task") && vl == sizeof(task_rec)) {
+    task_rec r;
+    memcpy(&r, v, sizeof r);
+    if (*l->name && strcmp(l->name, r.name) && strcmp(l->name, r.job))
+      return 0;
+    pack_task(&l->pk, &r);
+  } else if (!strcmp(l->kind, "pod") && vl == sizeof(pod_rec)) {
+    pod_rec p;
+    memcpy(&p, v, sizeof p);
+    if (!strcmp(p.desired, "Deleted") ||
+        (*l->name && strcmp(l->name, p.name) && strcmp(l->name, p.job) &&
+         strcmp(l->name, p.task)))
+      return 0;
+    pack_pod(&l->pk, &p, l->t, 0);
+  } else if (!strcmp(l->kind, "node") && vl == sizeof(node_rec)) {
+    node_rec r;
+    memcpy(&r, v, sizeof r);
+    if (*l->name && strcmp(l->name, r.name))
+      return 0;
+    pack_node(&l->pk, &r, l->t, 0);
+  } else {
+    return 0;
+  }
+  l->n++;
+  return 0;
+}
+
+static const char *
+table_of(const char *kind) {
+  if (!strcmp(kind, "job"))
+    return "jobs";
+  if (!strcmp(kind, "task"))
+    return "tasks";
+  if (!strcmp(kind, "pod"))
+    return "pods";
+  if (!strcmp(kind, "node"))
+    return "nodes";
+  return NULL;
+}
+
+static int
+list(bus_txn *t, const char *kind, const char *name, msgpack_packer *pk) {
+  lister l = {.t = t, .kind = kind, .name = name};
+  msgpack_sbuffer_init(&l.items);
+  msgpack_packer_init(&l.pk, &l.items, msgpack_sbuffer_write);
+  int rc = bus_txn_scan(t, table_of(kind), NULL, 0, list_one, &l);
+  if (!rc) {
+    msgpack_pack_array(pk, l.n);
+    pk->callback(pk->data, l.items.data, l.items.size);
+  }
+  msgpack_sbuffer_destroy(&l.items);
+  return rc;
+}
+
+/* ------------------------------------------------------------ describe */
+
+static int
+describe_job(bus_txn *t, const char *name, msgpack_packer *pk) {
+  job_rec j;
+  int rc = sched_job_get(t, name, &j);
+  if (rc || j.deleted)
+    return bus_error(BUS_ENOT_FOUND, "no job %s", name);
+  msgpack_pack_map(pk, 3);
+  msgpack_pack_str_with_body(pk, "job", 3);
+  pack_job(pk, &j);
+  msgpack_pack_str_with_body(pk, "tasks", 5);
+  if ((rc = list(t, "task", name, pk)))
+    return rc;
+  msgpack_pack_str_with_body(pk, "pods", 4);
+  return list(t, "pod", name, pk);
+}
+
+static int
+describe(bus_txn *t, const char *kind, const char *name, msgpack_packer *pk) {
+  if (!strcmp(kind, "job"))
+    return describe_job(t, name, pk);
+  if (!strcmp(kind, "task")) {
+    task_rec r;
+    if (sched_task_get(t, name, &r))
+      return bus_error(BUS_ENOT_FOUND, "no task %s", name);
+    pack_task(pk, &r);
+    return 0;
+  }
+  if (!strcmp(kind, "pod")) {
+    pod_rec p;
+    if (sched_pod_get(t, name, &p))
+      return bus_error(BUS_ENOT_FOUND, "no pod %s", name);
+    pack_pod(pk, &p, t, 1);
+    return 0;
+  }
+  node_rec r;
+  if (sched_noderec_get(t, name, &r))
+    return bus_error(BUS_ENOT_FOUND, "no node %s", name);
+  pack_node(pk, &r, t, 1);
+  return 0;
+}
+
+int
+sched_query(bus_txn *t, const char *kind, const char *verb,
+            const msgpack_object *req, msgpack_packer *pk, void *ud) {
+  (void)ud;
+  char name[SCHED_DNAME_SZ] = "";
+  bus_obj_str(req, "name", name, sizeof name);
+  if (!table_of(kind))
+    return bus_error(BUS_EINVAL,
+                     "the scheduler knows jobs, tasks, pods "
+                     "and nodes, not %s",
+                     kind);
+  if (!strcmp(verb, "list"))
+    return list(t, kind, name, pk);
+  if (!strcmp(verb, "describe") && name[0])
+    return describe(t, kind, name, pk);
+  return bus_error(BUS_EINVAL, "verbs: list {name?}, describe {name}");
+}

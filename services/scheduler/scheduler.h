@@ -1,0 +1,158 @@
+/*
+ * scheduler.h - lark-scheduler's view: Jobs, Tasks, Pods and Nodes as
+ * LMDB records, and the apply/decide/command/query functions over them.
+ *
+ * Records are fixed-size structs stored as bytes (zeroed before filling,
+ * so the digest sees the same bytes live and in replay). The view can be
+ * rebuilt at any time; a record of another layout version is refused
+ * with BUS_ECORRUPT and a rebuild fixes it.
+ *
+ * Tables
+ *   jobs      <job>                  job_rec
+ *   specs     <job>                  the Job resource as submitted (msgpack)
+ *   tasks     <task>                 task_rec
+ *   pods      <pod>                  pod_rec
+ *   why       <pod>                  the Why of its placement (msgpack)
+ *   nodes     <node>                 node_rec (state and allocation)
+ *   nodespecs <node>                 the Node resource (msgpack)
+ *   queue     u64be(submit seq) <job> Jobs with pods waiting for a node
+ *   outgoing  u64be(seq) <pod>       desired states to send to nodes
+ *   todo      <job>                  Jobs whose derived phases changed
+ *
+ * decide remembers in _effects: "p:<version>" (a placement emitted at that
+ * placement-log version), "o" (the outgoing key sent last), and each
+ * phase event's id until it is applied.
+ */
+#ifndef LARK_SCHEDULER_H
+#define LARK_SCHEDULER_H
+
+#include "bus.h"
+#include "model.h"
+
+#define SCHED_POOL "default"
+#define SCHED_PLACEMENT_SUBJECT "lark.ev.placement." SCHED_POOL
+#define SCHED_REC_VERSION 1
+#define SCHED_PHASE_SZ 16
+#define SCHED_REASON_SZ 256
+#define SCHED_POD_DEVICES 4
+
+typedef struct job_rec {
+  uint8_t version;
+  char name[SCHED_NAME_SZ];
+  char domain[SCHED_NAME_SZ];
+  char phase[SCHED_PHASE_SZ]; /* last job.phase applied ("" at first) */
+  char want[SCHED_PHASE_SZ];  /* derived from its tasks */
+  char reason[SCHED_REASON_SZ];
+  char sub_id[72]; /* the job.submitted event id */
+  uint64_t generation, sub_seq, sub_ts;
+  uint32_t pods, bound, ended;
+  uint8_t stopped, deleted, addressed;
+} job_rec;
+
+typedef struct task_rec {
+  uint8_t version;
+  char name[SCHED_DNAME_SZ];
+  char job[SCHED_NAME_SZ];
+  char tmpl[SCHED_NAME_SZ];
+  char phase[SCHED_PHASE_SZ];
+  char want[SCHED_PHASE_SZ];
+  char head_task[SCHED_DNAME_SZ];
+  int32_t index; /* template index */
+  uint32_t replicas, max_retries, rank_start, total_nodes;
+  uint8_t head, role;
+} task_rec;
+
+typedef struct pod_rec {
+  uint8_t version;
+  char name[SCHED_DNAME_SZ];
+  char job[SCHED_NAME_SZ];
+  char task[SCHED_DNAME_SZ];
+  char node[SCHED_NAME_SZ]; /* "" while unbound */
+  char phase[SCHED_PHASE_SZ];
+  char desired[SCHED_PHASE_SZ]; /* Running, Stopped, Deleted */
+  char reason[SCHED_REASON_SZ];
+  char local_ip[64];
+  int32_t tmpl, exit_code;
+  uint32_t replica, attempt, failures, signal;
+  uint64_t gpus; /* bit i: GPU i bound */
+  uint8_t runtime, bound, released;
+  /* what it holds on its node while bound */
+  uint64_t cpu_m, memory_mib;
+  uint32_t gpu;
+  uint32_t ndev;
+  char dev_name[SCHED_POD_DEVICES][SCHED_NAME_SZ];
+  uint32_t dev_count[SCHED_POD_DEVICES];
+  unsigned char out_key[8]; /* its entry in `outgoing`, when queued */
+} pod_rec;
+
+typedef struct node_rec {
+  uint8_t version;
+  char name[SCHED_NAME_SZ];
+  char cluster[SCHED_NAME_SZ];
+  uint8_t ready, cordoned;
+  uint8_t heartbeats; /* registered by its edge: goes NotReady when silent */
+  uint64_t cpu_used_m, memory_used_mib, gpu_taken;
+  uint32_t pods;
+  uint32_t ndev;
+  char dev_name[SCHED_POD_DEVICES * 2][SCHED_NAME_SZ];
+  uint32_t dev_used[SCHED_POD_DEVICES * 2];
+} node_rec;
+
+/* ------------------------------------------------------------ records */
+
+/* Read a record; BUS_ENOT_FOUND when absent, BUS_ECORRUPT for another
+ * layout. */
+int sched_job_get(bus_txn *t, const char *name, job_rec *r);
+int sched_job_put(bus_txn *t, const job_rec *r);
+int sched_task_get(bus_txn *t, const char *name, task_rec *r);
+int sched_task_put(bus_txn *t, const task_rec *r);
+int sched_pod_get(bus_txn *t, const char *name, pod_rec *r);
+int sched_pod_put(bus_txn *t, const pod_rec *r);
+int sched_noderec_get(bus_txn *t, const char *name, node_rec *r);
+int sched_noderec_put(bus_txn *t, const node_rec *r);
+/* The raw resource stored for a Job or Node (points into t). */
+int sched_spec_get(bus_txn *t, const char *table, const char *name,
+                   const void **data, size_t *len);
+/* Decode the stored Job spec into job (sched_job_clear it after). */
+int sched_job_load(bus_txn *t, const char *name, sched_job *job);
+/* Visit every pod of job (prefix scan of "<job>-"; checks pod.job). */
+typedef int (*sched_pod_cb)(bus_txn *t, pod_rec *p, void *ud);
+int sched_each_pod(bus_txn *t, const char *job, sched_pod_cb cb, void *ud);
+/* Copy with NUL into a fixed field. */
+void sched_copy(char *dst, size_t cap, const char *src, size_t n);
+
+/* -------------------------------------------------------- apply/decide */
+
+/* The view definition (tables, apply, decide). ud: a sched_ctx or NULL. */
+void sched_view_def(bus_view_def *def);
+int sched_apply(bus_txn *t, const bus_event *ev, void *ud);
+int sched_decide(bus_txn *t, const bus_event *cause, int64_t now, void *ud);
+
+/* Pod bookkeeping shared by apply paths. */
+int sched_pod_release(bus_txn *t, pod_rec *p);
+int sched_queue_job(bus_txn *t, const job_rec *j, int on);
+int sched_outgoing(bus_txn *t, pod_rec *p, uint64_t seq);
+int sched_touch(bus_txn *t, const char *job);
+
+/* ------------------------------------------------------------- ingress */
+
+/* What nodes send on lark.in.<node>.sched.>: validated against the view,
+ * then appended as events (pod.phase, node.registered, node.ready,
+ * run.reported); silence beyond timeout_ms becomes node.notready. */
+typedef struct sched_ingress sched_ingress;
+int sched_ingress_start(bus_conn *c, bus_view *v, int timeout_ms,
+                        sched_ingress **out);
+void sched_ingress_stop(sched_ingress *in);
+
+/* -------------------------------------------------- commands, queries */
+
+/* Serve job.* and node.* commands and queries on c, reading v. */
+int sched_commands_serve(bus_conn *c, bus_view *v, bus_serve **jobs,
+                         bus_serve **nodes, bus_serve **tasks,
+                         bus_serve **pods);
+/* The bus_query_fn of the scheduler's view: kinds job, task, pod, node;
+ * verbs list {name?} and describe {name}. */
+int sched_query(bus_txn *t, const char *kind, const char *verb,
+                const msgpack_object *req, msgpack_packer *pk, void *ud);
+
+#endif

@@ -1,0 +1,406 @@
+/*
+ * test_scheduler.c - lark-scheduler as a real process against a real
+ * broker: Jobs placed as gangs, dispatched to their nodes, run to
+ * Succeeded or Failed from nodes' reports (played here on the ingress),
+ * retries, stop and resume, a Job waiting for capacity, refused reports,
+ * kill -9 mid-work, and two schedulers at once never double booking.
+ */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "natsd.h"
+#include "proc.h"
+#include "replay.h"
+
+static lt_natsd srv;
+static bus_conn *conn;
+static char dir[256];
+static pid_t sched[2];
+static int counter;
+
+static pid_t
+start_scheduler(const char *name) {
+  char bin[512], data[512], log[512];
+  lt_bin("lark-scheduler", bin, sizeof bin);
+  snprintf(data, sizeof data, "%s/%s", dir, name);
+  snprintf(log, sizeof log, "%s/%s.log", dir, name);
+  char *argv[] = {bin,  (char *)"--url",  srv.url,      (char *)"--data",
+                  data, (char *)"--name", (char *)name, NULL};
+  pid_t pid = lt_spawn(argv, log);
+  cr_assert(pid > 0);
+  return pid;
+}
+
+static void
+setup(void) {
+  cr_assert_eq(lt_natsd_start(&srv, NULL, NULL), 0);
+  cr_assert_eq(lt_connect(&srv, &conn), 0, "%s", bus_last_error());
+  cr_assert_eq(lt_streams(conn, 1000), 0, "%s", bus_last_error());
+  lt_tmpdir(dir, sizeof dir, "sched");
+  setenv("LARK_NODE_TIMEOUT_MS", "1500", 1);
+  sched[0] = start_scheduler("scheduler");
+  sched[1] = 0;
+}
+
+static void
+teardown(void) {
+  for (int i = 0; i < 2; i++)
+    if (sched[i] > 0)
+      lt_kill(sched[i], SIGTERM);
+  bus_conn_close(conn);
+  lt_natsd_stop(&srv);
+  lt_rmtree(dir);
+}
+
+TestSuite(scheduler, .init = setup, .fini = teardown, .timeout = 120);
+
+/* ------------------------------------------------------------ helpers */
+
+static void
+pack_json(const json_t *j, msgpack_packer *pk) {
+  const char *k;
+  json_t *v;
+  size_t i;
+  switch (json_typeof(j)) {
+  case JSON_OBJECT:
+    msgpack_pack_map(pk, (uint32_t)json_object_size(j));
+    json_object_foreach((json_t *)j, k, v) {
+      msgpack_pack_str_with_body(pk, k, strlen(k));
+      pack_json(v, pk);
+    }
+    break;
+  case JSON_ARRAY:
+    msgpack_pack_array(pk, (uint32_t)json_array_size(j));
+    json_array_foreach(j, i, v) pack_json(v, pk);
+    break;
+  case JSON_STRING:
+    msgpack_pack_str_with_body(pk, json_string_value(j), json_string_length(j));
+    break;
+  case JSON_INTEGER:
+    msgpack_pack_int64(pk, json_integer_value(j));
+    break;
+  case JSON_TRUE:
+    msgpack_pack_true(pk);
+    break;
+  case JSON_FALSE:
+    msgpack_pack_false(pk);
+    break;
+  default:
+    msgpack_pack_nil(pk);
+  }
+}
+
+/* Send lark.cmd.admin.<kind>.<verb> with a JSON body; the reply in z. */
+static msgpack_object
+command(const char *kind, const char *verb, const char *json, msgpack_zone *z) {
+  char subject[128];
+  snprintf(subject, sizeof subject, "lark.cmd.admin.%s.%s", kind, verb);
+  json_error_t err;
+  json_t *j = json_loads(json, 0, &err);
+  cr_assert_not_null(j, "bad test json: %s", err.text);
+  json_object_set_new(j, "key", json_sprintf("k%d", counter++));
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  pack_json(j, &pk);
+  json_decref(j);
+  void *reply = NULL;
+  size_t len = 0;
+  int rc = -1;
+  for (int i = 0; i < 50 && rc; i++) /* the scheduler may still start */
+    if ((rc = bus_conn_request(conn, subject, sb.data, sb.size, 2000, &reply,
+                               &len)))
+      usleep(100 * 1000);
+  msgpack_sbuffer_destroy(&sb);
+  cr_assert_eq(rc, 0, "%s: %s", subject, bus_last_error());
+  void *keep = msgpack_zone_malloc(z, len);
+  memcpy(keep, reply, len);
+  free(reply);
+  msgpack_object o;
+  cr_assert(msgpack_unpack(keep, len, NULL, z, &o) >= 0);
+  return o;
+}
+
+static void
+expect_ok(const msgpack_object *r) {
+  char msg[512] = "";
+  const msgpack_object *e = bus_obj_get(r, "error");
+  if (e)
+    bus_obj_str(e, "message", msg, sizeof msg);
+  cr_assert_null(e, "command refused: %s", msg);
+}
+
+static void
+node(const char *name, int gpus) {
+  char json[512];
+  snprintf(json, sizeof json,
+           "{\"resource\":{\"apiVersion\":\"rlinf.io/v1alpha1\","
+           "\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\"},\"spec\":{"
+           "\"cluster\":\"c1\",\"labels\":{\"pool\":\"gpu\"},"
+           "\"runtimes\":[\"raw\"],\"capacity\":{\"cpu\":8,\"memory\":16384,"
+           "\"gpu\":%d}}}}",
+           name, gpus);
+  msgpack_zone z;
+  msgpack_zone_init(&z, 1024);
+  msgpack_object r = command("node", "apply", json, &z);
+  expect_ok(&r);
+  msgpack_zone_destroy(&z);
+}
+
+static void
+job(const char *name, int replicas, int gpus, int retries) {
+  char json[1024];
+  snprintf(json, sizeof json,
+           "{\"resource\":{\"apiVersion\":\"rlinf.io/v1alpha1\","
+           "\"kind\":\"Job\",\"metadata\":{\"name\":\"%s\"},\"spec\":{"
+           "\"tasks\":[{\"name\":\"a\",\"role\":\"Actor\",\"replicas\":%d,"
+           "\"maxRetries\":%d,\"resources\":{\"cpu\":1,\"memory\":128,"
+           "\"gpu\":%d},\"runtime\":{\"raw\":{\"entrypoint\":[\"true\"]}}}]"
+           "}}}",
+           name, replicas, retries, gpus);
+  msgpack_zone z;
+  msgpack_zone_init(&z, 1024);
+  msgpack_object r = command("job", "apply", json, &z);
+  expect_ok(&r);
+  msgpack_zone_destroy(&z);
+}
+
+/* The value of field of the object kind/name, as the scheduler says. */
+static void
+field(const char *kind, const char *name, const char *key, char *out,
+      size_t cap) {
+  char json[256];
+  snprintf(json, sizeof json, "{\"name\":\"%s\"}", name);
+  msgpack_zone z;
+  msgpack_zone_init(&z, 4096);
+  msgpack_object r = command(kind, "describe", json, &z);
+  const msgpack_object *res = bus_obj_get(&r, "result");
+  if (res && !strcmp(kind, "job"))
+    res = bus_obj_get(res, "job");
+  out[0] = 0;
+  const msgpack_object *v = res ? bus_obj_get(res, key) : NULL;
+  if (v && v->type == MSGPACK_OBJECT_STR)
+    snprintf(out, cap, "%.*s", (int)v->via.str.size, v->via.str.ptr);
+  else if (v && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+    snprintf(out, cap, "%llu", (unsigned long long)v->via.u64);
+  msgpack_zone_destroy(&z);
+}
+
+static int
+wait_field(const char *kind, const char *name, const char *key,
+           const char *want) {
+  char got[256] = "";
+  for (int i = 0; i < 150; i++) {
+    field(kind, name, key, got, sizeof got);
+    if (!strcmp(got, want))
+      return 1;
+    usleep(100 * 1000);
+  }
+  cr_log_error("%s %s: %s is %s, not %s", kind, name, key, got, want);
+  return 0;
+}
+
+/* A node reports on its own ingress subject. */
+static void
+report(const char *node_name, const char *pod, const char *phase, int attempt,
+       int exit_code) {
+  char subject[256], id[33];
+  snprintf(subject, sizeof subject, "lark.in.%s.sched.pod.%s", node_name, pod);
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 4);
+  msgpack_pack_str_with_body(&pk, "pod", 3);
+  msgpack_pack_str_with_body(&pk, pod, strlen(pod));
+  msgpack_pack_str_with_body(&pk, "phase", 5);
+  msgpack_pack_str_with_body(&pk, phase, strlen(phase));
+  msgpack_pack_str_with_body(&pk, "attempt", 7);
+  msgpack_pack_uint32(&pk, (uint32_t)attempt);
+  msgpack_pack_str_with_body(&pk, "exitCode", 8);
+  msgpack_pack_int32(&pk, exit_code);
+  bus_event_new_id(id);
+  bus_event ev = {.type = "pod.report",
+                  .id = id,
+                  .ts = 1,
+                  .actor = node_name,
+                  .cause = "",
+                  .data_mp = sb.data,
+                  .data_mp_len = sb.size};
+  cr_assert_eq(bus_append(conn, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL),
+               0, "%s", bus_last_error());
+  msgpack_sbuffer_destroy(&sb);
+}
+
+/* ------------------------------------------------------------- tests */
+
+Test(scheduler, job_runs_to_succeeded_and_pods_are_dispatched) {
+  node("gpu-1", 2);
+  job("train", 2, 1, 0);
+  cr_assert(wait_field("pod", "train-a-0", "node", "gpu-1"));
+  cr_assert(wait_field("pod", "train-a-1", "node", "gpu-1"));
+  msgpack_zone z;
+  msgpack_zone_init(&z, 4096);
+  bus_event desired;
+  memset(&desired, 0, sizeof desired);
+  int rc = -1;
+  for (int i = 0; i < 50 && rc; i++, usleep(100 * 1000))
+    rc = bus_last_event(conn, "LARK_NODES", "lark.node.gpu-1.pod.train-a-1",
+                        &desired, &z);
+  cr_assert_eq(rc, 0, "no desired state for train-a-1: %s", bus_last_error());
+  cr_expect_str_eq(desired.type, "pod.desired");
+  char buf[64];
+  cr_expect_str_eq(bus_obj_str(&desired.data, "desired", buf, sizeof buf),
+                   "Running");
+  msgpack_zone_destroy(&z);
+
+  report("gpu-1", "train-a-0", "Running", 0, 0);
+  cr_expect(wait_field("job", "train", "phase", "Running"));
+  report("gpu-1", "train-a-0", "Succeeded", 0, 0);
+  report("gpu-1", "train-a-1", "Succeeded", 0, 0);
+  cr_expect(wait_field("job", "train", "phase", "Succeeded"));
+  cr_expect(wait_field("task", "train-a", "phase", "Succeeded"));
+  cr_expect(wait_field("node", "gpu-1", "pods", "0"), "capacity freed");
+}
+
+Test(scheduler, report_from_the_wrong_node_is_refused) {
+  node("gpu-1", 1);
+  node("gpu-2", 1);
+  job("j", 1, 1, 0);
+  char bound[64] = "";
+  for (int i = 0; i < 100 && !bound[0]; i++, usleep(100 * 1000))
+    field("pod", "j-a-0", "node", bound, sizeof bound);
+  cr_assert(bound[0], "j-a-0 was never placed");
+  const char *other = strcmp(bound, "gpu-1") ? "gpu-1" : "gpu-2";
+  report(other, "j-a-0", "Failed", 0, 1);
+  report(bound, "j-a-0", "Running", 0, 0);
+  cr_expect(wait_field("pod", "j-a-0", "phase", "Running"));
+  char phase[64];
+  field("job", "j", "phase", phase, sizeof phase);
+  cr_expect_str_neq(phase, "Failed", "a foreign report was applied");
+}
+
+Test(scheduler, failed_pod_is_retried_then_fails_its_job) {
+  node("gpu-1", 1);
+  job("r", 1, 1, 1);
+  cr_assert(wait_field("pod", "r-a-0", "node", "gpu-1"));
+  report("gpu-1", "r-a-0", "Failed", 0, 3);
+  cr_assert(wait_field("pod", "r-a-0", "attempt", "1"), "retried");
+  cr_assert(wait_field("pod", "r-a-0", "node", "gpu-1"), "placed again");
+  report("gpu-1", "r-a-0", "Failed", 1, 3);
+  cr_expect(wait_field("job", "r", "phase", "Failed"));
+  cr_expect(wait_field("task", "r-a", "phase", "Failed"));
+}
+
+Test(scheduler, gang_waits_for_capacity_in_submission_order) {
+  node("gpu-1", 2);
+  job("first", 2, 1, 0);
+  cr_assert(wait_field("pod", "first-a-1", "node", "gpu-1"));
+  job("big", 2, 1, 0); /* needs both GPUs: waits, all or nothing */
+  sleep(1);
+  char n0[64], n1[64], reason[256];
+  field("pod", "big-a-0", "node", n0, sizeof n0);
+  field("pod", "big-a-1", "node", n1, sizeof n1);
+  cr_expect_str_eq(n0, "", "a gang was half placed");
+  cr_expect_str_eq(n1, "");
+  field("job", "big", "reason", reason, sizeof reason);
+  cr_expect(reason[0], "a waiting Job says why");
+  report("gpu-1", "first-a-0", "Succeeded", 0, 0);
+  report("gpu-1", "first-a-1", "Succeeded", 0, 0);
+  cr_expect(wait_field("pod", "big-a-0", "node", "gpu-1"));
+  cr_expect(wait_field("pod", "big-a-1", "node", "gpu-1"));
+}
+
+Test(scheduler, stop_and_resume) {
+  node("gpu-1", 1);
+  job("s", 1, 1, 0);
+  cr_assert(wait_field("pod", "s-a-0", "node", "gpu-1"));
+  msgpack_zone z;
+  msgpack_zone_init(&z, 1024);
+  msgpack_object r = command("job", "stop", "{\"name\":\"s\"}", &z);
+  expect_ok(&r);
+  cr_expect(wait_field("job", "s", "phase", "Stopped"));
+  cr_expect(wait_field("pod", "s-a-0", "desired", "Stopped"));
+  cr_expect(wait_field("node", "gpu-1", "pods", "0"));
+  r = command("job", "resume", "{\"name\":\"s\"}", &z);
+  expect_ok(&r);
+  cr_expect(wait_field("pod", "s-a-0", "attempt", "1"));
+  cr_expect(wait_field("pod", "s-a-0", "node", "gpu-1"));
+  r = command("job", "apply",
+              "{\"resource\":{\"apiVersion\":\"rlinf.io/v1alpha1\",\"kind\":"
+              "\"Job\",\"metadata\":{\"name\":\"s\"},\"spec\":{\"tasks\":[{"
+              "\"name\":\"b\",\"role\":\"Actor\",\"runtime\":{\"raw\":{"
+              "\"entrypoint\":[\"true\"]}}}]}}}",
+              &z);
+  const msgpack_object *e = bus_obj_get(&r, "error");
+  cr_assert_not_null(e, "a changed spec must be refused");
+  char code[32];
+  cr_expect_str_eq(bus_obj_str(e, "code", code, sizeof code), "EXISTS");
+  msgpack_zone_destroy(&z);
+}
+
+Test(scheduler, kill9_midway_and_replay_verify) {
+  node("gpu-1", 4);
+  node("gpu-2", 4);
+  for (int i = 0; i < 6; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "k%d", i);
+    job(name, 1, 1, 0);
+    if (i == 2) {
+      lt_kill(sched[0], SIGKILL);
+      sched[0] = start_scheduler("scheduler");
+    }
+  }
+  for (int i = 0; i < 6; i++) {
+    char pod[16], bound[64];
+    snprintf(pod, sizeof pod, "k%d-a-0", i);
+    cr_assert(wait_field("pod", pod, "attempt", "0"));
+    for (int w = 0;
+         w < 100 && !(field("pod", pod, "node", bound, 64), bound[0]); w++)
+      usleep(100 * 1000);
+    cr_expect(bound[0], "%s was never placed", pod);
+  }
+  char a[16], b[16];
+  field("node", "gpu-1", "pods", a, sizeof a);
+  field("node", "gpu-2", "pods", b, sizeof b);
+  cr_expect_eq(atoi(a) + atoi(b), 6, "every pod booked exactly once");
+  bus_status live;
+  lark_replay_result res;
+  int rc = -1;
+  for (int i = 0; i < 20 && rc; i++, usleep(200 * 1000))
+    rc = lark_replay_verify(conn, lark_view_find("scheduler"), NULL, &live,
+                            &res);
+  cr_expect_eq(rc, 0, "live scheduler differs from its replay: %s",
+               bus_last_error());
+}
+
+Test(scheduler, two_schedulers_never_double_book) {
+  sched[1] = start_scheduler("scheduler-b");
+  node("gpu-1", 2);
+  for (int i = 0; i < 6; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "d%d", i);
+    job(name, 1, 1, 0);
+  }
+  sleep(2);
+  int bound = 0;
+  for (int i = 0; i < 6; i++) {
+    char pod[16], n[64];
+    snprintf(pod, sizeof pod, "d%d-a-0", i);
+    field("pod", pod, "node", n, sizeof n);
+    bound += n[0] != 0;
+  }
+  cr_expect_eq(bound, 2, "2 GPUs, %d single-GPU pods bound", bound);
+  /* the placement log itself: a replay books at most the capacity */
+  bus_status live;
+  lark_replay_result res;
+  cr_expect_eq(
+      lark_replay_verify(conn, lark_view_find("scheduler"), NULL, &live, &res),
+      0, "%s", bus_last_error());
+}
