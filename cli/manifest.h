@@ -43,7 +43,10 @@
 #include "bus.h"
 
 #define LARK_MANIFEST_MAX_BYTES (8 * 1024 * 1024)
-#define LARK_MANIFEST_MAX_DEPTH 64
+/* The deepest resource the schema allows is 12 levels; commands and events
+ * wrap a resource in one or two more, and libbus refuses msgpack deeper
+ * than 24 (msgpack-c's own unpacker stops at 32). */
+#define LARK_MANIFEST_MAX_DEPTH 20
 #define LARK_MANIFEST_MAX_NODES 262144
 #define LARK_MANIFEST_MAX_DOCS 1024
 #define LARK_MANIFEST_MAX_KEYS 4096

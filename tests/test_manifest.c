@@ -228,7 +228,8 @@ Test(manifest, deep_nesting_is_refused_not_crashed) {
   cr_expect_neq(parse(deep), 0, "JSON too");
   free(s);
   free(deep);
-  /* the top mapping and 63 more are at the limit; one more is over */
+  /* the top mapping and MAX_DEPTH - 1 more are at the limit; one more is
+   * over */
   for (int extra = 0; extra < 2; extra++) {
     deep = repeat("{a: ", "}", LARK_MANIFEST_MAX_DEPTH - 1 + extra);
     s = malloc(strlen(deep) + 4);
