@@ -98,6 +98,10 @@ int cli_command_fail(lark_cli *cli, const char *cmd, int rc, const char *kind,
  * "  path: reason" line per detail, to stderr. */
 void cli_print_refusal(const char *cmd, const char *what,
                        const msgpack_object *err);
+/* What an ok reply says was done: "unchanged", "configured", a `result`
+ * word ("created", "stopped", ...), else dflt. buf holds the word. */
+const char *cli_reply_outcome(const msgpack_object *reply, const char *dflt,
+                              char *buf, size_t cap);
 /* Pack the string pair k: v. */
 void cli_pack_str(msgpack_packer *pk, const char *k, const char *v);
 /* One JSON line {kind, name, result, key?, seq?, error?} on stdout. */

@@ -89,18 +89,6 @@ check_all(const apply *ap) {
   return bad ? CLI_ERR : CLI_OK;
 }
 
-/* What the service did, from an ok reply. */
-static const char *
-outcome(const msgpack_object *reply) {
-  const msgpack_object *u = bus_obj_get(reply, "unchanged");
-  const msgpack_object *c = bus_obj_get(reply, "configured");
-  if (u && u->type == MSGPACK_OBJECT_BOOLEAN && u->via.boolean)
-    return "unchanged";
-  if (c && c->type == MSGPACK_OBJECT_BOOLEAN && c->via.boolean)
-    return "configured";
-  return "created";
-}
-
 static void
 pack_body(msgpack_sbuffer *sb, const char *key, const lark_doc *d) {
   msgpack_packer pk;
@@ -125,17 +113,20 @@ apply_doc(apply *ap, bus_conn *c, const lark_doc *d) {
   msgpack_object reply;
   int rc = cli_command(ap->cli, c, k->cmd, "apply", &sb, &zone, &reply);
   const msgpack_object *err = rc ? NULL : bus_obj_get(&reply, "error");
+  char word[32];
+  const char *done =
+      rc || err ? "error"
+                : cli_reply_outcome(&reply, "created", word, sizeof word);
   if (ap->cli->verbose)
     fprintf(stderr, "%s: key %s\n", what, key);
   if (rc)
     rc = cli_command_fail(ap->cli, "apply", rc, k->cmd, "apply");
   else if (ap->cli->output == CLI_OUT_JSON)
-    cli_print_outcome_json(k->cmd, d->name, err ? "error" : outcome(&reply),
-                           &reply, key);
+    cli_print_outcome_json(k->cmd, d->name, done, &reply, key);
   else if (err)
     cli_print_refusal("apply", what, err);
   else
-    printf("%s %s\n", what, outcome(&reply));
+    printf("%s %s\n", what, done);
   fflush(stdout);
   msgpack_zone_destroy(&zone);
   msgpack_sbuffer_destroy(&sb);

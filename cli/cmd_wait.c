@@ -74,10 +74,16 @@ parse_ms(const char *s, int64_t *ms) {
   return 0;
 }
 
-/* The phase of the describe result: `phase`, else `status.phase`. */
+/*
+ * The phase of the describe result: `phase`, else under `status`, or
+ * under the kind's own key (lark-scheduler answers {job: {phase}, pods,
+ * tasks}).
+ */
 static void
-take_phase(const msgpack_object *res, seen *s) {
+take_phase(const msgpack_object *res, const char *kind, seen *s) {
   const msgpack_object *st = bus_obj_get(res, "status");
+  if (!st)
+    st = bus_obj_get(res, kind);
   s->phase[0] = s->reason[0] = 0;
   if (!bus_obj_str(res, "phase", s->phase, sizeof s->phase) && st)
     bus_obj_str(st, "phase", s->phase, sizeof s->phase);
@@ -116,7 +122,7 @@ poll_once(lark_cli *cli, bus_conn *c, const wait_args *a, seen *s) {
     out = CLI_ERR;
   } else if (res) {
     s->found = 1;
-    take_phase(res, s);
+    take_phase(res, a->kind, s);
   }
   msgpack_zone_destroy(&zone);
   msgpack_sbuffer_destroy(&sb);

@@ -93,6 +93,30 @@ cli_pack_str(msgpack_packer *pk, const char *k, const char *v) {
   msgpack_pack_str_with_body(pk, v, strlen(v));
 }
 
+/*
+ * What a service says it did: `unchanged: true` or `configured: true` (the
+ * contract's flags), else a `result` word it names (lark-scheduler answers
+ * {result: "created" | "unchanged" | "stopped" ...}), else dflt.
+ */
+const char *
+cli_reply_outcome(const msgpack_object *reply, const char *dflt, char *buf,
+                  size_t cap) {
+  static const char *const words[] = {
+      "created", "unchanged", "configured", "stopped",    "resumed",
+      "deleted", "cordoned",  "uncordoned", "registered", NULL};
+  const msgpack_object *u = bus_obj_get(reply, "unchanged");
+  const msgpack_object *c = bus_obj_get(reply, "configured");
+  if (u && u->type == MSGPACK_OBJECT_BOOLEAN && u->via.boolean)
+    return "unchanged";
+  if (c && c->type == MSGPACK_OBJECT_BOOLEAN && c->via.boolean)
+    return "configured";
+  if (bus_obj_str(reply, "result", buf, cap))
+    for (const char *const *w = words; *w; w++)
+      if (!strcmp(buf, *w))
+        return *w;
+  return dflt;
+}
+
 /* One JSON line for a command's outcome: {kind, name, result, seq?,
  * key?, error?}. */
 void
@@ -141,14 +165,18 @@ name_one(lark_cli *cli, bus_conn *c, const cli_verb *v, const char *kind,
   msgpack_object reply;
   int rc = cli_command(cli, c, kind, v->name, &sb, &zone, &reply);
   const msgpack_object *err = rc ? NULL : bus_obj_get(&reply, "error");
+  char word[32];
+  const char *done =
+      rc || err ? "error"
+                : cli_reply_outcome(&reply, v->done, word, sizeof word);
   if (rc)
     rc = cli_command_fail(cli, v->name, rc, kind, v->name);
   else if (cli->output == CLI_OUT_JSON)
-    cli_print_outcome_json(kind, name, err ? "error" : v->done, &reply, key);
+    cli_print_outcome_json(kind, name, done, &reply, key);
   else if (err)
     cli_print_refusal(v->name, what, err);
   else
-    printf("%s %s\n", what, v->done);
+    printf("%s %s\n", what, done);
   if (!rc && cli->verbose)
     fprintf(stderr, "key %s\n", key);
   msgpack_zone_destroy(&zone);

@@ -57,6 +57,19 @@ reply_extra(bus_conn *c, const bus_cmd *cmd, const char *k, int v) {
   msgpack_sbuffer_destroy(&sb);
 }
 
+/* Reply {ok, seq, result: word}. */
+static void
+reply_word(bus_conn *c, const bus_cmd *cmd, const char *word) {
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_str_with_body(&pk, "result", 6);
+  msgpack_pack_str_with_body(&pk, word, strlen(word));
+  bus_cmd_reply_ok(c, cmd, 12, sb.data, sb.size, 1);
+  msgpack_sbuffer_destroy(&sb);
+}
+
 /* Reply {ok, seq, result: <packed by fn>}. */
 static void
 reply_result(bus_conn *c, const bus_cmd *cmd,
@@ -93,6 +106,18 @@ pack_phase(msgpack_packer *pk, const char *name) {
   pack_kv(pk, "name", name);
   pack_kv(pk, "phase", phase);
   pack_kv(pk, "reason", reason);
+}
+
+/* lark-scheduler's shape: {job: {name, phase}, pods: []}. */
+static void
+pack_nested(msgpack_packer *pk, const char *name) {
+  msgpack_pack_map(pk, 2);
+  msgpack_pack_str_with_body(pk, "job", 3);
+  msgpack_pack_map(pk, 2);
+  pack_kv(pk, "name", name);
+  pack_kv(pk, "phase", "Succeeded");
+  msgpack_pack_str_with_body(pk, "pods", 4);
+  msgpack_pack_array(pk, 0);
 }
 
 static void
@@ -165,8 +190,10 @@ handler(bus_conn *c, const bus_cmd *cmd, void *ud) {
   if (!strcmp(cmd->verb, "apply")) {
     on_apply(c, cmd);
   } else if (!strcmp(cmd->verb, "describe")) {
-    if (!strcmp(name, "train-1") || !strcmp(name, "doomed") ||
-        !strcmp(name, "stuck")) {
+    if (!strcmp(name, "nested")) {
+      reply_result(c, cmd, pack_nested, name);
+    } else if (!strcmp(name, "train-1") || !strcmp(name, "doomed") ||
+               !strcmp(name, "stuck")) {
       reply_result(c, cmd, pack_phase, name);
       describes++;
     } else {
@@ -176,7 +203,9 @@ handler(bus_conn *c, const bus_cmd *cmd, void *ud) {
     reply_result(c, cmd, pack_samples, NULL);
   } else {
     record(cmd, name, -1);
-    if (!strcmp(name, "ghost"))
+    if (!strcmp(name, "already")) /* lark-scheduler's {result: word} */
+      reply_word(c, cmd, "unchanged");
+    else if (!strcmp(name, "ghost"))
       bus_cmd_reply_error(c, cmd, BUS_ENOT_FOUND, "job ghost not found", NULL,
                           0);
     else
@@ -418,6 +447,9 @@ Test(apply, cordon_and_uncordon_a_node) {
   cr_expect_str_eq(seen[0].verb, "cordon");
   cr_expect_str_eq(seen[1].verb, "uncordon");
   cr_expect_str_eq(seen[1].name, "gpu-3");
+
+  cr_assert_eq(ctl("cordon", "node", "already", NULL), 0, "%s", err);
+  cr_expect_str_eq(out, "node.rlinf.io/already unchanged\n");
 }
 
 Test(apply, wait_until_the_phase_is_reached) {
@@ -432,6 +464,9 @@ Test(apply, wait_until_the_phase_is_reached) {
                    "json", NULL),
                0, "%s", err);
   cr_expect(strstr(out, "\"met\":true"), "%s", out);
+
+  cr_assert_eq(ctl("wait", "job", "nested", "--for", "Succeeded", NULL), 0,
+               "phase under the kind's key: %s", err);
 }
 
 Test(apply, wait_fails_when_the_phase_can_no_longer_be_reached) {
