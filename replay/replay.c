@@ -25,7 +25,7 @@
 void
 lark_replay_opts_init(lark_replay_opts *o) {
   memset(o, 0, sizeof *o);
-  o->batch = 4096;
+  o->batch = 8192;
 }
 
 static double
@@ -181,8 +181,7 @@ apply_ring(bus_view *v, pipe_t *p, const lark_replay_opts *o,
       bus_batch_meta(b, bus_batch_len(b) - 1, NULL, &seq, NULL);
       o->progress(seq, end, res->events, o->ud);
     }
-    bus_batch_clear(b);
-    release(p);
+    release(p); /* the reader clears it when it refills it */
     if (rc || nrc == BUS_EEOF)
       return rc;
   }

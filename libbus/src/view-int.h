@@ -43,9 +43,11 @@ struct bus_view {
 struct bus_txn {
   bus_view *v;
   MDB_txn *txn;
-  bus__counters c;        /* working copy inside a write txn */
-  const bus_event *cause; /* decide: the cause, or NULL on a tick */
-  unsigned emit_index;    /* decide: emits so far for this cause */
+  bus__counters c;         /* working copy inside a write txn */
+  const bus_event *cause;  /* decide: the cause, or NULL on a tick */
+  unsigned emit_index;     /* decide: emits so far for this cause */
+  const char *cur_subject; /* apply: the event's subject, and */
+  bus_version cur_ver;     /* its version as apply sees it */
   int64_t now_ns;
 };
 

@@ -400,6 +400,10 @@ int
 bus_txn_version(bus_txn *t, const char *subject, bus_version *ver) {
   const void *val;
   size_t len;
+  if (t->cur_subject && !strcmp(subject, t->cur_subject)) {
+    *ver = t->cur_ver; /* apply asks for its own event's: just written */
+    return 0;
+  }
   memset(ver, 0, sizeof *ver);
   int rc =
       bus_txn_get(t, BUS__T_VERSIONS, subject, strlen(subject), &val, &len);
@@ -487,7 +491,12 @@ apply_one(bus_txn *t, const bus_event *ev) {
     if ((rc = version_put(t, ev->subject, &now)))
       return rc;
   }
+  if (agg) {
+    t->cur_subject = ev->subject;
+    t->cur_ver = now;
+  }
   int rc = t->v->def.apply ? t->v->def.apply(t, ev, t->v->def.ud) : 0;
+  t->cur_subject = NULL;
   if (refused(rc)) {
     t->c.rejected++;
     if (agg)
