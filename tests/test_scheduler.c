@@ -260,13 +260,19 @@ Test(scheduler, job_runs_to_succeeded_and_pods_are_dispatched) {
                    "Running");
   msgpack_zone_destroy(&z);
 
+  job("other", 1, 0, 0); /* its pod's key is as long as train's */
+  cr_assert(wait_field("pod", "other-a-0", "node", "gpu-1"));
   report("gpu-1", "train-a-0", "Running", 0, 0);
   cr_expect(wait_field("job", "train", "phase", "Running"));
   report("gpu-1", "train-a-0", "Succeeded", 0, 0);
   report("gpu-1", "train-a-1", "Succeeded", 0, 0);
   cr_expect(wait_field("job", "train", "phase", "Succeeded"));
   cr_expect(wait_field("task", "train-a", "phase", "Succeeded"));
-  cr_expect(wait_field("node", "gpu-1", "pods", "0"), "capacity freed");
+  cr_expect(wait_field("node", "gpu-1", "pods", "1"), "train's capacity freed");
+  uint64_t sent = 0;
+  cr_assert_eq(bus_stream_last_seq(conn, "LARK_NODES", &sent), 0);
+  cr_expect_eq(sent, 3, "each desired state is sent once (3, not %llu)",
+               (unsigned long long)sent);
 }
 
 Test(scheduler, report_from_the_wrong_node_is_refused) {

@@ -353,29 +353,71 @@ bus__batch_truncate(bus_batch *b, size_t keep) {
     b->n = keep;
 }
 
+/* Timeouts and "no messages" are "nothing yet" (DESIGN.md section 10). */
+static int
+quiet(natsStatus s) {
+  return s == NATS_TIMEOUT || s == NATS_NOT_FOUND;
+}
+
+/* One pull request: no-wait when wait_ms is 0, else a long poll. */
+static natsStatus
+pull(natsSubscription *sub, bus_conn *c, int batch, int wait_ms,
+     natsMsgList *list) {
+  jsFetchRequest req;
+  jsFetchRequest_Init(&req);
+  req.Batch = batch;
+  req.NoWait = wait_ms <= 0;
+  req.Expires = (int64_t)(wait_ms > 0 ? wait_ms : c->js_wait_ms) * 1000000;
+  return natsSubscription_FetchRequest(list, sub, &req);
+}
+
+/* Add what else is there now to list (the messages move over). */
+static void
+append_more(natsSubscription *sub, bus_conn *c, int max, natsMsgList *list) {
+  natsMsgList more;
+  memset(&more, 0, sizeof more);
+  if (pull(sub, c, max, 0, &more) != NATS_OK || more.Count == 0) {
+    natsMsgList_Destroy(&more);
+    return;
+  }
+  natsMsg **all =
+      realloc(list->Msgs, sizeof *all * (size_t)(list->Count + more.Count));
+  if (!all) {
+    natsMsgList_Destroy(&more);
+    return;
+  }
+  memcpy(all + list->Count, more.Msgs, sizeof *all * (size_t)more.Count);
+  list->Msgs = all;
+  list->Count += more.Count;
+  free(more.Msgs); /* the messages now belong to list */
+}
+
 int
 bus__fetch(natsSubscription *sub, bus_conn *c, int max, int timeout_ms,
            natsMsgList *list) {
-  jsErrCode jerr = 0;
-  natsStatus s;
   memset(list, 0, sizeof *list);
-  if (timeout_ms > 0) {
-    s = natsSubscription_Fetch(list, sub, max, timeout_ms, &jerr);
-  } else {
-    jsFetchRequest req;
-    jsFetchRequest_Init(&req);
-    req.Batch = max;
-    req.NoWait = true;
-    req.Expires = (int64_t)c->js_wait_ms * 1000000;
-    s = natsSubscription_FetchRequest(list, sub, &req);
-  }
-  if (s == NATS_OK)
+  /* what is there now, without waiting */
+  natsStatus s = pull(sub, c, max, 0, list);
+  if (s == NATS_OK && list->Count > 0)
     return 0;
   natsMsgList_Destroy(list);
   memset(list, 0, sizeof *list);
-  if (s == NATS_TIMEOUT || s == NATS_NOT_FOUND)
-    return 0; /* nothing yet (DESIGN.md section 10) */
-  return bus__nats_err(s, jerr, "fetch");
+  if (timeout_ms <= 0)
+    return s == NATS_OK || quiet(s) ? 0 : bus__nats_err(s, 0, "fetch");
+  /*
+   * Nothing yet: wait for one message only. A long poll for `max` would
+   * hold the request open until `max` arrive or it expires, so a lone
+   * event would wait out the whole timeout.
+   */
+  s = pull(sub, c, 1, timeout_ms, list);
+  if (s != NATS_OK || list->Count == 0) {
+    natsMsgList_Destroy(list);
+    memset(list, 0, sizeof *list);
+    return s == NATS_OK || quiet(s) ? 0 : bus__nats_err(s, 0, "fetch");
+  }
+  if (max > 1)
+    append_more(sub, c, max - 1, list);
+  return 0;
 }
 
 int

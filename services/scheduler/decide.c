@@ -466,6 +466,7 @@ typedef struct out_walk {
   bus_txn *t;
   unsigned char last[8 + SCHED_DNAME_SZ];
   size_t last_len;
+  int moved; /* sent something: the cursor moves */
 } out_walk;
 
 static int
@@ -479,6 +480,7 @@ send_one(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
     return 0;
   memcpy(w->last, k, kl);
   w->last_len = kl;
+  w->moved = 1;
   sched_copy(name, sizeof name, (const char *)k + 8, kl - 8);
   if (sched_pod_get(w->t, name, &p) || !p.node[0] ||
       sched_job_get(w->t, p.job, &j))
@@ -512,7 +514,7 @@ decide_dispatch(bus_txn *t) {
   size_t alen = w.last_len;
   memcpy(after, w.last, alen);
   int rc = bus_txn_scan_after(t, "outgoing", after, alen, send_one, &w);
-  if (!rc && w.last_len != alen)
+  if (!rc && w.moved)
     rc = bus_txn_note_put(t, "o", 1, w.last, w.last_len);
   return rc;
 }

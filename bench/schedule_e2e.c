@@ -1,0 +1,269 @@
+/*
+ * bench/schedule_e2e.c - pods bound per second through the broker.
+ *
+ * Starts a nats-server and a lark-scheduler, registers N nodes through
+ * the command path, then submits J Jobs of P pods each (one command each,
+ * as `larkctl apply` does) and waits until the placement log holds a
+ * binding for every pod. Beside it, in the same run, the physical floor
+ * of that path: one client appending the same number of job.placed-sized
+ * events (P bindings each) to a subject with the broker's version check,
+ * one after another, as the placement log must be written.
+ *
+ *   bench_schedule_e2e [--nodes N] [--jobs J] [--pods P]
+ */
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bus.h"
+#include "natsd.h"
+
+static double
+now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void
+die(const char *what, const char *detail) {
+  fprintf(stderr, "bench_schedule_e2e: %s: %s\n", what, detail);
+  exit(1);
+}
+
+static void
+kv(msgpack_packer *pk, const char *k, const char *v) {
+  msgpack_pack_str_with_body(pk, k, strlen(k));
+  msgpack_pack_str_with_body(pk, v, strlen(v));
+}
+
+static void
+resource_head(msgpack_packer *pk, const char *kind, const char *name) {
+  msgpack_pack_map(pk, 4);
+  kv(pk, "apiVersion", "rlinf.io/v1alpha1");
+  kv(pk, "kind", kind);
+  msgpack_pack_str_with_body(pk, "metadata", 8);
+  msgpack_pack_map(pk, 1);
+  kv(pk, "name", name);
+  msgpack_pack_str_with_body(pk, "spec", 4);
+}
+
+static void
+call(bus_conn *c, const char *subject, const msgpack_sbuffer *sb) {
+  void *reply = NULL;
+  size_t len = 0;
+  int rc =
+      bus_conn_request(c, subject, sb->data, sb->size, 10000, &reply, &len);
+  if (rc)
+    die(subject, bus_last_error());
+  if (len > 8 && memmem(reply, len, "error", 5))
+    die(subject, "refused");
+  free(reply);
+}
+
+static void
+add_node(bus_conn *c, int i) {
+  char name[32], key[32];
+  snprintf(name, sizeof name, "n%04d", i);
+  snprintf(key, sizeof key, "node-%d", i);
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 2);
+  kv(&pk, "key", key);
+  msgpack_pack_str_with_body(&pk, "resource", 8);
+  resource_head(&pk, "Node", name);
+  msgpack_pack_map(&pk, 2);
+  kv(&pk, "cluster", "c1");
+  msgpack_pack_str_with_body(&pk, "capacity", 8);
+  msgpack_pack_map(&pk, 2);
+  msgpack_pack_str_with_body(&pk, "cpu", 3);
+  msgpack_pack_uint32(&pk, 64);
+  msgpack_pack_str_with_body(&pk, "memory", 6);
+  msgpack_pack_uint32(&pk, 262144);
+  call(c, "lark.cmd.admin.node.apply", &sb);
+  msgpack_sbuffer_destroy(&sb);
+}
+
+static void
+add_job(bus_conn *c, int i, int pods) {
+  char name[32], key[32];
+  snprintf(name, sizeof name, "job%04d", i);
+  snprintf(key, sizeof key, "job-%d", i);
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 2);
+  kv(&pk, "key", key);
+  msgpack_pack_str_with_body(&pk, "resource", 8);
+  resource_head(&pk, "Job", name);
+  msgpack_pack_map(&pk, 2);
+  kv(&pk, "strategy", i % 2 ? "spread" : "pack");
+  msgpack_pack_str_with_body(&pk, "tasks", 5);
+  msgpack_pack_array(&pk, 1);
+  msgpack_pack_map(&pk, 5);
+  kv(&pk, "name", "w");
+  kv(&pk, "role", "Rollout");
+  msgpack_pack_str_with_body(&pk, "replicas", 8);
+  msgpack_pack_uint32(&pk, (uint32_t)pods);
+  msgpack_pack_str_with_body(&pk, "resources", 9);
+  msgpack_pack_map(&pk, 2);
+  msgpack_pack_str_with_body(&pk, "cpu", 3);
+  msgpack_pack_uint32(&pk, 1);
+  msgpack_pack_str_with_body(&pk, "memory", 6);
+  msgpack_pack_uint32(&pk, 256);
+  msgpack_pack_str_with_body(&pk, "runtime", 7);
+  msgpack_pack_map(&pk, 1);
+  msgpack_pack_str_with_body(&pk, "raw", 3);
+  msgpack_pack_map(&pk, 1);
+  msgpack_pack_str_with_body(&pk, "entrypoint", 10);
+  msgpack_pack_array(&pk, 1);
+  msgpack_pack_str_with_body(&pk, "true", 4);
+  call(c, "lark.cmd.admin.job.apply", &sb);
+  msgpack_sbuffer_destroy(&sb);
+}
+
+/* Wait until the placement log holds want bindings; one reader follows
+ * the log (a consumer per poll would load the broker we measure). */
+static long
+wait_bound(bus_conn *c, long want, double deadline) {
+  bus_reader_opts o;
+  bus_reader_opts_init(&o);
+  o.stream = "LARK_EVENTS";
+  o.filter = "lark.ev.placement.default";
+  o.follow = 1;
+  bus_reader *r;
+  bus_batch *b;
+  long n = 0;
+  if (bus_reader_open(c, &o, &r) || bus_batch_new(&b))
+    die("reader", bus_last_error());
+  while (n < want && now_s() < deadline) {
+    bus_reader_next(r, b, 200);
+    for (size_t i = 0; i < bus_batch_len(b); i++) {
+      const bus_event *ev = bus_batch_event(b, i);
+      const msgpack_object *bs = ev ? bus_obj_get(&ev->data, "bindings") : 0;
+      if (bs && bs->type == MSGPACK_OBJECT_ARRAY)
+        n += bs->via.array.size;
+    }
+  }
+  bus_batch_free(b);
+  bus_reader_close(r);
+  return n;
+}
+
+/* The floor: J checked appends of a P-binding event, one after another. */
+static double
+baseline(bus_conn *c, int jobs, int pods) {
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 3);
+  kv(&pk, "pool", "bench");
+  kv(&pk, "job", "base");
+  msgpack_pack_str_with_body(&pk, "bindings", 8);
+  msgpack_pack_array(&pk, (uint32_t)pods);
+  for (int p = 0; p < pods; p++) {
+    char pod[32];
+    snprintf(pod, sizeof pod, "base-w-%d", p);
+    msgpack_pack_map(&pk, 4);
+    kv(&pk, "pod", pod);
+    kv(&pk, "task", "base-w");
+    kv(&pk, "node", "n0000");
+    msgpack_pack_str_with_body(&pk, "gpus", 4);
+    msgpack_pack_array(&pk, 0);
+  }
+  uint64_t prev = 0;
+  double t0 = now_s();
+  for (int j = 0; j < jobs; j++) {
+    char id[33];
+    bus_event_new_id(id);
+    bus_event ev = {.type = "job.placed",
+                    .id = id,
+                    .ts = 1,
+                    .actor = "bench",
+                    .cause = "",
+                    .prev = prev,
+                    .data_mp = sb.data,
+                    .data_mp_len = sb.size};
+    if (bus_append(c, "lark.ev.placement.bench", &ev, BUS_APPEND_CHECK, &prev,
+                   NULL))
+      die("baseline append", bus_last_error());
+  }
+  double dt = now_s() - t0;
+  msgpack_sbuffer_destroy(&sb);
+  return (double)jobs * pods / dt;
+}
+
+static pid_t
+start_scheduler(const lt_natsd *s, const char *argv0, const char *dir) {
+  char self[4096], bin[4200], data[512], log[512];
+  snprintf(self, sizeof self, "%s", argv0);
+  snprintf(bin, sizeof bin, "%s/lark-scheduler", dirname(self));
+  snprintf(data, sizeof data, "%s/view", dir);
+  snprintf(log, sizeof log, "%s/scheduler.log", dir);
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (!freopen(log, "w", stderr))
+      _exit(126);
+    execl(bin, bin, "--url", s->url, "--data", data, (char *)NULL);
+    _exit(127);
+  }
+  return pid;
+}
+
+int
+main(int argc, char **argv) {
+  int nodes = 1000, jobs = 100, pods = 100;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    int v = atoi(argv[i + 1]);
+    if (!strcmp(argv[i], "--nodes"))
+      nodes = v;
+    else if (!strcmp(argv[i], "--jobs"))
+      jobs = v;
+    else if (!strcmp(argv[i], "--pods"))
+      pods = v;
+  }
+  if (nodes <= 0 || jobs <= 0 || pods <= 0)
+    die("usage", "bench_schedule_e2e [--nodes N] [--jobs J] [--pods P]");
+  lt_natsd srv;
+  bus_conn *c;
+  char dir[256];
+  if (lt_natsd_start(&srv, NULL, NULL) || lt_connect(&srv, &c) ||
+      lt_streams(c, 120000))
+    die("broker", bus_last_error());
+  lt_tmpdir(dir, sizeof dir, "bench-sched");
+  pid_t sched = start_scheduler(&srv, argv[0], dir);
+  usleep(300 * 1000);
+  for (int i = 0; i < nodes; i++)
+    add_node(c, i);
+  printf("bench_schedule_e2e: %d pods (%d Jobs x %d) onto %d nodes\n",
+         jobs * pods, jobs, pods, nodes);
+  double t0 = now_s();
+  for (int i = 0; i < jobs; i++)
+    add_job(c, i, pods);
+  long want = (long)jobs * pods;
+  long got = wait_bound(c, want, t0 + 120);
+  double dt = now_s() - t0;
+  if (got < want)
+    die("timeout", "not every pod was bound within 120 s");
+  double base = baseline(c, jobs, pods);
+  double rate = (double)want / dt;
+  printf("  checked appends of the bindings  %10.0f pods/s (floor)\n", base);
+  printf("  submitted to bound, end to end   %10.0f pods/s   ratio %.2fx "
+         "(target >= 5000/s)\n",
+         rate, rate / base);
+  kill(sched, SIGTERM);
+  waitpid(sched, NULL, 0);
+  bus_conn_close(c);
+  lt_natsd_stop(&srv);
+  lt_rmtree(dir);
+  return 0;
+}
