@@ -410,3 +410,70 @@ Test(scheduler, two_schedulers_never_double_book) {
       lark_replay_verify(conn, lark_view_find("scheduler"), NULL, &live, &res),
       0, "%s", bus_last_error());
 }
+
+/* A node registers and beats through its ingress, as lark-edge does. */
+static void
+edge_says(const char *node_name, const char *type, const char *what,
+          const msgpack_sbuffer *data) {
+  char subject[256], id[33];
+  snprintf(subject, sizeof subject, "lark.in.%s.sched.%s", node_name, what);
+  bus_event_new_id(id);
+  bus_event ev = {.type = type,
+                  .id = id,
+                  .ts = 1,
+                  .actor = node_name,
+                  .cause = "",
+                  .data_mp = data->data,
+                  .data_mp_len = data->size};
+  cr_assert_eq(bus_append(conn, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL),
+               0, "%s", bus_last_error());
+}
+
+static void
+edge_register(const char *name) {
+  char json[512];
+  snprintf(json, sizeof json,
+           "{\"apiVersion\":\"rlinf.io/v1alpha1\",\"kind\":\"Node\","
+           "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"cluster\":\"c1\","
+           "\"runtimes\":[\"raw\"],\"capacity\":{\"cpu\":8,"
+           "\"memory\":16384,\"gpu\":1}}}",
+           name);
+  json_t *j = json_loads(json, 0, NULL);
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  pack_json(j, &pk);
+  json_decref(j);
+  edge_says(name, "node.registered", "node", &sb);
+  msgpack_sbuffer_destroy(&sb);
+}
+
+static void
+edge_beat(const char *name) {
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_sbuffer_write(&sb, "\x80", 1);
+  edge_says(name, "node.heartbeat", "node", &sb);
+  msgpack_sbuffer_destroy(&sb);
+}
+
+Test(scheduler, silent_node_goes_notready_and_its_pod_runs_elsewhere) {
+  edge_register("edge-a");
+  edge_beat("edge-a");
+  cr_assert(wait_field("node", "edge-a", "status", "Ready"));
+  job("lost", 1, 1, 1); /* one retry allowed */
+  cr_assert(wait_field("pod", "lost-a-0", "node", "edge-a"));
+  node("gpu-9", 1); /* registered by hand: no heartbeats expected */
+  /* edge-a falls silent: NotReady after 1.5 s, its pod fails, retries */
+  cr_expect(wait_field("node", "edge-a", "status", "NotReady"));
+  cr_expect(wait_field("pod", "lost-a-0", "node", "gpu-9"));
+  cr_expect(wait_field("pod", "lost-a-0", "attempt", "1"));
+  char n[64];
+  field("node", "edge-a", "pods", n, sizeof n);
+  cr_expect_str_eq(n, "0", "the lost node's capacity is freed");
+  edge_beat("edge-a"); /* back: Ready again */
+  cr_expect(wait_field("node", "edge-a", "status", "Ready"));
+  field("node", "gpu-9", "status", n, sizeof n);
+  cr_expect_str_eq(n, "Ready", "a node registered by hand stays Ready");
+}

@@ -493,11 +493,13 @@ apply_job_verb(bus_txn *t, const bus_event *ev, const char *name,
     j.stopped = 1;
     strcpy(j.phase, "Stopped");
     strcpy(j.want, "Stopped");
+    snprintf(j.reason, sizeof j.reason, "stopped by %s", ev->actor);
   } else if (!strcmp(verb, "resumed")) {
     j.stopped = 0;
     j.bound = j.ended = 0;
     strcpy(j.phase, "Pending");
     strcpy(j.want, "Pending");
+    j.reason[0] = 0;
     c.reset = 1;
   } else { /* deleted */
     j.stopped = j.deleted = 1;
