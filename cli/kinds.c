@@ -162,13 +162,17 @@ cli_print_table(const msgpack_object *items, const cli_kind *k, int output) {
   if (items->type != MSGPACK_OBJECT_ARRAY)
     return;
   for (uint32_t i = 0; i < items->via.array.size; i++) {
-    const msgpack_object *it = &items->via.array.ptr[i];
-    for (const cli_col *c = k->cols; c->header; c++)
-      cell(it, c);
-    for (const cli_col *c = wide ? k->wide : NULL; c && c->header; c++)
-      cell(it, c);
+    cli_print_row(&items->via.array.ptr[i], k, wide);
     putchar('\n');
   }
+}
+
+void
+cli_print_row(const msgpack_object *item, const cli_kind *k, int wide) {
+  for (const cli_col *c = k->cols; c->header; c++)
+    cell(item, c);
+  for (const cli_col *c = wide ? k->wide : NULL; c && c->header; c++)
+    cell(item, c);
 }
 
 void

@@ -39,6 +39,8 @@ extern const cli_kind cli_catalog_kind;
 /* Print items (an array of maps) as a table, -o json or -o wide. */
 void cli_print_table(const msgpack_object *items, const cli_kind *k,
                      int output);
+/* Print one item's cells (no newline), as the table does. */
+void cli_print_row(const msgpack_object *item, const cli_kind *k, int wide);
 /* Print a map as indented "key: value" lines (describe). */
 void cli_print_object(const msgpack_object *o, int indent);
 

@@ -50,61 +50,6 @@ mono_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Reach "a.b" inside nested objects. */
-static json_t *
-get_path(json_t *o, const char *path) {
-  char key[128];
-  const char *dot;
-  while (o && (dot = strchr(path, '.'))) {
-    size_t n = (size_t)(dot - path) < sizeof key - 1 ? (size_t)(dot - path)
-                                                     : sizeof key - 1;
-    memcpy(key, path, n);
-    key[n] = 0;
-    o = json_object_get(o, key);
-    path = dot + 1;
-  }
-  return o ? json_object_get(o, path) : NULL;
-}
-
-static void
-age(int64_t ts, char *out, size_t cap) {
-  struct timespec now;
-  clock_gettime(CLOCK_REALTIME, &now);
-  int64_t s = (now.tv_sec * 1000000000LL + now.tv_nsec - ts) / 1000000000LL;
-  if (s < 0)
-    s = 0;
-  if (s < 120)
-    snprintf(out, cap, "%llds", (long long)s);
-  else if (s < 7200)
-    snprintf(out, cap, "%lldm", (long long)(s / 60));
-  else if (s < 172800)
-    snprintf(out, cap, "%lldh", (long long)(s / 3600));
-  else
-    snprintf(out, cap, "%lldd", (long long)(s / 86400));
-}
-
-/* One cell as kinds.c prints it (kinds.c keeps its printer private). */
-static void
-cell(json_t *row, const cli_col *c) {
-  json_t *v = get_path(row, c->key);
-  char buf[512] = "-";
-  if (v && !json_is_null(v)) {
-    int64_t n = json_is_integer(v) ? (int64_t)json_integer_value(v) : 0;
-    if (c->fmt == COL_AGE)
-      age(n, buf, sizeof buf);
-    else if (c->fmt == COL_TIME)
-      cli_format_time(n, buf, sizeof buf);
-    else if (json_is_string(v))
-      snprintf(buf, sizeof buf, "%s", json_string_value(v));
-    else {
-      char *j = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_SORT_KEYS);
-      snprintf(buf, sizeof buf, "%s", j ? j : "-");
-      free(j);
-    }
-  }
-  printf("%-*s ", c->width, buf[0] ? buf : "-");
-}
-
 static void
 print_row(const watch *w, json_t *row, const char *event) {
   if (w->cli->output == CLI_OUT_JSON) {
@@ -114,11 +59,19 @@ print_row(const watch *w, json_t *row, const char *event) {
     free(line);
     json_decref(o);
   } else {
-    for (const cli_col *c = w->k->cols; c->header; c++)
-      cell(row, c);
-    for (const cli_col *c = w->cli->output == CLI_OUT_WIDE ? w->k->wide : NULL;
-         c && c->header; c++)
-      cell(row, c);
+    /* the row as get prints it: through the same printer, in msgpack */
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    cli_json_pack(row, &pk);
+    msgpack_zone z;
+    msgpack_zone_init(&z, 1024);
+    msgpack_object o;
+    if (msgpack_unpack(sb.data, sb.size, NULL, &z, &o) >= 0)
+      cli_print_row(&o, w->k, w->cli->output == CLI_OUT_WIDE);
+    msgpack_zone_destroy(&z);
+    msgpack_sbuffer_destroy(&sb);
     if (!strcmp(event, "DELETED"))
       printf("(deleted)");
     putchar('\n');
