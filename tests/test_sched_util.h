@@ -11,44 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "model.h"
-
-static inline void
-ts_pack_json(msgpack_packer *pk, const json_t *j) {
-  const char *k;
-  json_t *v;
-  size_t i;
-  switch (json_typeof(j)) {
-  case JSON_OBJECT:
-    msgpack_pack_map(pk, json_object_size(j));
-    json_object_foreach((json_t *)j, k, v) {
-      msgpack_pack_str_with_body(pk, k, strlen(k));
-      ts_pack_json(pk, v);
-    }
-    break;
-  case JSON_ARRAY:
-    msgpack_pack_array(pk, json_array_size(j));
-    json_array_foreach(j, i, v) ts_pack_json(pk, v);
-    break;
-  case JSON_STRING:
-    msgpack_pack_str_with_body(pk, json_string_value(j), json_string_length(j));
-    break;
-  case JSON_INTEGER:
-    msgpack_pack_int64(pk, json_integer_value(j));
-    break;
-  case JSON_REAL:
-    msgpack_pack_double(pk, json_real_value(j));
-    break;
-  case JSON_TRUE:
-    msgpack_pack_true(pk);
-    break;
-  case JSON_FALSE:
-    msgpack_pack_false(pk);
-    break;
-  default:
-    msgpack_pack_nil(pk);
-  }
-}
 
 /* Parse text (JSON) into up->data; 0 on success. Free with
  * msgpack_unpacked_destroy. */
@@ -62,7 +26,7 @@ ts_msgpack(const char *text, msgpack_unpacked *up) {
     return -1;
   msgpack_sbuffer_init(&sb);
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  ts_pack_json(&pk, j);
+  lt_pack_json(&pk, j);
   json_decref(j);
   msgpack_unpacked_init(up);
   int rc =

@@ -13,44 +13,7 @@
 #include <msgpack.h>
 
 #include "bus.h"
-
-static void
-pack_json(msgpack_packer *pk, const json_t *j) {
-  const char *key;
-  json_t *v;
-  size_t i;
-  switch (json_typeof(j)) {
-  case JSON_OBJECT:
-    msgpack_pack_map(pk, json_object_size(j));
-    json_object_foreach((json_t *)j, key, v) {
-      msgpack_pack_str_with_body(pk, key, strlen(key));
-      pack_json(pk, v);
-    }
-    break;
-  case JSON_ARRAY:
-    msgpack_pack_array(pk, json_array_size(j));
-    json_array_foreach(j, i, v) pack_json(pk, v);
-    break;
-  case JSON_STRING:
-    msgpack_pack_str_with_body(pk, json_string_value(j), json_string_length(j));
-    break;
-  case JSON_INTEGER:
-    msgpack_pack_int64(pk, json_integer_value(j));
-    break;
-  case JSON_REAL:
-    msgpack_pack_double(pk, json_real_value(j));
-    break;
-  case JSON_TRUE:
-    msgpack_pack_true(pk);
-    break;
-  case JSON_FALSE:
-    msgpack_pack_false(pk);
-    break;
-  default:
-    msgpack_pack_nil(pk);
-    break;
-  }
-}
+#include "json.h"
 
 /* The object for json, unpacked into z (which owns it). */
 static msgpack_object
@@ -65,7 +28,7 @@ obj(msgpack_zone *z, const char *json) {
   cr_assert_not_null(j, "bad JSON in test: %s: %s", jerr.text, json);
   msgpack_sbuffer_init(&sb);
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  pack_json(&pk, j);
+  lt_pack_json(&pk, j);
   json_decref(j);
   copy = msgpack_zone_malloc(z, sb.size);
   memcpy(copy, sb.data, sb.size);
