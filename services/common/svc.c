@@ -158,3 +158,89 @@ svc_logf(const svc *s, int level, const char *subject, uint64_t seq,
           ts.tv_nsec / 1000000, level_names[level], s->name,
           subject ? subject : "-", (unsigned long long)seq, msg);
 }
+
+typedef struct batch_log {
+  svc *s;
+  uint64_t seq;
+} batch_log;
+
+static void
+log_batch(const bus_view_stats *st, void *ud) {
+  batch_log *l = ud;
+  if (st->applied_seq == l->seq)
+    return;
+  l->seq = st->applied_seq;
+  SVC_LOG(l->s, SVC_DEBUG, "lark.ev.>", st->applied_seq,
+          "applied %llu stale %llu rejected %llu outbox %llu",
+          (unsigned long long)st->applied, (unsigned long long)st->stale,
+          (unsigned long long)st->rejected, (unsigned long long)st->outbox);
+}
+
+#define SVC_MAX_KINDS 8
+
+static int
+serve_kinds(svc *s, const svc_view_opts *o, bus_serve **serves) {
+  int rc = 0;
+  for (int i = 0; !rc && o->kinds && o->kinds[i] && i < SVC_MAX_KINDS; i++)
+    rc = bus_cmd_serve(s->conn, o->kinds[i], o->on_command, o->ud, &serves[i]);
+  return rc;
+}
+
+static int
+loop(svc *s, bus_view *v, const svc_view_opts *o) {
+  batch_log l = {s, 0};
+  bus_service_opts so;
+  bus_service_opts_init(&so);
+  so.name = s->instance ? s->instance : s->name;
+  so.stop = &s->stop;
+  so.tick_ms = o->tick_ms;
+  so.on_batch = log_batch;
+  so.ud = &l;
+  SVC_LOG(s, SVC_INFO, "lark.ev.>", 0, "running as %s", so.name);
+  return bus_service_run(s->conn, v, &so);
+}
+
+int
+svc_run_view(svc *s, const svc_view_opts *o) {
+  bus_view_opts vo;
+  bus_view_opts_init(&vo);
+  vo.dir = s->data;
+  bus_view *v = NULL;
+  bus_serve *serves[SVC_MAX_KINDS] = {NULL};
+  int rc = bus_view_open(&v, &o->def, &vo), started = 0;
+  if (rc) {
+    SVC_LOG(s, SVC_ERROR, "-", 0, "open view %s: %s (%s)", s->data,
+            bus_strerror(rc), bus_last_error());
+    return rc;
+  }
+  if (o->view)
+    *o->view = v;
+  if (!(rc = serve_kinds(s, o, serves)) && o->start)
+    started = !(rc = o->start(s, v, o->ud));
+  if (!rc)
+    rc = loop(s, v, o);
+  if (rc)
+    SVC_LOG(s, SVC_ERROR, "lark.ev.>", 0, "%s (%s)", bus_strerror(rc),
+            bus_last_error());
+  if (started && o->stop)
+    o->stop(s, v, o->ud);
+  for (int i = 0; i < SVC_MAX_KINDS; i++)
+    bus_conn_unserve(serves[i]);
+  bus_view_close(v);
+  return rc;
+}
+
+int
+svc_main(svc *s, const char *name, int argc, char **argv,
+         const char *const *streams, const svc_view_opts *o) {
+  int rc = svc_init(s, name, argc, argv);
+  if (rc)
+    return rc;
+  svc_signals(s);
+  if (svc_connect(s, streams) < 0)
+    return 1;
+  rc = svc_run_view(s, o);
+  svc_close(s);
+  SVC_LOG(s, SVC_INFO, "-", 0, "stopped");
+  return rc ? 1 : 0;
+}

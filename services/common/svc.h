@@ -47,6 +47,33 @@ void svc_signals(svc *s);
 int svc_connect(svc *s, const char *const *streams);
 void svc_close(svc *s);
 
+/*
+ * The life of a view service: open its view in s->data, serve the command
+ * kinds it owns, run the service loop (bus_service_run) until a signal,
+ * then undo all of it. start and stop, when set, run with the open view
+ * before the loop and after it (a thread of the service's own, say).
+ */
+typedef struct svc_view_opts {
+  bus_view_def def;
+  const char *const *kinds; /* lark.cmd.*.<kind>.* served; NULL-terminated */
+  bus_cmd_cb on_command;    /* their handler, called with ud */
+  void *ud;
+  bus_view **view; /* set to the open view while it runs (handlers read it) */
+  int tick_ms;     /* decide's timer ticks; 0: none */
+  int (*start)(svc *s, bus_view *v, void *ud);
+  void (*stop)(svc *s, bus_view *v, void *ud);
+} svc_view_opts;
+
+int svc_run_view(svc *s, const svc_view_opts *o);
+
+/*
+ * A whole main(): settings, signals, connect (checking streams), run the
+ * view service, close. Returns the process's exit code: 0 after a signal,
+ * 1 after an error, 2 for bad flags.
+ */
+int svc_main(svc *s, const char *name, int argc, char **argv,
+             const char *const *streams, const svc_view_opts *o);
+
 /* One line: time, level, service, subject, seq, message. */
 void svc_logf(const svc *s, int level, const char *subject, uint64_t seq,
               const char *fmt, ...) __attribute__((format(printf, 5, 6)));

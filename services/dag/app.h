@@ -11,7 +11,6 @@
 typedef struct dag_app {
   svc s;
   bus_view *view;
-  uint64_t logged_seq;
 } dag_app;
 
 /*

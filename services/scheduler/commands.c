@@ -432,9 +432,8 @@ answer_query(bus_conn *c, const bus_cmd *cmd, bus_view *v) {
   msgpack_sbuffer_destroy(&sb);
 }
 
-static void
-on_command(bus_conn *c, const bus_cmd *cmd, void *ud) {
-  bus_view *v = ud;
+void
+sched_command(bus_conn *c, const bus_cmd *cmd, bus_view *v) {
   const char *k = cmd->kind, *verb = cmd->verb;
   if (!strcmp(verb, "list") || !strcmp(verb, "describe"))
     answer_query(c, cmd, v);
@@ -451,17 +450,4 @@ on_command(bus_conn *c, const bus_cmd *cmd, void *ud) {
     node_verb(c, cmd, v);
   else
     bus_cmd_reply_error(c, cmd, BUS_EINVAL, "no such command", NULL, 0);
-}
-
-int
-sched_commands_serve(bus_conn *c, bus_view *v, bus_serve **jobs,
-                     bus_serve **nodes, bus_serve **tasks, bus_serve **pods) {
-  int rc = bus_cmd_serve(c, "job", on_command, v, jobs);
-  if (!rc)
-    rc = bus_cmd_serve(c, "node", on_command, v, nodes);
-  if (!rc)
-    rc = bus_cmd_serve(c, "task", on_command, v, tasks);
-  if (!rc)
-    rc = bus_cmd_serve(c, "pod", on_command, v, pods);
-  return rc;
 }

@@ -146,10 +146,9 @@ void sched_ingress_stop(sched_ingress *in);
 
 /* -------------------------------------------------- commands, queries */
 
-/* Serve job.* and node.* commands and queries on c, reading v. */
-int sched_commands_serve(bus_conn *c, bus_view *v, bus_serve **jobs,
-                         bus_serve **nodes, bus_serve **tasks,
-                         bus_serve **pods);
+/* Handle a job.*, node.*, task.* or pod.* command or query, reading v
+ * (nats.c's delivery thread). */
+void sched_command(bus_conn *c, const bus_cmd *cmd, bus_view *v);
 /* The bus_query_fn of the scheduler's view: kinds job, task, pod, node;
  * verbs list {name?} and describe {name}. */
 int sched_query(bus_txn *t, const char *kind, const char *verb,
