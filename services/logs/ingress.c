@@ -1,0 +1,229 @@
+/*
+ * ingress.c - the lark-logs ingress loop, on lark.in.*.logs.>.
+ *
+ * One thread: fetch a batch of ingress messages, route each through the
+ * view (logs_route, one read transaction per batch), append what passes
+ * asynchronously to LARK_LOGS, flush, and only then acknowledge the whole
+ * batch. A crash before the ack leaves the messages in the work queue;
+ * they come back after ack_wait and are appended again with the same
+ * Nats-Msg-Id (derived from the ingress event's id), so the broker's
+ * duplicate window drops what already landed: nothing is lost and, within
+ * that window, nothing is republished twice. A refused batch is logged
+ * and acknowledged: it never reaches LARK_LOGS.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "logs.h"
+
+struct logs_ingress {
+  bus_conn *c;
+  bus_view *v;
+  logs_ingress_opts o;
+  volatile int stop;
+  pthread_t th;
+  pthread_mutex_t mu;
+  uint64_t published, refused, lines;
+};
+
+void
+logs_ingress_opts_init(logs_ingress_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->durable = "logs-ingress";
+  o->batch = 256;
+  o->ack_wait_ns = INT64_C(5000000000);
+}
+
+static void
+say(logs_ingress *in, const char *subject, const char *fmt, const char *a) {
+  char msg[1024];
+  snprintf(msg, sizeof msg, fmt, a);
+  if (in->o.log)
+    in->o.log(subject, msg, in->o.ud);
+}
+
+/* Republish message i of b when its pod is bound to the sending node. */
+static int
+forward(logs_ingress *in, bus_txn *t, const bus_batch *b, size_t i,
+        msgpack_sbuffer *sb, uint64_t *lines) {
+  const char *subject;
+  char out[BUS_SUBJECT_MAX], id[33], actor[LOGS_NAME_SZ + 8];
+  bus_batch_meta(b, i, &subject, NULL, NULL);
+  const bus_event *ev = bus_batch_event(b, i);
+  if (!ev) {
+    int st = bus_batch_status(b, i);
+    return bus_error(st, "undecodable: %s", bus_strerror(st));
+  }
+  msgpack_sbuffer_clear(sb);
+  int rc = logs_route(t, subject, ev, out, sizeof out, sb);
+  if (rc)
+    return rc;
+  const msgpack_object *l = bus_obj_get(&ev->data, "lines");
+  *lines = l ? l->via.array.size : 0;
+  bus_event_derive_id(ev->id, 0, id);
+  snprintf(actor, sizeof actor, "node:%s", subject + 8);
+  actor[strcspn(actor, ".")] = 0;
+  bus_event o = {.v = BUS_SCHEMA_VERSION,
+                 .type = "log.batch",
+                 .id = id,
+                 .ts = ev->ts,
+                 .actor = actor,
+                 .cause = ev->id,
+                 .data_mp = sb->data,
+                 .data_mp_len = sb->size};
+  return bus_append_async(in->c, out, &o, BUS_APPEND_NOCHECK);
+}
+
+/* A transport failure: the batch is kept for redelivery, not dropped. */
+static int
+transient(int rc) {
+  return rc == BUS_ECONN || rc == BUS_ETIMEOUT || rc == BUS_EBROKER ||
+         rc == BUS_ESTORE;
+}
+
+/*
+ * Before refusing a pod as unbound, let the view catch up with LARK_EVENTS
+ * as it stood now (at most 5 s): right after a start, or a burst of
+ * placements, a batch may arrive before its job.placed was applied.
+ */
+static void
+catch_up(logs_ingress *in) {
+  uint64_t last = 0;
+  if (bus_stream_last_seq(in->c, "LARK_EVENTS", &last))
+    return;
+  for (int i = 0; i < 250 && !in->stop; i++) {
+    bus_view_stats st;
+    if (bus_view_stats_get(in->v, &st) || st.applied_seq >= last)
+      return;
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+/* Route and append a fetched batch; ack it once every append landed. */
+static void
+handle_batch(logs_ingress *in, bus_batch *b, msgpack_sbuffer *sb) {
+  bus_txn *t = NULL;
+  uint64_t pub = 0, ref = 0, nlines = 0;
+  int hold = 0, waited = 0;
+  if (bus_view_read(in->v, &t)) {
+    say(in, "lark.in.*.logs.>", "cannot read the view: %s", bus_last_error());
+    return; /* not acked: redelivered */
+  }
+  for (size_t i = 0; i < bus_batch_len(b); i++) {
+    uint64_t lines = 0;
+    const char *subject;
+    bus_batch_meta(b, i, &subject, NULL, NULL);
+    int rc = forward(in, t, b, i, sb, &lines);
+    if (rc == BUS_EDENIED && !waited) {
+      waited = 1;
+      bus_txn_end(t);
+      catch_up(in);
+      if (bus_view_read(in->v, &t)) {
+        say(in, subject, "cannot read the view: %s", bus_last_error());
+        return;
+      }
+      rc = forward(in, t, b, i, sb, &lines);
+    }
+    if (rc && transient(rc)) {
+      hold = 1;
+      say(in, subject, "kept for redelivery: %s", bus_last_error());
+    } else if (rc) {
+      ref++;
+      say(in, subject, "refused: %s", bus_last_error());
+    } else {
+      pub++;
+      nlines += lines;
+    }
+  }
+  bus_txn_end(t);
+  uint64_t failed = 0;
+  int rc = bus_append_flush(in->c, 30000, &failed);
+  if (rc || hold) {
+    say(in, "lark.log.>", "appends failed, the batch will be redelivered: %s",
+        rc ? bus_last_error() : "see above");
+    return;
+  }
+  bus_batch_ack(b);
+  pthread_mutex_lock(&in->mu);
+  in->published += pub;
+  in->refused += ref;
+  in->lines += nlines;
+  pthread_mutex_unlock(&in->mu);
+}
+
+static void *
+run(void *arg) {
+  logs_ingress *in = arg;
+  bus_consumer *k = NULL;
+  bus_batch *b = NULL;
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  bus_consumer_opts co;
+  bus_consumer_opts_init(&co);
+  co.stream = "LARK_INGRESS";
+  co.durable = in->o.durable;
+  co.filter = "lark.in.*.logs.>";
+  co.ack_wait_ns = in->o.ack_wait_ns;
+  if (bus_consumer_open(in->c, &co, &k) || bus_batch_new(&b)) {
+    say(in, "lark.in.*.logs.>", "cannot consume: %s", bus_last_error());
+    goto out;
+  }
+  while (!in->stop) {
+    if (bus_consumer_fetch(k, in->o.batch, 200, b) == 0 && bus_batch_len(b))
+      handle_batch(in, b, &sb);
+  }
+out:
+  msgpack_sbuffer_destroy(&sb);
+  bus_batch_free(b);
+  bus_consumer_close(k);
+  return NULL;
+}
+
+int
+logs_ingress_start(bus_conn *c, bus_view *v, const logs_ingress_opts *o,
+                   logs_ingress **out) {
+  logs_ingress *in = calloc(1, sizeof *in);
+  if (!in)
+    return bus_error(-12, "out of memory");
+  in->c = c;
+  in->v = v;
+  logs_ingress_opts_init(&in->o);
+  if (o)
+    in->o = *o;
+  if (!in->o.durable)
+    in->o.durable = "logs-ingress";
+  if (in->o.batch <= 0)
+    in->o.batch = 256;
+  pthread_mutex_init(&in->mu, NULL);
+  if (pthread_create(&in->th, NULL, run, in)) {
+    pthread_mutex_destroy(&in->mu);
+    free(in);
+    return bus_error(BUS_EINVAL, "cannot start the ingress thread");
+  }
+  *out = in;
+  return 0;
+}
+
+void
+logs_ingress_counts(logs_ingress *in, uint64_t *published, uint64_t *refused,
+                    uint64_t *lines) {
+  pthread_mutex_lock(&in->mu);
+  *published = in->published;
+  *refused = in->refused;
+  *lines = in->lines;
+  pthread_mutex_unlock(&in->mu);
+}
+
+void
+logs_ingress_stop(logs_ingress *in) {
+  if (!in)
+    return;
+  in->stop = 1;
+  pthread_join(in->th, NULL);
+  pthread_mutex_destroy(&in->mu);
+  free(in);
+}
