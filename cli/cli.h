@@ -127,6 +127,7 @@ int cmd_status(int argc, char **argv, lark_cli *cli);
 int cmd_node(int argc, char **argv, lark_cli *cli);
 int cmd_tail(int argc, char **argv, lark_cli *cli);
 int cmd_emit(int argc, char **argv, lark_cli *cli);
+int cmd_logs(int argc, char **argv, lark_cli *cli);
 int cmd_replay(int argc, char **argv, lark_cli *cli);
 int cmd_snapshot(int argc, char **argv, lark_cli *cli);
 int cmd_describe(int argc, char **argv, lark_cli *cli);

@@ -25,6 +25,7 @@ static const cli_cmd commands[] = {
     {"node", cmd_node, "node credentials: node add NAME"},
     {"tail", cmd_tail, "the audit trail of events and run reports"},
     {"emit", cmd_emit, "append a training-script report to a job's run log"},
+    {"logs", cmd_logs, "what a job's, task's or pod's processes printed"},
     {"get", cmd_get, "list aggregates from the catalog"},
     {"describe", cmd_describe, "one aggregate and its event history"},
     {"apply", cmd_apply, "create resources from manifests: apply -f FILE"},
