@@ -1,0 +1,212 @@
+/*
+ * agent.c - the agent's wiring: the store, the broker connection (the
+ * node's credentials, inbox prefix _INBOX_<node>), the registration, the
+ * adoption of what a previous agent left running, the loop and its two
+ * threads (edge.h).
+ *
+ * The agent starts without the broker (the connection retries in the
+ * background): pods run from the store's desired states, reports queue.
+ * On SIGINT/SIGTERM it stops the threads and closes its handles; the
+ * pods keep running in their own sessions and are adopted next time.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "edge.h"
+
+void
+edge_config_init(edge_config *c) {
+  memset(c, 0, sizeof *c);
+  c->cluster = "local";
+  c->labels = "";
+  c->capacity = "";
+  c->devices = "";
+  c->runtimes = "raw";
+  c->url = "nats://127.0.0.1:4222";
+  c->heartbeat_ms = 2000;
+  c->grace_ms = 10000;
+  c->log_flush_ms = 200;
+  c->log_lines = 512;
+  c->js_wait_ms = 2000;
+}
+
+void
+edge_logf(const char *level, const char *subject, const char *fmt, ...) {
+  char msg[1024], when[32];
+  struct timespec ts;
+  struct tm tm;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  clock_gettime(CLOCK_REALTIME, &ts);
+  gmtime_r(&ts.tv_sec, &tm);
+  strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+  fprintf(stderr, "%s.%03ldZ %s lark-edge subject=%s %s\n", when,
+          ts.tv_nsec / 1000000, level, subject, msg);
+}
+
+static void
+on_wake(uv_async_t *h) {
+  edge_agent *a = h->data;
+  if (atomic_exchange(&a->dirty, 0))
+    edge_pods_reconcile(a);
+}
+
+static void
+on_flush(uv_timer_t *t) {
+  edge_pods_flush_logs(t->data);
+}
+
+static void
+on_signal(uv_signal_t *s, int sig) {
+  edge_agent *a = s->data;
+  edge_logf("info", "-", "signal %d: stopping (pods keep running)", sig);
+  uv_stop(a->loop);
+}
+
+static int
+register_node(edge_agent *a) {
+  char subject[BUS_SUBJECT_MAX];
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  int rc = edge_node_resource(&a->cfg, &sb);
+  msgpack_zone z;
+  msgpack_zone_init(&z, 2048);
+  msgpack_object o;
+  bus_field_err errs[4];
+  int n = 0;
+  if (!rc && msgpack_unpack(sb.data, sb.size, NULL, &z, &o) >= 0 &&
+      (rc = bus_schema_check("node.registered", &o, errs, 4, &n)))
+    rc = bus_error(rc, "the node's description is refused: %s: %s",
+                   errs[0].path, errs[0].reason);
+  snprintf(subject, sizeof subject, "lark.in.%s.sched.node", a->cfg.node);
+  edge_msg m = {subject, "node.registered", sb.data, sb.size};
+  if (!rc)
+    rc = edge_send(a, &m);
+  msgpack_zone_destroy(&z);
+  msgpack_sbuffer_destroy(&sb);
+  return rc;
+}
+
+static int
+connect_broker(edge_agent *a) {
+  char inbox[EDGE_NAME_SZ + 16], name[EDGE_NAME_SZ + 16];
+  snprintf(inbox, sizeof inbox, "_INBOX_%s", a->cfg.node);
+  snprintf(name, sizeof name, "lark-edge-%s", a->cfg.node);
+  bus_conn_opts o;
+  bus_conn_opts_init(&o);
+  o.url = a->cfg.url;
+  o.creds = a->cfg.creds;
+  o.inbox_prefix = inbox;
+  o.name = name;
+  o.js_wait_ms = a->cfg.js_wait_ms;
+  o.retry_on_failed_connect = 1;
+  int rc = bus_conn_open(&a->conn, &o);
+  if (rc)
+    edge_logf("error", "-", "connect %s: %s (%s)", a->cfg.url, bus_strerror(rc),
+              bus_last_error());
+  return rc;
+}
+
+static int
+prepare(edge_agent *a, const edge_config *cfg) {
+  char path[4200];
+  a->cfg = *cfg;
+  ssize_t n = readlink("/proc/self/exe", a->self_exe, sizeof a->self_exe - 1);
+  if (n <= 0)
+    return bus_error(-errno, "cannot find my own executable");
+  a->self_exe[n] = 0;
+  if (!bus_name_valid(cfg->node, BUS_NAME_MAX))
+    return bus_error(BUS_ENAME, "invalid node name %s", cfg->node);
+  if (!cfg->data)
+    return bus_error(BUS_EINVAL, "--data is required");
+  mkdir(cfg->data, 0700);
+  snprintf(a->pods_dir, sizeof a->pods_dir, "%s/pods", cfg->data);
+  mkdir(a->pods_dir, 0700);
+  snprintf(path, sizeof path, "%s/sock", cfg->data);
+  mkdir(path, 0700);
+  snprintf(path, sizeof path, "%s/store", cfg->data);
+  return edge_store_open(&a->store, path);
+}
+
+static void
+close_walk(uv_handle_t *h, void *ud) {
+  (void)ud;
+  if (!uv_is_closing(h))
+    uv_close(h, NULL);
+}
+
+static void
+shutdown_agent(edge_agent *a) {
+  atomic_store(&a->stop, 1);
+  edge_sender_wake(a);
+  if (a->slice_started)
+    pthread_join(a->slice_th, NULL);
+  if (a->sender_started)
+    pthread_join(a->sender_th, NULL);
+  edge_pods_flush_logs(a);
+  edge_pods_close(a);
+  uv_close((uv_handle_t *)&a->wake, NULL);
+  uv_close((uv_handle_t *)&a->flush, NULL);
+  for (int i = 0; i < 2; i++)
+    uv_close((uv_handle_t *)&a->sigs[i], NULL);
+  uv_run(a->loop, UV_RUN_DEFAULT);
+  uv_walk(a->loop, close_walk, NULL);
+  uv_run(a->loop, UV_RUN_DEFAULT);
+  uv_loop_close(a->loop);
+}
+
+int
+edge_agent_run(const edge_config *cfg) {
+  edge_agent *a = calloc(1, sizeof *a);
+  if (!a)
+    return -ENOMEM;
+  pthread_mutex_init(&a->mu, NULL);
+  pthread_cond_init(&a->cv, NULL);
+  int rc = prepare(a, cfg);
+  if (rc) {
+    edge_logf("error", "-", "%s", bus_last_error());
+    goto out;
+  }
+  a->loop = uv_default_loop();
+  uv_async_init(a->loop, &a->wake, on_wake);
+  a->wake.data = a;
+  uv_timer_init(a->loop, &a->flush);
+  a->flush.data = a;
+  uv_timer_start(&a->flush, on_flush, (uint64_t)a->cfg.log_flush_ms,
+                 (uint64_t)a->cfg.log_flush_ms);
+  int sigs[2] = {SIGINT, SIGTERM};
+  for (int i = 0; i < 2; i++) {
+    uv_signal_init(a->loop, &a->sigs[i]);
+    a->sigs[i].data = a;
+    uv_signal_start(&a->sigs[i], on_signal, sigs[i]);
+  }
+  if ((rc = register_node(a))) {
+    edge_logf("error", "-", "%s", bus_last_error());
+    uv_stop(a->loop);
+  } else {
+    edge_pods_adopt(a);
+    edge_pods_reconcile(a);
+    if (!(rc = connect_broker(a)) && !(rc = edge_slice_start(a)))
+      rc = edge_sender_start(a);
+    edge_logf("info", "-", "node %s running (data %s)", a->cfg.node,
+              a->cfg.data);
+    if (!rc)
+      uv_run(a->loop, UV_RUN_DEFAULT);
+  }
+  shutdown_agent(a);
+out:
+  bus_conn_close(a->conn);
+  edge_store_close(a->store);
+  pthread_cond_destroy(&a->cv);
+  pthread_mutex_destroy(&a->mu);
+  free(a);
+  return rc;
+}

@@ -1,0 +1,116 @@
+/*
+ * main.c - lark-edge: the runtime of one node.
+ *
+ *   lark-edge --node NAME --data DIR [--url URL] [--creds FILE]
+ *             [--cluster C] [--labels k=v,...] [--capacity cpu=8,...]
+ *             [--devices rlinf.io/device=2] [--runtimes raw]
+ *             [--heartbeat SECONDS] [--grace SECONDS]
+ *
+ * Settings come from flags over the environment (LARK_URL, LARK_CREDS,
+ * LARK_DATA, LARK_NODE) over defaults. `lark-edge pod-shim` is the
+ * wrapper the agent runs each pod under (shim.c).
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "edge.h"
+
+static const char usage[] =
+    "usage: lark-edge --node NAME --data DIR [--url URL] [--creds FILE]\n"
+    "                 [--cluster C] [--labels k=v,...] "
+    "[--capacity cpu=N,memory=MiB,gpu=N]\n"
+    "                 [--devices name=N,...] [--runtimes raw] "
+    "[--heartbeat S] [--grace S]\n";
+
+static int
+seconds_ms(const char *s, int *out) {
+  char *end;
+  double v = strtod(s, &end);
+  if (end == s || *end || v <= 0 || v > 86400)
+    return -1;
+  *out = (int)(v * 1000);
+  return 0;
+}
+
+static const char *
+env_or(const char *name, const char *def) {
+  const char *v = getenv(name);
+  return v && *v ? v : def;
+}
+
+int
+main(int argc, char **argv) {
+  if (argc > 1 && !strcmp(argv[1], "pod-shim"))
+    return edge_shim_main(argc, argv);
+  edge_config c;
+  edge_config_init(&c);
+  c.url = env_or("LARK_URL", c.url);
+  c.creds = env_or("LARK_CREDS", NULL);
+  c.data = env_or("LARK_DATA", NULL);
+  c.node = env_or("LARK_NODE", NULL);
+  static const struct option opts[] = {{"node", 1, 0, 'n'},
+                                       {"cluster", 1, 0, 'c'},
+                                       {"labels", 1, 0, 'l'},
+                                       {"capacity", 1, 0, 'C'},
+                                       {"devices", 1, 0, 'd'},
+                                       {"runtimes", 1, 0, 'r'},
+                                       {"url", 1, 0, 'u'},
+                                       {"creds", 1, 0, 'k'},
+                                       {"data", 1, 0, 'D'},
+                                       {"heartbeat", 1, 0, 'h'},
+                                       {"grace", 1, 0, 'g'},
+                                       {"help", 0, 0, '?'},
+                                       {0, 0, 0, 0}};
+  int o;
+  while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    int bad = 0;
+    switch (o) {
+    case 'n':
+      c.node = optarg;
+      break;
+    case 'c':
+      c.cluster = optarg;
+      break;
+    case 'l':
+      c.labels = optarg;
+      break;
+    case 'C':
+      c.capacity = optarg;
+      break;
+    case 'd':
+      c.devices = optarg;
+      break;
+    case 'r':
+      c.runtimes = optarg;
+      break;
+    case 'u':
+      c.url = optarg;
+      break;
+    case 'k':
+      c.creds = optarg;
+      break;
+    case 'D':
+      c.data = optarg;
+      break;
+    case 'h':
+      bad = seconds_ms(optarg, &c.heartbeat_ms);
+      break;
+    case 'g':
+      bad = seconds_ms(optarg, &c.grace_ms);
+      break;
+    default:
+      bad = 1;
+    }
+    if (bad) {
+      fputs(usage, stderr);
+      return 2;
+    }
+  }
+  if (!c.node || !c.data || optind != argc) {
+    fputs(usage, stderr);
+    return 2;
+  }
+  return edge_agent_run(&c) ? 1 : 0;
+}

@@ -1,0 +1,162 @@
+/*
+ * sender.c - the sender thread: the store's outbox, oldest first, and the
+ * heartbeats.
+ *
+ * A queued message is deleted only after the broker acked it, so a
+ * cut-off loses nothing; it is sent again with the id it was made with,
+ * so the ingress (dedupe window) and the scheduler (event ids derived
+ * from it) apply it once. Order holds because the next message is not
+ * tried before the one ahead of it landed. A message the broker refuses
+ * as malformed is dropped with a log line: it would block the queue
+ * forever. Heartbeats are not queued: a late heartbeat says nothing.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "edge.h"
+
+static int64_t
+mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t
+wall_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void
+edge_sender_wake(edge_agent *a) {
+  pthread_mutex_lock(&a->mu);
+  pthread_cond_signal(&a->cv);
+  pthread_mutex_unlock(&a->mu);
+}
+
+int
+edge_send(edge_agent *a, const edge_msg *m) {
+  int rc = edge_store_enqueue(a->store, m);
+  if (rc)
+    edge_logf("error", m->subject, "cannot queue %s: %s", m->type,
+              bus_last_error());
+  else
+    edge_sender_wake(a);
+  return rc;
+}
+
+static void
+nap(edge_agent *a, int ms) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+  ts.tv_sec += ms / 1000 + ts.tv_nsec / 1000000000L;
+  ts.tv_nsec %= 1000000000L;
+  pthread_mutex_lock(&a->mu);
+  if (!atomic_load(&a->stop))
+    pthread_cond_timedwait(&a->cv, &a->mu, &ts);
+  pthread_mutex_unlock(&a->mu);
+}
+
+static int
+heartbeat(edge_agent *a) {
+  char subject[BUS_SUBJECT_MAX], id[33];
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 1);
+  msgpack_pack_str_with_body(&pk, "pods", 4);
+  msgpack_pack_uint32(&pk, (uint32_t)atomic_load(&a->npods));
+  snprintf(subject, sizeof subject, "lark.in.%s.sched.node", a->cfg.node);
+  bus_event_new_id(id);
+  bus_event ev = {.v = BUS_SCHEMA_VERSION,
+                  .type = "node.heartbeat",
+                  .id = id,
+                  .ts = wall_ns(),
+                  .actor = a->cfg.node,
+                  .cause = "",
+                  .data_mp = sb.data,
+                  .data_mp_len = sb.size};
+  int rc = bus_append(a->conn, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL);
+  msgpack_sbuffer_destroy(&sb);
+  return rc;
+}
+
+/* Send the oldest queued message. 1: sent (or dropped), 0: nothing
+ * queued, <0: could not (kept). */
+static int
+send_one(edge_agent *a) {
+  edge_queued q;
+  int rc = edge_store_peek(a->store, &q);
+  if (rc == BUS_ENOT_FOUND)
+    return 0;
+  if (rc == BUS_EMALFORMED) {
+    edge_logf("error", "-", "dropping an unreadable queued message");
+    edge_store_drop(a->store, q.key);
+    return 1;
+  }
+  if (rc)
+    return rc;
+  bus_event ev = {.v = BUS_SCHEMA_VERSION,
+                  .type = q.type,
+                  .id = q.id,
+                  .ts = q.ts,
+                  .actor = a->cfg.node,
+                  .cause = "",
+                  .data_mp = q.data,
+                  .data_mp_len = q.len};
+  rc = bus_append(a->conn, q.subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL);
+  if (rc == BUS_EUNKNOWN_TYPE || rc == BUS_EMISSING || rc == BUS_EFIELD ||
+      rc == BUS_ENAME || rc == BUS_ETOO_BIG || rc == BUS_EMALFORMED ||
+      rc == BUS_EDENIED) {
+    edge_logf("error", q.subject, "dropping %s %s: %s", q.type, q.id,
+              bus_last_error());
+    rc = 0;
+  }
+  if (rc == 0)
+    rc = edge_store_drop(a->store, q.key);
+  edge_queued_free(&q);
+  return rc ? rc : 1;
+}
+
+static void *
+run(void *arg) {
+  edge_agent *a = arg;
+  int64_t next_hb = 0;
+  int backoff = 50;
+  while (!atomic_load(&a->stop)) {
+    if (mono_ms() >= next_hb) {
+      next_hb = mono_ms() + a->cfg.heartbeat_ms;
+      heartbeat(a);
+    }
+    int rc = send_one(a);
+    if (rc == 1) {
+      backoff = 50;
+      continue;
+    }
+    if (rc < 0) {
+      edge_logf("warn", "-", "send: %s (%s); %u queued", bus_strerror(rc),
+                bus_last_error(), (unsigned)edge_store_queued(a->store));
+      nap(a, backoff);
+      backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;
+      continue;
+    }
+    int64_t wait = next_hb - mono_ms();
+    nap(a, wait < 1 ? 1 : wait > 500 ? 500 : (int)wait);
+  }
+  return NULL;
+}
+
+int
+edge_sender_start(edge_agent *a) {
+  int rc = pthread_create(&a->sender_th, NULL, run, a);
+  if (rc)
+    return bus_error(-rc, "cannot start the sender thread");
+  a->sender_started = 1;
+  return 0;
+}

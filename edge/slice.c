@@ -1,0 +1,121 @@
+/*
+ * slice.c - the slice thread: the node's own desired states, through its
+ * pinned durable consumer `edge-<node>` on LARK_NODES (filter
+ * lark.node.<node>.>, deliver last per subject: the current desired
+ * state of each pod, then every change; DESIGN.md sections 2 and 6).
+ *
+ * Each message is stored before it is acked, so a crash between the two
+ * only redelivers it, and the store keeps a pod's desired state only when
+ * its sequence is newer. A message that is not a valid pod.desired for
+ * this node is logged, acked and forgotten. When something changed, the
+ * loop is woken to reconcile. Cut off, the thread retries opening the
+ * consumer every second; pods run on meanwhile.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "edge.h"
+
+static int
+take(edge_agent *a, const bus_batch *b, size_t i) {
+  const char *subject;
+  uint64_t seq;
+  char prefix[BUS_SUBJECT_MAX], pod[EDGE_POD_SZ];
+  bus_batch_meta(b, i, &subject, &seq, NULL);
+  const bus_event *ev = bus_batch_event(b, i);
+  int n = snprintf(prefix, sizeof prefix, "lark.node.%s.pod.", a->cfg.node);
+  if (!ev || strcmp(ev->type, "pod.desired") ||
+      strncmp(subject, prefix, (size_t)n)) {
+    edge_logf("warn", subject, "ignored: %s",
+              ev ? "not a pod.desired" : bus_last_error());
+    return 0;
+  }
+  if (!bus_obj_str(&ev->data, "pod", pod, sizeof pod) ||
+      strcmp(pod, subject + n)) {
+    edge_logf("warn", subject, "ignored: the pod does not match its subject");
+    return 0;
+  }
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_object(&pk, ev->data);
+  int stored = 0;
+  int rc =
+      edge_store_desired_put(a->store, pod, seq, sb.data, sb.size, &stored);
+  msgpack_sbuffer_destroy(&sb);
+  if (rc) {
+    edge_logf("error", subject, "cannot store: %s", bus_last_error());
+    return rc;
+  }
+  return stored;
+}
+
+static bus_consumer *
+open_slice(edge_agent *a) {
+  char durable[EDGE_NAME_SZ + 8], filter[BUS_SUBJECT_MAX];
+  snprintf(durable, sizeof durable, "edge-%s", a->cfg.node);
+  snprintf(filter, sizeof filter, "lark.node.%s.>", a->cfg.node);
+  bus_consumer_opts o;
+  bus_consumer_opts_init(&o);
+  o.stream = "LARK_NODES";
+  o.durable = durable;
+  o.filter = filter;
+  o.deliver = BUS_DELIVER_LAST_PER_SUBJECT;
+  bus_consumer *k = NULL;
+  int rc = bus_consumer_open(a->conn, &o, &k);
+  if (rc) {
+    edge_logf("warn", filter, "cannot open the slice: %s (%s)",
+              bus_strerror(rc), bus_last_error());
+    return NULL;
+  }
+  edge_logf("info", filter, "reading the slice through %s", durable);
+  return k;
+}
+
+static void *
+run(void *arg) {
+  edge_agent *a = arg;
+  bus_consumer *k = NULL;
+  bus_batch *b = NULL;
+  if (bus_batch_new(&b))
+    return NULL;
+  while (!atomic_load(&a->stop)) {
+    if (!k && !(k = open_slice(a))) {
+      for (int i = 0; i < 10 && !atomic_load(&a->stop); i++)
+        usleep(100 * 1000);
+      continue;
+    }
+    int rc = bus_consumer_fetch(k, 256, 250, b);
+    if (rc && rc != BUS_ETIMEOUT) {
+      usleep(100 * 1000);
+      continue;
+    }
+    int changed = 0, failed = 0;
+    for (size_t i = 0; i < bus_batch_len(b) && !failed; i++) {
+      int r = take(a, b, i);
+      failed = r < 0;
+      changed += r > 0;
+    }
+    if (!failed)
+      bus_batch_ack(b);
+    bus_batch_clear(b);
+    if (changed) {
+      atomic_store(&a->dirty, 1);
+      uv_async_send(&a->wake);
+    }
+  }
+  bus_batch_free(b);
+  bus_consumer_close(k);
+  return NULL;
+}
+
+int
+edge_slice_start(edge_agent *a) {
+  int rc = pthread_create(&a->slice_th, NULL, run, a);
+  if (rc)
+    return bus_error(-rc, "cannot start the slice thread");
+  a->slice_started = 1;
+  return 0;
+}

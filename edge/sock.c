@@ -1,0 +1,278 @@
+/*
+ * sock.c - LARK_SOCKET: a Unix socket per pod where a script in the pod
+ * reports, one JSON object per line (edge/README.md):
+ *
+ *   {"kind": "metric", "values": {"step": 100, "reward": 0.5}}
+ *       -> run.reported {kind, values} on lark.in.<node>.sched.run.<pod>
+ *   {"type": "log", "text": "...", "stream": "stdout"}
+ *       -> a line of the pod's log
+ *
+ * Each line gets "ok\n" once it is queued in the store (so it survives a
+ * cut-off), or "error: <why>\n". The pod's identity is the socket it came
+ * through, never the payload. Anything malformed is answered and
+ * dropped; a line over 64 KiB closes the connection.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "proc.h"
+
+enum { SOCK_LINE_MAX = 65536, VALUES_MAX = 256, VALUE_STR_MAX = 1024 };
+
+typedef struct reply_req {
+  uv_write_t w;
+  char text[300];
+} reply_req;
+
+static void
+on_written(uv_write_t *w, int status) {
+  (void)status;
+  free(w->data);
+}
+
+static void
+reply(edge_client *c, const char *fmt, const char *detail) {
+  reply_req *r = malloc(sizeof *r);
+  if (!r || c->closing) {
+    free(r);
+    return;
+  }
+  snprintf(r->text, sizeof r->text, fmt, detail);
+  r->w.data = r;
+  uv_buf_t b = uv_buf_init(r->text, (unsigned)strlen(r->text));
+  if (uv_write(&r->w, (uv_stream_t *)&c->pipe, &b, 1, on_written))
+    free(r);
+}
+
+static void
+client_closed(uv_handle_t *h) {
+  edge_client *c = h->data;
+  edge_proc *p = c->p;
+  for (edge_client **pp = &p->clients; *pp; pp = &(*pp)->next)
+    if (*pp == c) {
+      *pp = c->next;
+      break;
+    }
+  free(c->buf);
+  free(c);
+  h->data = p;
+  edge_proc_handle_closed(h);
+}
+
+static void
+client_close(edge_client *c) {
+  if (c->closing)
+    return;
+  c->closing = 1;
+  uv_close((uv_handle_t *)&c->pipe, client_closed);
+}
+
+static const char *
+pack_value(msgpack_packer *pk, const json_t *v) {
+  switch (json_typeof(v)) {
+  case JSON_INTEGER:
+    msgpack_pack_int64(pk, json_integer_value(v));
+    return NULL;
+  case JSON_REAL:
+    msgpack_pack_double(pk, json_real_value(v));
+    return NULL;
+  case JSON_TRUE:
+    msgpack_pack_true(pk);
+    return NULL;
+  case JSON_FALSE:
+    msgpack_pack_false(pk);
+    return NULL;
+  case JSON_NULL:
+    msgpack_pack_nil(pk);
+    return NULL;
+  case JSON_STRING:
+    if (json_string_length(v) > VALUE_STR_MAX)
+      return "a string value is longer than 1024 bytes";
+    msgpack_pack_str_with_body(pk, json_string_value(v), json_string_length(v));
+    return NULL;
+  default:
+    return "values must be numbers, strings, booleans or null";
+  }
+}
+
+static const char *
+run_report(edge_proc *p, const json_t *o) {
+  const char *kind = json_string_value(json_object_get(o, "kind"));
+  const json_t *values = json_object_get(o, "values");
+  if (!kind || !bus_name_valid(kind, 32))
+    return "kind must be a name of at most 32 characters ([a-z0-9-])";
+  if (!values)
+    values = json_object();
+  else
+    json_incref((json_t *)values);
+  const char *why = NULL;
+  if (!json_is_object(values) || json_object_size(values) > VALUES_MAX)
+    why = "values must be an object of at most 256 entries";
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 2);
+  msgpack_pack_str_with_body(&pk, "kind", 4);
+  msgpack_pack_str_with_body(&pk, kind, strlen(kind));
+  msgpack_pack_str_with_body(&pk, "values", 6);
+  if (!why) {
+    const char *k;
+    json_t *v;
+    msgpack_pack_map(&pk, (uint32_t)json_object_size(values));
+    json_object_foreach((json_t *)values, k, v) {
+      if (strlen(k) > 253) {
+        why = "a value's name is longer than 253 bytes";
+        break;
+      }
+      msgpack_pack_str_with_body(&pk, k, strlen(k));
+      if ((why = pack_value(&pk, v)))
+        break;
+    }
+  }
+  if (!why && edge_proc_send(p, "sched.run", "run.reported", &sb))
+    why = "cannot queue the report";
+  msgpack_sbuffer_destroy(&sb);
+  json_decref((json_t *)values);
+  return why;
+}
+
+static const char *
+handle_line(edge_proc *p, const char *line, size_t len) {
+  json_error_t err;
+  json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &err);
+  const char *why = NULL;
+  if (!o || !json_is_object(o))
+    why = "not a JSON object";
+  else if (json_is_string(json_object_get(o, "type")) &&
+           !strcmp(json_string_value(json_object_get(o, "type")), "log")) {
+    const char *text = json_string_value(json_object_get(o, "text"));
+    const char *st = json_string_value(json_object_get(o, "stream"));
+    if (!text)
+      why = "a log needs text";
+    else
+      edge_proc_log(p, st && !strcmp(st, "stderr") ? "stderr" : "stdout", text,
+                    json_string_length(json_object_get(o, "text")));
+  } else
+    why = run_report(p, o);
+  json_decref(o);
+  return why;
+}
+
+static void
+on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
+  (void)h, (void)hint;
+  static char chunk[16384];
+  *buf = uv_buf_init(chunk, sizeof chunk);
+}
+
+static void
+take(edge_client *c, const char *b, size_t n) {
+  for (size_t i = 0; i < n && !c->closing; i++) {
+    if (b[i] != '\n') {
+      if (c->len == SOCK_LINE_MAX) {
+        reply(c, "error: %s\n", "line longer than 64 KiB");
+        client_close(c);
+        return;
+      }
+      if (c->len == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 256;
+        char *g = realloc(c->buf, cap);
+        if (!g) {
+          client_close(c);
+          return;
+        }
+        c->buf = g;
+        c->cap = cap;
+      }
+      c->buf[c->len++] = b[i];
+      continue;
+    }
+    size_t l = c->len && c->buf[c->len - 1] == '\r' ? c->len - 1 : c->len;
+    c->len = 0;
+    if (!l)
+      continue;
+    const char *why = handle_line(c->p, c->buf, l);
+    if (why)
+      reply(c, "error: %s\n", why);
+    else
+      reply(c, "%sok\n", "");
+  }
+}
+
+static void
+on_read(uv_stream_t *h, ssize_t n, const uv_buf_t *buf) {
+  edge_client *c = h->data;
+  if (n > 0)
+    take(c, buf->base, (size_t)n);
+  else if (n < 0)
+    client_close(c);
+}
+
+static void
+on_conn(uv_stream_t *srv, int status) {
+  edge_proc *p = srv->data;
+  if (status < 0 || p->ended)
+    return;
+  edge_client *c = calloc(1, sizeof *c);
+  if (!c)
+    return;
+  c->p = p;
+  uv_pipe_init(p->a->loop, &c->pipe, 0);
+  c->pipe.data = c;
+  p->handles++;
+  c->next = p->clients;
+  p->clients = c;
+  if (uv_accept(srv, (uv_stream_t *)&c->pipe) ||
+      uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read))
+    client_close(c);
+}
+
+int
+edge_sock_path(const edge_agent *a, const char *pod, char *out, size_t cap) {
+  /* sun_path holds 108 bytes: a short name under the data directory, else
+   * under /tmp, both derived from the node and pod */
+  char id[33];
+  char key[EDGE_POD_SZ + EDGE_NAME_SZ + 8];
+  snprintf(key, sizeof key, "%s/%s", a->cfg.node, pod);
+  bus_event_derive_id(key, 0, id);
+  id[16] = 0;
+  int n = snprintf(out, cap, "%s/sock/%s.sock", a->cfg.data, id);
+  if (n > 0 && (size_t)n < cap && n < 100)
+    return 0;
+  n = snprintf(out, cap, "/tmp/lark-edge-%s.sock", id);
+  return n > 0 && (size_t)n < cap ? 0 : BUS_EINVAL;
+}
+
+int
+edge_sock_listen(edge_proc *p) {
+  int rc = edge_sock_path(p->a, p->pod, p->sock_path, sizeof p->sock_path);
+  if (rc)
+    return bus_error(rc, "no socket path for %s", p->pod);
+  unlink(p->sock_path);
+  uv_pipe_init(p->a->loop, &p->srv, 0);
+  p->srv.data = p;
+  p->has_srv = 1;
+  p->handles++;
+  if ((rc = uv_pipe_bind(&p->srv, p->sock_path)) ||
+      (rc = uv_listen((uv_stream_t *)&p->srv, 16, on_conn))) {
+    edge_sock_close(p);
+    return bus_error(BUS_EINVAL, "socket %s: %s", p->sock_path,
+                     uv_strerror(rc));
+  }
+  return 0;
+}
+
+void
+edge_sock_close(edge_proc *p) {
+  for (edge_client *c = p->clients; c; c = c->next)
+    client_close(c);
+  if (p->has_srv) {
+    p->has_srv = 0;
+    uv_close((uv_handle_t *)&p->srv, edge_proc_handle_closed);
+    unlink(p->sock_path);
+  }
+}
