@@ -444,3 +444,70 @@ Test(scheduler, silent_node_goes_notready_and_its_pod_runs_elsewhere) {
   field("node", "gpu-9", "status", n, sizeof n);
   cr_expect_str_eq(n, "Ready", "a node registered by hand stays Ready");
 }
+
+static pid_t
+start_dag(void) {
+  char bin[512], data[512], log[512];
+  lt_bin("lark-dag", bin, sizeof bin);
+  snprintf(data, sizeof data, "%s/dag", dir);
+  snprintf(log, sizeof log, "%s/dag.log", dir);
+  char *argv[] = {bin, (char *)"--url", srv.url, (char *)"--data", data, NULL};
+  pid_t pid = lt_spawn(argv, log);
+  cr_assert(pid > 0);
+  return pid;
+}
+
+/* The workflow's phase, as lark-dag says. */
+static void
+workflow_phase(const char *name, char *out, size_t cap) {
+  char json[128];
+  snprintf(json, sizeof json, "{\"name\":\"%s\"}", name);
+  msgpack_zone z;
+  msgpack_zone_init(&z, 4096);
+  msgpack_object r = command("workflow", "describe", json, &z);
+  out[0] = 0;
+  bus_obj_str(bus_obj_get(&r, "result"), "phase", out, cap);
+  msgpack_zone_destroy(&z);
+}
+
+/* Run the pod of a one-pod Job to the end, as its node would. */
+static void
+run_pod(const char *pod, const char *phase, int code) {
+  char node_name[64] = "";
+  for (int i = 0; i < 100 && !node_name[0]; i++, usleep(100 * 1000))
+    field("pod", pod, "node", node_name, sizeof node_name);
+  cr_assert(node_name[0], "%s was never placed", pod);
+  report(node_name, pod, "Running", 0, 0);
+  report(node_name, pod, phase, 0, code);
+}
+
+Test(scheduler, workflow_runs_through_dag_and_scheduler) {
+  sched[1] = start_dag();
+  node("gpu-1", 2);
+  msgpack_zone z;
+  msgpack_zone_init(&z, 4096);
+  msgpack_object r =
+      command("workflow", "apply",
+              "{\"resource\":{\"apiVersion\":\"rlinf.io/v1alpha1\",\"kind\":"
+              "\"Workflow\",\"metadata\":{\"name\":\"wf\"},\"spec\":{"
+              "\"jobTemplates\":["
+              "{\"name\":\"eval\",\"dependencies\":[\"train\"],\"spec\":{"
+              "\"tasks\":[{\"name\":\"e\",\"role\":\"Rollout\",\"runtime\":"
+              "{\"raw\":{\"entrypoint\":[\"true\"]}}}]}},"
+              "{\"name\":\"train\",\"spec\":{\"tasks\":[{\"name\":\"t\","
+              "\"role\":\"Actor\",\"runtime\":{\"raw\":{\"entrypoint\":"
+              "[\"true\"]}}}]}}]}}}",
+              &z);
+  expect_ok(&r);
+  msgpack_zone_destroy(&z);
+  run_pod("wf-train-t-0", "Succeeded", 0); /* train first */
+  cr_expect(wait_field("job", "wf-train", "phase", "Succeeded"));
+  run_pod("wf-eval-e-0", "Succeeded", 0); /* then eval, submitted by dag */
+  cr_expect(wait_field("job", "wf-eval", "phase", "Succeeded"));
+  char phase[32] = "";
+  for (int i = 0; i < 100 && strcmp(phase, "Succeeded"); i++) {
+    workflow_phase("wf", phase, sizeof phase);
+    usleep(100 * 1000);
+  }
+  cr_expect_str_eq(phase, "Succeeded");
+}
