@@ -1,0 +1,432 @@
+/*
+ * test_edge.c - lark-edge as a real process, with its node's own
+ * credentials and permissions, beside a real lark-scheduler and broker:
+ * Jobs run to Succeeded on two edge nodes (env, CUDA_VISIBLE_DEVICES and
+ * a script's report through LARK_SOCKET checked from the pod's side),
+ * failures and retries, stop (SIGTERM, then SIGKILL), a broker cut-off
+ * and an agent restart that lose and double nothing.
+ */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "brokercfg.h"
+#include "natsd.h"
+#include "proc.h"
+
+static lt_natsd srv;
+static bus_conn *conn;
+static char dir[256];
+static pid_t sched, edges[2];
+static int counter;
+
+static void
+creds(const char *name, lark_role role, char *path, size_t cap) {
+  cr_assert_eq(lark_creds_ensure(dir, name, role, NULL, NULL), 0, "%s",
+               lark_cfg_error());
+  if (path)
+    lark_creds_path(dir, name, path, cap);
+}
+
+static pid_t
+start_edge(int i) {
+  char bin[512], data[512], log[512], node[32], cr[512], cap[64];
+  lt_bin("lark-edge", bin, sizeof bin);
+  snprintf(node, sizeof node, "edge-%d", i + 1);
+  snprintf(data, sizeof data, "%s/%s", dir, node);
+  snprintf(log, sizeof log, "%s/%s.log", dir, node);
+  lark_creds_path(dir, node, cr, sizeof cr);
+  snprintf(cap, sizeof cap, "cpu=8,memory=16Gi,gpu=2");
+  char *argv[] = {bin,
+                  (char *)"--url",
+                  srv.url,
+                  (char *)"--creds",
+                  cr,
+                  (char *)"--data",
+                  data,
+                  (char *)"--node",
+                  node,
+                  (char *)"--cluster",
+                  (char *)"c1",
+                  (char *)"--capacity",
+                  cap,
+                  (char *)"--devices",
+                  (char *)"rlinf.io/device=2",
+                  (char *)"--labels",
+                  (char *)"pool=gpu",
+                  (char *)"--heartbeat",
+                  (char *)"0.5",
+                  (char *)"--grace",
+                  (char *)"1",
+                  NULL};
+  pid_t pid = lt_spawn(argv, log);
+  cr_assert(pid > 0);
+  return pid;
+}
+
+static void
+setup(void) {
+  char conf[512], accounts[512], cr[512], bin[512], data[512], log[512];
+  lt_tmpdir(dir, sizeof dir, "edge");
+  creds("admin", LARK_ROLE_ADMIN, NULL, 0);
+  creds("lark-scheduler", LARK_ROLE_SERVICE, cr, sizeof cr);
+  creds("edge-1", LARK_ROLE_NODE, NULL, 0);
+  creds("edge-2", LARK_ROLE_NODE, NULL, 0);
+  lark_principal *p = NULL;
+  size_t n = 0;
+  snprintf(accounts, sizeof accounts, "%s/accounts.conf", dir);
+  snprintf(conf, sizeof conf, "%s/nats.conf", dir);
+  cr_assert_eq(lark_creds_load(dir, &p, &n), 0);
+  cr_assert_eq(lark_render_accounts(p, n, accounts), 0, "%s", lark_cfg_error());
+  free(p);
+  lark_broker_opts o;
+  lark_broker_opts_init(&o);
+  o.run_dir = dir;
+  cr_assert_eq(lark_render_conf("single", &o, conf), 0, "%s", lark_cfg_error());
+  cr_assert_eq(lt_natsd_start(&srv, conf, NULL), 0);
+  char admin[512];
+  lark_creds_path(dir, "admin", admin, sizeof admin);
+  bus_conn_opts co;
+  bus_conn_opts_init(&co);
+  co.url = srv.url;
+  co.creds = admin;
+  cr_assert_eq(bus_conn_open(&conn, &co), 0, "%s", bus_last_error());
+  cr_assert_eq(lt_streams(conn, 2000), 0, "%s", bus_last_error());
+  setenv("LARK_NODE_TIMEOUT_MS", "20000", 1);
+  lt_bin("lark-scheduler", bin, sizeof bin);
+  snprintf(data, sizeof data, "%s/scheduler", dir);
+  snprintf(log, sizeof log, "%s/scheduler.log", dir);
+  char *argv[] = {bin, (char *)"--url",  srv.url, (char *)"--creds",
+                  cr,  (char *)"--data", data,    NULL};
+  sched = lt_spawn(argv, log);
+  cr_assert(sched > 0);
+  edges[0] = start_edge(0);
+  edges[1] = start_edge(1);
+}
+
+static void
+teardown(void) {
+  for (int i = 0; i < 2; i++)
+    if (edges[i] > 0)
+      lt_kill(edges[i], SIGTERM);
+  if (sched > 0)
+    lt_kill(sched, SIGTERM);
+  bus_conn_close(conn);
+  lt_natsd_stop(&srv);
+  if (!getenv("LARK_KEEP"))
+    lt_rmtree(dir);
+}
+
+TestSuite(edge, .init = setup, .fini = teardown, .timeout = 120);
+
+/* ------------------------------------------------------------ helpers */
+
+static void
+pack_json(const json_t *j, msgpack_packer *pk) {
+  const char *k;
+  json_t *v;
+  size_t i;
+  switch (json_typeof(j)) {
+  case JSON_OBJECT:
+    msgpack_pack_map(pk, (uint32_t)json_object_size(j));
+    json_object_foreach((json_t *)j, k, v) {
+      msgpack_pack_str_with_body(pk, k, strlen(k));
+      pack_json(v, pk);
+    }
+    break;
+  case JSON_ARRAY:
+    msgpack_pack_array(pk, (uint32_t)json_array_size(j));
+    json_array_foreach(j, i, v) pack_json(v, pk);
+    break;
+  case JSON_STRING:
+    msgpack_pack_str_with_body(pk, json_string_value(j), json_string_length(j));
+    break;
+  case JSON_INTEGER:
+    msgpack_pack_int64(pk, json_integer_value(j));
+    break;
+  case JSON_TRUE:
+    msgpack_pack_true(pk);
+    break;
+  case JSON_FALSE:
+    msgpack_pack_false(pk);
+    break;
+  default:
+    msgpack_pack_nil(pk);
+  }
+}
+
+static msgpack_object
+command(const char *kind, const char *verb, json_t *j, msgpack_zone *z) {
+  char subject[128];
+  snprintf(subject, sizeof subject, "lark.cmd.admin.%s.%s", kind, verb);
+  json_object_set_new(j, "key", json_sprintf("k%d-%d", counter++, getpid()));
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  pack_json(j, &pk);
+  json_decref(j);
+  void *reply = NULL;
+  size_t len = 0;
+  int rc = -1;
+  for (int i = 0; i < 50 && rc; i++)
+    if ((rc = bus_conn_request(conn, subject, sb.data, sb.size, 2000, &reply,
+                               &len)))
+      usleep(100 * 1000);
+  msgpack_sbuffer_destroy(&sb);
+  cr_assert_eq(rc, 0, "%s: %s", subject, bus_last_error());
+  void *keep = msgpack_zone_malloc(z, len);
+  memcpy(keep, reply, len);
+  free(reply);
+  msgpack_object o;
+  cr_assert(msgpack_unpack(keep, len, NULL, z, &o) >= 0);
+  return o;
+}
+
+/* A Job of one task: replicas pods running sh -c script. */
+static void
+job(const char *name, int replicas, int gpus, int retries, const char *script) {
+  json_t *spec = json_pack(
+      "{s:s,s:s,s:{s:s},s:{s:[{s:s,s:s,s:i,s:i,s:{s:i,s:i,s:i},"
+      "s:{s:{s:[s,s,s]}}}]}}",
+      "apiVersion", "rlinf.io/v1alpha1", "kind", "Job", "metadata", "name",
+      name, "spec", "tasks", "name", "a", "role", "Actor", "replicas", replicas,
+      "maxRetries", retries, "resources", "cpu", 1, "memory", 64, "gpu", gpus,
+      "runtime", "raw", "entrypoint", "sh", "-c", script);
+  cr_assert_not_null(spec);
+  msgpack_zone z;
+  msgpack_zone_init(&z, 1024);
+  msgpack_object r =
+      command("job", "apply", json_pack("{s:o}", "resource", spec), &z);
+  cr_assert_null(bus_obj_get(&r, "error"), "job apply refused");
+  msgpack_zone_destroy(&z);
+}
+
+static void
+field(const char *kind, const char *name, const char *key, char *out,
+      size_t cap) {
+  msgpack_zone z;
+  msgpack_zone_init(&z, 4096);
+  msgpack_object r =
+      command(kind, "describe", json_pack("{s:s}", "name", name), &z);
+  const msgpack_object *res = bus_obj_get(&r, "result");
+  if (res && !strcmp(kind, "job"))
+    res = bus_obj_get(res, "job");
+  out[0] = 0;
+  const msgpack_object *v = res ? bus_obj_get(res, key) : NULL;
+  if (v && v->type == MSGPACK_OBJECT_STR)
+    snprintf(out, cap, "%.*s", (int)v->via.str.size, v->via.str.ptr);
+  else if (v && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+    snprintf(out, cap, "%llu", (unsigned long long)v->via.u64);
+  msgpack_zone_destroy(&z);
+}
+
+static int
+wait_field(const char *kind, const char *name, const char *key,
+           const char *want, int seconds) {
+  char got[256] = "";
+  for (int i = 0; i < seconds * 10; i++) {
+    field(kind, name, key, got, sizeof got);
+    if (!strcmp(got, want))
+      return 1;
+    usleep(100 * 1000);
+  }
+  cr_log_error("%s %s: %s is %s, not %s", kind, name, key, got, want);
+  return 0;
+}
+
+static int
+nodes_ready(void) {
+  return wait_field("node", "edge-1", "status", "Ready", 20) &&
+         wait_field("node", "edge-2", "status", "Ready", 20);
+}
+
+/* Every event on subject in stream, as "type:phase" joined by spaces. */
+static void
+history(const char *stream, const char *subject, char *out, size_t cap) {
+  bus_reader_opts o;
+  bus_reader_opts_init(&o);
+  o.stream = stream;
+  o.filter = subject;
+  bus_reader *r = NULL;
+  bus_batch *b = NULL;
+  out[0] = 0;
+  size_t len = 0;
+  cr_assert_eq(bus_reader_open(conn, &o, &r), 0, "%s", bus_last_error());
+  cr_assert_eq(bus_batch_new(&b), 0);
+  int rc;
+  do {
+    rc = bus_reader_next(r, b, 2000);
+    for (size_t i = 0; i < bus_batch_len(b); i++) {
+      const bus_event *ev = bus_batch_event(b, i);
+      char phase[32] = "";
+      if (!ev)
+        continue;
+      bus_obj_str(&ev->data, "phase", phase, sizeof phase);
+      len += (size_t)snprintf(out + len, len < cap ? cap - len : 0, "%s%s%s%s",
+                              len ? " " : "", ev->type, phase[0] ? ":" : "",
+                              phase);
+    }
+  } while (rc == 0);
+  bus_batch_free(b);
+  bus_reader_close(r);
+}
+
+static char *
+slurp(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return NULL;
+  static char buf[65536];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = 0;
+  fclose(f);
+  return buf;
+}
+
+static int
+lines_of(const char *path) {
+  char *s = slurp(path);
+  int n = 0;
+  for (; s && *s; s++)
+    n += *s == '\n';
+  return n;
+}
+
+/* ------------------------------------------------------------- tests */
+
+Test(edge, job_succeeds_on_two_edges_with_env_and_socket_reports) {
+  char script[1024];
+  snprintf(script, sizeof script,
+           "env > %s/$LARK_POD.env; echo hello from $LARK_POD; "
+           "printf '{\"kind\":\"metric\",\"values\":{\"step\":7,"
+           "\"reward\":0.5}}\\n' | socat - UNIX-CONNECT:$LARK_SOCKET "
+           "> %s/$LARK_POD.reply",
+           dir, dir);
+  cr_assert(nodes_ready());
+  job("train", 2, 2, 0, script);
+  cr_assert(wait_field("job", "train", "phase", "Succeeded", 40));
+  char n0[64], n1[64];
+  field("pod", "train-a-0", "node", n0, sizeof n0);
+  field("pod", "train-a-1", "node", n1, sizeof n1);
+  cr_expect_str_neq(n0, n1, "two 2-GPU pods on two 2-GPU nodes");
+  char path[512];
+  snprintf(path, sizeof path, "%s/train-a-0.env", dir);
+  char *env = slurp(path);
+  cr_assert_not_null(env, "the pod never wrote its environment");
+  cr_expect(strstr(env, "LARK_JOB=train\n"), "%s", env);
+  cr_expect(strstr(env, "LARK_POD=train-a-0\n"));
+  cr_expect(strstr(env, "LARK_TASK=train-a\n"));
+  cr_expect(strstr(env, "CUDA_VISIBLE_DEVICES=0,1\n"), "%s", env);
+  cr_expect(strstr(env, "LARK_SOCKET="));
+  cr_expect(strstr(env, "RLARK_TOTAL_NODES="));
+  cr_expect(!strstr(env, "LARK_CREDS"), "no credentials in a pod");
+  snprintf(path, sizeof path, "%s/train-a-1.reply", dir);
+  char *reply = slurp(path);
+  cr_expect(reply && !strcmp(reply, "ok\n"), "socket said %s",
+            reply ? reply : "nothing");
+  char h[4096];
+  for (int i = 0; i < 50; i++, usleep(100 * 1000)) {
+    history("LARK_RUNS", "lark.run.train", h, sizeof h);
+    if (!strcmp(h, "run.reported run.reported"))
+      break;
+  }
+  cr_expect_str_eq(h, "run.reported run.reported");
+  history("LARK_EVENTS", "lark.ev.pod.train-a-0", h, sizeof h);
+  cr_expect_str_eq(h, "pod.phase:Running pod.phase:Succeeded");
+}
+
+Test(edge, failing_pod_is_retried_then_fails_its_job) {
+  char script[512];
+  snprintf(script, sizeof script, "echo run >> %s/runs; exit 3", dir);
+  cr_assert(nodes_ready());
+  job("bad", 1, 0, 1, script);
+  cr_assert(wait_field("job", "bad", "phase", "Failed", 40));
+  char att[16];
+  field("pod", "bad-a-0", "attempt", att, sizeof att);
+  cr_expect_str_eq(att, "1");
+  snprintf(script, sizeof script, "%s/runs", dir);
+  cr_expect_eq(lines_of(script), 2, "one run per attempt");
+}
+
+Test(edge, stop_kills_the_pods_term_then_kill) {
+  char script[512], path[512];
+  snprintf(script, sizeof script,
+           "echo $$ > %s/$LARK_POD.pid; trap '' TERM; "
+           "while true; do sleep 0.2; done",
+           dir);
+  cr_assert(nodes_ready());
+  job("long", 2, 0, 0, script);
+  cr_assert(wait_field("job", "long", "phase", "Running", 40));
+  int pids[2] = {0, 0};
+  for (int i = 0; i < 2; i++) {
+    snprintf(path, sizeof path, "%s/long-a-%d.pid", dir, i);
+    for (int w = 0; w < 100 && !pids[i]; w++, usleep(100 * 1000)) {
+      char *s = slurp(path);
+      pids[i] = s ? atoi(s) : 0;
+    }
+    cr_assert(pids[i] > 0, "pod %d never started", i);
+  }
+  msgpack_zone z;
+  msgpack_zone_init(&z, 1024);
+  command("job", "stop", json_pack("{s:s}", "name", "long"), &z);
+  msgpack_zone_destroy(&z);
+  cr_expect(wait_field("job", "long", "phase", "Stopped", 20));
+  for (int i = 0; i < 2; i++) {
+    int w = 0;
+    for (; w < 100 && kill(pids[i], 0) == 0; w++)
+      usleep(100 * 1000);
+    cr_expect(kill(pids[i], 0) < 0, "pod %d still runs after a stop", i);
+  }
+}
+
+Test(edge, broker_cut_off_loses_and_doubles_nothing) {
+  char script[512], h[4096];
+  snprintf(script, sizeof script, "echo run >> %s/runs; sleep 3; echo done",
+           dir);
+  cr_assert(nodes_ready());
+  job("cut", 1, 0, 0, script);
+  cr_assert(wait_field("pod", "cut-a-0", "phase", "Running", 30));
+  bus_conn_close(conn);
+  conn = NULL;
+  cr_assert_eq(lt_natsd_kill_restart(&srv), 0); /* pod ends meanwhile */
+  char admin[512];
+  lark_creds_path(dir, "admin", admin, sizeof admin);
+  bus_conn_opts co;
+  bus_conn_opts_init(&co);
+  co.url = srv.url;
+  co.creds = admin;
+  cr_assert_eq(bus_conn_open(&conn, &co), 0, "%s", bus_last_error());
+  cr_assert(wait_field("job", "cut", "phase", "Succeeded", 40));
+  history("LARK_EVENTS", "lark.ev.pod.cut-a-0", h, sizeof h);
+  cr_expect_str_eq(h, "pod.phase:Running pod.phase:Succeeded");
+  snprintf(script, sizeof script, "%s/runs", dir);
+  cr_expect_eq(lines_of(script), 1, "the pod ran once");
+}
+
+Test(edge, restarted_edge_readopts_its_pods) {
+  char script[512], h[4096];
+  snprintf(script, sizeof script, "echo run >> %s/runs; sleep 3", dir);
+  cr_assert(nodes_ready());
+  job("adopt", 2, 0, 0, script);
+  cr_assert(wait_field("job", "adopt", "phase", "Running", 30));
+  cr_assert(wait_field("pod", "adopt-a-0", "phase", "Running", 30));
+  cr_assert(wait_field("pod", "adopt-a-1", "phase", "Running", 30));
+  for (int i = 0; i < 2; i++) {
+    lt_kill(edges[i], SIGKILL);
+    edges[i] = start_edge(i);
+  }
+  cr_assert(wait_field("job", "adopt", "phase", "Succeeded", 40));
+  for (int i = 0; i < 2; i++) {
+    char subject[64];
+    snprintf(subject, sizeof subject, "lark.ev.pod.adopt-a-%d", i);
+    history("LARK_EVENTS", subject, h, sizeof h);
+    cr_expect_str_eq(h, "pod.phase:Running pod.phase:Succeeded");
+  }
+  snprintf(script, sizeof script, "%s/runs", dir);
+  cr_expect_eq(lines_of(script), 2, "each pod ran once");
+}
