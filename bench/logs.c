@@ -1,0 +1,279 @@
+/*
+ * bench/logs.c - log lines per second from the nodes' ingress to what
+ * `larkctl logs` reads.
+ *
+ * Starts a nats-server and a real lark-logs, binds P pods to one node
+ * with a job.placed event, then publishes B log.batch messages of L lines
+ * each on lark.in.<node>.logs.<pod> as nodes do (async, one flush) while a
+ * reader follows lark.log.<job>.> in LARK_LOGS, as `larkctl logs -f` does,
+ * decoding every batch and counting its lines. The figure is lines read
+ * over the time from the first publish to the last line read.
+ *
+ * Beside it, in the same run, the raw baseline: the same batches (same
+ * bytes, new ids) published straight to a LARK_LOGS subject and read back
+ * the same way, with no lark-logs in between.
+ *
+ *   bench_logs [--batches B] [--lines L] [--pods P]
+ */
+#include <libgen.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bus.h"
+#include "natsd.h"
+
+typedef struct run {
+  bus_conn *c;
+  int batches, lines, pods;
+  const char *prefix;    /* subject prefix: ingress or raw */
+  msgpack_sbuffer *data; /* one per pod */
+  int rc;
+} run;
+
+static double
+now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int64_t
+wall_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void
+die(const char *what, const char *detail) {
+  fprintf(stderr, "bench_logs: %s: %s\n", what, detail);
+  exit(1);
+}
+
+static void
+pack_s(msgpack_packer *pk, const char *s) {
+  msgpack_pack_str_with_body(pk, s, strlen(s));
+}
+
+/* A pod's batch: L lines of about 80 bytes. */
+static void
+make_batch(msgpack_sbuffer *sb, int pod, int lines) {
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+  char name[64], text[128];
+  snprintf(name, sizeof name, "bench-w-%d", pod);
+  msgpack_pack_map(&pk, 3);
+  pack_s(&pk, "pod");
+  pack_s(&pk, name);
+  pack_s(&pk, "attempt");
+  msgpack_pack_uint32(&pk, 0);
+  pack_s(&pk, "lines");
+  msgpack_pack_array(&pk, (uint32_t)lines);
+  int64_t ts = wall_ns();
+  for (int k = 0; k < lines; k++) {
+    snprintf(text, sizeof text,
+             "step %06d loss 0.%06d reward 0.%04d lr 3e-4 "
+             "throughput 1234.5 samples/s",
+             k, k * 7 % 1000000, k % 10000);
+    msgpack_pack_map(&pk, 3);
+    pack_s(&pk, "ts");
+    msgpack_pack_int64(&pk, ts + k);
+    pack_s(&pk, "stream");
+    pack_s(&pk, "stdout");
+    pack_s(&pk, "text");
+    pack_s(&pk, text);
+  }
+}
+
+static void *
+publish(void *arg) {
+  run *r = arg;
+  char subject[256], id[33];
+  for (int i = 0; i < r->batches && !r->rc; i++) {
+    int pod = i % r->pods;
+    snprintf(subject, sizeof subject, "%s%d", r->prefix, pod);
+    bus_event_new_id(id);
+    bus_event ev = {.v = BUS_SCHEMA_VERSION,
+                    .type = "log.batch",
+                    .id = id,
+                    .ts = wall_ns(),
+                    .actor = "node:n1",
+                    .cause = "",
+                    .data_mp = r->data[pod].data,
+                    .data_mp_len = r->data[pod].size};
+    r->rc = bus_append_async(r->c, subject, &ev, BUS_APPEND_NOCHECK);
+  }
+  if (!r->rc)
+    r->rc = bus_append_flush(r->c, 60000, NULL);
+  return NULL;
+}
+
+/* Publish in a thread, follow filter until every line is read: lines/s. */
+static double
+measure(bus_conn *pub, bus_conn *rd, run *r, const char *filter) {
+  bus_reader_opts o;
+  bus_reader_opts_init(&o);
+  o.stream = "LARK_LOGS";
+  o.filter = filter;
+  o.follow = 1;
+  o.batch = 4096;
+  bus_reader *rr;
+  bus_batch *b;
+  if (bus_batch_new(&b) || bus_reader_open(rd, &o, &rr))
+    die("reader", bus_last_error());
+  r->c = pub;
+  pthread_t th;
+  uint64_t want = (uint64_t)r->batches * (uint64_t)r->lines, got = 0;
+  double t0 = now_s(), last = t0;
+  pthread_create(&th, NULL, publish, r);
+  while (got < want) {
+    int rc = bus_reader_next(rr, b, 500);
+    if (rc < 0 && rc != BUS_ETIMEOUT && rc != BUS_EEOF)
+      die("read", bus_last_error());
+    for (size_t i = 0; i < bus_batch_len(b); i++) {
+      const bus_event *ev = bus_batch_event(b, i);
+      const msgpack_object *l = ev ? bus_obj_get(&ev->data, "lines") : NULL;
+      got += l && l->type == MSGPACK_OBJECT_ARRAY ? l->via.array.size : 0;
+      last = now_s();
+    }
+    if (now_s() - last > 30)
+      die("read", "no lines for 30 s: is lark-logs running?");
+  }
+  double dt = now_s() - t0;
+  pthread_join(th, NULL);
+  if (r->rc)
+    die("publish", bus_last_error());
+  bus_reader_close(rr);
+  bus_batch_free(b);
+  return (double)got / dt;
+}
+
+static pid_t
+start_logs(const lt_natsd *s, const char *argv0, const char *dir) {
+  char self[4096], bin[4200], data[512], log[512];
+  snprintf(self, sizeof self, "%s", argv0);
+  snprintf(bin, sizeof bin, "%s/lark-logs", dirname(self));
+  snprintf(data, sizeof data, "%s/view", dir);
+  snprintf(log, sizeof log, "%s/logs.log", dir);
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (!freopen(log, "w", stderr))
+      _exit(126);
+    execl(bin, bin, "--url", s->url, "--data", data, (char *)NULL);
+    _exit(127);
+  }
+  return pid;
+}
+
+/* job.placed binding bench-w-<i> to n1, then wait until lark-logs has it. */
+static void
+place(bus_conn *c, int pods) {
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 3);
+  pack_s(&pk, "pool");
+  pack_s(&pk, "default");
+  pack_s(&pk, "job");
+  pack_s(&pk, "bench");
+  pack_s(&pk, "bindings");
+  msgpack_pack_array(&pk, (uint32_t)pods);
+  for (int i = 0; i < pods; i++) {
+    char pod[64];
+    snprintf(pod, sizeof pod, "bench-w-%d", i);
+    msgpack_pack_map(&pk, 3);
+    pack_s(&pk, "pod");
+    pack_s(&pk, pod);
+    pack_s(&pk, "task");
+    pack_s(&pk, "bench-w");
+    pack_s(&pk, "node");
+    pack_s(&pk, "n1");
+  }
+  char id[33];
+  bus_event_new_id(id);
+  bus_event ev = {.v = BUS_SCHEMA_VERSION,
+                  .type = "job.placed",
+                  .id = id,
+                  .ts = wall_ns(),
+                  .actor = "bench",
+                  .cause = "",
+                  .data_mp = sb.data,
+                  .data_mp_len = sb.size};
+  uint64_t seq = 0;
+  if (bus_append(c, "lark.ev.placement.default", &ev, BUS_APPEND_CHECK, &seq,
+                 NULL))
+    die("place", bus_last_error());
+  msgpack_sbuffer_destroy(&sb);
+  bus_status st;
+  for (int i = 0; i < 300; i++) {
+    if (bus_status_query(c, "logs", 500, &st) == 0 && st.seq >= seq)
+      return;
+    usleep(100 * 1000);
+  }
+  die("lark-logs", "did not apply the placement");
+}
+
+int
+main(int argc, char **argv) {
+  int batches = 2000, lines = 100, pods = 8;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    int v = atoi(argv[i + 1]);
+    if (!strcmp(argv[i], "--batches"))
+      batches = v;
+    else if (!strcmp(argv[i], "--lines"))
+      lines = v;
+    else if (!strcmp(argv[i], "--pods"))
+      pods = v;
+  }
+  if (batches <= 0 || lines <= 0 || lines > 4096 || pods <= 0 || pods > 1000)
+    die("usage", "bench_logs [--batches B] [--lines L (1..4096)] [--pods P]");
+  lt_natsd srv;
+  bus_conn *pub, *rd;
+  char dir[256];
+  if (lt_natsd_start(&srv, NULL, NULL) || lt_connect(&srv, &pub) ||
+      lt_connect(&srv, &rd) || lt_streams(pub, 120000))
+    die("broker", bus_last_error());
+  lt_tmpdir(dir, sizeof dir, "bench-logs");
+  pid_t pid = start_logs(&srv, argv[0], dir);
+  place(pub, pods);
+  msgpack_sbuffer *data = calloc((size_t)pods, sizeof *data);
+  for (int i = 0; i < pods; i++) {
+    msgpack_sbuffer_init(&data[i]);
+    make_batch(&data[i], i, lines);
+  }
+  run raw = {.batches = batches,
+             .lines = lines,
+             .pods = pods,
+             .prefix = "lark.log.raw.raw-w.raw-w-",
+             .data = data};
+  double base = measure(pub, rd, &raw, "lark.log.raw.>");
+  run e2e = {.batches = batches,
+             .lines = lines,
+             .pods = pods,
+             .prefix = "lark.in.n1.logs.bench-w-",
+             .data = data};
+  double rate = measure(pub, rd, &e2e, "lark.log.bench.>");
+  printf("bench_logs: %d batches x %d lines (%zu bytes a batch), %d pods\n",
+         batches, lines, data[0].size, pods);
+  printf("  raw publish + read of LARK_LOGS : %10.0f lines/s\n", base);
+  printf("  ingress -> lark-logs -> LARK_LOGS: %10.0f lines/s (%.0f%% of "
+         "raw; target >= 100000)\n",
+         rate, 100.0 * rate / base);
+  for (int i = 0; i < pods; i++)
+    msgpack_sbuffer_destroy(&data[i]);
+  free(data);
+  kill(pid, SIGTERM);
+  waitpid(pid, NULL, 0);
+  bus_conn_close(rd);
+  bus_conn_close(pub);
+  lt_natsd_stop(&srv);
+  lt_rmtree(dir);
+  return 0;
+}
