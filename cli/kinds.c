@@ -65,6 +65,35 @@ static const cli_col node_wide[] = {{"CPU", "cpuUsed", COL_STR, 8},
                                     {"GPUS", "gpusUsed", COL_JSON, 10},
                                     {NULL, NULL, 0, 0}};
 
+static const cli_col domain_cols[] = {{"NAME", "name", COL_STR, 20},
+                                      {"CIDR", "cidr", COL_STR, 20},
+                                      {"USED", "used", COL_INT, 8},
+                                      {"FREE", "free", COL_INT, 10},
+                                      {"WAITING", "waiting", COL_INT, 7},
+                                      {"AGE", "ts", COL_AGE, 6},
+                                      {NULL, NULL, 0, 0}};
+static const cli_col domain_wide[] = {{"FAMILY", "family", COL_STR, 6},
+                                      {"CAPACITY", "capacity", COL_INT, 12},
+                                      {"ACTOR", "actor", COL_STR, 16},
+                                      {NULL, NULL, 0, 0}};
+static const cli_col domainpeer_cols[] = {{"NAME", "name", COL_STR, 28},
+                                          {"DOMAIN", "domain", COL_STR, 16},
+                                          {"CLUSTER", "cluster", COL_STR, 12},
+                                          {"PODS", "pods", COL_INT, 5},
+                                          {"LOCAL", "local", COL_INT, 5},
+                                          {"HUB", "hub", COL_INT, 5},
+                                          {NULL, NULL, 0, 0}};
+static const cli_col route_cols[] = {{"CLUSTER", "cluster", COL_STR, 12},
+                                     {"POD", "pod", COL_STR, 28},
+                                     {"IP", "ip", COL_STR, 16},
+                                     {"REAL-IP", "realIP", COL_STR, 16},
+                                     {"NODE", "node", COL_STR, 14},
+                                     {"VIA", "via", COL_STR, 5},
+                                     {NULL, NULL, 0, 0}};
+static const cli_col route_wide[] = {{"DOMAIN", "domain", COL_STR, 16},
+                                     {"POD-CLUSTER", "podCluster", COL_STR, 12},
+                                     {NULL, NULL, 0, 0}};
+
 /* Kinds owned by services: one row each. */
 static const cli_kind kinds[] = {
     {"workflow", "workflows", "wf", "dag", workflow_cols, workflow_wide},
@@ -72,6 +101,9 @@ static const cli_kind kinds[] = {
     {"task", "tasks", NULL, "scheduler", task_cols, task_wide},
     {"pod", "pods", "po", "scheduler", pod_cols, pod_wide},
     {"node", "nodes", "no", "scheduler", node_cols, node_wide},
+    {"domain", "domains", "dom", "ipam", domain_cols, domain_wide},
+    {"domainpeer", "domainpeers", "dp", "ipam", domainpeer_cols, NULL},
+    {"route", "routes", NULL, "ipam", route_cols, route_wide},
     {NULL, NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -6,6 +6,7 @@
 
 #include "catalog.h"
 #include "dag.h"
+#include "ipam.h"
 #include "logs.h"
 #include "replay.h"
 #include "scheduler.h"
@@ -16,6 +17,7 @@ const lark_view_entry lark_views[] = {
     {"dag", "LARK_EVENTS", "lark.ev.>", dag_view_def, dag_query},
     {"signer", "LARK_EVENTS", "lark.ev.cert.>", signer_view_def, signer_query},
     {"scheduler", "LARK_EVENTS", "lark.ev.>", sched_view_def, sched_query},
+    {"ipam", "LARK_EVENTS", "lark.ev.>", ipam_view_def, ipam_query},
     {"logs", "LARK_EVENTS", "lark.ev.>", logs_view_def, logs_query},
     {NULL, NULL, NULL, NULL, NULL},
 };

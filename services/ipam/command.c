@@ -1,0 +1,274 @@
+/*
+ * command.c - what users ask lark-ipam: apply and delete Domains, and
+ * read domains, domain peers and routes.
+ *
+ * A Domain is checked against the view (schema, CIDR, name, overlap with
+ * every other domain) in a read transaction, then domain.created is
+ * appended on lark.ev.ipam.domains with prev = the version that check
+ * saw. Every creation and deletion goes through that one subject, so of
+ * two overlapping creations racing, the broker refuses the second; it is
+ * checked again once the view has caught up, and then refused for the
+ * overlap. The event id derives from the user and the command's key: a
+ * retried command lands once.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ipam-int.h"
+
+#define MAX_ERRS 16
+#define RETRIES 40 /* conflicts retried, 50 ms apart */
+
+static int64_t
+now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int
+append(bus_conn *c, const bus_cmd *cmd, const char *type, uint64_t prev,
+       const msgpack_sbuffer *sb, uint64_t *seq, int *dup) {
+  char src[BUS_SUBJECT_MAX + 200], id[33];
+  snprintf(src, sizeof src, "cmd:%s:%s:%s", cmd->user, type,
+           cmd->key[0] ? cmd->key : IPAM_DOMAINS_SUBJECT);
+  bus_event_derive_id(src, 0, id);
+  bus_event ev = {.type = type,
+                  .id = id,
+                  .ts = now_ns(),
+                  .actor = cmd->user,
+                  .cause = cmd->key,
+                  .prev = prev,
+                  .data_mp = sb->data,
+                  .data_mp_len = sb->size};
+  return bus_append(c, IPAM_DOMAINS_SUBJECT, &ev, BUS_APPEND_CHECK, seq, dup);
+}
+
+static void
+reply_result(bus_conn *c, const bus_cmd *cmd, uint64_t seq, const char *what) {
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_str_with_body(&pk, "result", 6);
+  msgpack_pack_str_with_body(&pk, what, strlen(what));
+  bus_cmd_reply_ok(c, cmd, seq, sb.data, sb.size, 1);
+  msgpack_sbuffer_destroy(&sb);
+}
+
+static int
+refuse(bus_conn *c, const bus_cmd *cmd, int err, const char *path,
+       const char *reason) {
+  bus_field_err fe;
+  memset(&fe, 0, sizeof fe);
+  snprintf(fe.path, sizeof fe.path, "%s", path);
+  snprintf(fe.reason, sizeof fe.reason, "%s", reason);
+  char msg[600];
+  snprintf(msg, sizeof msg, "%s: %s", path, reason);
+  bus_cmd_reply_error(c, cmd, err, msg, &fe, 1);
+  return err;
+}
+
+/* ---------------------------------------------------------------- apply */
+
+typedef struct check {
+  char name[IPAM_NAME_SZ];
+  ipam_cidr c;
+  char cidr[IPAM_NAME_SZ];
+  uint64_t prev; /* version of lark.ev.ipam.domains */
+  int same;      /* exists with this cidr */
+  char path[64]; /* a refusal: where, why */
+  char reason[400];
+  int err;
+} check;
+
+static int
+overlap_cb(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+  (void)k, (void)kl;
+  check *ck = ud;
+  dom_rec d;
+  if (vl != sizeof d)
+    return 0;
+  memcpy(&d, v, sizeof d);
+  if (!strcmp(d.name, ck->name) || !ipam_cidr_overlap(&d.c, &ck->c))
+    return 0;
+  snprintf(ck->reason, sizeof ck->reason, "%s overlaps domain %s (%s)",
+           ck->cidr, d.name, d.cidr);
+  return 1;
+}
+
+/* Check the new domain against the view; fills ck (err 0: may append). */
+static int
+check_domain(bus_view *v, check *ck) {
+  bus_txn *t;
+  int rc = bus_view_read(v, &t);
+  if (rc)
+    return rc;
+  bus_version ver;
+  dom_rec d;
+  if (!(rc = bus_txn_version(t, IPAM_DOMAINS_SUBJECT, &ver)))
+    ck->prev = ver.seq;
+  int got = rc ? rc : ipam_dom_get(t, ck->name, &d);
+  if (got == 0) {
+    ck->same = !strcmp(d.cidr, ck->cidr);
+    if (!ck->same) {
+      ck->err = BUS_EEXISTS;
+      snprintf(ck->path, sizeof ck->path, "spec.cidr");
+      snprintf(ck->reason, sizeof ck->reason,
+               "domain %s exists with cidr %s: delete it first", ck->name,
+               d.cidr);
+    }
+  } else if (got == BUS_ENOT_FOUND) {
+    if (bus_txn_scan(t, "domains", NULL, 0, overlap_cb, ck) == 1) {
+      ck->err = BUS_EEXISTS;
+      snprintf(ck->path, sizeof ck->path, "spec.cidr");
+    }
+  } else {
+    rc = got;
+  }
+  bus_txn_end(t);
+  return rc;
+}
+
+/* Schema, name and CIDR of the resource; 0 or the error replied. */
+static int
+validate(bus_conn *c, const bus_cmd *cmd, const msgpack_object *res,
+         check *ck) {
+  bus_field_err errs[MAX_ERRS];
+  int n = 0;
+  if (!res)
+    return refuse(c, cmd, BUS_EMISSING, "resource", "a Domain is required");
+  int rc = bus_schema_check("Domain", res, errs, MAX_ERRS, &n);
+  if (rc) {
+    bus_cmd_reply_error(c, cmd, rc, "the Domain is invalid", errs,
+                        n < MAX_ERRS ? n : MAX_ERRS);
+    return rc;
+  }
+  char cidr[128] = "", err[200];
+  bus_obj_str(bus_obj_get(res, "metadata"), "name", ck->name, sizeof ck->name);
+  bus_obj_str(bus_obj_get(res, "spec"), "cidr", cidr, sizeof cidr);
+  if (ipam_cidr_parse(cidr, &ck->c, err, sizeof err))
+    return refuse(c, cmd, BUS_EFIELD, "spec.cidr", err);
+  ipam_cidr_format(&ck->c, ck->cidr, sizeof ck->cidr);
+  return 0;
+}
+
+/* The resource as stored: kind, metadata.name, spec.cidr (canonical). */
+static void
+pack_domain(msgpack_sbuffer *sb, const check *ck) {
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 4);
+  msgpack_pack_str_with_body(&pk, "apiVersion", 10);
+  msgpack_pack_str_with_body(&pk, "rlinf.io/v1alpha1", 17);
+  msgpack_pack_str_with_body(&pk, "kind", 4);
+  msgpack_pack_str_with_body(&pk, "Domain", 6);
+  msgpack_pack_str_with_body(&pk, "metadata", 8);
+  msgpack_pack_map(&pk, 1);
+  msgpack_pack_str_with_body(&pk, "name", 4);
+  msgpack_pack_str_with_body(&pk, ck->name, strlen(ck->name));
+  msgpack_pack_str_with_body(&pk, "spec", 4);
+  msgpack_pack_map(&pk, 1);
+  msgpack_pack_str_with_body(&pk, "cidr", 4);
+  msgpack_pack_str_with_body(&pk, ck->cidr, strlen(ck->cidr));
+}
+
+static int
+cmd_apply(bus_conn *c, const bus_cmd *cmd, bus_view *v) {
+  check ck;
+  memset(&ck, 0, sizeof ck);
+  int rc = validate(c, cmd, bus_obj_get(&cmd->body, "resource"), &ck);
+  if (rc)
+    return rc;
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  pack_domain(&sb, &ck);
+  uint64_t seq = 0;
+  int dup = 0;
+  for (int i = 0; i < RETRIES; i++) {
+    check again = ck;
+    if ((rc = check_domain(v, &again)) || again.err || again.same) {
+      ck = again;
+      break;
+    }
+    rc = append(c, cmd, "domain.created", again.prev, &sb, &seq, &dup);
+    if (rc != BUS_ECONFLICT)
+      break;
+    usleep(50 * 1000); /* someone else's creation: wait for the view */
+  }
+  msgpack_sbuffer_destroy(&sb);
+  if (!rc && ck.err)
+    return refuse(c, cmd, ck.err, ck.path, ck.reason);
+  if (rc)
+    return bus_cmd_reply_error(c, cmd, rc, bus_last_error(), NULL, 0), rc;
+  reply_result(c, cmd, seq, ck.same || dup ? "unchanged" : "created");
+  return 0;
+}
+
+/* --------------------------------------------------------------- delete */
+
+static int
+cmd_delete(bus_conn *c, const bus_cmd *cmd, bus_view *v) {
+  char name[IPAM_NAME_SZ] = "";
+  if (!bus_obj_str(&cmd->body, "name", name, sizeof name) ||
+      !bus_name_valid(name, BUS_NAME_MAX))
+    return refuse(c, cmd, BUS_ENAME, "name", "a domain name is required");
+  int rc = BUS_ECONFLICT;
+  uint64_t seq = 0;
+  for (int i = 0; i < RETRIES && rc == BUS_ECONFLICT; i++) {
+    bus_txn *t;
+    bus_version ver;
+    dom_rec d;
+    if ((rc = bus_view_read(v, &t)))
+      break;
+    rc = bus_txn_version(t, IPAM_DOMAINS_SUBJECT, &ver);
+    int got = rc ? rc : ipam_dom_get(t, name, &d);
+    bus_txn_end(t);
+    if (got == BUS_ENOT_FOUND)
+      return refuse(c, cmd, BUS_ENOT_FOUND, "name", "no such domain");
+    if (got)
+      return bus_cmd_reply_error(c, cmd, got, bus_last_error(), NULL, 0), got;
+    if (d.used) {
+      char why[160];
+      snprintf(why, sizeof why,
+               "%llu addresses are in use: delete or stop their Jobs first",
+               (unsigned long long)d.used);
+      return refuse(c, cmd, BUS_EEXISTS, "name", why);
+    }
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 1);
+    msgpack_pack_str_with_body(&pk, "domain", 6);
+    msgpack_pack_str_with_body(&pk, name, strlen(name));
+    rc = append(c, cmd, "domain.deleted", ver.seq, &sb, &seq, NULL);
+    msgpack_sbuffer_destroy(&sb);
+    if (rc == BUS_ECONFLICT)
+      usleep(50 * 1000);
+  }
+  if (rc)
+    return bus_cmd_reply_error(c, cmd, rc, bus_last_error(), NULL, 0), rc;
+  reply_result(c, cmd, seq, "deleted");
+  return 0;
+}
+
+/* ---------------------------------------------------------------- entry */
+
+int
+ipam_command(bus_conn *c, const bus_cmd *cmd, bus_view *v) {
+  if (!strcmp(cmd->kind, "domain") && !strcmp(cmd->verb, "apply"))
+    return cmd_apply(c, cmd, v);
+  if (!strcmp(cmd->kind, "domain") && !strcmp(cmd->verb, "delete"))
+    return cmd_delete(c, cmd, v);
+  if (!cmd->reply)
+    return 0;
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  bus_query_answer(v, ipam_query, cmd->kind, cmd->verb, &cmd->body, &sb, NULL);
+  int rc = bus_conn_publish(c, cmd->reply, sb.data, sb.size);
+  msgpack_sbuffer_destroy(&sb);
+  return rc;
+}

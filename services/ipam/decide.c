@@ -1,0 +1,386 @@
+/*
+ * decide.c - what lark-ipam decides after each batch and on each tick:
+ * per domain, at most one event on lark.ev.domain.<d> per version of that
+ * subject (two would carry the same prev and the second would conflict):
+ * domain.released for the pods whose hold is over, else domain.allocated
+ * (or domain.exhausted) for the oldest placed Job waiting; then the route
+ * messages apply queued, to LARK_ROUTES.
+ *
+ * Every decision is built from the view alone and its id is derived from
+ * the domain and the version it was decided on, so a second lark-ipam
+ * deciding the same thing writes the same id (the broker drops it) and a
+ * different decision on the same version loses the broker's prev check
+ * (or, on R3, apply's). The clock is read here only (now): the hold.
+ * decide's memory in _effects:
+ *   "a:<d>:<seq>"  an event emitted on top of version <seq> of the domain
+ *   "r"            the last rtout key sent
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ipam-int.h"
+
+#define ACTOR "lark-ipam"
+
+static void
+kv_str(msgpack_packer *pk, const char *k, const char *v) {
+  msgpack_pack_str_with_body(pk, k, strlen(k));
+  msgpack_pack_str_with_body(pk, v, strlen(v));
+}
+
+static int
+emit(bus_txn *t, const char *subject, const char *type, const char *src,
+     uint64_t prev, int flags, int64_t ts, const msgpack_sbuffer *sb) {
+  char id[33];
+  bus_event_derive_id(src, 0, id);
+  bus_event ev = {.type = type,
+                  .id = id,
+                  .ts = ts,
+                  .actor = ACTOR,
+                  .cause = "",
+                  .prev = prev,
+                  .data_mp = sb->data,
+                  .data_mp_len = sb->size};
+  return bus_txn_emit(t, subject, &ev, flags);
+}
+
+typedef struct dpass {
+  bus_txn *t;
+  const dom_rec *d;
+  char subject[BUS_SUBJECT_MAX];
+  uint64_t ver;
+  int64_t now, hold;
+} dpass;
+
+/* ------------------------------------------------------------ releases */
+
+typedef struct rel_walk {
+  dpass *p;
+  char **pods;
+  size_t n;
+} rel_walk;
+
+static int
+due(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+  (void)v, (void)vl;
+  rel_walk *w = ud;
+  size_t plen = strlen(w->p->d->name) + 1;
+  char pod[IPAM_DNAME_SZ];
+  pod_rec r;
+  if (kl <= plen)
+    return 0;
+  ipam_copy(pod, sizeof pod, (const char *)k + plen, kl - plen);
+  if (ipam_pod_get(w->p->t, pod, &r) || !r.held || !r.ended ||
+      r.ended_ts > w->p->now - w->p->hold)
+    return 0;
+  if (!(w->pods[w->n] = strdup(pod)))
+    return bus_error(BUS_ESTORE, "out of memory");
+  return ++w->n == IPAM_MAX_PODS;
+}
+
+/* 1 when a domain.released was emitted. */
+static int
+release(dpass *p) {
+  char prefix[IPAM_NAME_SZ + 1];
+  snprintf(prefix, sizeof prefix, "%s/", p->d->name);
+  rel_walk w = {p, calloc(IPAM_MAX_PODS, sizeof(char *)), 0};
+  if (!w.pods)
+    return bus_error(BUS_ESTORE, "out of memory");
+  int rc = bus_txn_scan(p->t, "ending", prefix, strlen(prefix), due, &w);
+  if (rc >= 0 && w.n) {
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 2);
+    kv_str(&pk, "domain", p->d->name);
+    msgpack_pack_str_with_body(&pk, "pods", 4);
+    msgpack_pack_array(&pk, (uint32_t)w.n);
+    for (size_t i = 0; i < w.n; i++)
+      msgpack_pack_str_with_body(&pk, w.pods[i], strlen(w.pods[i]));
+    char src[BUS_SUBJECT_MAX + 64];
+    snprintf(src, sizeof src, "released:%s:%llu", p->d->name,
+             (unsigned long long)p->ver);
+    rc = emit(p->t, p->subject, "domain.released", src, p->ver,
+              BUS_APPEND_CHECK, p->now, &sb);
+    msgpack_sbuffer_destroy(&sb);
+    rc = rc ? rc : 1;
+  }
+  for (size_t i = 0; i < w.n; i++)
+    free(w.pods[i]);
+  free(w.pods);
+  return rc < 0 ? rc : rc == 1;
+}
+
+/* --------------------------------------------------------- allocations */
+
+typedef struct want {
+  size_t plen; /* "<d>/" */
+  char job[IPAM_NAME_SZ];
+  char *pods[IPAM_MAX_PODS];
+  size_t n;
+} want;
+
+static int
+first_want(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+  want *w = ud;
+  size_t plen = w->plen + 8;
+  if (kl <= plen)
+    return 0;
+  ipam_copy(w->job, sizeof w->job, (const char *)k + plen, kl - plen);
+  const char *s = v, *end = s + vl;
+  while (s < end && w->n < IPAM_MAX_PODS) {
+    const char *nl = memchr(s, '\n', (size_t)(end - s));
+    size_t len = nl ? (size_t)(nl - s) : (size_t)(end - s);
+    if (!(w->pods[w->n] = malloc(len + 1)))
+      return bus_error(BUS_ESTORE, "out of memory");
+    ipam_copy(w->pods[w->n++], len + 1, s, len);
+    s += len + 1;
+  }
+  return 1;
+}
+
+static int
+emit_exhausted(dpass *p, const want *w, uint64_t needed) {
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 4);
+  kv_str(&pk, "domain", p->d->name);
+  kv_str(&pk, "job", w->job);
+  msgpack_pack_str_with_body(&pk, "needed", 6);
+  msgpack_pack_uint64(&pk, needed);
+  msgpack_pack_str_with_body(&pk, "free", 4);
+  msgpack_pack_uint64(&pk, ipam_dom_free(p->d));
+  char src[BUS_SUBJECT_MAX + 128];
+  snprintf(src, sizeof src, "exhausted:%s:%llu:%s", p->d->name,
+           (unsigned long long)p->ver, w->job);
+  int rc = emit(p->t, p->subject, "domain.exhausted", src, p->ver,
+                BUS_APPEND_CHECK, p->now, &sb);
+  msgpack_sbuffer_destroy(&sb);
+  return rc;
+}
+
+static int
+emit_allocated(dpass *p, const want *w, const uint64_t *offs) {
+  job_rec j;
+  uint64_t gen = ipam_job_get(p->t, w->job, &j) == 0 ? j.generation : 0;
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 4);
+  kv_str(&pk, "domain", p->d->name);
+  kv_str(&pk, "job", w->job);
+  msgpack_pack_str_with_body(&pk, "generation", 10);
+  msgpack_pack_uint64(&pk, gen);
+  msgpack_pack_str_with_body(&pk, "addresses", 9);
+  msgpack_pack_array(&pk, (uint32_t)w->n);
+  for (size_t i = 0; i < w->n; i++) {
+    char ip[IPAM_IP_SZ];
+    ipam_addr_format(&p->d->c, offs[i], ip, sizeof ip);
+    msgpack_pack_map(&pk, 2);
+    kv_str(&pk, "pod", w->pods[i]);
+    kv_str(&pk, "ip", ip);
+  }
+  char src[BUS_SUBJECT_MAX + 128];
+  snprintf(src, sizeof src, "allocated:%s:%llu:%s", p->d->name,
+           (unsigned long long)p->ver, w->job);
+  int rc = emit(p->t, p->subject, "domain.allocated", src, p->ver,
+                BUS_APPEND_CHECK, p->now, &sb);
+  msgpack_sbuffer_destroy(&sb);
+  return rc;
+}
+
+/*
+ * The pods of w that hold an address in the domain keep it; the others
+ * get one (their old one back when still free). All or none.
+ */
+static int
+allocate(dpass *p, want *w) {
+  uint64_t *offs = calloc(w->n + 1, sizeof *offs);
+  uint64_t *sticky = calloc(w->n + 1, sizeof *sticky);
+  size_t *idx = calloc(w->n + 1, sizeof *idx), need = 0;
+  int rc = offs && sticky && idx ? 0 : bus_error(BUS_ESTORE, "out of memory");
+  for (size_t i = 0; !rc && i < w->n; i++) {
+    pod_rec r;
+    int have = ipam_pod_get(p->t, w->pods[i], &r) == 0 &&
+               !strcmp(r.domain, p->d->name);
+    if (have && r.held) {
+      offs[i] = r.off;
+      continue;
+    }
+    sticky[need] = have && r.has_off ? r.off : IPAM_NONE;
+    idx[need++] = i;
+  }
+  uint64_t *got = rc ? NULL : calloc(need + 1, sizeof *got);
+  if (!rc && !got)
+    rc = bus_error(BUS_ESTORE, "out of memory");
+  ipam_lookup l = {p->t, p->d->name};
+  if (!rc)
+    rc = ipam_pick(&p->d->c, p->d->low, ipam_dom_free(p->d), need, sticky,
+                   ipam_view_next, &l, got);
+  if (rc == 1)
+    rc = emit_exhausted(p, w, need);
+  else if (rc == 0) {
+    for (size_t k = 0; k < need; k++)
+      offs[idx[k]] = got[k];
+    rc = emit_allocated(p, w, offs);
+  }
+  free(got);
+  free(offs);
+  free(sticky);
+  free(idx);
+  return rc;
+}
+
+/* 1 when an allocation (or exhaustion) was emitted. */
+static int
+serve_want(dpass *p) {
+  want *w = calloc(1, sizeof *w);
+  if (!w)
+    return bus_error(BUS_ESTORE, "out of memory");
+  char prefix[IPAM_NAME_SZ + 1];
+  snprintf(prefix, sizeof prefix, "%s/", p->d->name);
+  w->plen = strlen(prefix);
+  int rc = bus_txn_scan(p->t, "wants", prefix, strlen(prefix), first_want, w);
+  if (rc == 1)
+    rc = w->n ? allocate(p, w) : 0;
+  for (size_t i = 0; i < w->n; i++)
+    free(w->pods[i]);
+  int emitted = rc == 0 && w->n;
+  free(w);
+  return rc < 0 ? rc : emitted;
+}
+
+static int
+one_domain(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+  (void)k, (void)kl;
+  dpass *p = ud;
+  dom_rec d;
+  bus_version ver;
+  if (vl != sizeof d)
+    return 0;
+  memcpy(&d, v, sizeof d);
+  p->d = &d;
+  snprintf(p->subject, sizeof p->subject, "lark.ev.domain.%s", d.name);
+  int rc = bus_txn_version(p->t, p->subject, &ver);
+  if (rc)
+    return rc;
+  p->ver = ver.seq;
+  char mark[IPAM_NAME_SZ + 32];
+  snprintf(mark, sizeof mark, "a:%s:%llu", d.name, (unsigned long long)ver.seq);
+  if (bus_txn_marked(p->t, mark, strlen(mark)) == 1)
+    return 0; /* ours is on its way */
+  rc = release(p);
+  if (rc == 0)
+    rc = serve_want(p);
+  if (rc == 1)
+    rc = bus_txn_mark(p->t, mark, strlen(mark));
+  return rc;
+}
+
+/* --------------------------------------------------------------- routes */
+
+static int
+pack_route(bus_txn *t, const char *d, const char *c, const char *pod,
+           msgpack_sbuffer *sb) {
+  pod_rec r;
+  if (ipam_pod_get(t, pod, &r) || !r.routed || strcmp(r.domain, d))
+    return 1; /* its tombstone follows */
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, r.local_ip[0] ? 8 : 7);
+  kv_str(&pk, "domain", d);
+  kv_str(&pk, "cluster", c);
+  kv_str(&pk, "pod", pod);
+  kv_str(&pk, "ip", r.vip);
+  if (r.local_ip[0])
+    kv_str(&pk, "realIP", r.local_ip);
+  kv_str(&pk, "node", r.node);
+  kv_str(&pk, "podCluster", r.rcluster);
+  kv_str(&pk, "via", strcmp(r.rcluster, c) ? "hub" : "local");
+  return 0;
+}
+
+typedef struct rt_walk {
+  bus_txn *t;
+  unsigned char last[8 + 4 * IPAM_DNAME_SZ];
+  size_t last_len;
+  int64_t now;
+  int moved;
+} rt_walk;
+
+static int
+send_route(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+  rt_walk *w = ud;
+  char tail[4 * IPAM_DNAME_SZ], d[IPAM_NAME_SZ], c[IPAM_NAME_SZ];
+  if (kl <= 8 || kl > sizeof w->last || vl != 1)
+    return 0;
+  memcpy(w->last, k, kl);
+  w->last_len = kl;
+  w->moved = 1;
+  ipam_copy(tail, sizeof tail, (const char *)k + 8, kl - 8);
+  char *dot1 = strchr(tail, '.'), *dot2 = dot1 ? strchr(dot1 + 1, '.') : NULL;
+  if (!dot2)
+    return 0;
+  ipam_copy(d, sizeof d, tail, (size_t)(dot1 - tail));
+  ipam_copy(c, sizeof c, dot1 + 1, (size_t)(dot2 - dot1 - 1));
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  int del = *(const char *)v == 'D', rc = 0;
+  if (del) {
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 3);
+    kv_str(&pk, "domain", d);
+    kv_str(&pk, "cluster", c);
+    kv_str(&pk, "pod", dot2 + 1);
+  } else if (pack_route(w->t, d, c, dot2 + 1, &sb)) {
+    msgpack_sbuffer_destroy(&sb);
+    return 0;
+  }
+  char subject[sizeof tail + 16], src[sizeof tail + 48];
+  snprintf(subject, sizeof subject, "lark.route.%s", tail);
+  snprintf(src, sizeof src, "route:%s:%llu", tail,
+           (unsigned long long)ipam_get_be64(k));
+  rc = emit(w->t, subject, del ? "route.deleted" : "route.set", src, 0,
+            BUS_APPEND_NOCHECK, w->now, &sb);
+  msgpack_sbuffer_destroy(&sb);
+  return rc;
+}
+
+static int
+decide_routes(bus_txn *t, int64_t now) {
+  rt_walk *w = calloc(1, sizeof *w);
+  if (!w)
+    return bus_error(BUS_ESTORE, "out of memory");
+  w->t = t;
+  w->now = now;
+  const void *cur;
+  size_t clen;
+  if (bus_txn_note_get(t, "r", 1, &cur, &clen) == 0 && clen <= sizeof w->last) {
+    memcpy(w->last, cur, clen);
+    w->last_len = clen;
+  }
+  unsigned char after[sizeof w->last];
+  size_t alen = w->last_len;
+  memcpy(after, w->last, alen);
+  int rc = bus_txn_scan_after(t, "rtout", after, alen, send_route, w);
+  if (!rc && w->moved)
+    rc = bus_txn_note_put(t, "r", 1, w->last, w->last_len);
+  free(w);
+  return rc;
+}
+
+int
+ipam_decide(bus_txn *t, const bus_event *cause, int64_t now, void *ud) {
+  if (cause)
+    return 0; /* decided on the whole view, once a batch and on ticks */
+  const ipam_opts *o = ud;
+  dpass p = {.t = t, .now = now, .hold = o ? o->hold_ns : 0};
+  int rc = bus_txn_scan(t, "domains", NULL, 0, one_domain, &p);
+  return rc ? rc : decide_routes(t, now);
+}

@@ -1,0 +1,101 @@
+/*
+ * ipam-int.h - the view's records and tables, shared by apply (view.c),
+ * decide (decide.c), queries (query.c) and commands (command.c).
+ *
+ * Records are zeroed fixed structs with a layout byte, so equal states
+ * are equal bytes for the digest. Tables:
+ *   domains   <d>                     -> dom_rec
+ *   addrs     <d>/ be64(offset)       -> pod name (an address taken)
+ *   pods      <pod>                   -> pod_rec (every pod of a domain
+ *                                        Job; keeps its last address)
+ *   jobs      <job>                   -> job_rec (Jobs that name a domain)
+ *   wants     <d>/ be64(seq) <job>    -> pod names, '\n'-separated: a
+ *                                        placed Job waiting for addresses
+ *   ending    <d>/<pod>               -> "" (ended, still holding)
+ *   nodes     <node>                  -> its cluster
+ *   clusters  <d>/<cluster>           -> be32 routed pods there
+ *   routes    <d>/<pod>               -> "" (routed: held, bound, alive)
+ *   rtq       <d>.<c>.<pod>           -> be64 seq of its rtout entry
+ *   rtout     be64(seq) <d>.<c>.<pod> -> "S" (set) or "D" (tombstone)
+ */
+#ifndef LARK_IPAM_INT_H
+#define LARK_IPAM_INT_H
+
+#include "ipam.h"
+
+#define IPAM_NAME_SZ 64
+#define IPAM_DNAME_SZ 256
+#define IPAM_IP_SZ 48
+#define IPAM_LAYOUT 1
+#define IPAM_MAX_PODS 4096
+#define IPAM_DOMAINS_SUBJECT "lark.ev.ipam.domains"
+
+typedef struct dom_rec {
+  uint8_t layout;
+  uint8_t pad[7];
+  char name[IPAM_NAME_SZ];
+  char cidr[IPAM_NAME_SZ];
+  ipam_cidr c;
+  uint64_t used; /* addresses taken */
+  uint64_t low;  /* every usable offset below is taken */
+  uint64_t seq;  /* the domain.created event */
+  int64_t ts;
+  char actor[128];
+} dom_rec;
+
+typedef struct pod_rec {
+  uint8_t layout;
+  uint8_t held;    /* holds off in domain */
+  uint8_t has_off; /* off is its last address (sticky) */
+  uint8_t ended;   /* its run ended; released after the hold */
+  uint8_t routed;  /* counted in clusters[domain/rcluster] */
+  uint8_t pad[3];
+  char pod[IPAM_DNAME_SZ];
+  char job[IPAM_NAME_SZ];
+  char domain[IPAM_NAME_SZ];
+  char node[IPAM_NAME_SZ];
+  char rcluster[IPAM_NAME_SZ]; /* cluster it is routed in */
+  char local_ip[IPAM_IP_SZ];
+  char vip[IPAM_IP_SZ];
+  uint64_t off;
+  int64_t ended_ts;
+} pod_rec;
+
+typedef struct job_rec {
+  uint8_t layout;
+  uint8_t pad[7];
+  char name[IPAM_NAME_SZ];
+  char domain[IPAM_NAME_SZ];
+  uint64_t generation;
+  uint64_t want_seq; /* its wants entry; 0 none */
+  char reason[160];
+} job_rec;
+
+/* Records: BUS_ENOT_FOUND when absent, BUS_ECORRUPT for a wrong size. */
+int ipam_dom_get(bus_txn *t, const char *name, dom_rec *r);
+int ipam_dom_put(bus_txn *t, const dom_rec *r);
+int ipam_pod_get(bus_txn *t, const char *name, pod_rec *r);
+int ipam_pod_put(bus_txn *t, const pod_rec *r);
+int ipam_job_get(bus_txn *t, const char *name, job_rec *r);
+
+/* "<d>/" + be64(off) into key (>= IPAM_NAME_SZ + 9); returns its length. */
+size_t ipam_addr_key(const char *domain, uint64_t off, unsigned char *key);
+void ipam_be64(uint64_t v, unsigned char *out);
+uint64_t ipam_get_be64(const unsigned char *in);
+/* Copy at most cap-1 bytes of s (len n) with NUL. */
+void ipam_copy(char *dst, size_t cap, const void *s, size_t n);
+
+/* The taken-address lookup of a domain, for ipam_pick. */
+typedef struct ipam_lookup {
+  bus_txn *t;
+  const char *domain;
+} ipam_lookup;
+int ipam_view_next(void *ud, uint64_t from, uint64_t *taken);
+
+/* Free addresses of a domain (usable - used). */
+uint64_t ipam_dom_free(const dom_rec *d);
+
+int ipam_apply(bus_txn *t, const bus_event *ev, void *ud);
+int ipam_decide(bus_txn *t, const bus_event *cause, int64_t now, void *ud);
+
+#endif

@@ -1,0 +1,323 @@
+/*
+ * query.c - reads of lark-ipam's view: domains (with their allocations),
+ * domain peers (the relays' tables, per domain and cluster) and routes.
+ * The same function answers live (lark-ipam) and in the past (larkctl
+ * --at, on a replay); it only reads.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ipam-int.h"
+
+static void
+kv_str(msgpack_packer *pk, const char *k, const char *v) {
+  msgpack_pack_str_with_body(pk, k, strlen(k));
+  msgpack_pack_str_with_body(pk, v, strlen(v));
+}
+
+static void
+kv_u64(msgpack_packer *pk, const char *k, uint64_t v) {
+  msgpack_pack_str_with_body(pk, k, strlen(k));
+  msgpack_pack_uint64(pk, v);
+}
+
+/* Count entries under a prefix. */
+static int
+count_cb(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+  (void)k, (void)kl, (void)v, (void)vl;
+  (*(uint64_t *)ud)++;
+  return 0;
+}
+
+static uint64_t
+count_under(bus_txn *t, const char *table, const char *d) {
+  char prefix[IPAM_NAME_SZ + 1];
+  uint64_t n = 0;
+  snprintf(prefix, sizeof prefix, "%s/", d);
+  bus_txn_scan(t, table, prefix, strlen(prefix), count_cb, &n);
+  return n;
+}
+
+static void
+pack_domain(bus_txn *t, msgpack_packer *pk, const dom_rec *d) {
+  msgpack_pack_map(pk, 9);
+  kv_str(pk, "name", d->name);
+  kv_str(pk, "cidr", d->cidr);
+  kv_str(pk, "family", d->c.family == 4 ? "IPv4" : "IPv6");
+  kv_u64(pk, "capacity", ipam_cidr_usable(&d->c));
+  kv_u64(pk, "used", d->used);
+  kv_u64(pk, "free", ipam_dom_free(d));
+  kv_u64(pk, "waiting", count_under(t, "wants", d->name));
+  msgpack_pack_str_with_body(pk, "ts", 2);
+  msgpack_pack_int64(pk, d->ts);
+  kv_str(pk, "actor", d->actor);
+}
+
+typedef struct qwalk {
+  bus_txn *t;
+  msgpack_sbuffer sb; /* items, counted in n */
+  msgpack_packer pk;
+  uint32_t n;
+  const char *domain, *cluster;
+} qwalk;
+
+static void
+qwalk_init(qwalk *w, bus_txn *t) {
+  memset(w, 0, sizeof *w);
+  w->t = t;
+  msgpack_sbuffer_init(&w->sb);
+  msgpack_packer_init(&w->pk, &w->sb, msgpack_sbuffer_write);
+}
+
+/* The array of w's items into pk. */
+static int
+qwalk_done(qwalk *w, msgpack_packer *pk, int rc) {
+  if (!rc) {
+    msgpack_pack_array(pk, w->n);
+    pk->callback(pk->data, w->sb.data, w->sb.size);
+  }
+  msgpack_sbuffer_destroy(&w->sb);
+  return rc;
+}
+
+static int
+list_domain(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+  (void)k, (void)kl;
+  qwalk *w = ud;
+  dom_rec d;
+  if (vl != sizeof d)
+    return 0;
+  memcpy(&d, v, sizeof d);
+  if (w->domain && w->domain[0] && strcmp(w->domain, d.name))
+    return 0;
+  pack_domain(w->t, &w->pk, &d);
+  w->n++;
+  return 0;
+}
+
+static int
+list_alloc(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+  (void)k, (void)kl;
+  qwalk *w = ud;
+  char pod[IPAM_DNAME_SZ];
+  pod_rec p;
+  ipam_copy(pod, sizeof pod, v, vl);
+  if (ipam_pod_get(w->t, pod, &p))
+    return 0;
+  msgpack_pack_map(&w->pk, 5);
+  kv_str(&w->pk, "pod", p.pod);
+  kv_str(&w->pk, "ip", p.vip);
+  kv_str(&w->pk, "job", p.job);
+  kv_str(&w->pk, "node", p.node);
+  kv_str(&w->pk, "state", p.ended ? "ended" : p.routed ? "routed" : "held");
+  w->n++;
+  return 0;
+}
+
+static int
+list_want(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+  (void)v, (void)vl;
+  qwalk *w = ud;
+  size_t plen = strlen(w->domain) + 9;
+  if (kl <= plen)
+    return 0;
+  msgpack_pack_str_with_body(&w->pk, (const char *)k + plen, kl - plen);
+  w->n++;
+  return 0;
+}
+
+static int
+describe_domain(bus_txn *t, const char *name, msgpack_packer *pk) {
+  dom_rec d;
+  int rc = ipam_dom_get(t, name, &d);
+  if (rc)
+    return rc == BUS_ENOT_FOUND ? bus_error(rc, "no domain %s", name) : rc;
+  char prefix[IPAM_NAME_SZ + 1];
+  snprintf(prefix, sizeof prefix, "%s/", name);
+  msgpack_pack_map(pk, 3);
+  msgpack_pack_str_with_body(pk, "domain", 6);
+  pack_domain(t, pk, &d);
+  qwalk w;
+  qwalk_init(&w, t);
+  w.domain = name;
+  msgpack_pack_str_with_body(pk, "allocations", 11);
+  rc = bus_txn_scan(t, "addrs", prefix, strlen(prefix), list_alloc, &w);
+  if ((rc = qwalk_done(&w, pk, rc)))
+    return rc;
+  qwalk_init(&w, t);
+  w.domain = name;
+  msgpack_pack_str_with_body(pk, "waiting", 7);
+  rc = bus_txn_scan(t, "wants", prefix, strlen(prefix), list_want, &w);
+  return qwalk_done(&w, pk, rc);
+}
+
+/* ---------------------------------------------------------------- peers */
+
+/* One routed pod as seen from cluster c. */
+static void
+pack_peer(msgpack_packer *pk, const pod_rec *p, const char *c) {
+  msgpack_pack_map(pk, 8);
+  kv_str(pk, "domain", p->domain);
+  kv_str(pk, "cluster", c);
+  kv_str(pk, "pod", p->pod);
+  kv_str(pk, "ip", p->vip);
+  kv_str(pk, "realIP", p->local_ip);
+  kv_str(pk, "node", p->node);
+  kv_str(pk, "podCluster", p->rcluster);
+  kv_str(pk, "via", strcmp(p->rcluster, c) ? "hub" : "local");
+}
+
+static int
+peer_row(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+  (void)v, (void)vl;
+  qwalk *w = ud;
+  size_t plen = strlen(w->domain) + 1;
+  char pod[IPAM_DNAME_SZ];
+  pod_rec p;
+  if (kl <= plen)
+    return 0;
+  ipam_copy(pod, sizeof pod, (const char *)k + plen, kl - plen);
+  if (ipam_pod_get(w->t, pod, &p) || !p.routed)
+    return 0;
+  pack_peer(&w->pk, &p, w->cluster);
+  w->n++;
+  return 0;
+}
+
+/* clusters <d>/<c>: the routes of (d, c), or a summary row. */
+typedef struct cl_walk {
+  qwalk *w;
+  int summary;
+  const char *only; /* one cluster, or NULL */
+} cl_walk;
+
+static int
+local_cb(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+  (void)v, (void)vl;
+  qwalk *w = ud;
+  size_t plen = strlen(w->domain) + 1;
+  char pod[IPAM_DNAME_SZ];
+  pod_rec p;
+  if (kl <= plen)
+    return 0;
+  ipam_copy(pod, sizeof pod, (const char *)k + plen, kl - plen);
+  if (ipam_pod_get(w->t, pod, &p) == 0 && p.routed &&
+      !strcmp(p.rcluster, w->cluster))
+    w->n++;
+  return 0;
+}
+
+static int
+cluster_cb(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+  (void)v, (void)vl;
+  cl_walk *cw = ud;
+  qwalk *w = cw->w;
+  size_t plen = strlen(w->domain) + 1;
+  char c[IPAM_NAME_SZ], prefix[IPAM_NAME_SZ + 1];
+  if (kl <= plen)
+    return 0;
+  ipam_copy(c, sizeof c, (const char *)k + plen, kl - plen);
+  if (cw->only && strcmp(cw->only, c))
+    return 0;
+  snprintf(prefix, sizeof prefix, "%s/", w->domain);
+  w->cluster = c;
+  if (!cw->summary)
+    return bus_txn_scan(w->t, "routes", prefix, strlen(prefix), peer_row, w);
+  qwalk lw = *w;
+  lw.n = 0;
+  bus_txn_scan(w->t, "routes", prefix, strlen(prefix), local_cb, &lw);
+  uint64_t all = count_under(w->t, "routes", w->domain);
+  char name[2 * IPAM_NAME_SZ + 1];
+  snprintf(name, sizeof name, "%s.%s", w->domain, c);
+  msgpack_pack_map(&w->pk, 6);
+  kv_str(&w->pk, "name", name);
+  kv_str(&w->pk, "domain", w->domain);
+  kv_str(&w->pk, "cluster", c);
+  kv_u64(&w->pk, "pods", all);
+  kv_u64(&w->pk, "local", lw.n);
+  kv_u64(&w->pk, "hub", all - lw.n);
+  w->n++;
+  return 0;
+}
+
+static int
+peers_of(qwalk *w, const char *d, const char *only, int summary) {
+  char prefix[IPAM_NAME_SZ + 1];
+  snprintf(prefix, sizeof prefix, "%s/", d);
+  w->domain = d;
+  cl_walk cw = {w, summary, only};
+  return bus_txn_scan(w->t, "clusters", prefix, strlen(prefix), cluster_cb,
+                      &cw);
+}
+
+static int
+each_domain_peers(const void *k, size_t kl, const void *v, size_t vl,
+                  void *ud) {
+  (void)v, (void)vl;
+  char d[IPAM_NAME_SZ];
+  ipam_copy(d, sizeof d, k, kl);
+  return peers_of(ud, d, NULL, 1);
+}
+
+/* "<d>.<c>" or "<d>" into d and c ("" when absent). */
+static void
+split_name(const char *name, char *d, char *c) {
+  const char *dot = strchr(name, '.');
+  ipam_copy(d, IPAM_NAME_SZ, name, dot ? (size_t)(dot - name) : strlen(name));
+  ipam_copy(c, IPAM_NAME_SZ, dot ? dot + 1 : "", dot ? strlen(dot + 1) : 0);
+}
+
+static int
+query_peers(bus_txn *t, const char *verb, const char *name, int routes,
+            msgpack_packer *pk) {
+  char d[IPAM_NAME_SZ], c[IPAM_NAME_SZ];
+  split_name(name, d, c);
+  qwalk w;
+  qwalk_init(&w, t);
+  int rc;
+  if (!strcmp(verb, "describe") && !routes) {
+    if (!d[0] || !c[0])
+      return qwalk_done(&w, pk, bus_error(BUS_EINVAL, "name is <domain>.<c>"));
+    rc = peers_of(&w, d, c, 0);
+    if (!rc && !w.n)
+      rc = bus_error(BUS_ENOT_FOUND, "no peers of %s in cluster %s", d, c);
+    if (!rc) {
+      msgpack_pack_map(pk, 3);
+      kv_str(pk, "domain", d);
+      kv_str(pk, "cluster", c);
+      msgpack_pack_str_with_body(pk, "peers", 5);
+    }
+    return qwalk_done(&w, pk, rc);
+  }
+  if (strcmp(verb, "list"))
+    return qwalk_done(&w, pk, bus_error(BUS_EINVAL, "verbs: list, describe"));
+  if (routes && !d[0])
+    return qwalk_done(&w, pk, bus_error(BUS_EINVAL, "name a domain"));
+  if (d[0])
+    rc = peers_of(&w, d, c[0] ? c : NULL, !routes);
+  else
+    rc = bus_txn_scan(t, "domains", NULL, 0, each_domain_peers, &w);
+  return qwalk_done(&w, pk, rc);
+}
+
+int
+ipam_query(bus_txn *t, const char *kind, const char *verb,
+           const msgpack_object *req, msgpack_packer *pk, void *ud) {
+  (void)ud;
+  char name[2 * IPAM_NAME_SZ + 2] = "";
+  bus_obj_str(req, "name", name, sizeof name);
+  if (!strcmp(kind, "domainpeer") || !strcmp(kind, "route"))
+    return query_peers(t, verb, name, !strcmp(kind, "route"), pk);
+  if (strcmp(kind, "domain"))
+    return bus_error(BUS_EINVAL, "kinds: domain, domainpeer, route");
+  if (!strcmp(verb, "describe"))
+    return describe_domain(t, name, pk);
+  if (strcmp(verb, "list"))
+    return bus_error(BUS_EINVAL, "verbs: list, describe");
+  qwalk w;
+  qwalk_init(&w, t);
+  w.domain = name;
+  return qwalk_done(&w, pk,
+                    bus_txn_scan(t, "domains", NULL, 0, list_domain, &w));
+}
