@@ -22,6 +22,8 @@
 
 #include "bus-int.h"
 
+#define LAG_EVERY_MS 500
+
 typedef struct service {
   bus_conn *conn;
   bus_view *view;
@@ -216,8 +218,9 @@ step(service *s, bus_consumer *k, bus_batch *b) {
   return 1;
 }
 
+/* Publish what decide left in the outbox. */
 static int
-after_batch(service *s, bus_consumer *k) {
+after_batch(service *s) {
   bus_view_stats st;
   int rc = bus_view_stats_get(s->view, &st);
   if (rc)
@@ -228,32 +231,40 @@ after_batch(service *s, bus_consumer *k) {
       return rc;
     bus_view_stats_get(s->view, &st);
   }
-  uint64_t pending;
-  if (bus_consumer_pending(k, &pending) == 0)
-    atomic_store(&s->lag, pending);
   if (s->o->on_batch)
     s->o->on_batch(&st, s->o->ud);
   return 0;
 }
 
+/* The lag costs a request to the broker: measured twice a second at
+ * most, not once per batch. */
+static void
+measure_lag(service *s, bus_consumer *k, int64_t now, int64_t *last) {
+  uint64_t pending;
+  if (now - *last < LAG_EVERY_MS)
+    return;
+  *last = now;
+  if (bus_consumer_pending(k, &pending) == 0)
+    atomic_store(&s->lag, pending);
+}
+
 static int
 run_loop(service *s, bus_consumer *k, bus_batch *b) {
   int64_t last_tick = mono_ms(), last_lag = 0;
-  int rc = after_batch(s, k); /* publish what a crash left behind */
+  int rc = after_batch(s); /* publish what a crash left behind */
   while (!rc && !*s->o->stop) {
     int got = step(s, k, b);
     if (got < 0)
       return got;
+    if (got)
+      rc = after_batch(s);
     int64_t now = mono_ms();
-    if (got || now - last_lag > 1000) {
-      rc = after_batch(s, k);
-      last_lag = now;
-    }
+    measure_lag(s, k, now, &last_lag);
     if (!rc && s->o->tick_ms && now - last_tick >= s->o->tick_ms) {
       last_tick = now;
       rc = bus_view_tick(s->view, wall_ns());
       if (!rc)
-        rc = after_batch(s, k);
+        rc = after_batch(s);
     }
   }
   return rc;
