@@ -152,10 +152,14 @@ maybe_free(edge_proc *p) {
 }
 
 void
-edge_proc_handle_closed(uv_handle_t *h) {
-  edge_proc *p = h->data;
+edge_proc_unref(edge_proc *p) {
   p->handles--;
   maybe_free(p);
+}
+
+void
+edge_proc_handle_closed(uv_handle_t *h) {
+  edge_proc_unref(h->data);
 }
 
 static void

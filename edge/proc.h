@@ -66,6 +66,8 @@ void edge_sock_close(edge_proc *p);
 
 /* pods.c */
 void edge_proc_handle_closed(uv_handle_t *h);
+/* One embedded handle of p closed (frees p after the last). */
+void edge_proc_unref(edge_proc *p);
 /* Queue a message for this pod's node; loop. */
 int edge_proc_send(edge_proc *p, const char *what, const char *type,
                    const msgpack_sbuffer *sb);

@@ -57,9 +57,8 @@ client_closed(uv_handle_t *h) {
       break;
     }
   free(c->buf);
-  free(c);
-  h->data = p;
-  edge_proc_handle_closed(h);
+  free(c); /* h was inside c */
+  edge_proc_unref(p);
 }
 
 static void
