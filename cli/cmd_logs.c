@@ -226,7 +226,8 @@ print_text(const logs *l, const line *ln) {
 /* Sort what was collected, print the last `keep` (-1: all), and drop it. */
 static void
 flush_lines(logs *l, long keep) {
-  qsort(l->lines, l->n, sizeof *l->lines, by_time);
+  if (l->n > 1)
+    qsort(l->lines, l->n, sizeof *l->lines, by_time);
   size_t from = keep >= 0 && l->n > (size_t)keep ? l->n - (size_t)keep : 0;
   for (size_t i = 0; i < l->n; i++) {
     if (i >= from)
