@@ -131,9 +131,8 @@ Test(ipam_alloc, lowest_free_whole_job) {
   ipam_set_add(&s, 2);
   ipam_set_add(&s, 4);
   uint64_t out[3];
-  cr_assert_eq(ipam_pick(&c, 1, free_of(&c, &s), 3, NULL, ipam_set_next, &s,
-                         out),
-               0);
+  cr_assert_eq(
+      ipam_pick(&c, 1, free_of(&c, &s), 3, NULL, ipam_set_next, &s, out), 0);
   cr_expect_eq(out[0], 3);
   cr_expect_eq(out[1], 5);
   cr_expect_eq(out[2], 6);
@@ -145,16 +144,14 @@ Test(ipam_alloc, sticky_reuse_while_free) {
   ipam_set s = {0};
   ipam_set_add(&s, 1);
   uint64_t sticky[3] = {7, IPAM_NONE, 1}, out[3];
-  cr_assert_eq(ipam_pick(&c, 1, free_of(&c, &s), 3, sticky, ipam_set_next, &s,
-                         out),
-               0);
+  cr_assert_eq(
+      ipam_pick(&c, 1, free_of(&c, &s), 3, sticky, ipam_set_next, &s, out), 0);
   cr_expect_eq(out[0], 7, "its old address back");
   cr_expect_eq(out[1], 2, "the lowest free");
   cr_expect_eq(out[2], 3, "its old address is taken: the next lowest");
   uint64_t again[2] = {2, 2}, out2[2];
-  cr_assert_eq(ipam_pick(&c, 1, free_of(&c, &s), 2, again, ipam_set_next, &s,
-                         out2),
-               0);
+  cr_assert_eq(
+      ipam_pick(&c, 1, free_of(&c, &s), 2, again, ipam_set_next, &s, out2), 0);
   cr_expect_eq(out2[0], 2);
   cr_expect_eq(out2[1], 3, "one address never given twice");
   ipam_set_free(&s);
@@ -179,9 +176,9 @@ Test(ipam_alloc, release_then_reuse_fills_the_hole) {
   ipam_set s = {0};
   uint64_t out[100];
   for (int round = 0; round < 2; round++) {
-    cr_assert_eq(ipam_pick(&c, 1, free_of(&c, &s), 100, NULL, ipam_set_next,
-                           &s, out),
-                 0);
+    cr_assert_eq(
+        ipam_pick(&c, 1, free_of(&c, &s), 100, NULL, ipam_set_next, &s, out),
+        0);
     for (int i = 0; i < 100; i++) {
       cr_expect_eq(out[i], (uint64_t)(round * 100 + i + 1));
       ipam_set_add(&s, out[i]);
@@ -194,9 +191,9 @@ Test(ipam_alloc, release_then_reuse_fills_the_hole) {
   cr_expect_eq(out[0], 50);
   cr_expect_eq(out[9], 59);
   cr_expect_eq(out[10], 201);
-  cr_expect_eq(ipam_pick(&c, 1, free_of(&c, &s), 300, NULL, ipam_set_next, &s,
-                         out),
-               1, "fd00::/120 has 255 usable addresses");
+  cr_expect_eq(
+      ipam_pick(&c, 1, free_of(&c, &s), 300, NULL, ipam_set_next, &s, out), 1,
+      "fd00::/120 has 255 usable addresses");
   ipam_set_free(&s);
 }
 

@@ -142,8 +142,10 @@ validate(bus_conn *c, const bus_cmd *cmd, const msgpack_object *res,
     return refuse(c, cmd, BUS_EMISSING, "resource", "a Domain is required");
   int rc = bus_schema_check("Domain", res, errs, MAX_ERRS, &n);
   if (rc) {
-    bus_cmd_reply_error(c, cmd, rc, "the Domain is invalid", errs,
-                        n < MAX_ERRS ? n : MAX_ERRS);
+    char msg[400];
+    snprintf(msg, sizeof msg, "the Domain is invalid: %s: %s", errs[0].path,
+             errs[0].reason);
+    bus_cmd_reply_error(c, cmd, rc, msg, errs, n < MAX_ERRS ? n : MAX_ERRS);
     return rc;
   }
   char cidr[128] = "", err[200];
