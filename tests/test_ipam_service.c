@@ -427,6 +427,10 @@ Test(ipam_service, exhaustion_sends_the_job_back_to_pending) {
   uint64_t sent = 0;
   bus_stream_last_seq(conn, "LARK_NODES", &sent);
   cr_expect_eq(sent, 0, "an unaddressed Job was dispatched");
+  /* its capacity is given back, and it is not placed again in a loop */
+  cr_expect(wait_msg("LARK_EVENTS", "lark.ev.placement.default", "job.unplaced",
+                     "job", "big"));
+  cr_expect(wait_field("node", NULL, "gpu-1", "pods", "0"));
   job("small", "tiny", 2, 1); /* fits */
   cr_expect(wait_msg("LARK_EVENTS", "lark.ev.domain.tiny", "domain.allocated",
                      "job", "small"));

@@ -497,6 +497,7 @@ apply_job_verb(bus_txn *t, const bus_event *ev, const char *name,
   } else if (!strcmp(verb, "resumed")) {
     j.stopped = 0;
     j.bound = j.ended = 0;
+    j.addressed = j.exhausted = 0; /* a new run gets its addresses anew */
     strcpy(j.phase, "Pending");
     strcpy(j.want, "Pending");
     j.reason[0] = 0;
@@ -772,15 +773,50 @@ apply_domain(bus_txn *t, const bus_event *ev, const char *verb) {
              "DomainExhausted: %lld addresses needed, %lld free",
              (long long)bus_obj_int(&ev->data, "needed", 0),
              (long long)bus_obj_int(&ev->data, "free", 0));
+    j.exhausted = 1; /* decide gives its capacity back (job.unplaced) */
+    if ((rc = sched_queue_job(t, &j, 1)))
+      return rc;
     return sched_job_put(t, &j);
   }
-  if (j.addressed)
-    return 0;
+  uint64_t gen =
+      (uint64_t)bus_obj_int(&ev->data, "generation", (int64_t)j.generation);
+  if (j.addressed || j.stopped || gen != j.generation)
+    return 0; /* already addressed, or addresses for an earlier run */
   j.addressed = 1;
   pods_ctx c = {&j, "Running", ev->seq, 0};
   if ((rc = sched_each_pod(t, name, address, &c)))
     return rc;
   return sched_job_put(t, &j);
+}
+
+typedef struct wake {
+  bus_txn *t;
+  const char *domain;
+} wake;
+
+static int
+wake_job(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+  (void)k, (void)kl;
+  wake *w = ud;
+  job_rec j;
+  if (vl != sizeof j)
+    return 0;
+  memcpy(&j, v, sizeof j);
+  if (!j.exhausted || strcmp(j.domain, w->domain))
+    return 0;
+  j.exhausted = 0;
+  j.reason[0] = 0;
+  return sched_job_put(w->t, &j);
+}
+
+/* Addresses came free in a domain: its waiting Jobs may be placed again. */
+static int
+apply_domain_released(bus_txn *t, const bus_event *ev) {
+  char domain[SCHED_NAME_SZ];
+  if (!bus_obj_str(&ev->data, "domain", domain, sizeof domain))
+    return 0;
+  wake w = {t, domain};
+  return bus_txn_scan(t, "jobs", NULL, 0, wake_job, &w);
 }
 
 /* ------------------------------------------------------------ dispatch */
@@ -817,5 +853,8 @@ sched_apply(bus_txn *t, const bus_event *ev, void *ud) {
   if (!strcmp(kind, "domain") &&
       (!strcmp(verb, "allocated") || !strcmp(verb, "exhausted")))
     return apply_domain(t, ev, verb);
+  if (!strcmp(ev->type, "domain.released") ||
+      !strcmp(ev->type, "domain.deleted"))
+    return apply_domain_released(t, ev);
   return 0;
 }

@@ -234,8 +234,10 @@ try_job(pass *p, const char *name) {
     return rc == BUS_ENOT_FOUND ? 0 : rc;
   if (j.stopped || j.deleted)
     return 0;
-  if (!strncmp(j.reason, "DomainExhausted", 15) && j.bound)
+  if (j.exhausted && j.bound)
     return (rc = emit_unplaced(p, &j)) ? rc : 1;
+  if (j.exhausted)
+    return 0; /* waits until its domain releases addresses */
   waiting *w = calloc(1, sizeof *w);
   sched_job job;
   sched_placement pl;

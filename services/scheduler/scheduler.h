@@ -31,7 +31,7 @@
 
 #define SCHED_POOL "default"
 #define SCHED_PLACEMENT_SUBJECT "lark.ev.placement." SCHED_POOL
-#define SCHED_REC_VERSION 1
+#define SCHED_REC_VERSION 2
 #define SCHED_PHASE_SZ 16
 #define SCHED_REASON_SZ 256
 #define SCHED_POD_DEVICES 4
@@ -47,6 +47,8 @@ typedef struct job_rec {
   uint64_t generation, sub_seq, sub_ts;
   uint32_t pods, bound, ended;
   uint8_t stopped, deleted, addressed;
+  uint8_t exhausted; /* its domain had too few addresses: waits until some
+                        are released */
 } job_rec;
 
 typedef struct task_rec {
