@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "brokercfg.h"
+#include "json.h"
 #include "natsd.h"
 #include "proc.h"
 
@@ -125,40 +126,6 @@ TestSuite(edge, .init = setup, .fini = teardown, .timeout = 120);
 
 /* ------------------------------------------------------------ helpers */
 
-static void
-pack_json(const json_t *j, msgpack_packer *pk) {
-  const char *k;
-  json_t *v;
-  size_t i;
-  switch (json_typeof(j)) {
-  case JSON_OBJECT:
-    msgpack_pack_map(pk, (uint32_t)json_object_size(j));
-    json_object_foreach((json_t *)j, k, v) {
-      msgpack_pack_str_with_body(pk, k, strlen(k));
-      pack_json(v, pk);
-    }
-    break;
-  case JSON_ARRAY:
-    msgpack_pack_array(pk, (uint32_t)json_array_size(j));
-    json_array_foreach(j, i, v) pack_json(v, pk);
-    break;
-  case JSON_STRING:
-    msgpack_pack_str_with_body(pk, json_string_value(j), json_string_length(j));
-    break;
-  case JSON_INTEGER:
-    msgpack_pack_int64(pk, json_integer_value(j));
-    break;
-  case JSON_TRUE:
-    msgpack_pack_true(pk);
-    break;
-  case JSON_FALSE:
-    msgpack_pack_false(pk);
-    break;
-  default:
-    msgpack_pack_nil(pk);
-  }
-}
-
 static msgpack_object
 command(const char *kind, const char *verb, json_t *j, msgpack_zone *z) {
   char subject[128];
@@ -168,7 +135,7 @@ command(const char *kind, const char *verb, json_t *j, msgpack_zone *z) {
   msgpack_sbuffer_init(&sb);
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  pack_json(j, &pk);
+  lt_pack_json(&pk, j);
   json_decref(j);
   void *reply = NULL;
   size_t len = 0;
