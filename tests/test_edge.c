@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "brokercfg.h"
+#include "cmd.h"
 #include "json.h"
 #include "natsd.h"
 #include "proc.h"
@@ -23,7 +24,6 @@ static lt_natsd srv;
 static bus_conn *conn;
 static char dir[256];
 static pid_t sched, edges[2];
-static int counter;
 
 static void
 creds(const char *name, lark_role role, char *path, size_t cap) {
@@ -128,29 +128,9 @@ TestSuite(edge, .init = setup, .fini = teardown, .timeout = 120);
 
 static msgpack_object
 command(const char *kind, const char *verb, json_t *j, msgpack_zone *z) {
-  char subject[128];
-  snprintf(subject, sizeof subject, "lark.cmd.admin.%s.%s", kind, verb);
-  json_object_set_new(j, "key", json_sprintf("k%d-%d", counter++, getpid()));
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  lt_pack_json(&pk, j);
-  json_decref(j);
-  void *reply = NULL;
-  size_t len = 0;
-  int rc = -1;
-  for (int i = 0; i < 50 && rc; i++)
-    if ((rc = bus_conn_request(conn, subject, sb.data, sb.size, 2000, &reply,
-                               &len)))
-      usleep(100 * 1000);
-  msgpack_sbuffer_destroy(&sb);
-  cr_assert_eq(rc, 0, "%s: %s", subject, bus_last_error());
-  void *keep = msgpack_zone_malloc(z, len);
-  memcpy(keep, reply, len);
-  free(reply);
   msgpack_object o;
-  cr_assert(msgpack_unpack(keep, len, NULL, z, &o) >= 0);
+  cr_assert_eq(lt_command(conn, kind, verb, j, z, &o), 0, "%s.%s: %s", kind,
+               verb, bus_last_error());
   return o;
 }
 
@@ -176,32 +156,17 @@ job(const char *name, int replicas, int gpus, int retries, const char *script) {
 static void
 field(const char *kind, const char *name, const char *key, char *out,
       size_t cap) {
-  msgpack_zone z;
-  msgpack_zone_init(&z, 4096);
-  msgpack_object r =
-      command(kind, "describe", json_pack("{s:s}", "name", name), &z);
-  const msgpack_object *res = bus_obj_get(&r, "result");
-  if (res && !strcmp(kind, "job"))
-    res = bus_obj_get(res, "job");
-  out[0] = 0;
-  const msgpack_object *v = res ? bus_obj_get(res, key) : NULL;
-  if (v && v->type == MSGPACK_OBJECT_STR)
-    snprintf(out, cap, "%.*s", (int)v->via.str.size, v->via.str.ptr);
-  else if (v && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
-    snprintf(out, cap, "%llu", (unsigned long long)v->via.u64);
-  msgpack_zone_destroy(&z);
+  lt_field(conn, kind, !strcmp(kind, "job") ? "job" : NULL, name, key, out,
+           cap);
 }
 
 static int
 wait_field(const char *kind, const char *name, const char *key,
            const char *want, int seconds) {
   char got[256] = "";
-  for (int i = 0; i < seconds * 10; i++) {
-    field(kind, name, key, got, sizeof got);
-    if (!strcmp(got, want))
-      return 1;
-    usleep(100 * 1000);
-  }
+  if (lt_wait_field(conn, kind, !strcmp(kind, "job") ? "job" : NULL, name, key,
+                    want, seconds, got, sizeof got))
+    return 1;
   cr_log_error("%s %s: %s is %s, not %s", kind, name, key, got, want);
   return 0;
 }

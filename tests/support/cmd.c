@@ -1,0 +1,75 @@
+/*
+ * cmd.c - commands and describe fields for tests (see cmd.h).
+ */
+#include "cmd.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "json.h"
+
+int
+lt_command(bus_conn *c, const char *kind, const char *verb, json_t *body,
+           msgpack_zone *z, msgpack_object *reply) {
+  static int counter;
+  char subject[128];
+  snprintf(subject, sizeof subject, "lark.cmd.admin.%s.%s", kind, verb);
+  json_object_set_new(body, "key",
+                      json_sprintf("k%d-%d", counter++, (int)getpid()));
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  lt_pack_json(&pk, body);
+  json_decref(body);
+  void *data = NULL;
+  size_t len = 0;
+  int rc = -1;
+  for (int i = 0; i < 50 && rc; i++) /* the service may still start */
+    if ((rc =
+             bus_conn_request(c, subject, sb.data, sb.size, 3000, &data, &len)))
+      usleep(100 * 1000);
+  msgpack_sbuffer_destroy(&sb);
+  if (rc)
+    return rc;
+  void *keep = msgpack_zone_malloc(z, len ? len : 1);
+  memcpy(keep, data, len);
+  free(data);
+  return msgpack_unpack(keep, len, NULL, z, reply) < 0 ? BUS_EMALFORMED : 0;
+}
+
+void
+lt_field(bus_conn *c, const char *kind, const char *sub, const char *name,
+         const char *key, char *out, size_t cap) {
+  msgpack_zone z;
+  msgpack_zone_init(&z, 4096);
+  msgpack_object r;
+  out[0] = 0;
+  if (lt_command(c, kind, "describe", json_pack("{s:s}", "name", name), &z,
+                 &r) == 0) {
+    const msgpack_object *res = bus_obj_get(&r, "result");
+    if (res && sub)
+      res = bus_obj_get(res, sub);
+    const msgpack_object *v = res ? bus_obj_get(res, key) : NULL;
+    if (v && v->type == MSGPACK_OBJECT_STR)
+      snprintf(out, cap, "%.*s", (int)v->via.str.size, v->via.str.ptr);
+    else if (v && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+      snprintf(out, cap, "%llu", (unsigned long long)v->via.u64);
+  }
+  msgpack_zone_destroy(&z);
+}
+
+int
+lt_wait_field(bus_conn *c, const char *kind, const char *sub, const char *name,
+              const char *key, const char *want, int seconds, char *got,
+              size_t cap) {
+  for (int i = 0; i < seconds * 10; i++) {
+    lt_field(c, kind, sub, name, key, got, cap);
+    if (!strcmp(got, want) || (want[0] == '~' && strstr(got, want + 1)))
+      return 1;
+    usleep(100 * 1000);
+  }
+  return 0;
+}

@@ -1,0 +1,38 @@
+/*
+ * cmd.h - drive services the way larkctl does, from tests: commands on
+ * lark.cmd.admin.<kind>.<verb>, and the fields of what they describe.
+ */
+#ifndef LARK_TEST_CMD_H
+#define LARK_TEST_CMD_H
+
+#include <jansson.h>
+
+#include "bus.h"
+
+/*
+ * Send lark.cmd.admin.<kind>.<verb> with body (a JSON object, consumed;
+ * a fresh idempotency key is added), retrying for up to 5 s while nobody
+ * answers (a service still starting). The reply is unpacked into z.
+ * Returns 0, or the error with detail in bus_last_error().
+ */
+int lt_command(bus_conn *c, const char *kind, const char *verb, json_t *body,
+               msgpack_zone *z, msgpack_object *reply);
+
+/*
+ * The text of field key of kind/name as its service describes it (sub: a
+ * map inside the result to look in, e.g. "job"; NULL: the result itself);
+ * integers as decimal; "" when absent.
+ */
+void lt_field(bus_conn *c, const char *kind, const char *sub, const char *name,
+              const char *key, char *out, size_t cap);
+
+/*
+ * Poll lt_field every 100 ms for up to seconds until it equals want (or,
+ * when want starts with '~', contains the rest). 1 when it did; 0 with
+ * the last value in got.
+ */
+int lt_wait_field(bus_conn *c, const char *kind, const char *sub,
+                  const char *name, const char *key, const char *want,
+                  int seconds, char *got, size_t cap);
+
+#endif
