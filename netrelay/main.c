@@ -1,0 +1,187 @@
+/*
+ * main.c - lark-relay: the cross-cluster relay's command.
+ *
+ *   lark-relay hub --listen HOST:PORT --ca CA.PUB --host-key KEY
+ *                  [--revoked KRL] [--allow DOMAIN=IP:PORT]...
+ *                  [--port-file FILE] [--reload-ms N]
+ *   lark-relay check --ca CA.PUB [--revoked KRL] [--role ROLE] CERT.PUB
+ *
+ * hub serves until SIGINT or SIGTERM (exit 0); SIGHUP re-reads the KRL.
+ * PORT 0 picks a free port, written to --port-file once listening.
+ * check prints "ok <domain> <serial>" or the reason for a refusal (exit
+ * 1). One log line per event goes to stderr.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hub.h"
+
+static volatile sig_atomic_t stop_flag, reload_flag;
+
+static void
+on_signal(int sig) {
+  if (sig == SIGHUP)
+    reload_flag = 1;
+  else
+    stop_flag = 1;
+}
+
+static void
+log_line(void *ud, const char *line) {
+  (void)ud;
+  fprintf(stderr, "lark-relay: %s\n", line);
+}
+
+static int
+usage(void) {
+  fprintf(stderr,
+          "usage: lark-relay hub --listen HOST:PORT --ca CA.PUB --host-key KEY"
+          " [--revoked KRL] [--allow DOMAIN=IP:PORT]... [--port-file FILE]"
+          " [--reload-ms N]\n"
+          "       lark-relay check --ca CA.PUB [--revoked KRL] [--role ROLE]"
+          " CERT.PUB\n");
+  return 2;
+}
+
+/* "HOST:PORT" (an IPv6 host in brackets) into host and port. */
+static int
+split_listen(char *arg, const char **host, int *port) {
+  char *colon = strrchr(arg, ':'), *end;
+  if (!colon)
+    return -1;
+  *colon = 0;
+  long p = strtol(colon + 1, &end, 10);
+  if (*end || p < 0 || p > 65535)
+    return -1;
+  *port = (int)p;
+  if (arg[0] == '[' && colon > arg + 1 && colon[-1] == ']') {
+    colon[-1] = 0;
+    arg++;
+  }
+  *host = arg;
+  return 0;
+}
+
+static void
+signals(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+static int
+cmd_hub(int argc, char **argv) {
+  relay_hub_opts o;
+  static relay_allow allow;
+  relay_hub_opts_init(&o);
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!v)
+      return usage();
+    i++;
+    if (!strcmp(a, "--listen") && split_listen(argv[i], &o.host, &o.port))
+      return usage();
+    else if (!strcmp(a, "--ca"))
+      o.ca_path = v;
+    else if (!strcmp(a, "--host-key"))
+      o.host_key = v;
+    else if (!strcmp(a, "--revoked"))
+      o.revoked = v;
+    else if (!strcmp(a, "--port-file"))
+      o.port_file = v;
+    else if (!strcmp(a, "--reload-ms"))
+      o.reload_ms = atoi(v);
+    else if (!strcmp(a, "--allow") && relay_allow_add(&allow, v)) {
+      fprintf(stderr, "lark-relay: --allow %s: want DOMAIN=IP:PORT\n", v);
+      return 2;
+    } else if (strcmp(a, "--listen") && strcmp(a, "--allow"))
+      return usage();
+  }
+  if (!o.ca_path || !o.host_key)
+    return usage();
+  o.policy = relay_allow_policy;
+  o.policy_ud = &allow;
+  o.log = log_line;
+  signals();
+  int rc = relay_hub_run(&o, &stop_flag, &reload_flag);
+  if (rc)
+    fprintf(stderr, "lark-relay: hub: %s: %s\n", bus_strerror(rc),
+            bus_last_error());
+  return rc ? 1 : 0;
+}
+
+static int
+read_line(const char *path, char *out, size_t cap) {
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return -1;
+  int ok = fgets(out, (int)cap, f) != NULL;
+  fclose(f);
+  return ok ? 0 : -1;
+}
+
+static int
+cmd_check(int argc, char **argv) {
+  const char *ca = NULL, *krl = NULL, *role = "domain", *cert = NULL;
+  for (int i = 2; i < argc; i++) {
+    if (i + 1 < argc && !strcmp(argv[i], "--ca"))
+      ca = argv[++i];
+    else if (i + 1 < argc && !strcmp(argv[i], "--revoked"))
+      krl = argv[++i];
+    else if (i + 1 < argc && !strcmp(argv[i], "--role"))
+      role = argv[++i];
+    else if (!cert && argv[i][0] != '-')
+      cert = argv[i];
+    else
+      return usage();
+  }
+  static char line[65536];
+  uint8_t pk[32], *blob = NULL;
+  size_t n;
+  char why[256] = "";
+  relay_revoked *rev = NULL;
+  relay_cert c;
+  if (!ca || !cert)
+    return usage();
+  int rc = relay_ca_load(ca, pk);
+  if (rc)
+    snprintf(why, sizeof why, "%s: not an ssh-ed25519 public key", ca);
+  else if (read_line(cert, line, sizeof line) ||
+           relay_cert_decode(line, strlen(line), &blob, &n))
+    rc = BUS_EMALFORMED,
+    snprintf(why, sizeof why, "%s: not a certificate", cert);
+  else if (!krl ||
+           !(rc = relay_revoked_load_file(krl, pk, &rev, why, sizeof why))) {
+    relay_check chk = {
+        .ca_pk = pk, .now = (uint64_t)time(NULL), .role = role, .revoked = rev};
+    rc = relay_cert_check(&chk, blob, n, &c, why, sizeof why);
+  }
+  if (rc)
+    printf("refused: %s\n", why);
+  else
+    printf("ok %s %llu\n", c.domain, (unsigned long long)c.serial);
+  relay_revoked_free(rev);
+  free(blob);
+  return rc ? 1 : 0;
+}
+
+static const struct {
+  const char *name;
+  int (*fn)(int, char **);
+} cmds[] = {{"hub", cmd_hub}, {"check", cmd_check}};
+
+int
+main(int argc, char **argv) {
+  for (size_t i = 0; argc > 1 && i < sizeof cmds / sizeof cmds[0]; i++)
+    if (!strcmp(argv[1], cmds[i].name))
+      return cmds[i].fn(argc, argv);
+  return usage();
+}
