@@ -8,7 +8,7 @@
  * Ed25519, EVP_DigestSign for P-256), signer_issue in one thread (parse
  * the public key or CSR, build, sign, encode), and issuing through the
  * broker: C client threads send sign commands to the signer's command
- * path (W serving threads; lark-signer's --workers, default 4), each answered
+ * path (W serving threads; lark-signer's --workers, default 16), each answered
  * only after its cert.issued is stored in LARK_EVENTS. Targets: SSH >= 5,000/s,
  * X.509 >= 1,000/s through the broker.
  */
@@ -25,7 +25,7 @@
 #include "signer.h"
 
 #define NS 1000000000LL
-#define MAX_WORKERS 16
+#define MAX_WORKERS 32
 
 static double
 now_s(void) {
@@ -223,7 +223,7 @@ world_open(world *w, lt_natsd *srv, const char *dir) {
 
 int
 main(int argc, char **argv) {
-  int n = 20000, clients = 16, workers = 4;
+  int n = 20000, clients = 16, workers = SIGNER_WORKERS;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--count"))
       n = atoi(argv[i + 1]);

@@ -1,7 +1,7 @@
 /*
  * main.c - lark-signer: the platform's CA on the command path.
  *
- *   lark-signer --url URL --creds FILE --data DIR [--workers N]
+ *   lark-signer --url URL --creds FILE --data DIR [--workers N (16)]
  *               [--default-valid DUR] [--max-valid DUR]
  *
  * Commands on lark.cmd.<user>.cert.<verb>: sign and revoke (user admin
@@ -25,7 +25,7 @@
 #include "svc.h"
 
 #define NS 1000000000LL
-#define MAX_WORKERS 16
+#define MAX_WORKERS 32
 
 static const char *const streams[] = {"LARK_EVENTS", NULL};
 
@@ -183,7 +183,7 @@ main(int argc, char **argv) {
   app a;
   memset(&a, 0, sizeof a);
   signer_limits_init(&a.limits);
-  a.workers = 4;
+  a.workers = SIGNER_WORKERS;
   if (own_flags(&a, &argc, argv)) {
     fprintf(stderr, "lark-signer: --workers 1..16; --default-valid and "
                     "--max-valid take 90s, 15m, 24h, 30d (default <= max)\n");

@@ -31,6 +31,11 @@
 #ifndef LARK_SIGNER_H
 #define LARK_SIGNER_H
 
+/* Command handlers of lark-signer (--workers): each waits for its
+ * certificate's event to be stored, so more of them keep the broker busy;
+ * 16 measured best on 2 cores (docs/BENCHMARKS.md). */
+#define SIGNER_WORKERS 16
+
 #include <stddef.h>
 #include <stdint.h>
 
