@@ -16,23 +16,11 @@
 
 #include <nats/nats.h>
 
+#include "bench.h"
 #include "bus.h"
 #include "natsd.h"
 
 #define BODY 200
-
-static double
-now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void
-die(const char *what, const char *detail) {
-  fprintf(stderr, "bench_append: %s: %s\n", what, detail);
-  exit(1);
-}
 
 /* Event data {text: "xxx..."} sized so the encoded event is BODY bytes. */
 static void
@@ -68,7 +56,7 @@ fit_text(msgpack_sbuffer *data) {
     make_event(&ev, data, id, len);
     out.size = 0;
     if (bus_event_encode(&ev, &out) < 0)
-      die("encode", bus_last_error());
+      bench_die("encode", bus_last_error());
     len += BODY - (int)out.size;
   }
   msgpack_sbuffer_destroy(&out);
@@ -86,12 +74,12 @@ run_raw(const char *url, long n, const char *stream) {
   snprintf(filter, sizeof filter, "bench.%s.>", stream);
   memset(body, 'x', sizeof body);
   if (natsConnection_ConnectTo(&nc, url) != NATS_OK)
-    die("raw connect", nats_GetLastError(NULL));
+    bench_die("raw connect", nats_GetLastError(NULL));
   jsOptions_Init(&jo);
   jo.PublishAsync.MaxPending = 4000;
   jo.PublishAsync.StallWait = 10000;
   if (natsConnection_JetStream(&js, nc, &jo) != NATS_OK)
-    die("raw js", nats_GetLastError(NULL));
+    bench_die("raw js", nats_GetLastError(NULL));
   jsStreamConfig_Init(&sc);
   sc.Name = stream;
   sc.Subjects = &subj;
@@ -99,8 +87,8 @@ run_raw(const char *url, long n, const char *stream) {
   sc.Duplicates = INT64_C(120000000000);
   js_DeleteStream(js, "LARK_EVENTS", NULL, NULL); /* bus: fresh stream */
   if (js_AddStream(NULL, js, &sc, NULL, NULL) != NATS_OK)
-    die("raw stream", nats_GetLastError(NULL));
-  double t0 = now_s();
+    bench_die("raw stream", nats_GetLastError(NULL));
+  double t0 = bench_now_s();
   for (long i = 0; i < n; i++) {
     natsMsg *m = NULL;
     snprintf(subject, sizeof subject, "bench.%s.%ld", stream, i);
@@ -109,14 +97,14 @@ run_raw(const char *url, long n, const char *stream) {
         natsMsgHeader_Set(m, "Nats-Msg-Id", id) != NATS_OK ||
         natsMsgHeader_Set(m, "Lark-Type", "sample.created") != NATS_OK ||
         js_PublishMsgAsync(js, &m, NULL) != NATS_OK)
-      die("raw publish", nats_GetLastError(NULL));
+      bench_die("raw publish", nats_GetLastError(NULL));
   }
   jsPubOptions po;
   jsPubOptions_Init(&po);
   po.MaxWait = 60000;
   if (js_PublishAsyncComplete(js, &po) != NATS_OK)
-    die("raw complete", nats_GetLastError(NULL));
-  double dt = now_s() - t0;
+    bench_die("raw complete", nats_GetLastError(NULL));
+  double dt = bench_now_s() - t0;
   jsCtx_Destroy(js);
   natsConnection_Destroy(nc);
   return (double)n / dt;
@@ -135,23 +123,23 @@ run_bus(const char *url, long n) {
   o.url = url;
   o.name = "bench";
   if (bus_conn_open(&c, &o) < 0)
-    die("connect", bus_last_error());
+    bench_die("connect", bus_last_error());
   bus_streams_opts_init(&so);
   if (bus_streams_ensure(c, &so) < 0)
-    die("streams", bus_last_error());
+    bench_die("streams", bus_last_error());
   msgpack_sbuffer_init(&data);
   int text_len = fit_text(&data);
   make_event(&ev, &data, id, text_len);
-  double t0 = now_s();
+  double t0 = bench_now_s();
   for (long i = 0; i < n; i++) {
     snprintf(subject, sizeof subject, "lark.ev.sample.s%ld", i);
     bus_event_new_id(id);
     if (bus_append_async(c, subject, &ev, BUS_APPEND_NOCHECK) < 0)
-      die("append", bus_last_error());
+      bench_die("append", bus_last_error());
   }
   if (bus_append_flush(c, 60000, &failed) < 0)
-    die("flush", bus_last_error());
-  double dt = now_s() - t0;
+    bench_die("flush", bus_last_error());
+  double dt = bench_now_s() - t0;
   msgpack_sbuffer_destroy(&data);
   bus_conn_close(c);
   return (double)n / dt;

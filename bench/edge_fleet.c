@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "bus.h"
 #include "natsd.h"
 
@@ -44,12 +45,6 @@ now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void
-die(const char *what, const char *detail) {
-  fprintf(stderr, "bench_edge_fleet: %s: %s\n", what, detail);
-  exit(1);
 }
 
 static void
@@ -166,11 +161,11 @@ dispatch(bus_conn *w, node *nodes, int n, int rate) {
                     .data_mp = sb.data,
                     .data_mp_len = sb.size};
     if (bus_append_async(w, subject, &ev, BUS_APPEND_NOCHECK))
-      die("append", bus_last_error());
+      bench_die("append", bus_last_error());
     msgpack_sbuffer_destroy(&sb);
   }
   if (bus_append_flush(w, 30000, NULL))
-    die("flush", bus_last_error());
+    bench_die("flush", bus_last_error());
 }
 
 static void
@@ -191,7 +186,7 @@ baseline(bus_conn *w, bus_conn *sub, int rate) {
   char buf[256];
   memset(buf, 'x', sizeof buf);
   if (bus_conn_serve(sub, "bench.raw", NULL, on_raw, NULL, &s))
-    die("subscribe", bus_last_error());
+    bench_die("subscribe", bus_last_error());
   usleep(200 * 1000);
   atomic_store(&got, 0);
   int64_t start = now_ns();
@@ -235,7 +230,7 @@ main(int argc, char **argv) {
       rate = atoi(argv[i + 1]);
   }
   if (n < 1 || total < 1)
-    die("usage", "bench_edge_fleet [--nodes N] [--pods P] [--rate R]");
+    bench_die("usage", "bench_edge_fleet [--nodes N] [--pods P] [--rate R]");
   struct rlimit rl;
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
     rl.rlim_cur = rl.rlim_max;
@@ -244,10 +239,10 @@ main(int argc, char **argv) {
   lat = calloc((size_t)total, sizeof *lat);
   node *nodes = calloc((size_t)n, sizeof *nodes);
   if (!lat || !nodes || lt_natsd_start(&srv, NULL, NULL))
-    die("start", "cannot start nats-server");
+    bench_die("start", "cannot start nats-server");
   bus_conn *w = connect_as(NULL), *sub = connect_as(NULL);
   if (!w || !sub || lt_streams(w, 120000))
-    die("streams", bus_last_error());
+    bench_die("streams", bus_last_error());
   int64_t t0 = now_ns();
   int opened = 0;
   for (; opened < n; opened++) {
@@ -261,7 +256,7 @@ main(int argc, char **argv) {
   n = opened;
   for (int i = 0; i < n; i++)
     if (pthread_create(&nodes[i].th, NULL, node_run, &nodes[i]))
-      die("thread", "cannot start a node thread");
+      bench_die("thread", "cannot start a node thread");
   while (atomic_load(&ready) < n)
     usleep(20 * 1000);
   printf("edge_fleet: %d nodes (%d failed), each with its connection and "

@@ -21,28 +21,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "bus.h"
 #include "ipam.h"
 #include "natsd.h"
-
-static double
-now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void
-die(const char *what, const char *detail) {
-  fprintf(stderr, "bench_ipam: %s: %s\n", what, detail);
-  exit(1);
-}
-
-static void
-kv(msgpack_packer *pk, const char *k, const char *v) {
-  msgpack_pack_str_with_body(pk, k, strlen(k));
-  msgpack_pack_str_with_body(pk, v, strlen(v));
-}
 
 static uint64_t
 append(bus_conn *c, const char *subject, const char *type, uint64_t prev,
@@ -59,18 +41,18 @@ append(bus_conn *c, const char *subject, const char *type, uint64_t prev,
                   .data_mp_len = sb->size};
   uint64_t seq = 0;
   if (bus_append(c, subject, &ev, BUS_APPEND_CHECK, &seq, NULL))
-    die(type, bus_last_error());
+    bench_die(type, bus_last_error());
   return seq;
 }
 
 static void
 resource(msgpack_packer *pk, const char *kind, const char *name) {
   msgpack_pack_map(pk, 4);
-  kv(pk, "apiVersion", "rlinf.io/v1alpha1");
-  kv(pk, "kind", kind);
+  bench_kv(pk, "apiVersion", "rlinf.io/v1alpha1");
+  bench_kv(pk, "kind", kind);
   msgpack_pack_str_with_body(pk, "metadata", 8);
   msgpack_pack_map(pk, 1);
-  kv(pk, "name", name);
+  bench_kv(pk, "name", name);
   msgpack_pack_str_with_body(pk, "spec", 4);
 }
 
@@ -82,7 +64,7 @@ feed_domain(bus_conn *c, const char *cidr) {
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   resource(&pk, "Domain", "bench");
   msgpack_pack_map(&pk, 1);
-  kv(&pk, "cidr", cidr);
+  bench_kv(&pk, "cidr", cidr);
   append(c, "lark.ev.ipam.domains", "domain.created", 0, &sb);
   msgpack_sbuffer_destroy(&sb);
 }
@@ -99,12 +81,12 @@ feed_job(bus_conn *c, int i, int pods, uint64_t log) {
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   resource(&pk, "Job", name);
   msgpack_pack_map(&pk, 2);
-  kv(&pk, "domain", "bench");
+  bench_kv(&pk, "domain", "bench");
   msgpack_pack_str_with_body(&pk, "tasks", 5);
   msgpack_pack_array(&pk, 1);
   msgpack_pack_map(&pk, 4);
-  kv(&pk, "name", "a");
-  kv(&pk, "role", "Actor");
+  bench_kv(&pk, "name", "a");
+  bench_kv(&pk, "role", "Actor");
   msgpack_pack_str_with_body(&pk, "replicas", 8);
   msgpack_pack_int(&pk, pods);
   msgpack_pack_str_with_body(&pk, "runtime", 7);
@@ -117,8 +99,8 @@ feed_job(bus_conn *c, int i, int pods, uint64_t log) {
   append(c, subject, "job.submitted", 0, &sb);
   msgpack_sbuffer_clear(&sb);
   msgpack_pack_map(&pk, 4);
-  kv(&pk, "pool", "default");
-  kv(&pk, "job", name);
+  bench_kv(&pk, "pool", "default");
+  bench_kv(&pk, "job", name);
   msgpack_pack_str_with_body(&pk, "generation", 10);
   msgpack_pack_uint64(&pk, 1);
   msgpack_pack_str_with_body(&pk, "bindings", 8);
@@ -126,10 +108,10 @@ feed_job(bus_conn *c, int i, int pods, uint64_t log) {
   for (int p = 0; p < pods; p++) {
     snprintf(pod, sizeof pod, "%s-a-%d", name, p);
     msgpack_pack_map(&pk, 3);
-    kv(&pk, "pod", pod);
+    bench_kv(&pk, "pod", pod);
     snprintf(pod, sizeof pod, "%s-a", name);
-    kv(&pk, "task", pod);
-    kv(&pk, "node", "n1");
+    bench_kv(&pk, "task", pod);
+    bench_kv(&pk, "node", "n1");
   }
   log = append(c, "lark.ev.placement.default", "job.placed", log, &sb);
   msgpack_sbuffer_destroy(&sb);
@@ -183,17 +165,17 @@ pure_rate(const ipam_cidr *c, int jobs, int pods) {
   ipam_set s = {0};
   uint64_t *out = calloc((size_t)pods, sizeof *out);
   uint64_t low = c->first; /* as the view keeps it */
-  double t0 = now_s();
+  double t0 = bench_now_s();
   for (int j = 0; j < jobs; j++) {
     if (ipam_pick(c, low, ipam_cidr_usable(c) - s.n, (size_t)pods, NULL,
                   ipam_set_next, &s, out))
-      die("pure", "range exhausted");
+      bench_die("pure", "range exhausted");
     for (int p = 0; p < pods; p++) {
       ipam_set_add(&s, out[p]);
       low = out[p] == low ? low + 1 : low;
     }
   }
-  double dt = now_s() - t0;
+  double dt = bench_now_s() - t0;
   free(out);
   ipam_set_free(&s);
   return (double)jobs * pods / dt;
@@ -215,15 +197,15 @@ main(int argc, char **argv) {
   char err[200];
   if (jobs <= 0 || pods <= 0 || pods > 4096 ||
       ipam_cidr_parse(cidr, &c, err, sizeof err))
-    die("usage", "bench_ipam [--jobs J] [--pods P<=4096] [--cidr CIDR]");
+    bench_die("usage", "bench_ipam [--jobs J] [--pods P<=4096] [--cidr CIDR]");
   if ((uint64_t)jobs * (uint64_t)pods > ipam_cidr_usable(&c))
-    die("usage", "more pods than the range has addresses");
+    bench_die("usage", "more pods than the range has addresses");
   lt_natsd srv;
   loop l = {0};
   char dir[256];
   if (lt_natsd_start(&srv, NULL, NULL) || lt_connect(&srv, &l.c) ||
       lt_streams(l.c, 120000))
-    die("broker", bus_last_error());
+    bench_die("broker", bus_last_error());
   lt_tmpdir(dir, sizeof dir, "bench-ipam");
   printf("bench_ipam: %d addresses (%d Jobs x %d pods) in %s\n", jobs * pods,
          jobs, pods, cidr);
@@ -237,18 +219,18 @@ main(int argc, char **argv) {
   bus_view_opts_init(&vo);
   vo.dir = dir;
   if (bus_view_open(&l.v, &def, &vo))
-    die("view", bus_last_error());
+    bench_die("view", bus_last_error());
   uint64_t want = (uint64_t)jobs * (uint64_t)pods, got = 0;
   pthread_t th;
-  double t0 = now_s();
+  double t0 = bench_now_s();
   pthread_create(&th, NULL, run_service, &l);
-  while ((got = used(l.v)) < want && now_s() - t0 < 300 && !l.rc)
+  while ((got = used(l.v)) < want && bench_now_s() - t0 < 300 && !l.rc)
     usleep(2000);
-  double dt = now_s() - t0;
+  double dt = bench_now_s() - t0;
   l.stop = 1;
   pthread_join(th, NULL);
   if (got < want)
-    die("timeout", "not every pod was addressed within 300 s");
+    bench_die("timeout", "not every pod was addressed within 300 s");
   double pure = pure_rate(&c, jobs, pods);
   double rate = (double)want / dt;
   printf("  pure allocator (ipam_pick)        %12.0f addresses/s\n", pure);

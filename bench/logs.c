@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "bus.h"
 #include "natsd.h"
 
@@ -36,24 +37,11 @@ typedef struct run {
   int rc;
 } run;
 
-static double
-now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static int64_t
 wall_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void
-die(const char *what, const char *detail) {
-  fprintf(stderr, "bench_logs: %s: %s\n", what, detail);
-  exit(1);
 }
 
 static void
@@ -126,29 +114,29 @@ measure(bus_conn *pub, bus_conn *rd, run *r, const char *filter) {
   bus_reader *rr;
   bus_batch *b;
   if (bus_batch_new(&b) || bus_reader_open(rd, &o, &rr))
-    die("reader", bus_last_error());
+    bench_die("reader", bus_last_error());
   r->c = pub;
   pthread_t th;
   uint64_t want = (uint64_t)r->batches * (uint64_t)r->lines, got = 0;
-  double t0 = now_s(), last = t0;
+  double t0 = bench_now_s(), last = t0;
   pthread_create(&th, NULL, publish, r);
   while (got < want) {
     int rc = bus_reader_next(rr, b, 500);
     if (rc < 0 && rc != BUS_ETIMEOUT && rc != BUS_EEOF)
-      die("read", bus_last_error());
+      bench_die("read", bus_last_error());
     for (size_t i = 0; i < bus_batch_len(b); i++) {
       const bus_event *ev = bus_batch_event(b, i);
       const msgpack_object *l = ev ? bus_obj_get(&ev->data, "lines") : NULL;
       got += l && l->type == MSGPACK_OBJECT_ARRAY ? l->via.array.size : 0;
-      last = now_s();
+      last = bench_now_s();
     }
-    if (now_s() - last > 30)
-      die("read", "no lines for 30 s: is lark-logs running?");
+    if (bench_now_s() - last > 30)
+      bench_die("read", "no lines for 30 s: is lark-logs running?");
   }
-  double dt = now_s() - t0;
+  double dt = bench_now_s() - t0;
   pthread_join(th, NULL);
   if (r->rc)
-    die("publish", bus_last_error());
+    bench_die("publish", bus_last_error());
   bus_reader_close(rr);
   bus_batch_free(b);
   return (double)got / dt;
@@ -209,7 +197,7 @@ place(bus_conn *c, int pods) {
   uint64_t seq = 0;
   if (bus_append(c, "lark.ev.placement.default", &ev, BUS_APPEND_CHECK, &seq,
                  NULL))
-    die("place", bus_last_error());
+    bench_die("place", bus_last_error());
   msgpack_sbuffer_destroy(&sb);
   bus_status st;
   for (int i = 0; i < 300; i++) {
@@ -217,7 +205,7 @@ place(bus_conn *c, int pods) {
       return;
     usleep(100 * 1000);
   }
-  die("lark-logs", "did not apply the placement");
+  bench_die("lark-logs", "did not apply the placement");
 }
 
 int
@@ -233,13 +221,14 @@ main(int argc, char **argv) {
       pods = v;
   }
   if (batches <= 0 || lines <= 0 || lines > 4096 || pods <= 0 || pods > 1000)
-    die("usage", "bench_logs [--batches B] [--lines L (1..4096)] [--pods P]");
+    bench_die("usage",
+              "bench_logs [--batches B] [--lines L (1..4096)] [--pods P]");
   lt_natsd srv;
   bus_conn *pub, *rd;
   char dir[256];
   if (lt_natsd_start(&srv, NULL, NULL) || lt_connect(&srv, &pub) ||
       lt_connect(&srv, &rd) || lt_streams(pub, 120000))
-    die("broker", bus_last_error());
+    bench_die("broker", bus_last_error());
   lt_tmpdir(dir, sizeof dir, "bench-logs");
   pid_t pid = start_logs(&srv, argv[0], dir);
   place(pub, pods);

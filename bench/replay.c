@@ -22,25 +22,13 @@
 
 #include <nats/nats.h>
 
+#include "bench.h"
 #include "bus.h"
 #include "natsd.h"
 #include "replay.h"
 
 #define BODY 200
 #define FETCH 4096
-
-static double
-now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void
-die(const char *what, const char *detail) {
-  fprintf(stderr, "bench_replay: %s: %s\n", what, detail);
-  exit(1);
-}
 
 /* {text: "x..."}: sized so an encoded event is about BODY bytes. */
 static void
@@ -75,12 +63,12 @@ fill(bus_conn *c, long n, long aggregates) {
                     .data_mp = data.data,
                     .data_mp_len = data.size};
     if (bus_append_async(c, subject, &ev, BUS_APPEND_NOCHECK) < 0)
-      die("append", bus_last_error());
+      bench_die("append", bus_last_error());
     last[k] = (uint64_t)i + 1; /* one writer on a fresh stream */
   }
   uint64_t failed = 0;
   if (bus_append_flush(c, 120000, &failed) < 0 || failed)
-    die("flush", bus_last_error());
+    bench_die("flush", bus_last_error());
   free(last);
   msgpack_sbuffer_destroy(&data);
 }
@@ -98,18 +86,18 @@ run_raw(const char *url, long n) {
       natsConnection_JetStream(&js, nc, NULL) != NATS_OK ||
       js_PullSubscribe(&sub, js, "lark.ev.>", "bench-raw", NULL, &so, NULL) !=
           NATS_OK)
-    die("raw subscribe", nats_GetLastError(NULL));
+    bench_die("raw subscribe", nats_GetLastError(NULL));
   long got = 0;
-  double t0 = now_s();
+  double t0 = bench_now_s();
   while (got < n) {
     natsMsgList list = {0};
     natsStatus s = natsSubscription_Fetch(&list, sub, FETCH, 5000, NULL);
     if (s != NATS_OK && s != NATS_TIMEOUT)
-      die("raw fetch", natsStatus_GetText(s));
+      bench_die("raw fetch", natsStatus_GetText(s));
     got += list.Count;
     natsMsgList_Destroy(&list);
   }
-  double dt = now_s() - t0;
+  double dt = bench_now_s() - t0;
   natsSubscription_Unsubscribe(sub);
   natsSubscription_Destroy(sub);
   js_DeleteConsumer(js, "LARK_EVENTS", "bench-raw", NULL, NULL);
@@ -127,9 +115,9 @@ run_libbus(bus_conn *c, const char *base, int round, long n) {
   o.out_dir = out;
   lark_replay_result r;
   if (lark_replay_run(c, lark_view_find("catalog"), &o, &r) < 0)
-    die("replay", bus_last_error());
+    bench_die("replay", bus_last_error());
   if ((long)r.events != n)
-    die("replay", "did not read every event");
+    bench_die("replay", "did not read every event");
   lt_rmtree(out);
   return (double)r.events / r.seconds;
 }
@@ -144,18 +132,18 @@ main(int argc, char **argv) {
       aggregates = atol(argv[i + 1]);
   }
   if (n <= 0 || aggregates <= 0)
-    die("usage", "bench_replay [--events N] [--aggregates S]");
+    bench_die("usage", "bench_replay [--events N] [--aggregates S]");
   lt_natsd srv;
   if (lt_natsd_start(&srv, NULL, NULL) < 0)
-    die("nats-server", "did not start");
+    bench_die("nats-server", "did not start");
   bus_conn *c;
   if (lt_connect(&srv, &c) < 0 || lt_streams(c, 120000) < 0)
-    die("connect", bus_last_error());
+    bench_die("connect", bus_last_error());
   printf("bench_replay: %ld events of ~%d bytes on %ld aggregates\n", n, BODY,
          aggregates);
-  double t0 = now_s();
+  double t0 = bench_now_s();
   fill(c, n, aggregates);
-  printf("  filled in %.1f s\n", now_s() - t0);
+  printf("  filled in %.1f s\n", bench_now_s() - t0);
   char base[256];
   lt_tmpdir(base, sizeof base, "bench-replay");
   double raw = run_raw(srv.url, n);

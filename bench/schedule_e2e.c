@@ -20,36 +20,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "bus.h"
 #include "natsd.h"
-
-static double
-now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void
-die(const char *what, const char *detail) {
-  fprintf(stderr, "bench_schedule_e2e: %s: %s\n", what, detail);
-  exit(1);
-}
-
-static void
-kv(msgpack_packer *pk, const char *k, const char *v) {
-  msgpack_pack_str_with_body(pk, k, strlen(k));
-  msgpack_pack_str_with_body(pk, v, strlen(v));
-}
 
 static void
 resource_head(msgpack_packer *pk, const char *kind, const char *name) {
   msgpack_pack_map(pk, 4);
-  kv(pk, "apiVersion", "rlinf.io/v1alpha1");
-  kv(pk, "kind", kind);
+  bench_kv(pk, "apiVersion", "rlinf.io/v1alpha1");
+  bench_kv(pk, "kind", kind);
   msgpack_pack_str_with_body(pk, "metadata", 8);
   msgpack_pack_map(pk, 1);
-  kv(pk, "name", name);
+  bench_kv(pk, "name", name);
   msgpack_pack_str_with_body(pk, "spec", 4);
 }
 
@@ -60,9 +42,9 @@ call(bus_conn *c, const char *subject, const msgpack_sbuffer *sb) {
   int rc =
       bus_conn_request(c, subject, sb->data, sb->size, 10000, &reply, &len);
   if (rc)
-    die(subject, bus_last_error());
+    bench_die(subject, bus_last_error());
   if (len > 8 && memmem(reply, len, "error", 5))
-    die(subject, "refused");
+    bench_die(subject, "refused");
   free(reply);
 }
 
@@ -76,11 +58,11 @@ add_node(bus_conn *c, int i) {
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 2);
-  kv(&pk, "key", key);
+  bench_kv(&pk, "key", key);
   msgpack_pack_str_with_body(&pk, "resource", 8);
   resource_head(&pk, "Node", name);
   msgpack_pack_map(&pk, 2);
-  kv(&pk, "cluster", "c1");
+  bench_kv(&pk, "cluster", "c1");
   msgpack_pack_str_with_body(&pk, "capacity", 8);
   msgpack_pack_map(&pk, 2);
   msgpack_pack_str_with_body(&pk, "cpu", 3);
@@ -101,16 +83,16 @@ add_job(bus_conn *c, int i, int pods) {
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 2);
-  kv(&pk, "key", key);
+  bench_kv(&pk, "key", key);
   msgpack_pack_str_with_body(&pk, "resource", 8);
   resource_head(&pk, "Job", name);
   msgpack_pack_map(&pk, 2);
-  kv(&pk, "strategy", i % 2 ? "spread" : "pack");
+  bench_kv(&pk, "strategy", i % 2 ? "spread" : "pack");
   msgpack_pack_str_with_body(&pk, "tasks", 5);
   msgpack_pack_array(&pk, 1);
   msgpack_pack_map(&pk, 5);
-  kv(&pk, "name", "w");
-  kv(&pk, "role", "Rollout");
+  bench_kv(&pk, "name", "w");
+  bench_kv(&pk, "role", "Rollout");
   msgpack_pack_str_with_body(&pk, "replicas", 8);
   msgpack_pack_uint32(&pk, (uint32_t)pods);
   msgpack_pack_str_with_body(&pk, "resources", 9);
@@ -143,8 +125,8 @@ wait_bound(bus_conn *c, long want, double deadline) {
   bus_batch *b;
   long n = 0;
   if (bus_reader_open(c, &o, &r) || bus_batch_new(&b))
-    die("reader", bus_last_error());
-  while (n < want && now_s() < deadline) {
+    bench_die("reader", bus_last_error());
+  while (n < want && bench_now_s() < deadline) {
     bus_reader_next(r, b, 200);
     for (size_t i = 0; i < bus_batch_len(b); i++) {
       const bus_event *ev = bus_batch_event(b, i);
@@ -166,22 +148,22 @@ baseline(bus_conn *c, int jobs, int pods) {
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 3);
-  kv(&pk, "pool", "bench");
-  kv(&pk, "job", "base");
+  bench_kv(&pk, "pool", "bench");
+  bench_kv(&pk, "job", "base");
   msgpack_pack_str_with_body(&pk, "bindings", 8);
   msgpack_pack_array(&pk, (uint32_t)pods);
   for (int p = 0; p < pods; p++) {
     char pod[32];
     snprintf(pod, sizeof pod, "base-w-%d", p);
     msgpack_pack_map(&pk, 4);
-    kv(&pk, "pod", pod);
-    kv(&pk, "task", "base-w");
-    kv(&pk, "node", "n0000");
+    bench_kv(&pk, "pod", pod);
+    bench_kv(&pk, "task", "base-w");
+    bench_kv(&pk, "node", "n0000");
     msgpack_pack_str_with_body(&pk, "gpus", 4);
     msgpack_pack_array(&pk, 0);
   }
   uint64_t prev = 0;
-  double t0 = now_s();
+  double t0 = bench_now_s();
   for (int j = 0; j < jobs; j++) {
     char id[33];
     bus_event_new_id(id);
@@ -195,9 +177,9 @@ baseline(bus_conn *c, int jobs, int pods) {
                     .data_mp_len = sb.size};
     if (bus_append(c, "lark.ev.placement.bench", &ev, BUS_APPEND_CHECK, &prev,
                    NULL))
-      die("baseline append", bus_last_error());
+      bench_die("baseline append", bus_last_error());
   }
-  double dt = now_s() - t0;
+  double dt = bench_now_s() - t0;
   msgpack_sbuffer_destroy(&sb);
   return (double)jobs * pods / dt;
 }
@@ -232,13 +214,13 @@ main(int argc, char **argv) {
       pods = v;
   }
   if (nodes <= 0 || jobs <= 0 || pods <= 0)
-    die("usage", "bench_schedule_e2e [--nodes N] [--jobs J] [--pods P]");
+    bench_die("usage", "bench_schedule_e2e [--nodes N] [--jobs J] [--pods P]");
   lt_natsd srv;
   bus_conn *c;
   char dir[256];
   if (lt_natsd_start(&srv, NULL, NULL) || lt_connect(&srv, &c) ||
       lt_streams(c, 120000))
-    die("broker", bus_last_error());
+    bench_die("broker", bus_last_error());
   lt_tmpdir(dir, sizeof dir, "bench-sched");
   pid_t sched = start_scheduler(&srv, argv[0], dir);
   usleep(300 * 1000);
@@ -246,14 +228,14 @@ main(int argc, char **argv) {
     add_node(c, i);
   printf("bench_schedule_e2e: %d pods (%d Jobs x %d) onto %d nodes\n",
          jobs * pods, jobs, pods, nodes);
-  double t0 = now_s();
+  double t0 = bench_now_s();
   for (int i = 0; i < jobs; i++)
     add_job(c, i, pods);
   long want = (long)jobs * pods;
   long got = wait_bound(c, want, t0 + 120);
-  double dt = now_s() - t0;
+  double dt = bench_now_s() - t0;
   if (got < want)
-    die("timeout", "not every pod was bound within 120 s");
+    bench_die("timeout", "not every pod was bound within 120 s");
   double base = baseline(c, jobs, pods);
   double rate = (double)want / dt;
   printf("  checked appends of the bindings  %10.0f pods/s (floor)\n", base);

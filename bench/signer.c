@@ -21,6 +21,7 @@
 #include <openssl/evp.h>
 #include <sodium.h>
 
+#include "bench.h"
 #include "natsd.h"
 #include "signer.h"
 
@@ -28,24 +29,17 @@
 #define MAX_WORKERS 32
 
 static double
-now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double
 raw_ed25519(int n) {
   uint8_t pk[32], sk[64], sig[64], msg[400];
   crypto_sign_keypair(pk, sk);
   randombytes_buf(msg, sizeof msg);
-  double t0 = now_s();
+  double t0 = bench_now_s();
   for (int i = 0; i < n; i++) {
     msg[0] = (uint8_t)i;
     crypto_sign_detached(sig, NULL, msg, sizeof msg, sk);
   }
   sodium_memzero(sk, sizeof sk);
-  return n / (now_s() - t0);
+  return n / (bench_now_s() - t0);
 }
 
 static double
@@ -53,7 +47,7 @@ raw_p256(int n) {
   EVP_PKEY *k = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
   unsigned char msg[600], sig[80];
   randombytes_buf(msg, sizeof msg);
-  double t0 = now_s();
+  double t0 = bench_now_s();
   for (int i = 0; i < n; i++) {
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     size_t len = sizeof sig;
@@ -62,7 +56,7 @@ raw_p256(int n) {
     EVP_DigestSign(ctx, sig, &len, msg, sizeof msg);
     EVP_MD_CTX_free(ctx);
   }
-  double r = n / (now_s() - t0);
+  double r = n / (bench_now_s() - t0);
   EVP_PKEY_free(k);
   return r;
 }
@@ -98,7 +92,7 @@ lib_issue(const signer_ca *ca, const material *m, int x509, int n) {
   r.not_before = (int64_t)time(NULL) * NS;
   r.not_after = r.not_before + 3600 * NS;
   char err[256];
-  double t0 = now_s();
+  double t0 = bench_now_s();
   for (int i = 0; i < n; i++) {
     signer_cert c;
     if (signer_issue(ca, &r, &c, err, sizeof err)) {
@@ -107,7 +101,7 @@ lib_issue(const signer_ca *ca, const material *m, int x509, int n) {
     }
     signer_cert_clear(&c);
   }
-  return n / (now_s() - t0);
+  return n / (bench_now_s() - t0);
 }
 
 /* ------------------------------------------------------- through the broker */
@@ -185,7 +179,7 @@ static double
 broker_issue(world *w, const material *m, int x509, int n, int clients) {
   pthread_t th[64];
   client cl[64];
-  double t0 = now_s();
+  double t0 = bench_now_s();
   for (int i = 0; i < clients; i++) {
     cl[i] = (client){.w = w, .m = m, .x509 = x509, .n = n / clients};
     pthread_create(&th[i], NULL, client_thread, &cl[i]);
@@ -195,7 +189,7 @@ broker_issue(world *w, const material *m, int x509, int n, int clients) {
     pthread_join(th[i], NULL);
     failed += cl[i].failed;
   }
-  double r = (n / clients) * clients / (now_s() - t0);
+  double r = (n / clients) * clients / (bench_now_s() - t0);
   if (failed)
     fprintf(stderr, "%d requests failed\n", failed);
   return failed ? 0 : r;

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "brokercfg.h"
-#include "cmd.h"
+#include "cmd_check.h"
 #include "json.h"
 #include "natsd.h"
 #include "proc.h"
@@ -124,15 +124,10 @@ teardown(void) {
 
 TestSuite(edge, .init = setup, .fini = teardown, .timeout = 120);
 
-/* ------------------------------------------------------------ helpers */
+/* commands as admin, failing the test when refused */
+#define command(kind, verb, j, z) lt_must_command_json(conn, kind, verb, j, z)
 
-static msgpack_object
-command(const char *kind, const char *verb, json_t *j, msgpack_zone *z) {
-  msgpack_object o;
-  cr_assert_eq(lt_command(conn, kind, verb, j, z, &o), 0, "%s.%s: %s", kind,
-               verb, bus_last_error());
-  return o;
-}
+/* ------------------------------------------------------------ helpers */
 
 /* A Job of one task: replicas pods running sh -c script. */
 static void

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cmd.h"
+#include "cmd_check.h"
 #include "json.h"
 #include "natsd.h"
 #include "proc.h"
@@ -61,28 +61,10 @@ teardown(void) {
 
 TestSuite(ipam_service, .init = setup, .fini = teardown, .timeout = 150);
 
+/* commands as admin, failing the test when refused */
+#define command(kind, verb, json, z) lt_must_command(conn, kind, verb, json, z)
+
 /* ------------------------------------------------------------ helpers */
-
-/* lark.cmd.admin.<kind>.<verb> with a JSON body; the reply in z. */
-static msgpack_object
-command(const char *kind, const char *verb, const char *json, msgpack_zone *z) {
-  json_error_t err;
-  json_t *j = json_loads(json, 0, &err);
-  cr_assert_not_null(j, "bad test json: %s", err.text);
-  msgpack_object o;
-  cr_assert_eq(lt_command(conn, kind, verb, j, z, &o), 0, "%s.%s: %s", kind,
-               verb, bus_last_error());
-  return o;
-}
-
-static void
-expect_ok(const msgpack_object *r) {
-  char msg[512] = "";
-  const msgpack_object *e = bus_obj_get(r, "error");
-  if (e)
-    bus_obj_str(e, "message", msg, sizeof msg);
-  cr_assert_null(e, "command refused: %s", msg);
-}
 
 static void
 domain(const char *name, const char *cidr) {
@@ -95,7 +77,7 @@ domain(const char *name, const char *cidr) {
   msgpack_zone z;
   msgpack_zone_init(&z, 1024);
   msgpack_object r = command("domain", "apply", json, &z);
-  expect_ok(&r);
+  lt_expect_ok(&r);
   msgpack_zone_destroy(&z);
 }
 
@@ -111,7 +93,7 @@ node(const char *name, const char *cluster, int gpus) {
   msgpack_zone z;
   msgpack_zone_init(&z, 1024);
   msgpack_object r = command("node", "apply", json, &z);
-  expect_ok(&r);
+  lt_expect_ok(&r);
   msgpack_zone_destroy(&z);
 }
 
@@ -129,7 +111,7 @@ job(const char *name, const char *dom, int replicas, int gpus) {
   msgpack_zone z;
   msgpack_zone_init(&z, 1024);
   msgpack_object r = command("job", "apply", json, &z);
-  expect_ok(&r);
+  lt_expect_ok(&r);
   msgpack_zone_destroy(&z);
 }
 

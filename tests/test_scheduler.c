@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cmd.h"
+#include "cmd_check.h"
 #include "json.h"
 #include "natsd.h"
 #include "proc.h"
@@ -60,28 +60,10 @@ teardown(void) {
 
 TestSuite(scheduler, .init = setup, .fini = teardown, .timeout = 120);
 
+/* commands as admin, failing the test when refused */
+#define command(kind, verb, json, z) lt_must_command(conn, kind, verb, json, z)
+
 /* ------------------------------------------------------------ helpers */
-
-/* Send lark.cmd.admin.<kind>.<verb> with a JSON body; the reply in z. */
-static msgpack_object
-command(const char *kind, const char *verb, const char *json, msgpack_zone *z) {
-  json_error_t err;
-  json_t *j = json_loads(json, 0, &err);
-  cr_assert_not_null(j, "bad test json: %s", err.text);
-  msgpack_object o;
-  cr_assert_eq(lt_command(conn, kind, verb, j, z, &o), 0, "%s.%s: %s", kind,
-               verb, bus_last_error());
-  return o;
-}
-
-static void
-expect_ok(const msgpack_object *r) {
-  char msg[512] = "";
-  const msgpack_object *e = bus_obj_get(r, "error");
-  if (e)
-    bus_obj_str(e, "message", msg, sizeof msg);
-  cr_assert_null(e, "command refused: %s", msg);
-}
 
 static void
 node(const char *name, int gpus) {
@@ -96,7 +78,7 @@ node(const char *name, int gpus) {
   msgpack_zone z;
   msgpack_zone_init(&z, 1024);
   msgpack_object r = command("node", "apply", json, &z);
-  expect_ok(&r);
+  lt_expect_ok(&r);
   msgpack_zone_destroy(&z);
 }
 
@@ -114,7 +96,7 @@ job(const char *name, int replicas, int gpus, int retries) {
   msgpack_zone z;
   msgpack_zone_init(&z, 1024);
   msgpack_object r = command("job", "apply", json, &z);
-  expect_ok(&r);
+  lt_expect_ok(&r);
   msgpack_zone_destroy(&z);
 }
 
@@ -261,12 +243,12 @@ Test(scheduler, stop_and_resume) {
   msgpack_zone z;
   msgpack_zone_init(&z, 1024);
   msgpack_object r = command("job", "stop", "{\"name\":\"s\"}", &z);
-  expect_ok(&r);
+  lt_expect_ok(&r);
   cr_expect(wait_field("job", "s", "phase", "Stopped"));
   cr_expect(wait_field("pod", "s-a-0", "desired", "Stopped"));
   cr_expect(wait_field("node", "gpu-1", "pods", "0"));
   r = command("job", "resume", "{\"name\":\"s\"}", &z);
-  expect_ok(&r);
+  lt_expect_ok(&r);
   cr_expect(wait_field("pod", "s-a-0", "attempt", "1"));
   cr_expect(wait_field("pod", "s-a-0", "node", "gpu-1"));
   r = command("job", "apply",
@@ -462,7 +444,7 @@ Test(scheduler, workflow_runs_through_dag_and_scheduler) {
               "\"role\":\"Actor\",\"runtime\":{\"raw\":{\"entrypoint\":"
               "[\"true\"]}}}]}}]}}}",
               &z);
-  expect_ok(&r);
+  lt_expect_ok(&r);
   msgpack_zone_destroy(&z);
   run_pod("wf-train-t-0", "Succeeded", 0); /* train first */
   cr_expect(wait_field("job", "wf-train", "phase", "Succeeded"));
