@@ -356,10 +356,14 @@ typedef struct bus_consumer bus_consumer;
 enum {
   BUS_DELIVER_ALL = 0,
   BUS_DELIVER_FROM_SEQ = 1,  /* start_seq */
-  BUS_DELIVER_FROM_TIME = 2, /* start_ns */
+  BUS_DELIVER_FROM_TIME = 2, /* start_ns, rounded down to a tenth of a
+                                second: earlier messages may come first */
   BUS_DELIVER_LAST_PER_SUBJECT = 3,
   BUS_DELIVER_NEW = 4
 };
+
+/* Granularity of BUS_DELIVER_FROM_TIME (bus_reader filters exactly). */
+#define BUS_START_TIME_STEP_NS INT64_C(100000000)
 
 typedef struct bus_consumer_opts {
   const char *stream;

@@ -40,8 +40,14 @@ set_deliver(const bus_consumer_opts *o, jsConsumerConfig *cc) {
     cc->OptStartSeq = o->start_seq ? o->start_seq : 1;
     break;
   case BUS_DELIVER_FROM_TIME:
+    /*
+     * nats.c 3.4.1 writes the fraction of OptStartTime without leading
+     * zeros (12.05 s goes out as "12.5"), so a fraction under 0.1 s
+     * would start the consumer up to 0.9 s late. A whole tenth of a
+     * second has no leading zero: round down to one.
+     */
     cc->DeliverPolicy = js_DeliverByStartTime;
-    cc->OptStartTime = o->start_ns;
+    cc->OptStartTime = o->start_ns - o->start_ns % BUS_START_TIME_STEP_NS;
     break;
   case BUS_DELIVER_LAST_PER_SUBJECT:
     cc->DeliverPolicy = js_DeliverLastPerSubject;
@@ -351,6 +357,21 @@ bus__batch_truncate(bus_batch *b, size_t keep) {
   }
   if (keep < b->n)
     b->n = keep;
+}
+
+void
+bus__batch_drop_head(bus_batch *b, size_t k) {
+  if (k > b->n)
+    k = b->n;
+  for (size_t i = 0; i < k; i++)
+    natsMsg_Destroy(b->list.Msgs[i]);
+  size_t rest = b->n - k;
+  memmove(b->list.Msgs, b->list.Msgs + k, rest * sizeof *b->list.Msgs);
+  memmove(b->evs, b->evs + k, rest * sizeof *b->evs);
+  memmove(b->status, b->status + k, rest * sizeof *b->status);
+  for (size_t i = rest; i < b->n; i++)
+    b->list.Msgs[i] = NULL;
+  b->n = rest;
 }
 
 /* Timeouts and "no messages" are "nothing yet" (DESIGN.md section 10). */

@@ -79,6 +79,9 @@ typedef struct bus__meta {
   int64_t ns;
 } bus__meta;
 
+/* Drop the first k messages of a batch (freed); the rest move down. */
+void bus__batch_drop_head(bus_batch *b, size_t k);
+
 /* Parse a $JS.ACK reply subject; -1 when it is not one. */
 int bus__ack_meta(const char *reply, bus__meta *m);
 /* Fetch into list; 0 with an empty list on a timeout. */

@@ -15,6 +15,7 @@
  * it returned. Callers therefore see every message in order, once.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +28,7 @@ struct bus_reader {
   char stream[64];
   char filter[BUS_SUBJECT_MAX];
   uint64_t end;     /* last sequence to return; 0 with follow */
+  int64_t since_ns; /* 0: none; the consumer may start a little earlier */
   int64_t until_ns; /* 0: none */
   int batch;
   int follow;
@@ -47,12 +49,17 @@ sub_of(bus_consumer *k) {
   return k->sub;
 }
 
+/* Recreate the consumer just after from_seq - 1; from_seq 0 means nothing
+ * was returned yet, so start again where the reader was opened (a start
+ * sequence or a start time). */
 static int
 reopen(bus_reader *r, uint64_t from_seq) {
   bus_consumer_close(r->k);
   r->k = NULL;
-  r->copts.deliver = BUS_DELIVER_FROM_SEQ;
-  r->copts.start_seq = from_seq;
+  if (from_seq) {
+    r->copts.deliver = BUS_DELIVER_FROM_SEQ;
+    r->copts.start_seq = from_seq;
+  }
   r->last_cseq = 0;
   return bus_consumer_open(r->c, &r->copts, &r->k);
 }
@@ -71,6 +78,7 @@ bus_reader_open(bus_conn *c, const bus_reader_opts *o, bus_reader **out) {
     return BUS_ERR(-ENOMEM, "out of memory");
   r->c = c;
   r->follow = o->follow;
+  r->since_ns = o->since_ns;
   r->until_ns = o->until_ns;
   r->batch = o->batch > 0 ? o->batch : 1024;
   r->end = o->follow
@@ -135,6 +143,10 @@ first_gap(const bus_batch *b, uint64_t last_cseq) {
 /* Apply the bounds to a filled batch; sets done when one is reached. */
 static void
 apply_bounds(bus_reader *r, bus_batch *b, const bus__meta *last) {
+  size_t early = 0;
+  while (r->since_ns && early < b->n && b->evs[early].stored_ns < r->since_ns)
+    early++;
+  bus__batch_drop_head(b, early);
   for (size_t i = 0; i < b->n; i++) {
     const bus_event *ev = &b->evs[i];
     if ((r->end && ev->seq > r->end) ||
@@ -144,8 +156,8 @@ apply_bounds(bus_reader *r, bus_batch *b, const bus__meta *last) {
       return;
     }
   }
-  if (!r->follow && b->n &&
-      (last->pending == 0 || b->evs[b->n - 1].seq >= r->end))
+  if (!r->follow &&
+      (last->pending == 0 || (b->n && b->evs[b->n - 1].seq >= r->end)))
     r->done = 1;
 }
 
@@ -162,11 +174,16 @@ check_idle(bus_reader *r) {
       natsSubscription_GetConsumerInfo(&ci, sub_of(r->k), &jo, &jerr);
   if (s != NATS_OK)
     return bus__nats_err(s, jerr, r->stream);
+  fprintf(stderr, "DBG idle deliv c=%llu s=%llu pending=%llu cfgstart=%llu\n",
+          (unsigned long long)ci->Delivered.Consumer,
+          (unsigned long long)ci->Delivered.Stream,
+          (unsigned long long)ci->NumPending,
+          (unsigned long long)ci->Config->OptStartSeq);
   int lost = ci->Delivered.Consumer > r->last_cseq;
   int empty = ci->NumPending == 0;
   jsConsumerInfo_Destroy(ci);
   if (lost)
-    return reopen(r, r->last_seq ? r->last_seq + 1 : r->copts.start_seq);
+    return reopen(r, r->last_seq ? r->last_seq + 1 : 0);
   if (empty)
     r->done = 1;
   return 0;
@@ -191,8 +208,8 @@ bus_reader_next(bus_reader *r, bus_batch *b, int timeout_ms) {
   size_t keep = first_gap(b, r->last_cseq);
   if (keep < b->n) {
     bus__batch_truncate(b, keep);
-    uint64_t from = keep ? b->evs[keep - 1].seq + 1
-                         : (r->last_seq ? r->last_seq + 1 : r->copts.start_seq);
+    uint64_t from =
+        keep ? b->evs[keep - 1].seq + 1 : (r->last_seq ? r->last_seq + 1 : 0);
     bus__meta more = {.pending = 1}; /* the gap says nothing of the end */
     apply_bounds(r, b, &more);
     if (b->n)
