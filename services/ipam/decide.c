@@ -290,10 +290,14 @@ pack_route(bus_txn *t, const char *d, const char *c, const char *pod,
   pod_rec r;
   if (ipam_pod_get(t, pod, &r) || !r.routed || strcmp(r.domain, d))
     return 1; /* its tombstone follows */
+  dom_rec dr;
+  int has_cidr = !ipam_dom_get(t, d, &dr) && dr.cidr[0];
   msgpack_packer pk;
   msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, r.local_ip[0] ? 8 : 7);
+  msgpack_pack_map(&pk, 7 + (r.local_ip[0] ? 1 : 0) + (has_cidr ? 1 : 0));
   kv_str(&pk, "domain", d);
+  if (has_cidr)
+    kv_str(&pk, "cidr", dr.cidr);
   kv_str(&pk, "cluster", c);
   kv_str(&pk, "pod", pod);
   kv_str(&pk, "ip", r.vip);

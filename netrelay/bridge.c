@@ -1,0 +1,2 @@
+/* bridge.c - (being written) */
+typedef int relay__unit_bridge;

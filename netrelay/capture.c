@@ -1,0 +1,2 @@
+/* capture.c - (being written) */
+typedef int relay__unit_capture;

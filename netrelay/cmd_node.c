@@ -1,0 +1,2 @@
+/* cmd_node.c - (being written) */
+typedef int relay__unit_cmd_node;

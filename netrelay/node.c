@@ -1,0 +1,2 @@
+/* node.c - (being written) */
+typedef int relay__unit_node;

@@ -1,0 +1,2 @@
+/* podnet.c - (being written) */
+typedef int relay__unit_podnet;

@@ -1,0 +1,89 @@
+/*
+ * podnet.h - pods' network namespaces, veth pairs, addresses and routes,
+ * with libnl-3 (netlink; nothing here runs `ip`). Part of larkrelay; used
+ * by lark-edge (the raw+netns runtime) and lark-relay node (virtual
+ * addresses, routes and capture sockets inside a pod's namespace).
+ *
+ * A pod's namespace is a named one, as iproute2 keeps them: a file
+ * <rundir>/<name> (default rundir /run/netns) bind-mounted on the
+ * namespace, so `ip netns exec <name>` works on it and it outlives the
+ * process that made it. lark-edge names a pod's namespace
+ * podnet_ns_name(pod) ("lark-<pod>", cut to fit) and lark-relay finds it
+ * the same way.
+ *
+ * Addresses are text ("10.88.0.6", "fd00::6"), prefixes "10.2.0.0/24".
+ * Functions return 0 or a negative BUS_E* code (BUS_ENOT_FOUND for a
+ * namespace or link that is not there, BUS_EINVAL for a malformed
+ * address, -errno for what the kernel refused) with detail in
+ * bus_last_error(). All need CAP_NET_ADMIN (and CAP_SYS_ADMIN to make a
+ * namespace). Thread-safe: a call that works inside a namespace does so
+ * in a short-lived thread of its own, so the caller's thread never
+ * changes namespace.
+ */
+#ifndef LARK_RELAY_PODNET_H
+#define LARK_RELAY_PODNET_H
+
+#include <stddef.h>
+
+#define PODNET_NS_MAX 64 /* a namespace's name, with its NUL */
+#define PODNET_IFNAME_MAX 16
+
+/* "lark-<pod>" into out (at most PODNET_NS_MAX with NUL; a long pod name
+ * is cut and given an 8-hex-digit hash so names stay unique). */
+void podnet_ns_name(const char *pod, char out[PODNET_NS_MAX]);
+
+/* Where named namespaces live: $LARK_NETNS_DIR or /run/netns. */
+const char *podnet_rundir(void);
+
+/* Make the named namespace (its loopback up); BUS_EEXIST when it is. */
+int podnet_ns_create(const char *name);
+/* Unmount and remove it; 0 when it was not there. */
+int podnet_ns_delete(const char *name);
+/* Whether it exists (1) or not (0). */
+int podnet_ns_exists(const char *name);
+/* An O_RDONLY|O_CLOEXEC descriptor of it, or a negative code. */
+int podnet_ns_open(const char *name);
+
+/*
+ * Connect a namespace to the caller's: a veth pair host_if (here, up,
+ * with host_addr/plen) and "eth0" inside ns (up, with pod_addr/plen and a
+ * default route via host_addr). An existing host_if is replaced.
+ */
+typedef struct podnet_veth {
+  const char *ns;        /* the pod's namespace name */
+  const char *host_if;   /* e.g. "lk" + 8 hex digits, < PODNET_IFNAME_MAX */
+  const char *host_addr; /* the node's end, e.g. 10.88.0.5 */
+  const char *pod_addr;  /* the pod's localIP, e.g. 10.88.0.6 */
+  int plen;              /* prefix length of both, e.g. 30 */
+} podnet_veth;
+
+int podnet_veth_add(const podnet_veth *v);
+/* Remove host_if (its peer goes with it); 0 when it was not there. */
+int podnet_veth_del(const char *host_if);
+
+/*
+ * Inside namespace ns (NULL: the caller's): add addr/plen to interface
+ * ifname ("lo" for a virtual address), or a route to prefix out of
+ * ifname (via gateway when not NULL). Adding what is there already is 0;
+ * so is deleting what is not.
+ */
+int podnet_addr_add(const char *ns, const char *ifname, const char *addr,
+                    int plen);
+int podnet_addr_del(const char *ns, const char *ifname, const char *addr,
+                    int plen);
+int podnet_route_add(const char *ns, const char *prefix, const char *ifname,
+                     const char *gateway);
+int podnet_route_del(const char *ns, const char *prefix, const char *ifname);
+
+/*
+ * A TCP socket made inside ns, bound to addr:port (port 0: any; the
+ * bound port is written to *bound when not NULL) and listening, non-
+ * blocking and close-on-exec. The socket stays in ns whatever thread
+ * uses it later. Returns the descriptor or a negative code.
+ */
+int podnet_listen(const char *ns, const char *addr, int port, int *bound);
+
+/* Run fn(ud) in a thread inside ns and return what it returns. */
+int podnet_in_ns(const char *ns, int (*fn)(void *ud), void *ud);
+
+#endif

@@ -1,0 +1,2 @@
+/* routes.c - (being written) */
+typedef int relay__unit_routes;
