@@ -32,14 +32,21 @@
  * is cut and given an 8-hex-digit hash so names stay unique). */
 void podnet_ns_name(const char *pod, char out[PODNET_NS_MAX]);
 
+/* The node's end of a pod's veth: "lk" + 8 hex digits of a hash of pod
+ * (perturbed by salt when not 0, to step past a name another pod holds). */
+void podnet_host_ifname(const char *pod, unsigned salt,
+                        char out[PODNET_IFNAME_MAX]);
+
 /* Where named namespaces live: $LARK_NETNS_DIR or /run/netns. */
 const char *podnet_rundir(void);
 
-/* Make the named namespace (its loopback up); BUS_EEXIST when it is. */
+/* Make the named namespace (its loopback up); BUS_EEXISTS when it is.
+ * The rundir is made (and made a shared mount point) when needed. */
 int podnet_ns_create(const char *name);
 /* Unmount and remove it; 0 when it was not there. */
 int podnet_ns_delete(const char *name);
-/* Whether it exists (1) or not (0). */
+/* Whether it exists (1) or not (0): a file under the rundir with no
+ * namespace mounted on it is not one. */
 int podnet_ns_exists(const char *name);
 /* An O_RDONLY|O_CLOEXEC descriptor of it, or a negative code. */
 int podnet_ns_open(const char *name);
@@ -64,8 +71,11 @@ int podnet_veth_del(const char *host_if);
 /*
  * Inside namespace ns (NULL: the caller's): add addr/plen to interface
  * ifname ("lo" for a virtual address), or a route to prefix out of
- * ifname (via gateway when not NULL). Adding what is there already is 0;
- * so is deleting what is not.
+ * ifname (via gateway when not NULL). prefix is "a.b.c.d/len", a bare
+ * address (a host route) or "default". A route added replaces any route
+ * to the same prefix in the main table. Adding what is there already is
+ * 0; so is deleting what is not (an interface or namespace that is gone
+ * included).
  */
 int podnet_addr_add(const char *ns, const char *ifname, const char *addr,
                     int plen);
@@ -83,7 +93,13 @@ int podnet_route_del(const char *ns, const char *prefix, const char *ifname);
  */
 int podnet_listen(const char *ns, const char *addr, int port, int *bound);
 
-/* Run fn(ud) in a thread inside ns and return what it returns. */
+/* Whether interface ifname is there (1) or not (0) in ns (NULL: the
+ * caller's), or a negative code (BUS_ENOT_FOUND: no such namespace). */
+int podnet_link_exists(const char *ns, const char *ifname);
+
+/* Run fn(ud) in a thread inside ns (NULL: in the caller's thread) and
+ * return what it returns; when that is negative, the detail fn left in
+ * bus_last_error() is carried to the caller's thread. */
 int podnet_in_ns(const char *ns, int (*fn)(void *ud), void *ud);
 
 #endif
