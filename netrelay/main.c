@@ -5,6 +5,9 @@
  *                  [--revoked KRL] [--allow DOMAIN=IP:PORT]...
  *                  [--port-file FILE] [--reload-ms N]
  *   lark-relay check --ca CA.PUB [--revoked KRL] [--role ROLE] CERT.PUB
+ *   lark-relay node --cluster C --node N --hub HOST:PORT --hub-key KEY.PUB
+ *                   --certs DIR --url NATS_URL [--creds FILE]
+ *                   [--capture-port P]            (see node.h)
  *
  * hub serves until SIGINT or SIGTERM (exit 0); SIGHUP re-reads the KRL.
  * PORT 0 picks a free port, written to --port-file once listening.
@@ -18,6 +21,7 @@
 #include <time.h>
 
 #include "hub.h"
+#include "node.h"
 
 static volatile sig_atomic_t stop_flag, reload_flag;
 
@@ -42,7 +46,10 @@ usage(void) {
           " [--revoked KRL] [--allow DOMAIN=IP:PORT]... [--port-file FILE]"
           " [--reload-ms N]\n"
           "       lark-relay check --ca CA.PUB [--revoked KRL] [--role ROLE]"
-          " CERT.PUB\n");
+          " CERT.PUB\n"
+          "       lark-relay node --cluster C --node N --hub HOST:PORT"
+          " --hub-key KEY.PUB --certs DIR --url NATS_URL [--creds FILE]"
+          " [--capture-port P]\n");
   return 2;
 }
 
@@ -176,7 +183,7 @@ cmd_check(int argc, char **argv) {
 static const struct {
   const char *name;
   int (*fn)(int, char **);
-} cmds[] = {{"hub", cmd_hub}, {"check", cmd_check}};
+} cmds[] = {{"hub", cmd_hub}, {"check", cmd_check}, {"node", relay_cmd_node}};
 
 int
 main(int argc, char **argv) {

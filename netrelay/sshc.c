@@ -1,0 +1,633 @@
+/*
+ * sshc.c - a node relay's session to the hub for one Domain (see
+ * sshc.h).
+ *
+ * Invariants:
+ * - The session thread alone touches the libssh session, its event,
+ *   channels and bridges. Other threads reach it only through the job
+ *   queue (under mu) and the eventfd that wakes it.
+ * - A job is queued only while `ready` is set, both under mu; the thread
+ *   clears `ready` under mu before it empties the queue on a disconnect,
+ *   so every socket handed over is either carried or reset, never lost.
+ * - Channels are opened and bridges freed in the loop between polls,
+ *   never inside a libssh callback; an inbound channel is accepted and
+ *   bridged inside the message callback because libssh frees the message
+ *   when the callback returns.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libssh/callbacks.h>
+#include <libssh/libssh.h>
+#include <libssh/server.h>
+
+#include "bridge.h"
+#include "sshc.h"
+
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 5000
+#define SSH_TIMEOUT_S 5
+#define OPEN_TIMEOUT_S 10
+#define DELIVER_TIMEOUT_MS 2000
+#define MAX_BRIDGES 1024
+
+typedef struct job {
+  struct job *next;
+  int fd;
+  char ip[RELAY_IP_MAX];
+  int port;
+  ssh_channel ch;  /* once the open is sent */
+  time_t deadline; /* for the hub's answer */
+} job;
+
+typedef struct blink {
+  struct blink *next;
+  relay_bridge *b;
+  char what[256];
+} blink;
+
+struct relay_sshc {
+  char domain[64], key[1024], cert[1024], host[256], cluster[64];
+  int port;
+  relay_routes *rt;
+  relay_log_fn log;
+  void *log_ud;
+  ssh_key hub_key;
+  pthread_t th;
+  int wake; /* eventfd */
+  atomic_int stop;
+  pthread_mutex_t mu;
+  job *queue; /* under mu */
+  int ready;  /* under mu */
+  /* session thread only */
+  ssh_session ssh;
+  ssh_event ev;
+  job *opening;
+  blink *bridges;
+  int nbridges;
+  char last_err[256];
+};
+
+static void slog(relay_sshc *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void
+slog(relay_sshc *s, const char *fmt, ...) {
+  char line[1024];
+  va_list ap;
+  if (!s->log)
+    return;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  s->log(s->log_ud, line);
+}
+
+/* Close fd so that its peer sees a reset, not an orderly end. */
+static void
+reset_fd(int fd) {
+  struct linger l = {.l_onoff = 1, .l_linger = 0};
+  setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+  close(fd);
+}
+
+static void
+set_ready(relay_sshc *s, int v) {
+  pthread_mutex_lock(&s->mu);
+  s->ready = v;
+  pthread_mutex_unlock(&s->mu);
+}
+
+static job *
+take_queue(relay_sshc *s) {
+  pthread_mutex_lock(&s->mu);
+  job *q = s->queue;
+  s->queue = NULL;
+  pthread_mutex_unlock(&s->mu);
+  return q;
+}
+
+/* ------------------------------------------------------------- dialing */
+
+/* Log a dial failure once per distinct reason. */
+static int dial_fail(relay_sshc *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int
+dial_fail(relay_sshc *s, const char *fmt, ...) {
+  char why[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, sizeof why, fmt, ap);
+  va_end(ap);
+  if (strcmp(why, s->last_err)) {
+    slog(s, "node: domain %s: hub %s:%d: %s (retrying)", s->domain, s->host,
+         s->port, why);
+    snprintf(s->last_err, sizeof s->last_err, "%s", why);
+  }
+  return -1;
+}
+
+static void
+keepalive(int fd) {
+  int on = 1, idle = 10, intvl = 5, cnt = 3;
+  unsigned int user_timeout = 30000;
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout,
+             sizeof user_timeout);
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+}
+
+static int
+check_host_key(relay_sshc *s) {
+  ssh_key k = NULL;
+  if (ssh_get_server_publickey(s->ssh, &k) != SSH_OK)
+    return dial_fail(s, "no host key: %s", ssh_get_error(s->ssh));
+  int same = ssh_key_cmp(k, s->hub_key, SSH_KEY_CMP_PUBLIC) == 0;
+  ssh_key_free(k);
+  return same ? 0 : dial_fail(s, "host key is not the one expected");
+}
+
+static int
+authenticate(relay_sshc *s) {
+  ssh_key priv = NULL, cert = NULL;
+  int rc = -1;
+  if (ssh_pki_import_privkey_file(s->key, NULL, NULL, NULL, &priv) != SSH_OK)
+    dial_fail(s, "cannot read key %s", s->key);
+  else if (ssh_pki_import_cert_file(s->cert, &cert) != SSH_OK ||
+           ssh_pki_copy_cert_to_privkey(cert, priv) != SSH_OK)
+    dial_fail(s, "cannot read certificate %s", s->cert);
+  else if (ssh_userauth_publickey(s->ssh, NULL, priv) != SSH_AUTH_SUCCESS)
+    dial_fail(s, "certificate refused: %s", ssh_get_error(s->ssh));
+  else
+    rc = 0;
+  ssh_key_free(cert);
+  ssh_key_free(priv);
+  return rc;
+}
+
+static int on_message(ssh_session ssh, ssh_message m, void *ud);
+
+static int
+open_session(relay_sshc *s) {
+  long timeout = SSH_TIMEOUT_S;
+  unsigned int port = (unsigned int)s->port;
+  int none = SSH_LOG_NOLOG;
+  bool no_config = false;
+  if (!(s->ssh = ssh_new()))
+    return dial_fail(s, "out of memory");
+  ssh_options_set(s->ssh, SSH_OPTIONS_HOST, s->host);
+  ssh_options_set(s->ssh, SSH_OPTIONS_PORT, &port);
+  ssh_options_set(s->ssh, SSH_OPTIONS_USER, s->cluster);
+  ssh_options_set(s->ssh, SSH_OPTIONS_TIMEOUT, &timeout);
+  ssh_options_set(s->ssh, SSH_OPTIONS_LOG_VERBOSITY, &none);
+  ssh_options_set(s->ssh, SSH_OPTIONS_PROCESS_CONFIG, &no_config);
+  if (ssh_connect(s->ssh) != SSH_OK)
+    return dial_fail(s, "connect: %s", ssh_get_error(s->ssh));
+  keepalive(ssh_get_fd(s->ssh));
+  if (check_host_key(s) || authenticate(s))
+    return -1;
+  ssh_set_message_callback(s->ssh, on_message, s);
+  if (!(s->ev = ssh_event_new()) ||
+      ssh_event_add_session(s->ev, s->ssh) != SSH_OK)
+    return dial_fail(s, "no event loop");
+  if (ssh_channel_listen_forward(s->ssh, s->cluster, 0, NULL) != SSH_OK)
+    return dial_fail(s, "registering cluster %s refused: %s", s->cluster,
+                     ssh_get_error(s->ssh));
+  ssh_set_blocking(s->ssh, 0);
+  return 0;
+}
+
+/* -------------------------------------------------------------- inbound */
+
+/* A TCP connection to ip:port within DELIVER_TIMEOUT_MS, or -errno. */
+static int
+connect_now(const char *ip, int port) {
+  struct sockaddr_storage sa;
+  socklen_t len;
+  memset(&sa, 0, sizeof sa);
+  struct sockaddr_in *v4 = (struct sockaddr_in *)&sa;
+  struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&sa;
+  if (inet_pton(AF_INET, ip, &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons((uint16_t)port);
+    len = sizeof *v4;
+  } else if (inet_pton(AF_INET6, ip, &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons((uint16_t)port);
+    len = sizeof *v6;
+  } else {
+    return -EINVAL;
+  }
+  int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return -errno;
+  int rc = connect(fd, (struct sockaddr *)&sa, len) ? -errno : 0;
+  if (rc == -EINPROGRESS) {
+    struct pollfd p = {.fd = fd, .events = POLLOUT};
+    int e = 0;
+    socklen_t el = sizeof e;
+    rc = poll(&p, 1, DELIVER_TIMEOUT_MS) == 1 ? 0 : -ETIMEDOUT;
+    if (!rc && getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) == 0 && e)
+      rc = -e;
+  }
+  if (rc) {
+    close(fd);
+    return rc;
+  }
+  return fd;
+}
+
+/* The virtual address a forwarded channel names: numeric, or in the
+ * "tcp://ip:port" form (brackets around IPv6). */
+static void
+dest_ip(const char *in, char out[RELAY_IP_MAX]) {
+  const char *p = in && !strncmp(in, "tcp://", 6) ? in + 6 : in ? in : "";
+  snprintf(out, RELAY_IP_MAX, "%s", p[0] == '[' ? p + 1 : p);
+  char *end = strrchr(out, ']');
+  if (end)
+    *end = 0;
+  else if (p != in && (end = strrchr(out, ':')) && strchr(out, ':') == end)
+    *end = 0;
+}
+
+/* Bridge ch and fd and keep the bridge; both are closed on failure. */
+static void
+add_bridge(relay_sshc *s, ssh_channel ch, int fd, const char *what) {
+  blink *l = calloc(1, sizeof *l);
+  if (!l || !(l->b = relay_bridge_new(s->ev, s->ssh, ch, fd))) {
+    if (!l) {
+      close(fd);
+      ssh_channel_close(ch);
+      ssh_channel_free(ch);
+    }
+    slog(s, "node: %s: out of memory", what);
+    free(l);
+    return;
+  }
+  snprintf(l->what, sizeof l->what, "%s", what);
+  l->next = s->bridges;
+  s->bridges = l;
+  s->nbridges++;
+}
+
+/* Decide on a forwarded-tcpip channel: a connected fd to the pod, or -1
+ * with why. */
+static int
+deliver_target(relay_sshc *s, const char *ip, int port, char *why, size_t cap) {
+  relay_route r;
+  if (s->nbridges >= MAX_BRIDGES)
+    return snprintf(why, cap, "too many channels"), -1;
+  if (relay_routes_find(s->rt, s->domain, ip, &r))
+    return snprintf(why, cap, "no route in domain %s", s->domain), -1;
+  if (r.via_hub || strcmp(r.pod_cluster, s->cluster))
+    return snprintf(why, cap, "pod %s is not in cluster %s", r.pod, s->cluster),
+           -1;
+  if (!r.real_ip[0])
+    return snprintf(why, cap, "pod %s has no address yet", r.pod), -1;
+  int fd = connect_now(r.real_ip, port);
+  if (fd < 0)
+    snprintf(why, cap, "pod %s at %s:%d: %s", r.pod, r.real_ip, port,
+             strerror(-fd));
+  return fd;
+}
+
+static int
+on_message(ssh_session ssh, ssh_message m, void *ud) {
+  relay_sshc *s = ud;
+  char ip[RELAY_IP_MAX], why[256] = "", what[256];
+  (void)ssh;
+  if (ssh_message_type(m) != SSH_REQUEST_CHANNEL_OPEN ||
+      ssh_message_subtype(m) != SSH_CHANNEL_FORWARDED_TCPIP)
+    return 1; /* refused by libssh's default reply */
+  dest_ip(ssh_message_channel_request_open_destination(m), ip);
+  int port = ssh_message_channel_request_open_destination_port(m);
+  const char *from = ssh_message_channel_request_open_originator(m);
+  snprintf(what, sizeof what, "domain %s %.48s -> %s:%d", s->domain,
+           from ? from : "?", ip, port);
+  int fd = deliver_target(s, ip, port, why, sizeof why);
+  if (fd < 0) {
+    slog(s, "node: refused inbound %s: %s", what, why);
+    return 1;
+  }
+  ssh_channel ch = ssh_message_channel_request_open_reply_accept(m);
+  if (!ch) {
+    close(fd);
+    slog(s, "node: inbound %s: accept failed", what);
+    return 0;
+  }
+  slog(s, "node: inbound %s: delivered", what);
+  add_bridge(s, ch, fd, what);
+  return 0;
+}
+
+/* ------------------------------------------------------------- outbound */
+
+static void
+target_host(const job *j, char *out, size_t cap) {
+  if (strchr(j->ip, ':'))
+    snprintf(out, cap, "tcp://[%s]:%d", j->ip, j->port);
+  else
+    snprintf(out, cap, "tcp://%s:%d", j->ip, j->port);
+}
+
+static void
+peer_of(int fd, char ip[INET6_ADDRSTRLEN], int *port) {
+  struct sockaddr_storage sa;
+  socklen_t len = sizeof sa;
+  snprintf(ip, INET6_ADDRSTRLEN, "127.0.0.1");
+  *port = 0;
+  if (getpeername(fd, (struct sockaddr *)&sa, &len))
+    return;
+  if (sa.ss_family == AF_INET) {
+    struct sockaddr_in *v = (struct sockaddr_in *)&sa;
+    inet_ntop(AF_INET, &v->sin_addr, ip, INET6_ADDRSTRLEN);
+    *port = ntohs(v->sin_port);
+  } else if (sa.ss_family == AF_INET6) {
+    struct sockaddr_in6 *v = (struct sockaddr_in6 *)&sa;
+    inet_ntop(AF_INET6, &v->sin6_addr, ip, INET6_ADDRSTRLEN);
+    *port = ntohs(v->sin6_port);
+  }
+}
+
+/* Send (or go on waiting for) the direct-tcpip open of j: SSH_OK,
+ * SSH_AGAIN or SSH_ERROR. */
+static int
+open_step(relay_sshc *s, job *j) {
+  char host[RELAY_IP_MAX + 32], from[INET6_ADDRSTRLEN];
+  int from_port;
+  if (!j->ch) {
+    if (!(j->ch = ssh_channel_new(s->ssh)))
+      return SSH_ERROR;
+    j->deadline = time(NULL) + OPEN_TIMEOUT_S;
+  }
+  target_host(j, host, sizeof host);
+  peer_of(j->fd, from, &from_port);
+  int rc = ssh_channel_open_forward(j->ch, host, j->port, from, from_port);
+  if (rc == SSH_AGAIN && time(NULL) > j->deadline)
+    rc = SSH_ERROR;
+  return rc;
+}
+
+static void
+job_free(job *j) {
+  if (j->fd >= 0)
+    reset_fd(j->fd);
+  if (j->ch)
+    ssh_channel_free(j->ch);
+  free(j);
+}
+
+/* Move queued jobs to `opening` and advance every open in flight. */
+static void
+progress_opens(relay_sshc *s) {
+  job *q = take_queue(s);
+  while (q) {
+    job *n = q->next;
+    q->next = s->opening;
+    s->opening = q;
+    q = n;
+  }
+  for (job **pp = &s->opening; *pp;) {
+    job *j = *pp;
+    int rc = open_step(s, j);
+    if (rc == SSH_AGAIN) {
+      pp = &j->next;
+      continue;
+    }
+    *pp = j->next;
+    char what[256];
+    snprintf(what, sizeof what, "domain %s -> %s:%d", s->domain, j->ip,
+             j->port);
+    if (rc != SSH_OK) {
+      slog(s, "node: hub refused %s", what);
+      job_free(j);
+      continue;
+    }
+    slog(s, "node: %s: channel open through the hub", what);
+    add_bridge(s, j->ch, j->fd, what);
+    free(j);
+  }
+}
+
+static void
+reap(relay_sshc *s, int all) {
+  for (blink **pp = &s->bridges; *pp;) {
+    blink *l = *pp;
+    if (!all && !relay_bridge_done(l->b)) {
+      pp = &l->next;
+      continue;
+    }
+    uint64_t to_fd = 0, to_ch = 0;
+    relay_bridge_bytes(l->b, &to_fd, &to_ch);
+    slog(s, "node: %s: closed (%llu bytes in, %llu out)", l->what,
+         (unsigned long long)to_fd, (unsigned long long)to_ch);
+    relay_bridge_free(l->b);
+    *pp = l->next;
+    free(l);
+    s->nbridges--;
+  }
+}
+
+/* --------------------------------------------------------------- thread */
+
+static int
+on_wake(socket_t fd, int revents, void *ud) {
+  uint64_t n;
+  (void)revents;
+  (void)ud;
+  if (read(fd, &n, sizeof n) < 0 && errno != EAGAIN)
+    return -1;
+  return 0;
+}
+
+static void
+serve(relay_sshc *s) {
+  if (ssh_event_add_fd(s->ev, s->wake, POLLIN, on_wake, s) != SSH_OK)
+    return;
+  while (!atomic_load(&s->stop)) {
+    ssh_event_dopoll(s->ev, 200);
+    progress_opens(s);
+    reap(s, 0);
+    if (!ssh_is_connected(s->ssh) ||
+        (ssh_get_status(s->ssh) & (SSH_CLOSED | SSH_CLOSED_ERROR)))
+      break;
+  }
+  ssh_event_remove_fd(s->ev, s->wake);
+}
+
+/* Drop the session and everything on it; queued sockets are reset. */
+static void
+hang_up(relay_sshc *s) {
+  set_ready(s, 0);
+  reap(s, 1);
+  for (job *j = take_queue(s), *n; j; j = n) {
+    n = j->next;
+    job_free(j);
+  }
+  for (job *j = s->opening, *n; j; j = n) {
+    n = j->next;
+    job_free(j);
+  }
+  s->opening = NULL;
+  if (s->ev) {
+    ssh_event_remove_session(s->ev, s->ssh);
+    ssh_event_free(s->ev);
+    s->ev = NULL;
+  }
+  if (s->ssh) {
+    ssh_disconnect(s->ssh);
+    ssh_free(s->ssh);
+    s->ssh = NULL;
+  }
+}
+
+static void
+sleep_wake(relay_sshc *s, int ms) {
+  struct pollfd p = {.fd = s->wake, .events = POLLIN};
+  uint64_t n;
+  if (poll(&p, 1, ms) == 1 && read(s->wake, &n, sizeof n) < 0)
+    return;
+}
+
+static void *
+session_main(void *arg) {
+  relay_sshc *s = arg;
+  int backoff = BACKOFF_MIN_MS;
+  while (!atomic_load(&s->stop)) {
+    if (open_session(s) == 0) {
+      set_ready(s, 1);
+      slog(s, "node: domain %s: registered cluster %s with hub %s:%d",
+           s->domain, s->cluster, s->host, s->port);
+      s->last_err[0] = 0;
+      serve(s);
+      if (!atomic_load(&s->stop))
+        slog(s, "node: domain %s: hub connection lost", s->domain);
+      backoff = BACKOFF_MIN_MS;
+    }
+    hang_up(s);
+    if (atomic_load(&s->stop))
+      break;
+    sleep_wake(s, backoff);
+    backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
+  }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------- public */
+
+static int
+copy_opt(char *dst, size_t cap, const char *src) {
+  if (!src || !*src || strlen(src) >= cap)
+    return -1;
+  memcpy(dst, src, strlen(src) + 1);
+  return 0;
+}
+
+int
+relay_sshc_start(const relay_sshc_opts *o, relay_sshc **out) {
+  relay_sshc *s = calloc(1, sizeof *s);
+  if (!s)
+    return -ENOMEM;
+  if (copy_opt(s->domain, sizeof s->domain, o->domain) ||
+      copy_opt(s->key, sizeof s->key, o->key_path) ||
+      copy_opt(s->cert, sizeof s->cert, o->cert_path) ||
+      copy_opt(s->host, sizeof s->host, o->hub_host) ||
+      copy_opt(s->cluster, sizeof s->cluster, o->cluster) || !o->routes ||
+      o->hub_port <= 0 || o->hub_port > 65535) {
+    free(s);
+    return bus_error(BUS_EINVAL, "hub session: missing or bad option");
+  }
+  if (!o->hub_key_path ||
+      ssh_pki_import_pubkey_file(o->hub_key_path, &s->hub_key) != SSH_OK) {
+    free(s);
+    return bus_error(BUS_EINVAL, "hub key %s: not a public key",
+                     o->hub_key_path ? o->hub_key_path : "(none)");
+  }
+  s->port = o->hub_port;
+  s->rt = o->routes;
+  s->log = o->log;
+  s->log_ud = o->log_ud;
+  pthread_mutex_init(&s->mu, NULL);
+  s->wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  int rc =
+      s->wake < 0 ? -errno : -pthread_create(&s->th, NULL, session_main, s);
+  if (rc) {
+    if (s->wake >= 0)
+      close(s->wake);
+    ssh_key_free(s->hub_key);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+    return bus_error(rc, "hub session: %s", strerror(-rc));
+  }
+  *out = s;
+  return 0;
+}
+
+static void
+wake(relay_sshc *s) {
+  uint64_t one = 1;
+  if (write(s->wake, &one, sizeof one) < 0 && errno != EAGAIN)
+    return;
+}
+
+int
+relay_sshc_submit(relay_sshc *s, int fd, const char *ip, int port) {
+  job *j = calloc(1, sizeof *j);
+  if (!j)
+    return -ENOMEM;
+  j->fd = fd;
+  j->port = port;
+  snprintf(j->ip, sizeof j->ip, "%s", ip);
+  pthread_mutex_lock(&s->mu);
+  int ready = s->ready;
+  if (ready) {
+    j->next = s->queue;
+    s->queue = j;
+  }
+  pthread_mutex_unlock(&s->mu);
+  if (!ready) {
+    free(j);
+    return bus_error(BUS_ECONN, "domain %s: no session with the hub",
+                     s->domain);
+  }
+  wake(s);
+  return 0;
+}
+
+int
+relay_sshc_ready(relay_sshc *s) {
+  pthread_mutex_lock(&s->mu);
+  int r = s->ready;
+  pthread_mutex_unlock(&s->mu);
+  return r;
+}
+
+void
+relay_sshc_stop(relay_sshc *s) {
+  if (!s)
+    return;
+  atomic_store(&s->stop, 1);
+  wake(s);
+  pthread_join(s->th, NULL);
+  close(s->wake);
+  ssh_key_free(s->hub_key);
+  pthread_mutex_destroy(&s->mu);
+  free(s);
+}
