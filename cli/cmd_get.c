@@ -2,19 +2,22 @@
  * cmd_get.c - larkctl get: resources, live or as they were.
  *
  *   larkctl get [KIND [NAME]] [--at TIME] [--limit N] [-w] [-o json|wide]
+ *   larkctl get routes DOMAIN [--cluster C]     what C's relay sees
  *
  * A kind owned by a service (see kinds.c) is listed by that service; any
  * other kind, and `get` alone, lists the catalog's aggregates. KIND may be
  * singular, plural or short. --at shows the platform as it was at TIME.
  * -w (--watch) then prints a row for each change until Ctrl-C (watch.c).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kinds.h"
 
 #define USAGE                                                                  \
-  "larkctl get [KIND [NAME]] [--at TIME] [--limit N] [-w] [-o json|wide]"
+  "larkctl get [KIND [NAME]] [--at TIME] [--limit N] [-w] [-o json|wide]\n"    \
+  "       larkctl get routes|domainpeers DOMAIN [--cluster C]"
 
 static void
 pack_kv(msgpack_packer *pk, const char *k, const char *v) {
@@ -24,7 +27,8 @@ pack_kv(msgpack_packer *pk, const char *k, const char *v) {
 
 int
 cmd_get(int argc, char **argv, lark_cli *cli) {
-  const char *kind = NULL, *name = NULL;
+  const char *kind = NULL, *name = NULL, *cluster = NULL;
+  char scoped[2 * BUS_NAME_MAX + 2];
   int64_t at = 0;
   uint64_t limit = 0;
   int watch = 0;
@@ -32,6 +36,8 @@ cmd_get(int argc, char **argv, lark_cli *cli) {
     if (!strcmp(argv[i], "--at") && i + 1 < argc) {
       if (cli_parse_time(argv[++i], &at) < 0)
         return cli_usage(USAGE);
+    } else if (!strcmp(argv[i], "--cluster") && i + 1 < argc) {
+      cluster = argv[++i];
     } else if (!strcmp(argv[i], "--limit") && i + 1 < argc) {
       limit = strtoull(argv[++i], NULL, 10);
     } else if (!strcmp(argv[i], "-w") || !strcmp(argv[i], "--watch")) {
@@ -44,8 +50,12 @@ cmd_get(int argc, char **argv, lark_cli *cli) {
       return cli_usage(USAGE);
     }
   }
-  if (watch && at)
+  if ((watch && at) || (cluster && !name))
     return cli_usage(USAGE);
+  if (cluster) { /* the ipam view names a (domain, cluster) "d.c" */
+    snprintf(scoped, sizeof scoped, "%s.%s", name, cluster);
+    name = scoped;
+  }
   const cli_kind *k = kind ? cli_kind_find(kind) : NULL;
   char single[BUS_NAME_MAX + 2] = "";
   if (kind && !k)

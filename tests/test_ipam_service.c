@@ -310,6 +310,7 @@ Test(ipam_service, domain_job_addressed_then_dispatched_and_routed) {
   cr_expect(
       wait_msg("LARK_ROUTES", subj, "route.set", "realIP", "192.168.1.10"));
   cr_expect(wait_msg("LARK_ROUTES", subj, "route.set", "via", "local"));
+  cr_expect(wait_msg("LARK_ROUTES", subj, "route.set", "cidr", "10.8.0.0/24"));
   snprintf(subj, sizeof subj, "lark.route.net.%s.train-a-0", c1);
   cr_expect(wait_msg("LARK_ROUTES", subj, "route.set", "via", "hub"));
   char dp[64];
