@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bus.h"
+
 /* A bounded reader over SSH wire data; err sticks once set. */
 typedef struct relay__cur {
   const uint8_t *p;
@@ -23,5 +25,33 @@ int relay__str_is(relay__cur *c, const char *want);
 int relay__ed_blob(const uint8_t *blob, size_t n, uint8_t pk[32]);
 /* SHA-256 of an Ed25519 key's plain wire blob (what KRLs name). */
 void relay__key_hash(const uint8_t pk[32], uint8_t out[32]);
+
+/*
+ * A thread that follows one filter of a stream with ephemeral, ack-none
+ * consumers, starting over with a fresh one whenever a fetch or a
+ * liveness check fails (a broker outage can drop an ephemeral
+ * consumer). Hooks run in that thread: begin when a consumer starts,
+ * apply for each message (ev NULL when it did not decode; return 1 when
+ * it changed something), caught_up once per consumer when nothing is
+ * left pending, changed after a batch in which apply returned 1 (or
+ * caught_up did).
+ */
+typedef struct relay__tail_hooks {
+  const char *stream, *filter;
+  int deliver; /* BUS_DELIVER_* */
+  void (*begin)(void *ud);
+  int (*apply)(const char *subject, const bus_event *ev, void *ud);
+  int (*caught_up)(void *ud); /* returns 1 when it changed something */
+  void (*changed)(void *ud);
+  void *ud;
+} relay__tail_hooks;
+
+typedef struct relay__tail relay__tail;
+
+int relay__tail_start(bus_conn *c, const relay__tail_hooks *h,
+                      relay__tail **out);
+/* Whether a consumer has caught up at least once. */
+int relay__tail_synced(relay__tail *t);
+void relay__tail_stop(relay__tail *t);
 
 #endif

@@ -62,6 +62,8 @@ int relay_routes_each(relay_routes *t,
 /* Rows held, and changes applied since creation (a cheap change test). */
 size_t relay_routes_count(relay_routes *t);
 uint64_t relay_routes_generation(relay_routes *t);
+/* Messages refused as malformed (or not decodable) so far. */
+uint64_t relay_routes_skipped(relay_routes *t);
 
 /* ------------------------------------------------------------- follower */
 
