@@ -32,7 +32,9 @@ int relay_bridge_done(const relay_bridge *b);
 /* Bytes each way so far: channel to socket, socket to channel. */
 void relay_bridge_bytes(const relay_bridge *b, uint64_t *to_fd,
                         uint64_t *to_ch);
-/* Close the socket and the channel, and forget both. */
+/* Close the socket and the channel, and forget both. Call it from the
+ * session's thread outside the event's callbacks (after
+ * ssh_event_dopoll returns), never from inside one. */
 void relay_bridge_free(relay_bridge *b);
 
 #endif
