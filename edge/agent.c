@@ -115,10 +115,42 @@ connect_broker(edge_agent *a) {
   return rc;
 }
 
+/* The runtimes offered: raw+netns with a pod CIDR (which needs root),
+ * never without one. */
+static int
+runtimes(edge_agent *a) {
+  edge_config *c = &a->cfg;
+  uint32_t base;
+  int plen;
+  snprintf(a->runtimes, sizeof a->runtimes, "%s", c->runtimes);
+  c->runtimes = a->runtimes;
+  if (!c->pod_cidr || !*c->pod_cidr) {
+    c->pod_cidr = NULL;
+    if (edge_runtime_offered(c, "raw+netns"))
+      return bus_error(BUS_EINVAL, "runtime raw+netns needs --pod-cidr");
+    return 0;
+  }
+  int rc = edge_cidr_parse(c->pod_cidr, &base, &plen);
+  if (rc)
+    return rc;
+  if (geteuid() != 0)
+    return bus_error(-EPERM, "--pod-cidr (runtime raw+netns) needs root: "
+                             "pods get network namespaces and veths");
+  if (!edge_runtime_offered(c, "raw+netns")) {
+    size_t n = strlen(a->runtimes);
+    snprintf(a->runtimes + n, sizeof a->runtimes - n, "%sraw+netns",
+             n ? "," : "");
+  }
+  return 0;
+}
+
 static int
 prepare(edge_agent *a, const edge_config *cfg) {
   char path[4200];
   a->cfg = *cfg;
+  int rc = runtimes(a);
+  if (rc)
+    return rc;
   ssize_t n = readlink("/proc/self/exe", a->self_exe, sizeof a->self_exe - 1);
   if (n <= 0)
     return bus_error(-errno, "cannot find my own executable");
@@ -193,11 +225,14 @@ edge_agent_run(const edge_config *cfg) {
     uv_stop(a->loop);
   } else {
     edge_pods_adopt(a);
+    edge_pods_sweep_nets(a);
     edge_pods_reconcile(a);
     if (!(rc = connect_broker(a)) && !(rc = edge_slice_start(a)))
       rc = edge_sender_start(a);
-    edge_logf("info", "-", "node %s running (data %s)", a->cfg.node,
-              a->cfg.data);
+    edge_logf("info", "-", "node %s running (data %s, runtimes %s%s%s)",
+              a->cfg.node, a->cfg.data, a->cfg.runtimes,
+              a->cfg.pod_cidr ? ", pod CIDR " : "",
+              a->cfg.pod_cidr ? a->cfg.pod_cidr : "");
     if (!rc)
       uv_run(a->loop, UV_RUN_DEFAULT);
   }

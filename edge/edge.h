@@ -47,7 +47,9 @@ typedef struct edge_config {
   const char *capacity; /* "cpu=8,memory=32768,gpu=2" (memory: MiB, or
                            with a Ki/Mi/Gi/Ti suffix) */
   const char *devices;  /* "rlinf.io/device=2" */
-  const char *runtimes; /* "raw" */
+  const char *runtimes; /* "raw"; "raw+netns" is added with pod_cidr */
+  const char *pod_cidr; /* "10.88.1.0/24": raw+netns pods get a /30 of it;
+                           NULL: no raw+netns (it needs root) */
   const char *url;
   const char *creds;
   const char *data;
@@ -107,6 +109,38 @@ int edge_store_run_put(edge_store *s, const char *pod, const edge_run *r,
 typedef void (*edge_run_cb)(const char *pod, const edge_run *r, void *ud);
 int edge_store_run_each(edge_store *s, edge_run_cb cb, void *ud);
 
+/* A raw+netns pod's network as it was made: the names are recorded, so
+ * whoever removes it removes exactly that, and its /30 (node end
+ * host_ip, the pod's localIP pod_ip) stays its own until it is freed. */
+typedef struct edge_net {
+  char ns[64];      /* PODNET_NS_MAX */
+  char host_if[16]; /* PODNET_IFNAME_MAX */
+  char host_ip[16];
+  char pod_ip[16];
+  int32_t plen;
+  int32_t pad;
+} edge_net;
+
+/*
+ * The network pod holds, or a new one: the lowest /30 of cidr whose pod
+ * address no other pod holds, the namespace podnet_ns_name(pod) and a
+ * host interface podnet_host_ifname(pod, salt) with the first salt no
+ * other pod holds. Claimed in one transaction. -ENOSPC when cidr has no
+ * free /30, BUS_EINVAL for a malformed cidr.
+ */
+int edge_store_net_claim(edge_store *s, const char *pod, const char *cidr,
+                         edge_net *n);
+/* BUS_ENOT_FOUND when pod holds none. */
+int edge_store_net_get(edge_store *s, const char *pod, edge_net *n);
+/* Free it (0 when there was none). */
+int edge_store_net_del(edge_store *s, const char *pod);
+typedef void (*edge_net_cb)(const char *pod, const edge_net *n, void *ud);
+int edge_store_net_each(edge_store *s, edge_net_cb cb, void *ud);
+
+/* "a.b.c.d/len" (IPv4, len 8..30, no host bits) into its first address
+ * (host order) and length; BUS_EINVAL with the reason else. */
+int edge_cidr_parse(const char *cidr, uint32_t *base, int *plen);
+
 /* Queue a message (a new id and the time now, fixed from here on). */
 int edge_store_enqueue(edge_store *s, const edge_msg *msg);
 
@@ -148,6 +182,7 @@ struct edge_agent {
   atomic_int dirty; /* desired states changed since last reconcile */
   pthread_t slice_th, sender_th;
   int slice_started, sender_started;
+  char runtimes[256]; /* cfg.runtimes points here */
   pthread_mutex_t mu; /* sender wake-up */
   pthread_cond_t cv;
   int closing;
@@ -178,6 +213,8 @@ int edge_sender_start(edge_agent *a);
 void edge_pods_adopt(edge_agent *a);
 /* Bring the processes in line with every desired state. */
 void edge_pods_reconcile(edge_agent *a);
+/* Remove the networks of pods that no longer run (after adopting). */
+void edge_pods_sweep_nets(edge_agent *a);
 /* Flush every pod's pending log lines. */
 void edge_pods_flush_logs(edge_agent *a);
 /* Close every handle the pods hold (processes keep running). */
@@ -186,7 +223,21 @@ void edge_pods_close(edge_agent *a);
 /* /proc/<pid>/stat start time; 0 when the process is gone. */
 uint64_t edge_proc_start_ticks(pid_t pid);
 
-/* The pod shim: `lark-edge pod-shim STATUSFILE -- ARGV...`. */
+/* Whether cfg->runtimes lists rt. */
+int edge_runtime_offered(const edge_config *cfg, const char *rt);
+
+/* ------------------------------------------------- pod networks (loop) */
+
+/* Claim pod's /30 and make its namespace and veth (netns.c); on failure
+ * nothing is left and the /30 is free again. */
+int edge_net_setup(edge_agent *a, const char *pod, edge_net *n);
+/* Remove pod's veth and namespace and free its /30; 0 when it held none.
+ * On failure the /30 stays claimed (so it is never handed out while its
+ * interface may be there) and a later sweep retries. */
+int edge_net_teardown(edge_agent *a, const char *pod);
+
+/* The pod shim: `lark-edge pod-shim STATUSFILE [--netns NS] -- ARGV...`
+ * (NS a namespace's name or the path of its file). */
 int edge_shim_main(int argc, char **argv);
 
 /* Make s valid UTF-8 without NUL in place (bad bytes become '?'). */

@@ -4,10 +4,12 @@
  *   lark-edge --node NAME --data DIR [--url URL] [--creds FILE]
  *             [--cluster C] [--labels k=v,...] [--capacity cpu=8,...]
  *             [--devices rlinf.io/device=2] [--runtimes raw]
+ *             [--pod-cidr 10.88.1.0/24]
  *             [--heartbeat SECONDS] [--grace SECONDS]
  *
  * Settings come from flags over the environment (LARK_URL, LARK_CREDS,
- * LARK_DATA, LARK_NODE) over defaults. `lark-edge pod-shim` is the
+ * LARK_DATA, LARK_NODE, LARK_POD_CIDR) over defaults. A pod CIDR makes
+ * the node offer raw+netns (needs root). `lark-edge pod-shim` is the
  * wrapper the agent runs each pod under (shim.c).
  */
 #include <getopt.h>
@@ -22,7 +24,8 @@ static const char usage[] =
     "                 [--cluster C] [--labels k=v,...] "
     "[--capacity cpu=N,memory=MiB,gpu=N]\n"
     "                 [--devices name=N,...] [--runtimes raw] "
-    "[--heartbeat S] [--grace S]\n";
+    "[--heartbeat S] [--grace S]\n"
+    "                 [--pod-cidr a.b.c.d/len]  (raw+netns pods; root)\n";
 
 static int
 seconds_ms(const char *s, int *out) {
@@ -50,19 +53,15 @@ main(int argc, char **argv) {
   c.creds = env_or("LARK_CREDS", NULL);
   c.data = env_or("LARK_DATA", NULL);
   c.node = env_or("LARK_NODE", NULL);
-  static const struct option opts[] = {{"node", 1, 0, 'n'},
-                                       {"cluster", 1, 0, 'c'},
-                                       {"labels", 1, 0, 'l'},
-                                       {"capacity", 1, 0, 'C'},
-                                       {"devices", 1, 0, 'd'},
-                                       {"runtimes", 1, 0, 'r'},
-                                       {"url", 1, 0, 'u'},
-                                       {"creds", 1, 0, 'k'},
-                                       {"data", 1, 0, 'D'},
-                                       {"heartbeat", 1, 0, 'h'},
-                                       {"grace", 1, 0, 'g'},
-                                       {"help", 0, 0, '?'},
-                                       {0, 0, 0, 0}};
+  c.pod_cidr = env_or("LARK_POD_CIDR", NULL);
+  static const struct option opts[] = {
+      {"node", 1, 0, 'n'},    {"cluster", 1, 0, 'c'},
+      {"labels", 1, 0, 'l'},  {"capacity", 1, 0, 'C'},
+      {"devices", 1, 0, 'd'}, {"runtimes", 1, 0, 'r'},
+      {"url", 1, 0, 'u'},     {"creds", 1, 0, 'k'},
+      {"data", 1, 0, 'D'},    {"heartbeat", 1, 0, 'h'},
+      {"grace", 1, 0, 'g'},   {"pod-cidr", 1, 0, 'p'},
+      {"help", 0, 0, '?'},    {0, 0, 0, 0}};
   int o;
   while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     int bad = 0;
@@ -99,6 +98,9 @@ main(int argc, char **argv) {
       break;
     case 'g':
       bad = seconds_ms(optarg, &c.grace_ms);
+      break;
+    case 'p':
+      c.pod_cidr = optarg;
       break;
     default:
       bad = 1;

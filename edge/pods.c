@@ -18,6 +18,9 @@
  *   signals the whole process group.
  * - A newer attempt replaces an older one only after the older process
  *   ended; the replaced attempt's end is not reported.
+ * - A raw+netns pod's network (netns.c) is made after its STARTING record
+ *   and removed once its end is recorded (or its start failed), before a
+ *   next attempt is started; every report of it carries its localIP.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "podnet.h"
 #include "proc.h"
 
 extern char **environ;
@@ -79,13 +83,15 @@ edge_proc_send(edge_proc *p, const char *what, const char *type,
   return edge_send(p->a, &m);
 }
 
-/* A pod.report {pod, phase, attempt, exitCode?, signal?, reason?}. */
+/* A pod.report {pod, phase, attempt, exitCode?, signal?, localIP?,
+ * reason?}. */
 static void
 pack_report(msgpack_sbuffer *sb, const char *pod, uint32_t attempt,
-            const char *phase, int code, int sig, const char *reason) {
+            const char *phase, int code, int sig, const char *ip,
+            const char *reason) {
   msgpack_packer pk;
   msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-  int n = 3 + (code >= 0) + (sig > 0) + (reason && *reason);
+  int n = 3 + (code >= 0) + (sig > 0) + (ip && *ip) + (reason && *reason);
   msgpack_pack_map(&pk, (uint32_t)n);
   msgpack_pack_str_with_body(&pk, "pod", 3);
   msgpack_pack_str_with_body(&pk, pod, strlen(pod));
@@ -101,6 +107,10 @@ pack_report(msgpack_sbuffer *sb, const char *pod, uint32_t attempt,
     msgpack_pack_str_with_body(&pk, "signal", 6);
     msgpack_pack_uint32(&pk, (uint32_t)(sig > 64 ? 64 : sig));
   }
+  if (ip && *ip) {
+    msgpack_pack_str_with_body(&pk, "localIP", 7);
+    msgpack_pack_str_with_body(&pk, ip, strlen(ip));
+  }
   if (reason && *reason) {
     size_t l = strlen(reason);
     l = edge_utf8_cut(reason, l, 1000);
@@ -109,17 +119,18 @@ pack_report(msgpack_sbuffer *sb, const char *pod, uint32_t attempt,
   }
 }
 
-/* Record the run and queue its report in one transaction. */
+/* Record the run and queue its report (with the pod's localIP ip, when
+ * not NULL) in one transaction. */
 static int
 record(edge_agent *a, const char *pod, const edge_run *r, const char *phase,
-       int code, int sig, const char *reason) {
+       int code, int sig, const char *ip, const char *reason) {
   char subject[BUS_SUBJECT_MAX];
   msgpack_sbuffer sb;
   msgpack_sbuffer_init(&sb);
   snprintf(subject, sizeof subject, "lark.in.%s.sched.pod.%s", a->cfg.node,
            pod);
   if (phase)
-    pack_report(&sb, pod, r->attempt, phase, code, sig, reason);
+    pack_report(&sb, pod, r->attempt, phase, code, sig, ip, reason);
   edge_msg m = {subject, "pod.report", sb.data, sb.size};
   int rc = edge_store_run_put(a->store, pod, r, phase ? &m : NULL);
   msgpack_sbuffer_destroy(&sb);
@@ -218,7 +229,9 @@ ended(edge_proc *p, int code, int sig, const char *why) {
   else if (code)
     snprintf(reason, sizeof reason, "exit status %d", code);
   record(p->a, p->pod, &r, p->silent ? NULL : phase, sig ? -1 : code, sig,
-         reason);
+         p->ip, reason);
+  if (p->netns)
+    edge_net_teardown(p->a, p->pod);
   /* let the output drain, then let go of the handles */
   if (!p->has_poll) {
     uv_timer_init(p->a->loop, &p->poll);
@@ -483,10 +496,11 @@ make_fifo(const edge_proc *p, const char *name, char *path, size_t cap) {
   return 0;
 }
 
-/* Spawn the shim; fills p->pid and p->ticks. */
+/* Spawn the shim (in namespace file netns when p->netns); fills p->pid
+ * and p->ticks. */
 static int
 spawn(edge_proc *p, const msgpack_object *d, const msgpack_object *entry,
-      const char *cwd) {
+      const char *cwd, char *netns) {
   char status[4300], out[4300], err[4300];
   int wfd[2] = {-1, -1}, rc;
   snprintf(status, sizeof status, "%s/exit-%u", p->dir, p->attempt);
@@ -504,8 +518,8 @@ spawn(edge_proc *p, const msgpack_object *d, const msgpack_object *entry,
     rc = bus_error(-errno, "open the pod's output");
     goto out;
   }
-  size_t n = entry->via.array.size;
-  char **argv = calloc(n + 5, sizeof *argv);
+  size_t n = entry->via.array.size, at = 3;
+  char **argv = calloc(n + 7, sizeof *argv);
   envb e = {0};
   if (!argv) {
     rc = -ENOMEM;
@@ -514,10 +528,14 @@ spawn(edge_proc *p, const msgpack_object *d, const msgpack_object *entry,
   argv[0] = p->a->self_exe;
   argv[1] = (char *)"pod-shim";
   argv[2] = status;
-  argv[3] = (char *)"--";
+  if (p->netns) { /* the file's path: the shim's environment is the pod's */
+    argv[at++] = (char *)"--netns";
+    argv[at++] = netns;
+  }
+  argv[at++] = (char *)"--";
   for (size_t i = 0; i < n; i++) {
     const msgpack_object *s = &entry->via.array.ptr[i];
-    argv[4 + i] = strndup(s->via.str.ptr, s->via.str.size);
+    argv[at + i] = strndup(s->via.str.ptr, s->via.str.size);
   }
   build_env(p, d, &e);
   uv_stdio_container_t stdio[3] = {{.flags = UV_IGNORE},
@@ -541,7 +559,7 @@ spawn(edge_proc *p, const msgpack_object *d, const msgpack_object *entry,
   } else
     rc = bus_error(BUS_EINVAL, "spawn: %s", uv_strerror(rc));
   for (size_t i = 0; i < n; i++)
-    free(argv[4 + i]);
+    free(argv[at + i]);
   free(argv);
   env_free(&e);
 out:
@@ -571,10 +589,10 @@ unrunnable(const edge_agent *a, const msgpack_object *d,
            const msgpack_object **entry) {
   char rt[32] = "raw";
   bus_obj_str(d, "runtime", rt, sizeof rt);
-  if (strcmp(rt, "raw") && !strstr(a->cfg.runtimes, rt))
-    return "runtime not offered by this node";
-  if (strcmp(rt, "raw"))
-    return "runtime raw+netns is not supported by this agent yet";
+  if (strcmp(rt, "raw") && strcmp(rt, "raw+netns"))
+    return "unknown runtime";
+  if (strcmp(rt, "raw") && !edge_runtime_offered(&a->cfg, rt))
+    return "runtime raw+netns is not offered by this node (no --pod-cidr)";
   *entry = bus_obj_get(bus_obj_get(d, "raw"), "entrypoint");
   if (!*entry || (*entry)->type != MSGPACK_OBJECT_ARRAY ||
       !(*entry)->via.array.size)
@@ -591,32 +609,47 @@ unrunnable(const edge_agent *a, const msgpack_object *d,
 static void
 start(edge_agent *a, const char *pod, const msgpack_object *d,
       uint32_t attempt) {
-  char job[EDGE_NAME_SZ] = "", cwd[4200] = "", why[512] = "";
+  char job[EDGE_NAME_SZ] = "", cwd[4200] = "", why[512] = "", rt[32] = "raw";
+  char netns[4200] = "";
   const msgpack_object *entry = NULL;
   edge_run r = {.attempt = attempt, .state = EDGE_RUN_STARTING};
   bus_obj_str(d, "job", job, sizeof job);
+  bus_obj_str(d, "runtime", rt, sizeof rt);
   /* committed before anything runs: never twice */
-  if (record(a, pod, &r, NULL, 0, 0, NULL))
+  if (record(a, pod, &r, NULL, 0, 0, NULL, NULL))
     return;
   edge_proc *p = proc_new(a, pod, job, attempt);
   if (!p)
     return;
   const char *bad = unrunnable(a, d, &entry);
   int rc = bad ? BUS_EINVAL : 0;
-  if (!bad) {
+  edge_net net;
+  if (!bad && !strcmp(rt, "raw+netns")) {
+    if ((rc = edge_net_setup(a, pod, &net)))
+      snprintf(why, sizeof why, "cannot set up the pod's network: %s",
+               bus_last_error());
+    else {
+      p->netns = 1;
+      snprintf(p->ip, sizeof p->ip, "%s", net.pod_ip);
+      snprintf(netns, sizeof netns, "%s/%s", podnet_rundir(), net.ns);
+    }
+  }
+  if (!bad && !rc) {
     bus_obj_str(d, "workingDir", cwd, sizeof cwd);
     if ((rc = mkdirs(p->dir)) || (cwd[0] && (rc = mkdirs(cwd))))
       snprintf(why, sizeof why, "cannot make %.400s: %s", cwd[0] ? cwd : p->dir,
                strerror(-rc));
     else if ((rc = edge_sock_listen(p)) ||
-             (rc = spawn(p, d, entry, cwd[0] ? cwd : p->dir)))
+             (rc = spawn(p, d, entry, cwd[0] ? cwd : p->dir, netns)))
       snprintf(why, sizeof why, "cannot start: %s", bus_last_error());
-  } else
+  } else if (bad)
     snprintf(why, sizeof why, "%s", bad);
   if (rc) {
     p->ended = 1;
     r.state = EDGE_RUN_ENDED;
-    record(a, pod, &r, "Failed", -1, 0, why);
+    record(a, pod, &r, "Failed", -1, 0, NULL, why);
+    if (p->netns)
+      edge_net_teardown(a, pod);
     finish(p);
     return;
   }
@@ -624,7 +657,7 @@ start(edge_agent *a, const char *pod, const msgpack_object *d,
   r.state = EDGE_RUN_RUNNING;
   r.pid = p->pid;
   r.start_ticks = p->ticks;
-  record(a, pod, &r, "Running", -1, 0, NULL);
+  record(a, pod, &r, "Running", -1, 0, p->ip, NULL);
 }
 
 /* --------------------------------------------------------- reconcile */
@@ -653,7 +686,8 @@ reconcile(edge_agent *a, const char *pod, const void *data, size_t len) {
   } else if (p) {
     stop_proc(p, p->attempt == attempt, p->attempt != attempt);
   } else if (!strcmp(want, "Deleted") && have) {
-    record(a, pod, NULL, NULL, 0, 0, NULL);
+    record(a, pod, NULL, NULL, 0, 0, NULL, NULL);
+    edge_net_teardown(a, pod);
   }
   msgpack_zone_destroy(&z);
 }
@@ -687,8 +721,8 @@ adopt_one(const char *pod, const edge_run *r, void *ud) {
   edge_run e = *r;
   e.state = EDGE_RUN_ENDED;
   if (r->state == EDGE_RUN_STARTING) {
-    record(a, pod, &e, "Failed", -1, 0, "lost on agent restart");
-    return;
+    record(a, pod, &e, "Failed", -1, 0, NULL, "lost on agent restart");
+    return; /* its network, if any, goes with the sweep */
   }
   if (r->state != EDGE_RUN_RUNNING)
     return;
@@ -698,6 +732,11 @@ adopt_one(const char *pod, const edge_run *r, void *ud) {
   p->pid = r->pid;
   p->ticks = r->start_ticks;
   p->adopted = 1;
+  edge_net net;
+  if (edge_store_net_get(a->store, pod, &net) == 0) {
+    p->netns = 1;
+    snprintf(p->ip, sizeof p->ip, "%s", net.pod_ip);
+  }
   atomic_fetch_add(&a->npods, 1);
   char path[4300];
   snprintf(path, sizeof path, "%s/%u.stdout", p->dir, p->attempt);
@@ -717,6 +756,32 @@ adopt_one(const char *pod, const edge_run *r, void *ud) {
 void
 edge_pods_adopt(edge_agent *a) {
   edge_store_run_each(a->store, adopt_one, a);
+}
+
+static void
+sweep_one(const char *pod, const edge_net *n, void *ud) {
+  edge_agent *a = ud;
+  (void)n;
+  if (!find_live(a, pod))
+    edge_net_teardown(a, pod);
+}
+
+void
+edge_pods_sweep_nets(edge_agent *a) {
+  edge_store_net_each(a->store, sweep_one, a);
+}
+
+int
+edge_runtime_offered(const edge_config *cfg, const char *rt) {
+  size_t n = strlen(rt);
+  for (const char *s = cfg->runtimes; s && *s;) {
+    const char *end = strchr(s, ',');
+    size_t len = end ? (size_t)(end - s) : strlen(s);
+    if (len == n && !strncmp(s, rt, n))
+      return 1;
+    s = end ? end + 1 : s + len;
+  }
+  return 0;
 }
 
 void

@@ -37,6 +37,8 @@ struct edge_proc {
   char dir[4200];
   char sock_path[256];
   uint32_t attempt;
+  int netns;   /* runs in its own network namespace (raw+netns) */
+  char ip[16]; /* then its localIP */
   pid_t pid;
   uint64_t ticks;
   int adopted, ended, finishing, stopping, report_stop, silent;

@@ -8,22 +8,27 @@
  * [subject, type, id, ts, data]. Outbox keys grow from the last key at
  * open, so the order of keys is the order reports were made, and a
  * report's id and ts are fixed when it is queued: a re-sent report is
- * the same message. LMDB's codes are translated here (BUS_ESTORE with the
+ * the same message. "nets" pod -> edge_net: the network a raw+netns pod
+ * holds, claimed and freed in single transactions, so no /30 is ever held
+ * by two pods. LMDB's codes are translated here (BUS_ESTORE with the
  * text in bus_last_error()). Write transactions serialise on LMDB's own
  * lock; the env is opened MDB_NOTLS so any thread may read.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <lmdb.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 
 #include "edge.h"
+#include "podnet.h"
 
 struct edge_store {
   MDB_env *env;
-  MDB_dbi desired, runs, outbox;
+  MDB_dbi desired, runs, outbox, nets;
   pthread_mutex_t mu; /* next_key */
   uint64_t next_key;
 };
@@ -85,6 +90,7 @@ edge_store_open(edge_store **out, const char *dir) {
       (rc = mdb_dbi_open(t, "desired", MDB_CREATE, &s->desired)) ||
       (rc = mdb_dbi_open(t, "runs", MDB_CREATE, &s->runs)) ||
       (rc = mdb_dbi_open(t, "outbox", MDB_CREATE, &s->outbox)) ||
+      (rc = mdb_dbi_open(t, "nets", MDB_CREATE, &s->nets)) ||
       (rc = mdb_txn_commit(t))) {
     if (t && rc)
       mdb_txn_abort(t);
@@ -323,6 +329,195 @@ edge_store_run_each(edge_store *s, edge_run_cb cb, void *ud) {
   mdb_txn_abort(t);
   for (size_t i = 0; i < n; i++)
     cb(all[i].pod, &all[i].r, ud);
+  free(all);
+  return 0;
+}
+
+/* -------------------------------------------------------------- nets */
+
+int
+edge_cidr_parse(const char *cidr, uint32_t *base, int *plen) {
+  char buf[32];
+  struct in_addr in;
+  const char *slash = cidr ? strchr(cidr, '/') : NULL;
+  if (!slash || (size_t)(slash - cidr) >= sizeof buf)
+    return bus_error(BUS_EINVAL, "pod CIDR %s: expected a.b.c.d/len",
+                     cidr ? cidr : "(none)");
+  memcpy(buf, cidr, (size_t)(slash - cidr));
+  buf[slash - cidr] = 0;
+  char *end;
+  long len = strtol(slash + 1, &end, 10);
+  if (inet_pton(AF_INET, buf, &in) != 1 || end == slash + 1 || *end)
+    return bus_error(BUS_EINVAL, "pod CIDR %s: expected a.b.c.d/len", cidr);
+  if (len < 8 || len > 30)
+    return bus_error(BUS_EINVAL,
+                     "pod CIDR %s: the length must be 8 to 30 (a /30 per pod)",
+                     cidr);
+  uint32_t a = ntohl(in.s_addr), mask = ~0u << (32 - len);
+  if (a & ~mask)
+    return bus_error(BUS_EINVAL, "pod CIDR %s has host bits set", cidr);
+  *base = a;
+  *plen = (int)len;
+  return 0;
+}
+
+static void
+ip_text(uint32_t a, char out[16]) {
+  struct in_addr in = {htonl(a)};
+  inet_ntop(AF_INET, &in, out, 16);
+}
+
+static int
+net_of(const MDB_val *v, edge_net *n) {
+  if (v->mv_size != sizeof *n)
+    return 0;
+  memcpy(n, v->mv_data, sizeof *n);
+  n->ns[sizeof n->ns - 1] = n->host_if[sizeof n->host_if - 1] = 0;
+  n->host_ip[sizeof n->host_ip - 1] = n->pod_ip[sizeof n->pod_ip - 1] = 0;
+  return 1;
+}
+
+/* Whether another pod's record (than pod) holds this pod address or host
+ * interface. */
+static int
+net_taken(MDB_txn *t, MDB_dbi dbi, const char *pod, const char *pod_ip,
+          const char *host_if, int *err) {
+  MDB_cursor *c;
+  MDB_val k, v;
+  edge_net n;
+  int taken = 0;
+  if ((*err = mdb_cursor_open(t, dbi, &c)))
+    return 1;
+  for (int op = MDB_FIRST; !taken && mdb_cursor_get(c, &k, &v, op) == 0;
+       op = MDB_NEXT) {
+    if (!net_of(&v, &n) ||
+        (k.mv_size == strlen(pod) && !memcmp(k.mv_data, pod, k.mv_size)))
+      continue;
+    taken = (pod_ip && !strcmp(n.pod_ip, pod_ip)) ||
+            (host_if && !strcmp(n.host_if, host_if));
+  }
+  mdb_cursor_close(c);
+  return taken;
+}
+
+int
+edge_store_net_claim(edge_store *s, const char *pod, const char *cidr,
+                     edge_net *out) {
+  uint32_t base;
+  int plen, err = 0;
+  int rc = edge_cidr_parse(cidr, &base, &plen);
+  if (rc)
+    return rc;
+  MDB_txn *t;
+  MDB_val k = key_of(pod), v;
+  if ((rc = mdb_txn_begin(s->env, NULL, 0, &t)))
+    return fail(rc, "begin");
+  if (mdb_get(t, s->nets, &k, &v) == 0 && net_of(&v, out)) {
+    mdb_txn_abort(t); /* it holds one already: the same again */
+    return 0;
+  }
+  edge_net n;
+  memset(&n, 0, sizeof n);
+  uint32_t blocks = 1u << (30 - plen), i;
+  for (i = 0; i < blocks; i++) {
+    ip_text(base + 4 * i + 2, n.pod_ip);
+    if (!net_taken(t, s->nets, pod, n.pod_ip, NULL, &err) || err)
+      break;
+  }
+  if (err || i == blocks) {
+    mdb_txn_abort(t);
+    return err ? fail(err, "nets")
+               : bus_error(-ENOSPC, "pod CIDR %s has no free /30 (%u in use)",
+                           cidr, blocks);
+  }
+  ip_text(base + 4 * i + 1, n.host_ip);
+  n.plen = 30;
+  podnet_ns_name(pod, n.ns);
+  for (unsigned salt = 0;; salt++) {
+    podnet_host_ifname(pod, salt, n.host_if);
+    if (!net_taken(t, s->nets, pod, NULL, n.host_if, &err) || err)
+      break;
+  }
+  v.mv_size = sizeof n;
+  v.mv_data = &n;
+  if (err || (err = mdb_put(t, s->nets, &k, &v, 0))) {
+    mdb_txn_abort(t);
+    return fail(err, "claim a network");
+  }
+  if ((rc = mdb_txn_commit(t)))
+    return fail(rc, "commit");
+  *out = n;
+  return 0;
+}
+
+int
+edge_store_net_get(edge_store *s, const char *pod, edge_net *n) {
+  MDB_txn *t;
+  MDB_val k = key_of(pod), v;
+  int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t);
+  if (rc)
+    return fail(rc, "read");
+  rc = mdb_get(t, s->nets, &k, &v);
+  if (rc == 0 && !net_of(&v, n))
+    rc = MDB_NOTFOUND;
+  mdb_txn_abort(t);
+  if (rc == MDB_NOTFOUND)
+    return BUS_ENOT_FOUND;
+  return rc ? fail(rc, "get net") : 0;
+}
+
+int
+edge_store_net_del(edge_store *s, const char *pod) {
+  MDB_txn *t;
+  MDB_val k = key_of(pod);
+  int rc = mdb_txn_begin(s->env, NULL, 0, &t);
+  if (rc)
+    return fail(rc, "begin");
+  if ((rc = mdb_del(t, s->nets, &k, NULL)) && rc != MDB_NOTFOUND) {
+    mdb_txn_abort(t);
+    return fail(rc, "free a network");
+  }
+  return (rc = mdb_txn_commit(t)) ? fail(rc, "commit") : 0;
+}
+
+int
+edge_store_net_each(edge_store *s, edge_net_cb cb, void *ud) {
+  MDB_txn *t;
+  MDB_cursor *c;
+  MDB_val k, v;
+  int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t);
+  if (rc)
+    return fail(rc, "read");
+  if ((rc = mdb_cursor_open(t, s->nets, &c))) {
+    mdb_txn_abort(t);
+    return fail(rc, "cursor");
+  }
+  /* copy first: cb writes the store */
+  struct item {
+    char pod[EDGE_POD_SZ];
+    edge_net n;
+  } *all = NULL;
+  size_t n = 0, cap = 0;
+  for (int op = MDB_FIRST; mdb_cursor_get(c, &k, &v, op) == 0; op = MDB_NEXT) {
+    if (k.mv_size >= EDGE_POD_SZ)
+      continue;
+    if (n == cap) {
+      cap = cap ? cap * 2 : 16;
+      struct item *grown = realloc(all, cap * sizeof *all);
+      if (!grown)
+        break;
+      all = grown;
+    }
+    if (!net_of(&v, &all[n].n))
+      continue;
+    memcpy(all[n].pod, k.mv_data, k.mv_size);
+    all[n].pod[k.mv_size] = 0;
+    n++;
+  }
+  mdb_cursor_close(c);
+  mdb_txn_abort(t);
+  for (size_t i = 0; i < n; i++)
+    cb(all[i].pod, &all[i].n, ud);
   free(all);
   return 0;
 }

@@ -47,6 +47,7 @@ setup(void) {
 
 static void
 teardown(void) {
+  unsetenv("LARK_NETNS_DIR"); /* host_ns is under the default rundir */
   podnet_ns_delete(pod_ns);
   podnet_ns_delete(host_ns);
 }

@@ -1,0 +1,468 @@
+/*
+ * test_edge_netns.c - the raw+netns runtime of lark-edge: a real agent
+ * and broker, desired states written to LARK_NODES by the test and the
+ * node's reports read from its ingress. A pod runs in its own namespace
+ * (eth0 with its localIP, a default route via the node's end), reports
+ * its localIP, and its namespace, veth and /30 are gone once it ended;
+ * /30s are never shared, a full pod CIDR fails a pod with a reason, a
+ * restarted agent re-adopts a pod with the same address. The address
+ * allocation itself is checked against the store alone. Needs root.
+ *
+ * The test moves itself (and so the broker and the agent it starts) into
+ * a namespace of its own first: every veth's node end and every 10.88
+ * address lives in namespaces the test made.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "edge.h"
+#include "natsd.h"
+#include "podnet.h"
+#include "proc.h"
+
+static lt_natsd srv;
+static char names[8][64]; /* pods of this run */
+static int nnames;
+static bus_conn *conn;
+static bus_consumer *reports;
+static char dir[256], self_ns[PODNET_NS_MAX];
+static pid_t edge_pid;
+
+static void
+need_root(void) {
+  cr_assert_eq(geteuid(), 0,
+               "test_edge_netns needs root (network namespaces, veths): run "
+               "it as root, as CI does");
+}
+
+static void
+setup(void) {
+  need_root();
+  snprintf(self_ns, sizeof self_ns, "lkt-%d-edge", (int)getpid());
+  podnet_ns_delete(self_ns);
+  cr_assert_eq(podnet_ns_create(self_ns), 0, "%s", bus_last_error());
+  int fd = podnet_ns_open(self_ns);
+  cr_assert_geq(fd, 0, "%s", bus_last_error());
+  cr_assert_eq(setns(fd, CLONE_NEWNET), 0, "setns: %s", strerror(errno));
+  close(fd);
+  lt_tmpdir(dir, sizeof dir, "edgenet");
+  cr_assert_eq(lt_natsd_start(&srv, NULL, NULL), 0);
+  cr_assert_eq(lt_connect(&srv, &conn), 0, "%s", bus_last_error());
+  cr_assert_eq(lt_streams(conn, 2000), 0, "%s", bus_last_error());
+  bus_consumer_opts o;
+  bus_consumer_opts_init(&o);
+  o.stream = "LARK_INGRESS";
+  o.durable = "test";
+  o.filter = "lark.in.n1.>";
+  cr_assert_eq(bus_consumer_open(conn, &o, &reports), 0, "%s",
+               bus_last_error());
+}
+
+static void
+teardown(void) {
+  if (edge_pid > 0)
+    lt_kill(edge_pid, SIGTERM);
+  bus_consumer_close(reports);
+  bus_conn_close(conn);
+  lt_natsd_stop(&srv);
+  if (!getenv("LARK_KEEP"))
+    lt_rmtree(dir);
+  for (int i = 0; i < nnames; i++) { /* whatever a failed test left */
+    char ns[PODNET_NS_MAX];
+    podnet_ns_name(names[i], ns);
+    podnet_ns_delete(ns);
+  }
+  podnet_ns_delete(self_ns);
+}
+
+TestSuite(edge_netns, .init = setup, .fini = teardown, .timeout = 120);
+
+/* ------------------------------------------------------------ helpers */
+
+static pid_t
+start_edge(const char *cidr) {
+  char bin[512], data[512], log[512];
+  lt_bin("lark-edge", bin, sizeof bin);
+  snprintf(data, sizeof data, "%s/n1", dir);
+  snprintf(log, sizeof log, "%s/n1.log", dir);
+  char *argv[] = {bin,           (char *)"--url",
+                  srv.url,       (char *)"--data",
+                  data,          (char *)"--node",
+                  (char *)"n1",  (char *)"--heartbeat",
+                  (char *)"0.5", (char *)"--grace",
+                  (char *)"1",   cidr ? (char *)"--pod-cidr" : NULL,
+                  (char *)cidr,  NULL};
+  pid_t pid = lt_spawn(argv, log);
+  cr_assert(pid > 0);
+  return pid;
+}
+
+/* A pod name unique to this run (its namespace is under /run/netns). */
+static const char *
+pod_name(const char *tag) {
+  char n[64];
+  snprintf(n, sizeof n, "p%d-%s", (int)getpid(), tag);
+  for (int i = 0; i < nnames; i++)
+    if (!strcmp(names[i], n))
+      return names[i];
+  cr_assert_lt(nnames, 8);
+  snprintf(names[nnames], sizeof names[nnames], "%s", n);
+  return names[nnames++];
+}
+
+/* Write the pod's desired state as the scheduler would. */
+static void
+desire(const char *pod, uint32_t attempt, const char *want, const char *rt,
+       const char *script) {
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  int run = !strcmp(want, "Running");
+  msgpack_pack_map(&pk, 6 + (run ? 1 : 0));
+#define KV(k, v)                                                               \
+  msgpack_pack_str_with_body(&pk, k, strlen(k));                               \
+  msgpack_pack_str_with_body(&pk, v, strlen(v))
+  KV("pod", pod);
+  KV("job", "j");
+  KV("task", "j-a");
+  KV("desired", want);
+  KV("runtime", rt);
+  msgpack_pack_str_with_body(&pk, "attempt", 7);
+  msgpack_pack_uint32(&pk, attempt);
+  if (run) {
+    msgpack_pack_str_with_body(&pk, "raw", 3);
+    msgpack_pack_map(&pk, 1);
+    msgpack_pack_str_with_body(&pk, "entrypoint", 10);
+    msgpack_pack_array(&pk, 3);
+    msgpack_pack_str_with_body(&pk, "sh", 2);
+    msgpack_pack_str_with_body(&pk, "-c", 2);
+    msgpack_pack_str_with_body(&pk, script, strlen(script));
+  }
+#undef KV
+  char id[33], subject[256];
+  bus_event_new_id(id);
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  bus_event ev = {.type = "pod.desired",
+                  .id = id,
+                  .ts = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec,
+                  .actor = "test",
+                  .cause = "",
+                  .data_mp = sb.data,
+                  .data_mp_len = sb.size};
+  snprintf(subject, sizeof subject, "lark.node.n1.pod.%s", pod);
+  cr_assert_eq(bus_append(conn, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL),
+               0, "%s", bus_last_error());
+  msgpack_sbuffer_destroy(&sb);
+}
+
+typedef struct report {
+  char pod[128], phase[32], ip[64], reason[1024];
+  uint32_t attempt;
+} report;
+
+static report seen[256];
+static int nseen;
+static char runtimes[256]; /* of the last node.registered */
+
+/* Read what the node sent since the last call. */
+static void
+drain(int timeout_ms) {
+  bus_batch *b = NULL;
+  cr_assert_eq(bus_batch_new(&b), 0);
+  cr_assert_eq(bus_consumer_fetch(reports, 64, timeout_ms, b), 0, "%s",
+               bus_last_error());
+  for (size_t i = 0; i < bus_batch_len(b); i++) {
+    const bus_event *ev = bus_batch_event(b, i);
+    if (!ev)
+      continue;
+    if (!strcmp(ev->type, "node.registered")) {
+      const msgpack_object *rt =
+          bus_obj_get(bus_obj_get(&ev->data, "spec"), "runtimes");
+      runtimes[0] = 0;
+      for (uint32_t k = 0;
+           rt && rt->type == MSGPACK_OBJECT_ARRAY && k < rt->via.array.size;
+           k++) {
+        const msgpack_object *s = &rt->via.array.ptr[k];
+        size_t n = strlen(runtimes);
+        snprintf(runtimes + n, sizeof runtimes - n, "%s%.*s", n ? "," : "",
+                 (int)s->via.str.size, s->via.str.ptr);
+      }
+    }
+    if (strcmp(ev->type, "pod.report") || nseen == 256)
+      continue;
+    report *r = &seen[nseen++];
+    memset(r, 0, sizeof *r);
+    bus_obj_str(&ev->data, "pod", r->pod, sizeof r->pod);
+    bus_obj_str(&ev->data, "phase", r->phase, sizeof r->phase);
+    bus_obj_str(&ev->data, "localIP", r->ip, sizeof r->ip);
+    bus_obj_str(&ev->data, "reason", r->reason, sizeof r->reason);
+    r->attempt = (uint32_t)bus_obj_int(&ev->data, "attempt", 0);
+  }
+  bus_batch_ack(b);
+  bus_batch_free(b);
+}
+
+/* The first report of pod in phase, waiting up to seconds. */
+static const report *
+wait_report(const char *pod, const char *phase, int seconds) {
+  for (int w = 0; w < seconds * 4; w++) {
+    for (int i = 0; i < nseen; i++)
+      if (!strcmp(seen[i].pod, pod) && !strcmp(seen[i].phase, phase))
+        return &seen[i];
+    drain(250);
+  }
+  cr_log_error("no %s report for %s", phase, pod);
+  return NULL;
+}
+
+/* Every phase reported for pod, joined by spaces. */
+static const char *
+phases(const char *pod) {
+  static char out[1024];
+  out[0] = 0;
+  drain(200);
+  for (int i = 0; i < nseen; i++)
+    if (!strcmp(seen[i].pod, pod)) {
+      size_t n = strlen(out);
+      snprintf(out + n, sizeof out - n, "%s%s", n ? " " : "", seen[i].phase);
+    }
+  return out;
+}
+
+static char *
+slurp(const char *path) {
+  static char buf[65536];
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return NULL;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = 0;
+  fclose(f);
+  return buf;
+}
+
+/* Whether pod's namespace and veth are gone, waiting up to seconds. */
+static int
+net_gone(const char *pod, int seconds) {
+  char ns[PODNET_NS_MAX], host_if[PODNET_IFNAME_MAX];
+  podnet_ns_name(pod, ns);
+  podnet_host_ifname(pod, 0, host_if);
+  for (int w = 0; w < seconds * 10; w++, usleep(100 * 1000))
+    if (!podnet_ns_exists(ns) && !if_nametoindex(host_if))
+      return 1;
+  cr_log_error("%s: namespace %s %s, veth %s %s", pod, ns,
+               podnet_ns_exists(ns) ? "still there" : "gone", host_if,
+               if_nametoindex(host_if) ? "still there" : "gone");
+  return 0;
+}
+
+/* -------------------------------------------------------------- tests */
+
+Test(edge_netns, pod_runs_in_its_own_namespace_and_its_network_goes_after) {
+  const char *pod = pod_name("a");
+  char script[1024], ns[PODNET_NS_MAX], host_if[PODNET_IFNAME_MAX];
+  snprintf(script, sizeof script,
+           "cat /proc/net/dev > %s/dev; ip -o -4 addr show > %s/addr; "
+           "ip route > %s/route; sleep 1",
+           dir, dir, dir);
+  edge_pid = start_edge("10.88.1.0/24");
+  desire(pod, 0, "Running", "raw+netns", script);
+  const report *r = wait_report(pod, "Running", 30);
+  cr_assert_not_null(r);
+  cr_expect_str_eq(r->ip, "10.88.1.2");
+  cr_expect_str_eq(runtimes, "raw,raw+netns", "the node offers raw+netns");
+  podnet_ns_name(pod, ns);
+  podnet_host_ifname(pod, 0, host_if);
+  cr_expect_eq(podnet_ns_exists(ns), 1, "no namespace %s while it runs", ns);
+  cr_expect_neq(if_nametoindex(host_if), 0u, "no veth %s while it runs",
+                host_if);
+  r = wait_report(pod, "Succeeded", 30);
+  cr_assert_not_null(r);
+  cr_expect_str_eq(r->ip, "10.88.1.2");
+  char path[512];
+  snprintf(path, sizeof path, "%s/dev", dir);
+  char *s = slurp(path);
+  cr_assert_not_null(s, "the pod never wrote /proc/net/dev");
+  cr_expect(strstr(s, "eth0:"), "%s", s);
+  cr_expect(!strstr(s, host_if), "the node's end is not in the pod: %s", s);
+  snprintf(path, sizeof path, "%s/addr", dir);
+  s = slurp(path);
+  cr_expect(s && strstr(s, "eth0") && strstr(s, "10.88.1.2/30"), "%s",
+            s ? s : "(none)");
+  snprintf(path, sizeof path, "%s/route", dir);
+  s = slurp(path);
+  cr_expect(s && strstr(s, "default via 10.88.1.1 dev eth0"), "%s",
+            s ? s : "(none)");
+  cr_expect(net_gone(pod, 10));
+  cr_expect_str_eq(phases(pod), "Running Succeeded");
+}
+
+Test(edge_netns, a_30_is_never_shared_and_a_full_cidr_fails_the_pod) {
+  const char *a = pod_name("a"), *b = pod_name("b"), *c = pod_name("c"),
+             *d = pod_name("d");
+  edge_pid = start_edge("10.88.2.0/29"); /* two /30s */
+  desire(a, 0, "Running", "raw+netns", "sleep 60");
+  desire(b, 0, "Running", "raw+netns", "sleep 60");
+  const report *ra = wait_report(a, "Running", 30);
+  const report *rb = wait_report(b, "Running", 30);
+  cr_assert(ra && rb);
+  cr_expect_str_neq(ra->ip, rb->ip);
+  cr_expect(!strcmp(ra->ip, "10.88.2.2") || !strcmp(ra->ip, "10.88.2.6"), "%s",
+            ra->ip);
+  cr_expect(!strcmp(rb->ip, "10.88.2.2") || !strcmp(rb->ip, "10.88.2.6"), "%s",
+            rb->ip);
+  char a_ip[64];
+  snprintf(a_ip, sizeof a_ip, "%s", ra->ip);
+  desire(c, 0, "Running", "raw+netns", "sleep 60");
+  const report *rc = wait_report(c, "Failed", 30);
+  cr_assert_not_null(rc);
+  cr_expect(strstr(rc->reason, "network") && strstr(rc->reason, "no free /30"),
+            "%s", rc->reason);
+  cr_expect_str_eq(rc->ip, "");
+  /* a stop frees a's /30, and the next pod gets it */
+  desire(a, 0, "Stopped", "raw+netns", "");
+  cr_assert_not_null(wait_report(a, "Stopped", 30));
+  cr_expect(net_gone(a, 10));
+  desire(d, 0, "Running", "raw+netns", "sleep 60");
+  const report *rd = wait_report(d, "Running", 30);
+  cr_assert_not_null(rd);
+  cr_expect_str_eq(rd->ip, a_ip);
+  /* a raw pod beside them needs no address */
+  desire(pod_name("raw"), 0, "Running", "raw", "true");
+  const report *rr = wait_report(pod_name("raw"), "Succeeded", 30);
+  cr_assert_not_null(rr);
+  cr_expect_str_eq(rr->ip, "");
+  desire(b, 0, "Deleted", "raw+netns", "");
+  desire(d, 0, "Deleted", "raw+netns", "");
+  cr_expect(net_gone(b, 20));
+  cr_expect(net_gone(d, 20));
+}
+
+Test(edge_netns, restarted_agent_readopts_the_pod_with_its_address) {
+  const char *pod = pod_name("r");
+  char script[512];
+  snprintf(script, sizeof script, "echo run >> %s/runs; sleep 4", dir);
+  edge_pid = start_edge("10.88.3.0/24");
+  desire(pod, 0, "Running", "raw+netns", script);
+  const report *r = wait_report(pod, "Running", 30);
+  cr_assert_not_null(r);
+  char ip[64];
+  snprintf(ip, sizeof ip, "%s", r->ip);
+  lt_kill(edge_pid, SIGKILL);
+  char ns[PODNET_NS_MAX];
+  podnet_ns_name(pod, ns);
+  cr_expect_eq(podnet_ns_exists(ns), 1, "the pod keeps its network");
+  edge_pid = start_edge("10.88.3.0/24");
+  r = wait_report(pod, "Succeeded", 40);
+  cr_assert_not_null(r);
+  cr_expect_str_eq(r->ip, ip);
+  cr_expect(net_gone(pod, 10));
+  cr_expect_str_eq(phases(pod), "Running Succeeded");
+  char path[512];
+  snprintf(path, sizeof path, "%s/runs", dir);
+  char *s = slurp(path);
+  cr_expect(s && !strcmp(s, "run\n"), "ran once: %s", s ? s : "(none)");
+}
+
+Test(edge_netns, without_a_pod_cidr_the_node_offers_raw_only) {
+  const char *pod = pod_name("n");
+  edge_pid = start_edge(NULL);
+  desire(pod, 0, "Running", "raw+netns", "true");
+  const report *r = wait_report(pod, "Failed", 30);
+  cr_assert_not_null(r);
+  cr_expect(strstr(r->reason, "not offered"), "%s", r->reason);
+  cr_expect_str_eq(runtimes, "raw");
+  char ns[PODNET_NS_MAX];
+  podnet_ns_name(pod, ns);
+  cr_expect_eq(podnet_ns_exists(ns), 0);
+}
+
+Test(edge_netns, a_bad_pod_cidr_stops_the_agent_with_a_reason) {
+  char bin[512], out[4096], err[4096], data[512];
+  lt_bin("lark-edge", bin, sizeof bin);
+  snprintf(data, sizeof data, "%s/bad", dir);
+  char *argv[] = {bin,
+                  (char *)"--url",
+                  srv.url,
+                  (char *)"--data",
+                  data,
+                  (char *)"--node",
+                  (char *)"n9",
+                  (char *)"--pod-cidr",
+                  (char *)"10.88.1.0/31",
+                  NULL};
+  cr_expect_neq(lt_run(argv, out, sizeof out, err, sizeof err), 0);
+  cr_expect(strstr(err, "8 to 30"), "%s", err);
+  argv[8] = (char *)"10.88.1.5/24";
+  cr_expect_neq(lt_run(argv, out, sizeof out, err, sizeof err), 0);
+  cr_expect(strstr(err, "host bits"), "%s", err);
+  char *argv2[] = {bin,
+                   (char *)"--url",
+                   srv.url,
+                   (char *)"--data",
+                   data,
+                   (char *)"--node",
+                   (char *)"n9",
+                   (char *)"--runtimes",
+                   (char *)"raw,raw+netns",
+                   NULL};
+  cr_expect_neq(lt_run(argv2, out, sizeof out, err, sizeof err), 0);
+  cr_expect(strstr(err, "needs --pod-cidr"), "%s", err);
+}
+
+/* ------------------------------------------- allocation, store alone */
+
+Test(edge_netns, store_allocates_30s_once_and_keeps_them_across_reopen) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/store", dir);
+  edge_store *s = NULL;
+  cr_assert_eq(edge_store_open(&s, path), 0, "%s", bus_last_error());
+  edge_net a, b, c, again;
+  cr_assert_eq(edge_store_net_claim(s, "pa", "10.88.4.0/28", &a), 0, "%s",
+               bus_last_error());
+  cr_assert_str_eq(a.host_ip, "10.88.4.1");
+  cr_assert_str_eq(a.pod_ip, "10.88.4.2");
+  cr_assert_eq(a.plen, 30);
+  cr_assert_str_eq(a.ns, "lark-pa");
+  cr_assert_eq(strncmp(a.host_if, "lk", 2), 0);
+  cr_assert_eq(edge_store_net_claim(s, "pb", "10.88.4.0/28", &b), 0);
+  cr_assert_str_eq(b.host_ip, "10.88.4.5");
+  cr_assert_str_eq(b.pod_ip, "10.88.4.6");
+  cr_assert_str_neq(a.host_if, b.host_if);
+  /* a pod holding one gets the same again */
+  cr_assert_eq(edge_store_net_claim(s, "pa", "10.88.4.0/28", &again), 0);
+  cr_assert_str_eq(again.pod_ip, "10.88.4.2");
+  edge_store_close(s);
+  cr_assert_eq(edge_store_open(&s, path), 0, "%s", bus_last_error());
+  cr_assert_eq(edge_store_net_get(s, "pb", &again), 0);
+  cr_assert_str_eq(again.pod_ip, "10.88.4.6");
+  cr_assert_str_eq(again.host_if, b.host_if);
+  cr_assert_eq(edge_store_net_claim(s, "pc", "10.88.4.0/28", &c), 0);
+  cr_assert_str_eq(c.pod_ip, "10.88.4.10");
+  cr_assert_eq(edge_store_net_claim(s, "pd", "10.88.4.0/28", &c), 0);
+  cr_assert_str_eq(c.pod_ip, "10.88.4.14");
+  cr_assert_eq(edge_store_net_claim(s, "pe", "10.88.4.0/28", &c), -ENOSPC);
+  cr_assert(strstr(bus_last_error(), "no free /30"), "%s", bus_last_error());
+  /* freeing one hands it out again, to one pod only */
+  cr_assert_eq(edge_store_net_del(s, "pb"), 0);
+  cr_assert_eq(edge_store_net_del(s, "pb"), 0);
+  cr_assert_eq(edge_store_net_get(s, "pb", &again), BUS_ENOT_FOUND);
+  cr_assert_eq(edge_store_net_claim(s, "pe", "10.88.4.0/28", &c), 0);
+  cr_assert_str_eq(c.pod_ip, "10.88.4.6");
+  cr_assert_eq(edge_store_net_claim(s, "pf", "10.88.4.0/28", &c), -ENOSPC);
+  /* a malformed CIDR is refused */
+  cr_assert_eq(edge_store_net_claim(s, "pg", "10.88.4.0", &c), BUS_EINVAL);
+  cr_assert_eq(edge_store_net_claim(s, "pg", "10.88.4.1/28", &c), BUS_EINVAL);
+  cr_assert_eq(edge_store_net_claim(s, "pg", "10.88.4.0/31", &c), BUS_EINVAL);
+  edge_store_close(s);
+}
