@@ -1,19 +1,23 @@
 /*
  * hub.c - the relay hub: a libssh server that authenticates with the
- * platform's SSH certificates and bridges direct-tcpip channels.
+ * platform's SSH certificates and bridges direct-tcpip channels, to a
+ * target it dials itself (allow-list) or to a node relay (routes).
  *
  * Invariants:
  * - A session counts as authenticated only when libssh reports a valid
  *   signature (SSH_PUBLICKEY_STATE_VALID) for a key whose certificate
  *   relay_cert_check accepted in the same callback; the certificate is
  *   kept in the session, and nothing else sets `authed`.
- * - The revoked set is swapped whole under hub->mu; sessions look at it
- *   under the same lock, once per poll round (<= 500 ms) and at every
- *   channel open, so a revocation closes a session within a round.
+ * - The revoked sets (the KRL's, swapped whole, and the one cert.revoked
+ *   events fill) are read under hub->mu, once per poll round (<= 200 ms)
+ *   and at every channel open, so a revocation closes a session within
+ *   a round of reaching the hub.
  * - Channel targets are numeric addresses, put in canonical form before
- *   the policy sees them: the hub never resolves names.
- * - libssh objects of a session are touched only by its thread; a
- *   bridge is freed only from the session loop, never inside a callback.
+ *   a policy sees them: the hub never resolves names.
+ * - libssh objects of a session are touched only by its thread; another
+ *   session hands it work through its queue and wakes it with its
+ *   eventfd (hubfwd.c). A bridge is freed only from the session loop,
+ *   never inside a callback.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -25,65 +29,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <libssh/callbacks.h>
-#include <libssh/libssh.h>
-#include <libssh/server.h>
 #include <sodium.h>
 
-#include "hub.h"
+#include "hub-int.h"
 
-#define MAX_CHANNELS 64
-#define IO_CHUNK 32768
-#define SEND_TIMEOUT_S 10
-#define CONNECT_TIMEOUT_MS 5000
-
-typedef struct hub {
-  relay_hub_opts o;
-  uint8_t ca_pk[32];
-  pthread_mutex_t mu;
-  relay_revoked *rev; /* under mu */
-  struct stat rev_st; /* of the file last loaded */
-  int sessions;       /* under mu */
-  volatile sig_atomic_t *stop;
-} hub;
-
-typedef struct sess sess;
-
-typedef struct bridge {
-  sess *s;
-  ssh_channel ch;
-  int fd;
-  int polled; /* fd is in the event */
-  int fd_eof; /* the target closed its side */
-  int ch_eof; /* the client sent EOF */
-  int dead;
-  struct ssh_channel_callbacks_struct cb;
-  struct bridge *next;
-} bridge;
-
-struct sess {
-  hub *h;
-  ssh_session ssh;
-  ssh_event ev;
-  struct ssh_server_callbacks_struct cb;
-  char peer[64];
-  int authed;
-  relay_cert cert;
-  bridge *bridges;
-  int nbridges;
-};
+#define MAX_CHANNELS 256
 
 /* ---------------------------------------------------------------- util */
 
-static void hlog(hub *h, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void
-hlog(hub *h, const char *fmt, ...) {
+void
+hub__log(hub *h, const char *fmt, ...) {
   char line[1024];
   va_list ap;
   if (!h->o.log)
@@ -119,7 +80,7 @@ reload(hub *h, int force) {
     return;
   if (stat(h->o.revoked, &st)) {
     if (force)
-      hlog(h, "hub: revoked file %s: %s", h->o.revoked, strerror(errno));
+      hub__log(h, "hub: revoked file %s: %s", h->o.revoked, strerror(errno));
     return;
   }
   if (!force && st.st_ino == h->rev_st.st_ino &&
@@ -129,7 +90,7 @@ reload(hub *h, int force) {
     return;
   relay_revoked *r;
   if (relay_revoked_load_file(h->o.revoked, h->ca_pk, &r, why, sizeof why)) {
-    hlog(h, "hub: keeping the previous revoked set: %s", why);
+    hub__log(h, "hub: keeping the previous revoked set: %s", why);
     h->rev_st = st; /* do not retry a bad file every round */
     return;
   }
@@ -139,15 +100,15 @@ reload(hub *h, int force) {
   pthread_mutex_unlock(&h->mu);
   relay_revoked_free(old);
   h->rev_st = st;
-  hlog(h, "hub: revoked set loaded from %s", h->o.revoked);
+  hub__log(h, "hub: revoked set loaded from %s", h->o.revoked);
 }
 
-/* Whether the session's certificate still stands: why says why not. */
-static int
-still_valid(sess *s, char *why, size_t cap) {
+int
+hub__still_valid(sess *s, char *why, size_t cap) {
   hub *h = s->h;
   pthread_mutex_lock(&h->mu);
-  int revoked = relay_revoked_has(h->rev, &s->cert);
+  int revoked = relay_revoked_has(h->rev, &s->cert) ||
+                relay_revoked_has(h->ev_rev, &s->cert);
   pthread_mutex_unlock(&h->mu);
   if (revoked)
     snprintf(why, cap, "certificate revoked");
@@ -183,6 +144,10 @@ check_key(sess *s, ssh_key key, relay_cert *c, char *why, size_t cap) {
     pthread_mutex_lock(&s->h->mu);
     chk.revoked = s->h->rev;
     rc = relay_cert_check(&chk, blob, n, c, why, cap);
+    if (!rc && relay_revoked_has(s->h->ev_rev, c)) {
+      snprintf(why, cap, "certificate revoked");
+      rc = BUS_EDENIED;
+    }
     pthread_mutex_unlock(&s->h->mu);
   } else {
     snprintf(why, cap, "unreadable certificate");
@@ -210,244 +175,163 @@ on_auth_pubkey(ssh_session ssh, const char *user, struct ssh_key_struct *key,
     return SSH_AUTH_DENIED;
   if (check_key(s, key, &c, why, sizeof why)) {
     if (state == SSH_PUBLICKEY_STATE_NONE || c.serial)
-      hlog(s->h, "hub: refused %s (user %.64s serial %llu): %s", s->peer,
-           user ? user : "", (unsigned long long)c.serial, why);
+      hub__log(s->h, "hub: refused %s (user %.64s serial %llu): %s", s->peer,
+               user ? user : "", (unsigned long long)c.serial, why);
     return SSH_AUTH_DENIED;
   }
   if (state == SSH_PUBLICKEY_STATE_NONE)
     return SSH_AUTH_SUCCESS; /* the key would do: the client signs next */
   s->cert = c;
   s->authed = 1;
-  hlog(s->h, "hub: session %s: %s domain %s serial %llu", s->peer, c.name,
-       c.domain, (unsigned long long)c.serial);
+  hub__log(s->h, "hub: session %s: %s domain %s serial %llu", s->peer, c.name,
+           c.domain, (unsigned long long)c.serial);
   return SSH_AUTH_SUCCESS;
 }
 
-/* -------------------------------------------------------------- bridges */
+/* ------------------------------------------------------------- channels */
 
-static int
-on_channel_data(ssh_session ssh, ssh_channel ch, void *data, uint32_t len,
-                int is_stderr, void *ud) {
-  bridge *b = ud;
-  const uint8_t *p = data;
-  (void)ssh;
-  (void)ch;
-  if (is_stderr || b->dead)
-    return (int)len;
-  for (uint32_t off = 0; off < len;) {
-    ssize_t w = send(b->fd, p + off, len - off, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0) {
-      b->dead = 1; /* the target is gone or stuck past SEND_TIMEOUT_S */
-      break;
-    }
-    off += (uint32_t)w;
+int
+hub__bridge(sess *s, ssh_channel ch, int fd) {
+  hub_link *l = calloc(1, sizeof *l);
+  if (!l) {
+    close(fd);
+    ssh_channel_close(ch);
+    ssh_channel_free(ch);
+    return -1;
   }
-  return (int)len;
-}
-
-static void
-on_channel_eof(ssh_session ssh, ssh_channel ch, void *ud) {
-  bridge *b = ud;
-  (void)ssh;
-  (void)ch;
-  b->ch_eof = 1;
-  shutdown(b->fd, SHUT_WR);
-}
-
-static void
-on_channel_close(ssh_session ssh, ssh_channel ch, void *ud) {
-  bridge *b = ud;
-  (void)ssh;
-  (void)ch;
-  b->dead = 1;
-}
-
-static int
-on_fd(socket_t fd, int revents, void *ud) {
-  bridge *b = ud;
-  uint8_t buf[IO_CHUNK];
-  if (b->dead || b->fd_eof)
-    return 0;
-  if (!(revents & (POLLIN | POLLHUP | POLLERR)))
-    return 0;
-  ssize_t r = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-  if (r < 0 && (errno == EAGAIN || errno == EINTR))
-    return 0;
-  if (r > 0) {
-    if (ssh_channel_write(b->ch, buf, (uint32_t)r) == SSH_ERROR)
-      b->dead = 1;
-    return 0;
+  if (!(l->b = relay_bridge_new(s->ev, s->ssh, ch, fd))) {
+    free(l);
+    return -1;
   }
-  b->fd_eof = 1;
-  if (r < 0 || ssh_channel_send_eof(b->ch) == SSH_ERROR)
-    b->dead = 1;
+  l->next = s->links;
+  s->links = l;
+  s->nlinks++;
   return 0;
 }
 
-static void
-bridge_free(sess *s, bridge *b) {
-  if (b->polled)
-    ssh_event_remove_fd(s->ev, b->fd);
-  close(b->fd);
-  if (!ssh_channel_is_closed(b->ch))
-    ssh_channel_close(b->ch);
-  ssh_channel_free(b->ch);
-  free(b);
-  s->nbridges--;
-}
-
-/* Free the bridges that are done: closed, failed, or EOF both ways. */
+/* Free the bridges that are done (all of them when all). */
 static void
 reap(sess *s, int all) {
-  for (bridge **pp = &s->bridges; *pp;) {
-    bridge *b = *pp;
-    if (b->fd_eof && b->polled) {
-      ssh_event_remove_fd(s->ev, b->fd);
-      b->polled = 0;
-    }
-    if (all || b->dead || (b->fd_eof && b->ch_eof) ||
-        ssh_channel_is_closed(b->ch)) {
-      *pp = b->next;
-      bridge_free(s, b);
+  for (hub_link **pp = &s->links; *pp;) {
+    hub_link *l = *pp;
+    if (all || relay_bridge_done(l->b)) {
+      *pp = l->next;
+      relay_bridge_free(l->b);
+      free(l);
+      s->nlinks--;
     } else {
-      pp = &b->next;
+      pp = &l->next;
     }
   }
 }
 
-/* A TCP connection to addr within CONNECT_TIMEOUT_MS, or -errno. */
+/* Whether a direct-tcpip open may go on; the target (and, with routes,
+ * the target pod's cluster) when it may. */
 static int
-dial(const struct sockaddr_storage *sa, socklen_t len) {
-  int fd = socket(sa->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0)
-    return -errno;
-  int rc = connect(fd, (const struct sockaddr *)sa, len) ? -errno : 0;
-  if (rc == -EINPROGRESS) {
-    struct pollfd p = {.fd = fd, .events = POLLOUT};
-    int e = 0;
-    socklen_t el = sizeof e;
-    rc = poll(&p, 1, CONNECT_TIMEOUT_MS) == 1 ? 0 : -ETIMEDOUT;
-    if (!rc && getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) == 0 && e)
-      rc = -e;
-  }
-  struct timeval tv = {.tv_sec = SEND_TIMEOUT_S};
-  if (!rc && (fcntl(fd, F_SETFL, 0) ||
-              setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv)))
-    rc = -errno;
-  if (rc) {
-    close(fd);
-    return rc;
-  }
-  return fd;
-}
-
-/* A numeric target in canonical form (host) with its socket address. */
-static int
-parse_target(const char *in, int port, char host[64],
-             struct sockaddr_storage *sa, socklen_t *len) {
-  memset(sa, 0, sizeof *sa);
-  if (!in || port <= 0 || port > 65535 || strlen(in) >= 64)
-    return -1;
-  struct sockaddr_in *v4 = (struct sockaddr_in *)sa;
-  struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)sa;
-  if (inet_pton(AF_INET, in, &v4->sin_addr) == 1) {
-    v4->sin_family = AF_INET;
-    v4->sin_port = htons((uint16_t)port);
-    *len = sizeof *v4;
-    return inet_ntop(AF_INET, &v4->sin_addr, host, 64) ? 0 : -1;
-  }
-  if (inet_pton(AF_INET6, in, &v6->sin6_addr) == 1) {
-    v6->sin6_family = AF_INET6;
-    v6->sin6_port = htons((uint16_t)port);
-    *len = sizeof *v6;
-    return inet_ntop(AF_INET6, &v6->sin6_addr, host, 64) ? 0 : -1;
-  }
-  return -1;
-}
-
-/* Decide on a direct-tcpip open; a connected fd or -1 with why. */
-static int
-open_target(sess *s, ssh_message m, char *host, int *port, char *why,
-            size_t cap) {
-  struct sockaddr_storage sa;
-  socklen_t len = 0;
+decide(sess *s, ssh_message m, hub_target *t, char *cluster, char *why,
+       size_t cap) {
+  hub *h = s->h;
   const char *dst = ssh_message_channel_request_open_destination(m);
-  *port = ssh_message_channel_request_open_destination_port(m);
-  snprintf(host, 64, "%.63s", dst ? dst : "");
+  int port = ssh_message_channel_request_open_destination_port(m);
   if (!s->authed)
     return snprintf(why, cap, "not authenticated"), -1;
-  if (!still_valid(s, why, cap))
+  if (!hub__still_valid(s, why, cap))
     return -1;
-  if (s->nbridges >= MAX_CHANNELS)
+  if (s->nlinks >= MAX_CHANNELS)
     return snprintf(why, cap, "too many channels"), -1;
-  if (parse_target(dst, *port, host, &sa, &len))
+  if (hub__parse_target(dst, port, t)) {
+    snprintf(t->host, sizeof t->host, "%.40s", dst ? dst : "");
+    t->port = port;
     return snprintf(why, cap, "target is not a numeric address and port"), -1;
-  if (!s->h->o.policy || s->h->o.policy(&s->cert, host, (uint16_t)*port,
-                                        s->h->o.policy_ud, why, cap)) {
+  }
+  if (h->routes)
+    return hub__route_check(h, &s->cert, t, cluster, RELAY_NAME_MAX, why, cap)
+               ? -1
+               : 0;
+  if (!h->o.policy || h->o.policy(&s->cert, t->host, (uint16_t)t->port,
+                                  h->o.policy_ud, why, cap)) {
     if (!why[0])
       snprintf(why, cap, "target not allowed");
     return -1;
   }
-  int fd = dial(&sa, len);
-  if (fd < 0)
-    snprintf(why, cap, "connect: %s", strerror(-fd));
-  return fd;
-}
-
-static int
-add_bridge(sess *s, ssh_message m, int fd) {
-  bridge *b = calloc(1, sizeof *b);
-  if (!b)
-    return -1;
-  b->s = s;
-  b->fd = fd;
-  b->cb.userdata = b;
-  b->cb.channel_data_function = on_channel_data;
-  b->cb.channel_eof_function = on_channel_eof;
-  b->cb.channel_close_function = on_channel_close;
-  ssh_callbacks_init(&b->cb);
-  if (!(b->ch = ssh_message_channel_request_open_reply_accept(m))) {
-    free(b);
-    return -1;
-  }
-  ssh_set_channel_callbacks(b->ch, &b->cb);
-  if (ssh_event_add_fd(s->ev, fd, POLLIN, on_fd, b) == SSH_OK)
-    b->polled = 1;
-  else
-    b->dead = 1;
-  b->next = s->bridges;
-  s->bridges = b;
-  s->nbridges++;
   return 0;
 }
 
-/* Channel opens and anything the callbacks do not take: direct-tcpip
- * is decided here, everything else gets libssh's refusal. */
+/* A socket whose other end went to the relay of cluster, or -1. */
 static int
-on_message(ssh_session ssh, ssh_message m, void *ud) {
-  sess *s = ud;
-  char host[64] = "", why[256] = "";
-  int port = 0;
-  (void)ssh;
-  if (ssh_message_type(m) != SSH_REQUEST_CHANNEL_OPEN ||
-      ssh_message_subtype(m) != SSH_CHANNEL_DIRECT_TCPIP)
-    return 1;
-  int fd = open_target(s, m, host, &port, why, sizeof why);
-  if (fd >= 0 && add_bridge(s, m, fd)) {
+via_relay(sess *s, ssh_message m, const hub_target *t, const char *cluster,
+          char *why, size_t cap) {
+  int sp[2];
+  const char *orig = ssh_message_channel_request_open_originator(m);
+  int oport = ssh_message_channel_request_open_originator_port(m);
+  char o[HUB_HOST_MAX];
+  snprintf(o, sizeof o, "%s", orig && strlen(orig) < sizeof o ? orig : "");
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp))
+    return snprintf(why, cap, "socketpair: %s", strerror(errno)), -1;
+  if (hub__fwd_handoff(s->h, s->cert.domain, cluster, t, o, oport, sp[1])) {
+    close(sp[0]);
+    close(sp[1]);
+    return snprintf(why, cap, "no relay for cluster %s", cluster), -1;
+  }
+  return sp[0];
+}
+
+static void
+on_direct_tcpip(sess *s, ssh_message m) {
+  hub_target t = {.host = ""};
+  char cluster[RELAY_NAME_MAX] = "", why[256] = "";
+  int fd = -1;
+  if (!decide(s, m, &t, cluster, why, sizeof why)) {
+    if (s->h->routes)
+      fd = via_relay(s, m, &t, cluster, why, sizeof why);
+    else if ((fd = hub__dial(&t)) < 0)
+      snprintf(why, sizeof why, "connect: %s", strerror(-fd));
+  }
+  ssh_channel ch = NULL;
+  if (fd >= 0 && !(ch = ssh_message_channel_request_open_reply_accept(m))) {
     close(fd);
     fd = -1;
     snprintf(why, sizeof why, "channel setup failed");
   }
   if (fd < 0) {
-    hlog(s->h, "hub: refused channel %s serial %llu to %s:%d: %s", s->peer,
-         (unsigned long long)s->cert.serial, host, port, why);
+    hub__log(s->h, "hub: refused channel %s serial %llu to %s:%d: %s", s->peer,
+             (unsigned long long)s->cert.serial, t.host, t.port, why);
     ssh_message_reply_default(m);
-  } else {
-    hlog(s->h, "hub: channel %s domain %s to %s:%d", s->peer, s->cert.domain,
-         host, port);
+    return;
   }
+  hub__log(s->h, "hub: channel %s domain %s to %s:%d%s%s", s->peer,
+           s->cert.domain, t.host, t.port, cluster[0] ? " via relay " : "",
+           cluster);
+  hub__bridge(s, ch, fd);
+}
+
+/* Channel opens and global requests; anything else gets libssh's
+ * refusal. */
+static int
+on_message(ssh_session ssh, ssh_message m, void *ud) {
+  sess *s = ud;
+  (void)ssh;
+  int type = ssh_message_type(m), sub = ssh_message_subtype(m);
+  if (type == SSH_REQUEST_CHANNEL_OPEN && sub == SSH_CHANNEL_DIRECT_TCPIP) {
+    on_direct_tcpip(s, m);
+    return 0;
+  }
+  if (type == SSH_REQUEST_GLOBAL &&
+      (sub == SSH_GLOBAL_REQUEST_TCPIP_FORWARD ||
+       sub == SSH_GLOBAL_REQUEST_CANCEL_TCPIP_FORWARD)) {
+    hub__fwd_request(s, m);
+    return 0;
+  }
+  return 1;
+}
+
+static int
+on_wake(socket_t fd, int revents, void *ud) {
+  uint64_t n;
+  (void)revents;
+  (void)ud;
+  if (read(fd, &n, sizeof n) < 0 && errno != EAGAIN)
+    return 0;
   return 0;
 }
 
@@ -460,17 +344,18 @@ session_loop(sess *s) {
   time_t start = time(NULL);
   char why[256];
   while (!*s->h->stop) {
-    if (ssh_event_dopoll(s->ev, 200) == SSH_ERROR && !s->bridges)
+    if (ssh_event_dopoll(s->ev, 200) == SSH_ERROR && !s->links)
       break;
     reap(s, 0);
+    hub__fwd_poll(s);
     int st = ssh_get_status(s->ssh);
     if (!ssh_is_connected(s->ssh) || (st & (SSH_CLOSED | SSH_CLOSED_ERROR)))
       break;
     if (!s->authed && time(NULL) - start > s->h->o.auth_timeout_s)
       break;
-    if (s->authed && !still_valid(s, why, sizeof why)) {
-      hlog(s->h, "hub: closing %s serial %llu: %s", s->peer,
-           (unsigned long long)s->cert.serial, why);
+    if (s->authed && !hub__still_valid(s, why, sizeof why)) {
+      hub__log(s->h, "hub: closing %s serial %llu: %s", s->peer,
+               (unsigned long long)s->cert.serial, why);
       break;
     }
   }
@@ -496,6 +381,17 @@ peer_name(sess *s) {
   snprintf(s->peer, sizeof s->peer, "%s:%d", a, port);
 }
 
+/* The event loop of an authenticated-or-not session, with its wake fd. */
+static int
+session_event(sess *s) {
+  if (!(s->ev = ssh_event_new()) ||
+      ssh_event_add_session(s->ev, s->ssh) != SSH_OK)
+    return -1;
+  if (ssh_event_add_fd(s->ev, s->wake_fd, POLLIN, on_wake, s) != SSH_OK)
+    return -1;
+  return 0;
+}
+
 static void *
 session_main(void *arg) {
   sess *s = arg;
@@ -508,18 +404,20 @@ session_main(void *arg) {
   ssh_set_message_callback(s->ssh, on_message, s);
   ssh_set_auth_methods(s->ssh, SSH_AUTH_METHOD_PUBLICKEY);
   if (ssh_handle_key_exchange(s->ssh) != SSH_OK)
-    hlog(h, "hub: key exchange with %s failed: %s", s->peer,
-         ssh_get_error(s->ssh));
-  else if (!(s->ev = ssh_event_new()) ||
-           ssh_event_add_session(s->ev, s->ssh) != SSH_OK)
-    hlog(h, "hub: session %s: no event loop", s->peer);
+    hub__log(h, "hub: key exchange with %s failed: %s", s->peer,
+             ssh_get_error(s->ssh));
+  else if (session_event(s))
+    hub__log(h, "hub: session %s: no event loop", s->peer);
   else
     session_loop(s);
+  hub__fwd_end(s);
   reap(s, 1);
   if (s->ev) {
+    ssh_event_remove_fd(s->ev, s->wake_fd);
     ssh_event_remove_session(s->ev, s->ssh);
     ssh_event_free(s->ev);
   }
+  close(s->wake_fd);
   ssh_disconnect(s->ssh);
   ssh_free(s->ssh);
   free(s);
@@ -540,6 +438,10 @@ start_session(hub *h, ssh_session ssh) {
     return -ENOMEM;
   s->h = h;
   s->ssh = ssh;
+  if ((s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
+    free(s);
+    return -errno;
+  }
   long timeout = 10;
   ssh_options_set(ssh, SSH_OPTIONS_TIMEOUT, &timeout);
   pthread_mutex_lock(&h->mu);
@@ -553,6 +455,7 @@ start_session(hub *h, ssh_session ssh) {
     pthread_mutex_lock(&h->mu);
     h->sessions--;
     pthread_mutex_unlock(&h->mu);
+    close(s->wake_fd);
     free(s);
     return -rc;
   }
@@ -596,7 +499,7 @@ listen_on(hub *h, ssh_bind b) {
     return bus_error(BUS_EINVAL, "listen on %s:%d: %s", h->o.host, h->o.port,
                      ssh_get_error(b));
   int p = bound_port(b);
-  hlog(h, "hub: listening on %s:%d", h->o.host, p);
+  hub__log(h, "hub: listening on %s:%d", h->o.host, p);
   if (h->o.port_file && write_port_file(h->o.port_file, p))
     return bus_error(-EIO, "cannot write %s", h->o.port_file);
   return 0;
@@ -608,12 +511,12 @@ accept_one(hub *h, ssh_bind b) {
   if (!ssh)
     return;
   if (ssh_bind_accept(b, ssh) != SSH_OK) {
-    hlog(h, "hub: accept: %s", ssh_get_error(b));
+    hub__log(h, "hub: accept: %s", ssh_get_error(b));
     ssh_free(ssh);
     return;
   }
   if (start_session(h, ssh)) {
-    hlog(h, "hub: no thread for a session");
+    hub__log(h, "hub: no thread for a session");
     ssh_disconnect(ssh);
     ssh_free(ssh);
   }
@@ -689,61 +592,22 @@ relay_hub_run(const relay_hub_opts *o, volatile sig_atomic_t *stop,
     rc = -ENOMEM;
     goto out;
   }
-  if ((rc = listen_on(h, b)))
+  if ((rc = hub__bus_start(h)) || (rc = listen_on(h, b)))
     goto out;
   serve(h, b, reload_flag);
   drain(h);
 out:
   ssh_bind_free(b);
+  hub__bus_stop(h);
   pthread_mutex_lock(&h->mu);
   int left = h->sessions;
   pthread_mutex_unlock(&h->mu);
   if (!left) {
+    hub__bus_free(h);
     relay_revoked_free(h->rev);
     pthread_mutex_destroy(&h->mu);
     free(h);
     ssh_finalize();
   }
   return rc;
-}
-
-/* ----------------------------------------------------------- allow-list */
-
-int
-relay_allow_add(relay_allow *a, const char *entry) {
-  char host[64];
-  const char *eq = strchr(entry, '='), *colon = strrchr(entry, ':');
-  if (a->n >= RELAY_ALLOW_MAX)
-    return BUS_ETOO_BIG;
-  if (!eq || !colon || colon < eq || eq == entry ||
-      (size_t)(eq - entry) >= sizeof a->e[0].domain ||
-      (size_t)(colon - eq - 1) >= sizeof host)
-    return BUS_EINVAL;
-  memcpy(host, eq + 1, (size_t)(colon - eq - 1));
-  host[colon - eq - 1] = 0;
-  struct sockaddr_storage sa;
-  socklen_t len;
-  char *end;
-  long port = strcmp(colon + 1, "*") ? strtol(colon + 1, &end, 10) : -1;
-  if (port >= 0 && (*end || port == 0 || port > 65535))
-    return BUS_EINVAL;
-  if (parse_target(host, port < 0 ? 1 : (int)port, a->e[a->n].host, &sa, &len))
-    return BUS_EINVAL;
-  memcpy(a->e[a->n].domain, entry, (size_t)(eq - entry));
-  a->e[a->n].domain[eq - entry] = 0;
-  a->e[a->n].port = (int)port;
-  a->n++;
-  return 0;
-}
-
-int
-relay_allow_policy(const relay_cert *c, const char *host, uint16_t port,
-                   void *ud, char *why, size_t cap) {
-  const relay_allow *a = ud;
-  for (int i = 0; a && i < a->n; i++)
-    if (!strcmp(a->e[i].domain, c->domain) && !strcmp(a->e[i].host, host) &&
-        (a->e[i].port < 0 || a->e[i].port == port))
-      return 0;
-  snprintf(why, cap, "target not allowed for domain %s", c->domain);
-  return BUS_EDENIED;
 }

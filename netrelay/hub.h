@@ -10,9 +10,30 @@
  *
  * Revocation: the revoked set is read from a KRL file at start and again
  * whenever the file changes (checked every reload_ms) or on
- * relay_hub_reload (SIGHUP in lark-relay); a session whose certificate
- * becomes revoked or expires is closed, and its new channels are refused
- * from then on. An unreadable or unsupported KRL keeps the previous set.
+ * relay_hub_reload (SIGHUP in lark-relay); with a bus, cert.revoked
+ * events on LARK_EVENTS (lark.ev.cert.>) are followed too and apply
+ * within a second. A session whose certificate becomes revoked or
+ * expires is closed, and its new channels are refused from then on. An
+ * unreadable or unsupported KRL keeps the previous set.
+ *
+ * Targets: a direct-tcpip channel names its target as a numeric address
+ * with the port field, or in one line as "tcp://10.2.0.5:80" or
+ * "tcp://[fd00::5]:80" (at most 1024 bytes; the port field is then not
+ * read). Without a bus the policy function decides and the hub connects
+ * to the target itself. With a bus the routes on LARK_ROUTES decide: the
+ * target must be the virtual address of a pod of the certificate's
+ * domain, and the channel is carried to the relay of that pod's cluster.
+ *
+ * Relays: a node relay (certificate role "domain"; its cluster field,
+ * when present, must match) registers with the global request
+ * "tcpip-forward", bind address = its cluster name, port 0; the reply
+ * carries port 0. The hub keeps (domain, cluster) -> that session, the
+ * latest registration winning, until the session ends or sends
+ * "cancel-tcpip-forward". A channel to a pod of cluster X is carried to
+ * the session registered for (domain, X) as a "forwarded-tcpip" channel
+ * whose connected address and port are the target's virtual address and
+ * port, and whose originator address and port are those of the
+ * direct-tcpip request. With no relay for X the channel is refused.
  *
  * Threads: relay_hub_run owns the listening socket and runs in the
  * caller's thread; each session runs in its own thread. The policy and
@@ -46,6 +67,7 @@ typedef struct relay_hub_opts {
   void *policy_ud;
   relay_log_fn log; /* may be NULL */
   void *log_ud;
+  bus_conn *bus; /* NULL: no routes, no revocation events; not owned */
 } relay_hub_opts;
 
 void relay_hub_opts_init(relay_hub_opts *o);

@@ -3,6 +3,7 @@
  *
  *   lark-relay hub --listen HOST:PORT --ca CA.PUB --host-key KEY
  *                  [--revoked KRL] [--allow DOMAIN=IP:PORT]...
+ *                  [--url NATS_URL [--creds FILE]]
  *                  [--port-file FILE] [--reload-ms N]
  *   lark-relay check --ca CA.PUB [--revoked KRL] [--role ROLE] CERT.PUB
  *   lark-relay node --cluster C --node N --hub HOST:PORT --hub-key KEY.PUB
@@ -10,6 +11,8 @@
  *                   [--capture-port P]            (see node.h)
  *
  * hub serves until SIGINT or SIGTERM (exit 0); SIGHUP re-reads the KRL.
+ * With --url it follows the routes (which then decide instead of --allow)
+ * and cert.revoked events, and carries channels to node relays.
  * PORT 0 picks a free port, written to --port-file once listening.
  * check prints "ok <domain> <serial>" or the reason for a refusal (exit
  * 1). One log line per event goes to stderr.
@@ -43,7 +46,8 @@ static int
 usage(void) {
   fprintf(stderr,
           "usage: lark-relay hub --listen HOST:PORT --ca CA.PUB --host-key KEY"
-          " [--revoked KRL] [--allow DOMAIN=IP:PORT]... [--port-file FILE]"
+          " [--revoked KRL] [--allow DOMAIN=IP:PORT]..."
+          " [--url NATS_URL [--creds FILE]] [--port-file FILE]"
           " [--reload-ms N]\n"
           "       lark-relay check --ca CA.PUB [--revoked KRL] [--role ROLE]"
           " CERT.PUB\n"
@@ -84,10 +88,30 @@ signals(void) {
   signal(SIGPIPE, SIG_IGN);
 }
 
+/* The hub's bus connection for --url (retrying until the broker is
+ * up); NULL without --url. */
+static int
+hub_bus(const char *url, const char *creds, bus_conn **out) {
+  bus_conn_opts co;
+  *out = NULL;
+  if (!url)
+    return 0;
+  bus_conn_opts_init(&co);
+  co.url = url;
+  co.creds = creds;
+  co.name = "lark-relay-hub";
+  co.retry_on_failed_connect = 1;
+  /* the followers' fetches on an empty consumer last about this long,
+   * and so does the hub's stop */
+  co.js_wait_ms = 1000;
+  return bus_conn_open(out, &co);
+}
+
 static int
 cmd_hub(int argc, char **argv) {
   relay_hub_opts o;
   static relay_allow allow;
+  const char *url = NULL, *creds = NULL;
   relay_hub_opts_init(&o);
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -106,6 +130,10 @@ cmd_hub(int argc, char **argv) {
       o.port_file = v;
     else if (!strcmp(a, "--reload-ms"))
       o.reload_ms = atoi(v);
+    else if (!strcmp(a, "--url"))
+      url = v;
+    else if (!strcmp(a, "--creds"))
+      creds = v;
     else if (!strcmp(a, "--allow") && relay_allow_add(&allow, v)) {
       fprintf(stderr, "lark-relay: --allow %s: want DOMAIN=IP:PORT\n", v);
       return 2;
@@ -118,10 +146,13 @@ cmd_hub(int argc, char **argv) {
   o.policy_ud = &allow;
   o.log = log_line;
   signals();
-  int rc = relay_hub_run(&o, &stop_flag, &reload_flag);
+  int rc = hub_bus(url, creds, &o.bus);
+  if (!rc)
+    rc = relay_hub_run(&o, &stop_flag, &reload_flag);
   if (rc)
     fprintf(stderr, "lark-relay: hub: %s: %s\n", bus_strerror(rc),
             bus_last_error());
+  bus_conn_close(o.bus);
   return rc ? 1 : 0;
 }
 

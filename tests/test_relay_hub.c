@@ -4,6 +4,9 @@
  * server the test runs; no certificate, another CA, an expired
  * certificate, a target outside the allow-list and a certificate revoked
  * while the hub runs are refused, with the reason in the hub's log.
+ * With a bus (relay_hub_bus), route rows decide the targets, channels
+ * go through a node relay's registration, and cert.revoked events close
+ * open sessions.
  */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
@@ -17,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <libssh/libssh.h>
 #include <sodium.h>
 
 #include "certcheck.h"
@@ -94,8 +98,10 @@ cert(const char *ca, const char *name, const char *opts) {
                0, "%s", err);
 }
 
+/* The hub, with --allow for the echo server, or following the bus at
+ * url (routes and revocations) when url is not NULL. */
 static void
-start_hub(void) {
+start_hub_with(const char *url) {
   char bin[512], ca[512], key[512], krl[512], allow[128], pf[512], l[64];
   lt_bin("lark-relay", bin, sizeof bin);
   snprintf(ca, sizeof ca, "%s/ca.pub", dir);
@@ -114,12 +120,12 @@ start_hub(void) {
                   key,
                   (char *)"--revoked",
                   krl,
-                  (char *)"--allow",
-                  allow,
                   (char *)"--port-file",
                   pf,
                   (char *)"--reload-ms",
                   (char *)"200",
+                  (char *)(url ? "--url" : "--allow"),
+                  url ? (char *)url : allow,
                   NULL};
   hub_pid = lt_spawn(argv, logpath);
   cr_assert_gt(hub_pid, 0);
@@ -137,17 +143,28 @@ start_hub(void) {
 }
 
 static void
-setup(void) {
+start_hub(void) {
+  start_hub_with(NULL);
+}
+
+/* Keys, an empty KRL and dir/in (size bytes of random data). */
+static void
+prepare(size_t size) {
   lt_tmpdir(dir, sizeof dir, "relayhub");
   snprintf(logpath, sizeof logpath, "%s/hub.log", dir);
   hub_port = 0;
-  echo_start();
   cr_assert_eq(sh("cd %s && ssh-keygen -q -t ed25519 -N '' -f ca && "
                   "ssh-keygen -q -t ed25519 -N '' -f other && "
                   "ssh-keygen -q -t ed25519 -N '' -f hostkey && "
-                  ": > revoked_keys && head -c 262144 /dev/urandom > in",
-                  dir),
+                  ": > revoked_keys && head -c %zu /dev/urandom > in",
+                  dir, size),
                0, "%s", err);
+}
+
+static void
+setup(void) {
+  prepare(262144);
+  echo_start();
   start_hub();
 }
 
@@ -165,7 +182,7 @@ TestSuite(relay_hub, .init = setup, .fini = teardown, .timeout = 120);
 /* ssh -W through the hub with key `name` (and its -cert.pub when
  * with_cert) to 127.0.0.1:port, stdin from dir/in, stdout to dir/out. */
 static int
-via_hub(const char *name, int with_cert, int port) {
+via_hub_to(const char *name, int with_cert, const char *target) {
   char certopt[600] = "";
   if (with_cert)
     snprintf(certopt, sizeof certopt, "-o CertificateFile=%s/%s-cert.pub", dir,
@@ -173,9 +190,16 @@ via_hub(const char *name, int with_cert, int port) {
   return sh("timeout 60 ssh -N -o BatchMode=yes -o StrictHostKeyChecking=no "
             "-o UserKnownHostsFile=/dev/null -o LogLevel=ERROR "
             "-o ConnectTimeout=30 -F /dev/null -o IdentitiesOnly=yes "
-            "-i %s/%s %s -p %d -W 127.0.0.1:%d anyuser@127.0.0.1 "
+            "-i %s/%s %s -p %d -W %s anyuser@127.0.0.1 "
             "< %s/in > %s/out",
-            dir, name, certopt, hub_port, port, dir, dir);
+            dir, name, certopt, hub_port, target, dir, dir);
+}
+
+static int
+via_hub(const char *name, int with_cert, int port) {
+  char target[64];
+  snprintf(target, sizeof target, "127.0.0.1:%d", port);
+  return via_hub_to(name, with_cert, target);
 }
 
 static int
@@ -283,4 +307,289 @@ Test(relay_hub, revoked_while_running_is_refused) {
   cr_expect_neq(via_hub("u", 1, echo_port), 0);
   cr_expect(out_empty());
   cr_expect(hub_said("certificate revoked"));
+}
+
+/* ----------------------------------------------------- the hub on a bus */
+
+/*
+ * The hub follows a real nats-server: route rows decide the targets and
+ * cert.revoked events revoke. A fake node relay (a libssh client in this
+ * process, with a domain certificate) registers for cluster c2 with
+ * tcpip-forward and echoes every forwarded-tcpip channel it is given.
+ */
+static lt_natsd natsd;
+static bus_conn *busc;
+
+typedef struct fake_relay {
+  char name[32], cluster[32];
+  pthread_t th;
+  volatile int stop, registered, channels, dport;
+} fake_relay;
+
+static fake_relay relay2;
+
+/* A libssh session to the hub authenticated with dir/name and its
+ * certificate, or NULL. */
+static ssh_session
+ssh_to_hub(const char *name) {
+  char path[600];
+  ssh_key key = NULL, crt = NULL;
+  ssh_session s = ssh_new();
+  long timeout = 10;
+  unsigned int port = (unsigned int)hub_port;
+  ssh_options_set(s, SSH_OPTIONS_HOST, "127.0.0.1");
+  ssh_options_set(s, SSH_OPTIONS_PORT, &port);
+  ssh_options_set(s, SSH_OPTIONS_USER, name);
+  ssh_options_set(s, SSH_OPTIONS_TIMEOUT, &timeout);
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  int ok = ssh_connect(s) == SSH_OK &&
+           ssh_pki_import_privkey_file(path, NULL, NULL, NULL, &key) == 0;
+  snprintf(path, sizeof path, "%s/%s-cert.pub", dir, name);
+  ok = ok && ssh_pki_import_cert_file(path, &crt) == 0 &&
+       ssh_pki_copy_cert_to_privkey(crt, key) == 0 &&
+       ssh_userauth_publickey(s, NULL, key) == SSH_AUTH_SUCCESS;
+  ssh_key_free(key);
+  ssh_key_free(crt);
+  if (!ok) {
+    ssh_disconnect(s);
+    ssh_free(s);
+    return NULL;
+  }
+  return s;
+}
+
+static void
+echo_channel(ssh_channel ch) {
+  char buf[16384];
+  int n;
+  while ((n = ssh_channel_read(ch, buf, sizeof buf, 0)) > 0)
+    if (ssh_channel_write(ch, buf, (uint32_t)n) != n)
+      break;
+  ssh_channel_send_eof(ch);
+  ssh_channel_close(ch);
+  ssh_channel_free(ch);
+}
+
+static void *
+relay_main(void *arg) {
+  fake_relay *r = arg;
+  ssh_session s = ssh_to_hub(r->name);
+  if (!s)
+    return NULL;
+  if (ssh_channel_listen_forward(s, r->cluster, 0, NULL) == SSH_OK)
+    r->registered = 1;
+  while (r->registered && !r->stop) {
+    int dport = 0, oport = 0;
+    char *orig = NULL;
+    ssh_channel ch =
+        ssh_channel_open_forward_port(s, 200, &dport, &orig, &oport);
+    ssh_string_free_char(orig);
+    if (!ch)
+      continue;
+    r->dport = dport;
+    r->channels++;
+    echo_channel(ch);
+  }
+  ssh_disconnect(s);
+  ssh_free(s);
+  return NULL;
+}
+
+static void
+relay_start(fake_relay *r, const char *name, const char *cluster) {
+  memset(r, 0, sizeof *r);
+  snprintf(r->name, sizeof r->name, "%s", name);
+  snprintf(r->cluster, sizeof r->cluster, "%s", cluster);
+  cr_assert_eq(pthread_create(&r->th, NULL, relay_main, r), 0);
+  for (int i = 0; i < 200 && !r->registered; i++)
+    sleep_ms(50);
+  cr_assert(r->registered, "the fake relay did not register");
+}
+
+static void
+append(const char *subject, const char *type, msgpack_sbuffer *sb) {
+  bus_event ev;
+  char id[33];
+  memset(&ev, 0, sizeof ev);
+  bus_event_new_id(id);
+  ev.v = BUS_SCHEMA_VERSION;
+  ev.type = type;
+  ev.id = id;
+  ev.ts = 1;
+  ev.actor = "test";
+  ev.cause = "";
+  ev.data_mp = sb->data;
+  ev.data_mp_len = sb->size;
+  int rc = bus_append(busc, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL);
+  cr_assert_eq(rc, 0, "%s", bus_last_error());
+  msgpack_sbuffer_destroy(sb);
+}
+
+static void
+kv(msgpack_packer *pk, const char *k, const char *v) {
+  msgpack_pack_str_with_body(pk, k, strlen(k));
+  msgpack_pack_str_with_body(pk, v, strlen(v));
+}
+
+/* The row of pod (domain d, address ip, living in cluster pc) as the
+ * relay of cluster c reads it. */
+static void
+route(const char *d, const char *c, const char *pod, const char *ip,
+      const char *pc) {
+  char subject[256];
+  msgpack_sbuffer sb;
+  msgpack_packer pk;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 7);
+  kv(&pk, "domain", d);
+  kv(&pk, "cluster", c);
+  kv(&pk, "pod", pod);
+  kv(&pk, "ip", ip);
+  kv(&pk, "node", "n1");
+  kv(&pk, "podCluster", pc);
+  kv(&pk, "via", strcmp(c, pc) ? "hub" : "local");
+  snprintf(subject, sizeof subject, "lark.route.%s.%s.%s", d, c, pod);
+  append(subject, "route.set", &sb);
+}
+
+static void
+revoke_serial(uint64_t serial) {
+  char subject[64], hex[17];
+  msgpack_sbuffer sb;
+  msgpack_packer pk;
+  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)serial);
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 2);
+  kv(&pk, "serial", hex);
+  kv(&pk, "reason", "test");
+  snprintf(subject, sizeof subject, "lark.ev.cert.%s", hex);
+  append(subject, "cert.revoked", &sb);
+}
+
+static void
+setup_bus(void) {
+  prepare(1 << 20);
+  cr_assert_eq(lt_natsd_start(&natsd, NULL, NULL), 0);
+  cr_assert_eq(lt_connect(&natsd, &busc), 0, "%s", bus_last_error());
+  cr_assert_eq(lt_streams(busc, 2000), 0, "%s", bus_last_error());
+  /* pods of d1: p1 in c2 (rows for both clusters), p2 in c3, p6 in c2 by
+   * IPv6; a pod of d2 */
+  route("d1", "c1", "p1", "10.2.0.5", "c2");
+  route("d1", "c2", "p1", "10.2.0.5", "c2");
+  route("d1", "c1", "p2", "10.2.0.7", "c3");
+  route("d1", "c1", "p6", "fd00::5", "c2");
+  route("d2", "c1", "q1", "10.3.0.5", "c2");
+  start_hub_with(natsd.url);
+  cr_assert(hub_said("following routes"));
+  cert("ca", "r2", "-I 'relay2 role=domain domain=d1' -n domain:d1 -z 50");
+  relay_start(&relay2, "r2", "c2");
+  cr_assert(hub_said("cluster c2 registered"));
+}
+
+static void
+teardown_bus(void) {
+  relay2.stop = 1;
+  if (relay2.th)
+    pthread_join(relay2.th, NULL);
+  teardown();
+  bus_conn_close(busc);
+  lt_natsd_stop(&natsd);
+}
+
+TestSuite(relay_hub_bus, .init = setup_bus, .fini = teardown_bus,
+          .timeout = 120);
+
+static int
+same_sha(void) {
+  return sh("cd %s && test \"$(sha256sum < in)\" = \"$(sha256sum < out)\"",
+            dir) == 0;
+}
+
+Test(relay_hub_bus, forwards_to_the_relay_of_the_target_cluster) {
+  cert("ca", "u", "-I 'u1 role=domain domain=d1' -n domain:d1 -z 21");
+  cr_assert_eq(via_hub_to("u", 1, "10.2.0.5:80"), 0, "%s", err);
+  cr_expect(same_sha(), "1 MiB through the relay came back different");
+  cr_expect(hub_said("to 10.2.0.5:80 via relay c2"));
+  cr_expect_eq(relay2.channels, 1);
+  cr_expect_eq(relay2.dport, 80);
+}
+
+Test(relay_hub_bus, targets_outside_the_domain_are_refused) {
+  cert("ca", "v", "-I 'v1 role=domain domain=d2' -n domain:d2 -z 22");
+  cr_expect_neq(via_hub_to("v", 1, "10.2.0.5:80"), 0);
+  cr_expect(out_empty());
+  cr_expect(hub_said("target 10.2.0.5 is not a pod of domain d2"));
+  cert("ca", "u", "-I 'u1 role=domain domain=d1' -n domain:d1 -z 23");
+  cr_expect_neq(via_hub_to("u", 1, "10.2.0.99:80"), 0);
+  cr_expect(out_empty());
+  cr_expect(hub_said("target 10.2.0.99 is not a pod of domain d1"));
+  cr_expect_neq(via_hub_to("u", 1, "10.2.0.7:80"), 0);
+  cr_expect(hub_said("no relay for cluster c3"));
+  cr_expect_eq(relay2.channels, 0);
+}
+
+Test(relay_hub_bus, relay_of_another_cluster_is_refused) {
+  cert("ca", "r9",
+       "-I 'relay9 role=domain domain=d1' -n domain:d1 -z 24 "
+       "-O extension:cluster@larkbus=c9");
+  ssh_session s = ssh_to_hub("r9");
+  cr_assert(s, "the relay's session did not authenticate");
+  cr_expect_neq(ssh_channel_listen_forward(s, "c2", 0, NULL), SSH_OK);
+  cr_expect(hub_said("certificate is for cluster c9"));
+  ssh_disconnect(s);
+  ssh_free(s);
+}
+
+/* Open a direct-tcpip channel to target (the one-line form) and check
+ * that "hello" comes back. */
+static ssh_channel
+echo_hello(ssh_session s, const char *target) {
+  char buf[8] = "";
+  ssh_channel ch = ssh_channel_new(s);
+  cr_assert(ch);
+  cr_assert_eq(ssh_channel_open_forward(ch, target, 0, "127.0.0.1", 4000),
+               SSH_OK, "%s", ssh_get_error(s));
+  cr_assert_eq(ssh_channel_write(ch, "hello", 5), 5);
+  int got = 0;
+  for (int i = 0; i < 50 && got < 5; i++) {
+    int n =
+        ssh_channel_read_timeout(ch, buf + got, (uint32_t)(5 - got), 0, 200);
+    cr_assert_geq(n, 0);
+    got += n;
+  }
+  cr_expect_str_eq(buf, "hello");
+  return ch;
+}
+
+Test(relay_hub_bus, one_line_targets_and_revocation_of_an_open_session) {
+  cert("ca", "u", "-I 'u1 role=domain domain=d1' -n domain:d1 -z 77");
+  ssh_session s = ssh_to_hub("u");
+  cr_assert(s, "the client did not authenticate");
+  /* the fake relay serves one channel at a time: end the first */
+  ssh_channel b = echo_hello(s, "tcp://10.2.0.5:80");
+  ssh_channel_send_eof(b);
+  char c;
+  while (ssh_channel_read_timeout(b, &c, 1, 0, 2000) > 0)
+    ;
+  ssh_channel_close(b);
+  ssh_channel_free(b);
+  ssh_channel a = echo_hello(s, "tcp://[fd00::5]:8080");
+  cr_expect(hub_said("to fd00::5:8080 via relay c2"));
+  revoke_serial(77);
+  cr_expect(hub_said("certificate 000000000000004d revoked"));
+  cr_expect(hub_said("closing 127.0.0.1"));
+  int closed = 0;
+  for (int i = 0; i < 50 && !closed; i++) {
+    int n = ssh_channel_read_timeout(a, &c, 1, 0, 100);
+    closed = n < 0 || ssh_channel_is_eof(a) || !ssh_is_connected(s);
+  }
+  cr_expect(closed, "the revoked session stayed open");
+  ssh_channel_free(a);
+  ssh_disconnect(s);
+  ssh_free(s);
+  /* and a new session is refused */
+  cr_expect_null(ssh_to_hub("u"));
+  cr_expect(hub_said("(user u serial 77): certificate revoked"));
 }
