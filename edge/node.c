@@ -110,7 +110,7 @@ pack_str_kv(const char *k, const char *v, void *ud) {
 static int
 pack_uint_kv(const char *k, const char *v, void *ud) {
   msgpack_packer *pk = ud;
-  uint64_t n;
+  uint64_t n = 0;
   int rc = parse_u64(v, &n, 0);
   if (rc)
     return rc;

@@ -612,8 +612,10 @@ podnet_veth_add(const podnet_veth *v) {
   struct rtnl_link *l = NULL, *peer = NULL;
   struct nl_addr *probe = NULL;
   int fd = -1, rc, made = 0;
-  if (!v || (rc = check_ifname(v->host_if)))
-    return rc ? rc : bus_error(BUS_EINVAL, "no veth given");
+  if (!v)
+    return bus_error(BUS_EINVAL, "no veth given");
+  if ((rc = check_ifname(v->host_if)))
+    return rc;
   /* malformed addresses are refused before anything changes */
   if ((rc = parse_addr(v->host_addr, AF_UNSPEC, v->plen, &probe)))
     return rc;
