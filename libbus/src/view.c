@@ -324,7 +324,7 @@ bus_txn_end(bus_txn *t) {
 int
 bus_txn_put(bus_txn *t, const char *table, const void *key, size_t klen,
             const void *val, size_t vlen) {
-  MDB_dbi dbi;
+  MDB_dbi dbi = 0;
   int rc = bus__table_dbi(t->v, table, &dbi);
   if (rc)
     return rc;
@@ -335,7 +335,7 @@ bus_txn_put(bus_txn *t, const char *table, const void *key, size_t klen,
 int
 bus_txn_get(bus_txn *t, const char *table, const void *key, size_t klen,
             const void **val, size_t *vlen) {
-  MDB_dbi dbi;
+  MDB_dbi dbi = 0;
   int rc = bus__table_dbi(t->v, table, &dbi);
   if (rc)
     return rc;
@@ -352,7 +352,7 @@ bus_txn_get(bus_txn *t, const char *table, const void *key, size_t klen,
 
 int
 bus_txn_del(bus_txn *t, const char *table, const void *key, size_t klen) {
-  MDB_dbi dbi;
+  MDB_dbi dbi = 0;
   int rc = bus__table_dbi(t->v, table, &dbi);
   if (rc)
     return rc;
@@ -364,7 +364,7 @@ bus_txn_del(bus_txn *t, const char *table, const void *key, size_t klen) {
 int
 bus_txn_scan(bus_txn *t, const char *table, const void *prefix, size_t plen,
              bus_scan_cb cb, void *ud) {
-  MDB_dbi dbi;
+  MDB_dbi dbi = 0;
   MDB_cursor *cur;
   int rc = bus__table_dbi(t->v, table, &dbi);
   if (rc)
@@ -601,7 +601,7 @@ bus_view_stats_get(bus_view *v, bus_view_stats *s) {
   if (rc)
     return rc;
   MDB_stat st;
-  MDB_dbi dbi;
+  MDB_dbi dbi = 0;
   bus__table_dbi(v, BUS__T_OUTBOX, &dbi);
   rc = mdb_stat(t->txn, dbi, &st);
   memset(s, 0, sizeof *s);
@@ -660,7 +660,7 @@ bus_txn_note_get(bus_txn *t, const void *key, size_t klen, const void **val,
 int
 bus_txn_scan_after(bus_txn *t, const char *table, const void *after,
                    size_t alen, bus_scan_cb cb, void *ud) {
-  MDB_dbi dbi;
+  MDB_dbi dbi = 0;
   MDB_cursor *cur;
   int rc = bus__table_dbi(t->v, table, &dbi);
   if (rc)
