@@ -297,13 +297,14 @@ deliver_target(relay_sshc *s, const char *ip, int port, char *why, size_t cap) {
   if (relay_routes_find(s->rt, s->domain, ip, &r))
     return snprintf(why, cap, "no route in domain %s", s->domain), -1;
   if (r.via_hub || strcmp(r.pod_cluster, s->cluster))
-    return snprintf(why, cap, "pod %s is not in cluster %s", r.pod, s->cluster),
+    return snprintf(why, cap, "pod %.128s is not in cluster %s", r.pod,
+                    s->cluster),
            -1;
   if (!r.real_ip[0])
-    return snprintf(why, cap, "pod %s has no address yet", r.pod), -1;
+    return snprintf(why, cap, "pod %.128s has no address yet", r.pod), -1;
   int fd = connect_now(r.real_ip, port);
   if (fd < 0)
-    snprintf(why, cap, "pod %s at %s:%d: %s", r.pod, r.real_ip, port,
+    snprintf(why, cap, "pod %.128s at %s:%d: %s", r.pod, r.real_ip, port,
              strerror(-fd));
   return fd;
 }
@@ -311,7 +312,7 @@ deliver_target(relay_sshc *s, const char *ip, int port, char *why, size_t cap) {
 static int
 on_message(ssh_session ssh, ssh_message m, void *ud) {
   relay_sshc *s = ud;
-  char ip[RELAY_IP_MAX], why[256] = "", what[256];
+  char ip[RELAY_IP_MAX], why[512] = "", what[256];
   (void)ssh;
   if (ssh_message_type(m) != SSH_REQUEST_CHANNEL_OPEN ||
       ssh_message_subtype(m) != SSH_CHANNEL_FORWARDED_TCPIP)
