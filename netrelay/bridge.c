@@ -82,7 +82,7 @@ sync_interest(relay_bridge *b) {
       want |= EPOLLIN;
     if (!b->wr_shut && (b->probe || ob_left(b) || b->pending))
       want |= EPOLLOUT;
-    if (b->ilen > b->ioff)
+    if (b->ilen > b->ioff && ssh_channel_window_size(b->ch))
       want |= EPOLLOUT; /* retry the unsent bytes soon */
   }
   if (want == b->want)
@@ -352,6 +352,17 @@ relay_bridge_new(ssh_event ev, ssh_session ssh, ssh_channel ch, int fd) {
     b->dead = 1;
   sync_interest(b);
   return b;
+}
+
+void
+relay_bridge_tick(relay_bridge *b) {
+  if (b->dead)
+    return;
+  if (b->ilen > b->ioff && ssh_channel_window_size(b->ch))
+    flush_ib(b);
+  if (b->fd_eof)
+    send_eof(b);
+  sync_interest(b);
 }
 
 int

@@ -27,6 +27,13 @@ typedef struct relay_bridge relay_bridge;
  */
 relay_bridge *relay_bridge_new(ssh_event ev, ssh_session ssh, ssh_channel ch,
                                int fd);
+/*
+ * Call after every ssh_event_dopoll round. libssh 0.10 raises a channel's
+ * window on WINDOW_ADJUST without calling any callback, so a bridge that
+ * stopped reading its socket on a full window learns here that it may
+ * read again (and sends what it still holds).
+ */
+void relay_bridge_tick(relay_bridge *b);
 /* Whether it is done (then relay_bridge_free it). */
 int relay_bridge_done(const relay_bridge *b);
 /* Bytes each way so far: channel to socket, socket to channel. */

@@ -220,6 +220,7 @@ reap(sess *s, int all) {
       free(l);
       s->nlinks--;
     } else {
+      relay_bridge_tick(l->b);
       pp = &l->next;
     }
   }

@@ -432,6 +432,7 @@ reap(relay_sshc *s, int all) {
   for (blink **pp = &s->bridges; *pp;) {
     blink *l = *pp;
     if (!all && !relay_bridge_done(l->b)) {
+      relay_bridge_tick(l->b);
       pp = &l->next;
       continue;
     }
