@@ -300,7 +300,9 @@ registry_write(const char *data, const lark_principal *p, size_t n) {
   sb_add(&b, "# larkbus principals: name role public-key "
              "(seeds in <name>.nk; written by larkctl)\n");
   for (size_t i = 0; i < n; i++)
-    sb_printf(&b, "%s %s %s\n", p[i].name, lark_role_name(p[i].role), p[i].pub);
+    if (lark_role_name(p[i].role)) /* an unknown role is not written */
+      sb_printf(&b, "%s %s %s\n", p[i].name, lark_role_name(p[i].role),
+                p[i].pub);
   rc = b.oom ? -ENOMEM : write_atomic(path, b.p, b.len);
   free(b.p);
   return rc;

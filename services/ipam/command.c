@@ -63,10 +63,12 @@ refuse(bus_conn *c, const bus_cmd *cmd, int err, const char *path,
        const char *reason) {
   bus_field_err fe;
   memset(&fe, 0, sizeof fe);
-  snprintf(fe.path, sizeof fe.path, "%s", path);
-  snprintf(fe.reason, sizeof fe.reason, "%s", reason);
+  /* cut to the field sizes: callers' texts may be longer */
+  snprintf(fe.path, sizeof fe.path, "%.*s", (int)sizeof fe.path - 1, path);
+  snprintf(fe.reason, sizeof fe.reason, "%.*s", (int)sizeof fe.reason - 1,
+           reason);
   char msg[600];
-  snprintf(msg, sizeof msg, "%s: %s", path, reason);
+  snprintf(msg, sizeof msg, "%s: %s", fe.path, fe.reason);
   bus_cmd_reply_error(c, cmd, err, msg, &fe, 1);
   return err;
 }
