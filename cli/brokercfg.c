@@ -45,7 +45,8 @@ const char *const lark_up_services[] = {
     "lark-catalog", "lark-scheduler", "lark-dag", "lark-ipam",
     "lark-signer",  "lark-logs",      NULL};
 
-static const char *const role_names[] = {"admin", "service", "user", "node"};
+static const char *const role_names[] = {"admin", "service", "user",
+                                         "node",  "relay",   "relay-hub"};
 
 static _Thread_local char cfg_err[512];
 
@@ -521,6 +522,27 @@ static const char *const node_pub_deny[] = {"$JS.API.STREAM.MSG.GET.>",
                                             "$JS.API.DIRECT.GET.>", NULL};
 static const char *const node_sub[] = {"_INBOX_%s.>", NULL};
 
+/* Relays (netrelay/): read-only, through ephemeral pull consumers with
+ * no acks, and nothing else. A node relay follows LARK_ROUTES; the hub
+ * follows LARK_ROUTES and the cert events of LARK_EVENTS. Neither may
+ * publish an event, a route or a command, read a message by sequence or
+ * subject, or make a durable. The filter of an ephemeral consumer travels
+ * in the request body, which the broker does not check: a node relay
+ * could follow other clusters' rows of LARK_ROUTES (docs/operations.md,
+ * "Pod network"). */
+static const char *const relay_pub[] = {
+    "$JS.API.CONSUMER.CREATE.LARK_ROUTES",
+    "$JS.API.CONSUMER.INFO.LARK_ROUTES.*",
+    "$JS.API.CONSUMER.MSG.NEXT.LARK_ROUTES.*", NULL};
+static const char *const hub_pub[] = {"$JS.API.CONSUMER.CREATE.LARK_ROUTES",
+                                      "$JS.API.CONSUMER.INFO.LARK_ROUTES.*",
+                                      "$JS.API.CONSUMER.MSG.NEXT.LARK_ROUTES.*",
+                                      "$JS.API.CONSUMER.CREATE.LARK_EVENTS",
+                                      "$JS.API.CONSUMER.INFO.LARK_EVENTS.*",
+                                      "$JS.API.CONSUMER.MSG.NEXT.LARK_EVENTS.*",
+                                      NULL};
+static const char *const relay_sub[] = {"_INBOX.>", NULL};
+
 static void
 add_user(sbuf *b, const lark_principal *p) {
   sb_printf(b, "      # %s (%s)\n      {\n        nkey: \"%s\"\n", p->name,
@@ -535,9 +557,14 @@ add_user(sbuf *b, const lark_principal *p) {
     pub = user_pub, sub = user_sub;
   else if (p->role == LARK_ROLE_NODE)
     pub = node_pub, sub = node_sub;
+  else if (p->role == LARK_ROLE_RELAY)
+    pub = relay_pub, sub = relay_sub;
+  else if (p->role == LARK_ROLE_RELAY_HUB)
+    pub = hub_pub, sub = relay_sub;
   sb_add(b, "          publish: {\n  ");
   add_list(b, "allow", pub, p->name);
-  if (p->role == LARK_ROLE_NODE) {
+  if (p->role == LARK_ROLE_NODE || p->role == LARK_ROLE_RELAY ||
+      p->role == LARK_ROLE_RELAY_HUB) {
     sb_add(b, "  ");
     add_list(b, "deny", node_pub_deny, NULL);
   }

@@ -21,10 +21,12 @@
 #include "bus.h"
 
 typedef enum lark_role {
-  LARK_ROLE_ADMIN = 0,   /* everything in the LARK account */
-  LARK_ROLE_SERVICE = 1, /* a platform service */
-  LARK_ROLE_USER = 2,    /* a person: commands as itself, reads, run logs */
-  LARK_ROLE_NODE = 3     /* an edge node: its own slice only */
+  LARK_ROLE_ADMIN = 0,    /* everything in the LARK account */
+  LARK_ROLE_SERVICE = 1,  /* a platform service */
+  LARK_ROLE_USER = 2,     /* a person: commands as itself, reads, run logs */
+  LARK_ROLE_NODE = 3,     /* an edge node: its own slice only */
+  LARK_ROLE_RELAY = 4,    /* a node relay: reads LARK_ROUTES only */
+  LARK_ROLE_RELAY_HUB = 5 /* the relay hub: LARK_ROUTES and LARK_EVENTS */
 } lark_role;
 
 typedef struct lark_principal {
@@ -41,7 +43,8 @@ extern const char *const lark_up_services[];
 /* The edge runtime's binary, one per node. */
 #define LARK_EDGE_BINARY "lark-edge"
 
-/* "admin", "service", "user", "node"; NULL for an unknown role. */
+/* "admin", "service", "user", "node", "relay", "relay-hub"; NULL for an
+ * unknown role. */
 const char *lark_role_name(lark_role r);
 int lark_role_parse(const char *s, lark_role *r);
 

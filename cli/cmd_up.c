@@ -19,6 +19,15 @@
  *   is printed. A restarted broker keeps the port it first got.
  * - Between fork and exec the child calls only async-signal-safe
  *   functions: every string is prepared before the fork.
+ *
+ * With --relay (root only) the pod network runs too: each local node is
+ * its own cluster c<i> with the pod range A.B.<i>.0/24 (raw+netns), a
+ * relay hub listens beside the broker, and one `lark-relay node` per
+ * node dials it. The hub starts once the signer's SSH CA exists; its
+ * port, picked at the first start, is kept for restarts (the relays were
+ * told it). Domain certificates named by --domain are requested for
+ * every node before the relays start and renewed when half their
+ * validity has passed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,10 +45,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "brokercfg.h"
 #include "cli.h"
+#include "signer.h"
 
-enum { MAX_KIDS = 48, MAX_ARGS = 16, MAX_SERVERS = 3 };
+enum { MAX_KIDS = 80, MAX_ARGS = 24, MAX_SERVERS = 3, MAX_DOMAINS = 8 };
 enum { BACKOFF_MIN_MS = 1000, BACKOFF_MAX_MS = 30000, GRACE_MS = 5000 };
 
 typedef struct child {
@@ -61,6 +73,13 @@ typedef struct up_ctx {
   char bin_dir[PATH_MAX];
   int nodes, port, cluster;
   const char *listen;
+  /* --relay */
+  int relay;
+  unsigned pod_a, pod_b; /* local pods in pod_a.pod_b.<node>.0/24 */
+  const char *domains[MAX_DOMAINS];
+  int ndomains;
+  char hub[96]; /* HOST:PORT the node relays dial */
+  int64_t certs_checked_ms;
   int lock_fd;
   child kids[MAX_KIDS];
   size_t nkids;
@@ -69,7 +88,7 @@ typedef struct up_ctx {
 
 static const char usage_line[] =
     "larkctl up [--data DIR] [--nodes N] [--port P] [--cluster] "
-    "[--listen ADDR]";
+    "[--listen ADDR] [--relay [--pod-cidr A.B.0.0/16] [--domain D]...]";
 
 static volatile sig_atomic_t stop_flag;
 
@@ -324,6 +343,12 @@ make_creds(up_ctx *u) {
     snprintf(node, sizeof node, "node-%d", i);
     rc = ensure_one(u, node, LARK_ROLE_NODE, &made);
   }
+  if (u->relay && rc == CLI_OK)
+    rc = ensure_one(u, "relay-hub", LARK_ROLE_RELAY_HUB, &made);
+  for (int i = 1; u->relay && rc == CLI_OK && i <= u->nodes; i++) {
+    snprintf(node, sizeof node, "relay-node-%d", i);
+    rc = ensure_one(u, node, LARK_ROLE_RELAY, &made);
+  }
   if (rc != CLI_OK)
     return rc;
   if (lark_regen_accounts(u->data) < 0)
@@ -544,12 +569,12 @@ init_streams(up_ctx *u, lark_cli *cli) {
   return rc;
 }
 
-static void
+static child *
 add_service(up_ctx *u, const char *name, const char *bin, const char *node) {
   char path[PATH_MAX + 64];
   child *k = child_add(u, name, name);
   if (!k)
-    return;
+    return NULL;
   snprintf(path, sizeof path, "%s/%s", u->bin_dir, bin);
   child_arg(k, path);
   child_arg(k, "--url");
@@ -564,6 +589,24 @@ add_service(up_ctx *u, const char *name, const char *bin, const char *node) {
     child_arg(k, "--node");
     child_arg(k, node);
   }
+  return k;
+}
+
+/* With --relay, node i is cluster c<i>, labelled so, with its pod range. */
+static void
+edge_pod_network(up_ctx *u, child *k, int i) {
+  char v[64];
+  if (!k || !u->relay)
+    return;
+  snprintf(v, sizeof v, "c%d", i);
+  child_arg(k, "--cluster");
+  child_arg(k, v);
+  snprintf(v, sizeof v, "rlark.io/cluster=c%d", i);
+  child_arg(k, "--labels");
+  child_arg(k, v);
+  snprintf(v, sizeof v, "%u.%u.%d.0/24", u->pod_a, u->pod_b, i);
+  child_arg(k, "--pod-cidr");
+  child_arg(k, v);
 }
 
 /* Start what exists next to larkctl; list the names in out. */
@@ -577,7 +620,7 @@ start_services(up_ctx *u, char *out, size_t cap) {
   for (int i = 1;
        i <= u->nodes && lark_bin_exists(u->bin_dir, LARK_EDGE_BINARY); i++) {
     snprintf(node, sizeof node, "node-%d", i);
-    add_service(u, node, LARK_EDGE_BINARY, node);
+    edge_pod_network(u, add_service(u, node, LARK_EDGE_BINARY, node), i);
   }
   snprintf(out, cap, "none");
   for (size_t i = first; i < u->nkids; i++) {
@@ -590,14 +633,307 @@ start_services(up_ctx *u, char *out, size_t cap) {
   return CLI_OK;
 }
 
+/* ----------------------------------------------------------- pod network */
+
+/* Write path whole (mode) through a temporary file and rename. */
+static int
+write_whole(const char *path, const void *data, size_t len, mode_t mode) {
+  char tmp[PATH_MAX + 16];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0)
+    return -errno;
+  int rc = 0;
+  const char *p = data;
+  for (size_t off = 0; !rc && off < len;) {
+    ssize_t w = write(fd, p + off, len - off);
+    if (w < 0 && errno != EINTR)
+      rc = -errno;
+    else if (w > 0)
+      off += (size_t)w;
+  }
+  if (!rc && fsync(fd) < 0)
+    rc = -errno;
+  close(fd);
+  if (!rc && rename(tmp, path) < 0)
+    rc = -errno;
+  if (rc)
+    unlink(tmp);
+  return rc;
+}
+
+/*
+ * The hub's SSH host key, made once: <data>/relay/hostkey (0600) and
+ * hostkey.pub, which the node relays pin. The public file is written
+ * first, so a present private file means both are complete.
+ */
+static int
+host_key(up_ctx *u) {
+  char key[PATH_MAX], pub[PATH_MAX + 8], line[256];
+  char *priv = NULL;
+  size_t len = 0;
+  uint8_t pk[crypto_sign_PUBLICKEYBYTES];
+  snprintf(key, sizeof key, "%s/relay/hostkey", u->data);
+  snprintf(pub, sizeof pub, "%s.pub", key);
+  if (access(key, R_OK) == 0 && access(pub, R_OK) == 0)
+    return CLI_OK;
+  uint8_t *sk = sodium_malloc(crypto_sign_SECRETKEYBYTES);
+  if (sodium_init() < 0 || !sk)
+    return cli_fail("up", 0, "cannot make the hub's host key");
+  crypto_sign_keypair(pk, sk);
+  int rc = signer_ssh_private_format(pk, sk, "lark-relay-hub", &priv, &len);
+  sodium_free(sk); /* wipes */
+  if (!rc)
+    rc = signer_ssh_pub_format(pk, "lark-relay-hub", line, sizeof line - 1);
+  if (!rc) {
+    strcat(line, "\n");
+    rc = write_whole(pub, line, strlen(line), 0644);
+  }
+  if (!rc)
+    rc = write_whole(key, priv, len, 0600);
+  sodium_free(priv);
+  if (rc)
+    return cli_fail("up", rc, "cannot write %s", key);
+  return CLI_OK;
+}
+
+/* Whether child k has exited (and is then marked for a restart). */
+static int
+child_gone(child *k) {
+  int status;
+  if (waitpid(k->pid, &status, WNOHANG) != k->pid)
+    return 0;
+  child_died(k, status);
+  return 1;
+}
+
+/* Wait up to ms for path to exist, while k (may be NULL) runs. */
+static int
+wait_file(const char *path, child *k, int ms) {
+  for (int t = 0; t < ms / 100 && !stop_flag; t++) {
+    if (access(path, R_OK) == 0)
+      return 0;
+    if (k && k->pid && child_gone(k))
+      return -1;
+    sleep_ms(100);
+  }
+  return access(path, R_OK) == 0 ? 0 : -1;
+}
+
+/* "host:port", IPv6 in brackets. */
+static void
+host_port(const char *host, int port, char *out, size_t cap) {
+  snprintf(out, cap, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
+}
+
+static int
+start_hub(up_ctx *u, const char *ca) {
+  char path[PATH_MAX + 64], pf[PATH_MAX], listen[96];
+  const char *dial = !strcmp(u->listen, "0.0.0.0") ? "127.0.0.1"
+                     : !strcmp(u->listen, "::")    ? "::1"
+                                                   : u->listen;
+  child *k = child_add(u, "relay-hub", "relay-hub");
+  if (!k)
+    return cli_fail("up", 0, "too many processes");
+  snprintf(pf, sizeof pf, "%s/run/relay-hub.port", u->data);
+  unlink(pf);
+  host_port(u->listen, 0, listen, sizeof listen);
+  snprintf(path, sizeof path, "%s/lark-relay", u->bin_dir);
+  const char *args[] = {path,      "hub",        "--listen",    listen,  "--ca",
+                        ca,        "--host-key", NULL,          "--url", u->url,
+                        "--creds", NULL,         "--port-file", pf,      NULL};
+  char key[PATH_MAX], creds[PATH_MAX];
+  snprintf(key, sizeof key, "%s/relay/hostkey", u->data);
+  lark_creds_path(u->data, "relay-hub", creds, sizeof creds);
+  args[7] = key;
+  args[11] = creds;
+  for (size_t i = 0; args[i]; i++)
+    child_arg(k, args[i]);
+  if (child_start(k) < 0)
+    return cli_fail("up", 0, "cannot start the relay hub: %s", strerror(errno));
+  if (wait_file(pf, k, 30000) < 0)
+    return cli_fail("up", 0, "the relay hub did not start: see %s", k->log);
+  FILE *f = fopen(pf, "re");
+  int port = 0;
+  if (f) {
+    if (fscanf(f, "%d", &port) != 1)
+      port = 0;
+    fclose(f);
+  }
+  if (port <= 0)
+    return cli_fail("up", 0, "the relay hub wrote no port: see %s", k->log);
+  /* a restart keeps the port the relays were given */
+  host_port(u->listen, port, k->args[3], sizeof k->args[3]);
+  host_port(dial, port, u->hub, sizeof u->hub);
+  return CLI_OK;
+}
+
+/*
+ * Domain certificates for every node relay: a certificate missing or
+ * older than half its validity is requested again, by running `larkctl
+ * cert request` (as admin) into <data>/relay/node-<i>/certs/<domain>;
+ * the relay looks at its directory every 10 s. Returns how many failed.
+ */
+#define CERT_VALID "24h"
+#define CERT_RENEW_S (12 * 3600)
+
+static int
+request_cert(up_ctx *u, int node, const char *domain) {
+  char bin[PATH_MAX + 16], cl[16], name[BUS_NAME_MAX + 1], out[PATH_MAX],
+      log[PATH_MAX + 32];
+  snprintf(bin, sizeof bin, "%s/larkctl", u->bin_dir);
+  snprintf(cl, sizeof cl, "c%d", node);
+  snprintf(name, sizeof name, "relay-node-%d-%s", node, domain);
+  snprintf(out, sizeof out, "%s/relay/node-%d/certs/%s", u->data, node, domain);
+  snprintf(log, sizeof log, "%s/logs/relay-certs.log", u->data);
+  const char *argv[] = {bin,      "--data", u->data,    "cert",    "request",
+                        "--role", "domain", "--domain", domain,    "--cluster",
+                        cl,       "--name", name,       "--valid", CERT_VALID,
+                        "--out",  out,      NULL};
+  int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    int null = open("/dev/null", O_RDONLY);
+    if (null >= 0)
+      dup2(null, 0);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    execv(bin, (char *const *)argv);
+    _exit(127);
+  }
+  close(fd);
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) != pid)
+    return -1;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+static int
+refresh_certs(up_ctx *u) {
+  char path[PATH_MAX + 64];
+  int failed = 0;
+  time_t now = time(NULL);
+  for (int i = 1; i <= u->nodes; i++)
+    for (int d = 0; d < u->ndomains; d++) {
+      struct stat st;
+      snprintf(path, sizeof path, "%s/relay/node-%d/certs/%s-cert.pub", u->data,
+               i, u->domains[d]);
+      if (stat(path, &st) == 0 && now - st.st_mtime < CERT_RENEW_S)
+        continue;
+      if (request_cert(u, i, u->domains[d]) < 0)
+        failed++;
+      else
+        printf("larkctl up: domain %s certificate for node-%d: %s\n",
+               u->domains[d], i, path);
+    }
+  fflush(stdout);
+  u->certs_checked_ms = mono_ms();
+  return failed;
+}
+
+static int
+start_node_relays(up_ctx *u) {
+  char path[PATH_MAX + 64], cl[16], node[32], key[PATH_MAX], certs[PATH_MAX],
+      creds[PATH_MAX];
+  snprintf(path, sizeof path, "%s/lark-relay", u->bin_dir);
+  snprintf(key, sizeof key, "%s/relay/hostkey.pub", u->data);
+  for (int i = 1; i <= u->nodes; i++) {
+    snprintf(cl, sizeof cl, "c%d", i);
+    snprintf(node, sizeof node, "node-%d", i);
+    snprintf(certs, sizeof certs, "%s/relay/node-%d/certs", u->data, i);
+    snprintf(creds, sizeof creds, "%s/creds/relay-node-%d.nk", u->data, i);
+    char name[48];
+    snprintf(name, sizeof name, "relay-%s", node);
+    child *k = child_add(u, name, name);
+    if (!k)
+      return cli_fail("up", 0, "too many processes");
+    const char *args[] = {path,    "node", "--cluster", cl,    "--node",  node,
+                          "--hub", u->hub, "--hub-key", key,   "--certs", certs,
+                          "--url", u->url, "--creds",   creds, NULL};
+    for (size_t a = 0; args[a]; a++)
+      child_arg(k, args[a]);
+    if (child_start(k) < 0)
+      return cli_fail("up", 0, "cannot start %s: %s", name, strerror(errno));
+  }
+  return CLI_OK;
+}
+
+/*
+ * --relay, after the services: the hub (once the signer's SSH CA exists),
+ * the domain certificates, then one node relay per node. Appends the new
+ * children's names to list.
+ */
+static int
+start_pod_network(up_ctx *u, char *list, size_t cap) {
+  static const char *const need[] = {"lark-relay", "lark-signer", "lark-ipam",
+                                     LARK_EDGE_BINARY, NULL};
+  char ca[PATH_MAX + 64], path[PATH_MAX + 64];
+  for (size_t i = 0; need[i]; i++)
+    if (!lark_bin_exists(u->bin_dir, need[i]))
+      return cli_fail("up", 0, "--relay needs %s next to larkctl (in %s)",
+                      need[i], u->bin_dir);
+  for (int i = 1; i <= u->nodes; i++) {
+    snprintf(path, sizeof path, "%s/relay/node-%d/certs", u->data, i);
+    if (lark_mkdirs(path, 0700) < 0)
+      return cli_fail("up", 0, "%s", lark_cfg_error());
+  }
+  int rc = host_key(u);
+  if (rc != CLI_OK)
+    return rc;
+  snprintf(ca, sizeof ca, "%s/views/lark-signer/ca.pub", u->data);
+  if (wait_file(ca, NULL, 60000) < 0)
+    return cli_fail("up", 0,
+                    "the signer made no SSH CA (%s): see %s/logs/"
+                    "lark-signer.log",
+                    ca, u->data);
+  size_t first = u->nkids;
+  if ((rc = start_hub(u, ca)) != CLI_OK)
+    return rc;
+  /* the signer may take a moment to answer after making its CA */
+  for (int t = 0; t < 20 && u->ndomains && refresh_certs(u) && !stop_flag; t++)
+    sleep_ms(500);
+  if ((rc = start_node_relays(u)) != CLI_OK)
+    return rc;
+  size_t len = strlen(list);
+  for (size_t i = first; i < u->nkids; i++)
+    len += (size_t)snprintf(list + len, len < cap ? cap - len : 0, ", %s",
+                            u->kids[i].name);
+  printf("larkctl up: pod network: hub %s (host key %s/relay/hostkey.pub)",
+         u->hub, u->data);
+  for (int i = 1; i <= u->nodes; i++)
+    printf("; node-%d cluster c%d pods %u.%u.%d.0/24", i, i, u->pod_a, u->pod_b,
+           i);
+  printf("; domain certificates in %s/relay/<node>/certs\n", u->data);
+  fflush(stdout);
+  return CLI_OK;
+}
+
+/* "A.B.0.0/16" into u->pod_a, u->pod_b. */
+static int
+parse_pod_net(const char *s, up_ctx *u) {
+  unsigned a, b;
+  char tail[8];
+  if (sscanf(s, "%3u.%3u.0.0/%7s", &a, &b, tail) != 3 || strcmp(tail, "16") ||
+      a > 255 || b > 255)
+    return -1;
+  u->pod_a = a;
+  u->pod_b = b;
+  return 0;
+}
+
 static int
 parse_args(int argc, char **argv, up_ctx *u) {
   u->listen = "127.0.0.1";
   u->port = 4222;
+  u->pod_a = 10;
+  u->pod_b = 88;
+  int pod_net = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    if (!strcmp(a, "--cluster")) {
-      u->cluster = 1;
+    if (!strcmp(a, "--cluster") || !strcmp(a, "--relay")) {
+      *(a[2] == 'c' ? &u->cluster : &u->relay) = 1;
       continue;
     }
     if (i + 1 >= argc)
@@ -606,6 +942,18 @@ parse_args(int argc, char **argv, up_ctx *u) {
     long v = strtol(argv[i + 1], &end, 10);
     if (!strcmp(a, "--listen")) {
       u->listen = argv[++i];
+      continue;
+    }
+    if (!strcmp(a, "--domain")) {
+      if (u->ndomains == MAX_DOMAINS || !bus_name_valid(argv[i + 1], 40))
+        return -1;
+      u->domains[u->ndomains++] = argv[++i];
+      continue;
+    }
+    if (!strcmp(a, "--pod-cidr")) {
+      if (parse_pod_net(argv[++i], u) < 0)
+        return -1;
+      pod_net = 1;
       continue;
     }
     if (*end || v < 0)
@@ -618,7 +966,7 @@ parse_args(int argc, char **argv, up_ctx *u) {
       return -1;
     i++;
   }
-  return 0;
+  return (u->ndomains || pod_net) && !u->relay ? -1 : 0;
 }
 
 static void
@@ -627,6 +975,8 @@ supervise(up_ctx *u) {
     sleep_ms(100);
     reap(u);
     restart_due(u);
+    if (u->ndomains && mono_ms() - u->certs_checked_ms > 60000)
+      refresh_certs(u);
   }
 }
 
@@ -650,6 +1000,8 @@ run(up_ctx *u, lark_cli *cli) {
     rc = init_streams(u, cli);
   if (rc == CLI_OK)
     rc = start_services(u, services, sizeof services);
+  if (rc == CLI_OK && u->relay)
+    rc = start_pod_network(u, services, sizeof services);
   if (rc != CLI_OK || stop_flag)
     goto out;
   printf("larkbus ready: %s, services: %s; data %s\n", u->url, services,
@@ -672,6 +1024,13 @@ cmd_up(int argc, char **argv, lark_cli *cli) {
   if (parse_args(argc, argv, u) < 0) {
     free(u);
     return cli_usage(usage_line);
+  }
+  if (u->relay && geteuid() != 0) {
+    free(u);
+    return cli_fail("up", 0,
+                    "--relay needs root (it gives pods network namespaces "
+                    "and captures their connections with nftables): run it "
+                    "as root, or without --relay");
   }
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
