@@ -1,7 +1,8 @@
 /*
  * test_security.c - the broker's rules, against a real nats-server started
  * with the config larkctl renders (cli/brokercfg.c): no anonymous access,
- * and an edge node can touch nothing but its own slice (DESIGN.md 6).
+ * an edge node can touch nothing but its own slice (DESIGN.md 6), and
+ * the relays (roles relay and relay-hub) only read what they follow.
  *
  * Denied operations show up as timeouts (the JetStream wait is 500 ms
  * here), so each refusal is also checked where it would have landed: the
@@ -89,6 +90,8 @@ setup(sec *x) {
   add(x, "alice", LARK_ROLE_USER);
   add(x, "gpu-1", LARK_ROLE_NODE);
   add(x, "gpu-2", LARK_ROLE_NODE);
+  add(x, "relay-n1", LARK_ROLE_RELAY);
+  add(x, "relay-hub", LARK_ROLE_RELAY_HUB);
   snprintf(x->accounts, sizeof x->accounts, "%s/accounts.conf", x->data);
   snprintf(x->conf, sizeof x->conf, "%s/nats.conf", x->data);
   render(x);
@@ -486,10 +489,131 @@ Test(security, keys_kept_and_users_explicit, .timeout = 60) {
   int users = 0;
   for (char *p = buf; (p = strstr(p, "nkey: \"U")); p++)
     users++;
-  cr_assert_eq(users, 5);
+  cr_assert_eq(users, 7);
 
   cr_assert_eq(lark_creds_ensure(x.data, "gpu-1", LARK_ROLE_NODE, &after, NULL),
                0);
   cr_assert_str_eq(before.pub, after.pub);
+  teardown(&x);
+}
+
+/* ---------------------------------------------------------------- relays */
+
+/* A route row and a cert event, appended as lark-ipam and the signer do. */
+static void
+relay_fixture(sec *x) {
+  bus_event ev;
+  char id[33];
+  sample(x, &ev, id);
+  cr_assert_eq(bus_append(x->admin, "lark.route.d1.c1.p1", &ev,
+                          BUS_APPEND_NOCHECK, NULL, NULL),
+               0, "%s", bus_last_error());
+  sample(x, &ev, id);
+  cr_assert_eq(bus_append(x->admin, "lark.route.d1.c2.p2", &ev,
+                          BUS_APPEND_NOCHECK, NULL, NULL),
+               0, "%s", bus_last_error());
+  sample(x, &ev, id);
+  cr_assert_eq(bus_append(x->admin, "lark.ev.cert.s1", &ev, BUS_APPEND_NOCHECK,
+                          NULL, NULL),
+               0, "%s", bus_last_error());
+}
+
+/* What the relays' followers do (netrelay/follow.c): an ephemeral,
+ * ack-none consumer, last per subject; how many messages it reads, or a
+ * negative code when it cannot be made. */
+static int
+follow(bus_conn *c, const char *stream, const char *filter) {
+  bus_consumer_opts o;
+  bus_consumer *k = NULL;
+  bus_batch *b = NULL;
+  bus_consumer_opts_init(&o);
+  o.stream = stream;
+  o.filter = filter;
+  o.deliver = BUS_DELIVER_LAST_PER_SUBJECT;
+  o.ack_none = 1;
+  int rc = bus_consumer_open(c, &o, &k);
+  if (rc < 0)
+    return rc;
+  cr_assert_eq(bus_batch_new(&b), 0);
+  rc = bus_consumer_fetch(k, 16, 1000, b);
+  int n = rc < 0 ? rc : (int)bus_batch_len(b);
+  bus_batch_free(b);
+  bus_consumer_close(k);
+  return n;
+}
+
+Test(security, node_relay_only_reads_routes, .timeout = 60) {
+  sec x;
+  setup(&x);
+  relay_fixture(&x);
+  bus_conn *r = NULL;
+  bus_serve *srv = NULL;
+  atomic_int cmds = 0;
+  bus_event ev;
+  char id[33];
+  cr_assert_eq(connect_as(&x, "relay-n1", NULL, &r), 0, "%s", bus_last_error());
+  cr_assert_eq(follow(r, "LARK_ROUTES", "lark.route.*.c1.>"), 1, "%s",
+               bus_last_error());
+
+  /* No other stream, no durable, no read by subject. */
+  cr_assert_lt(follow(r, "LARK_EVENTS", "lark.ev.cert.>"), 0);
+  cr_assert_lt(follow(r, "LARK_NODES", "lark.node.>"), 0);
+  bus_consumer_opts co;
+  bus_consumer *k = NULL;
+  bus_consumer_opts_init(&co);
+  co.stream = "LARK_ROUTES";
+  co.durable = "relay-n1";
+  co.filter = "lark.route.*.c1.>";
+  cr_assert_lt(bus_consumer_open(r, &co, &k), 0);
+  msgpack_zone zone;
+  msgpack_zone_init(&zone, 1024);
+  cr_assert_lt(
+      bus_last_event(r, "LARK_ROUTES", "lark.route.d1.c2.p2", &ev, &zone), 0);
+  msgpack_zone_destroy(&zone);
+
+  /* It writes nothing: no route, no event, no command. */
+  cr_assert_eq(
+      bus_conn_serve(x.admin, "lark.cmd.>", NULL, count_cb, &cmds, &srv), 0);
+  sample(&x, &ev, id);
+  cr_assert_lt(bus_append(r, "lark.route.d1.c1.forged", &ev, BUS_APPEND_NOCHECK,
+                          NULL, NULL),
+               0);
+  bus_conn_publish(r, "lark.route.d1.c1.p1", "x", 1);
+  bus_conn_publish(r, "lark.ev.cert.s1", "x", 1);
+  bus_conn_publish(r, "lark.cmd.relay-n1.cert.sign", "x", 1);
+  bus_conn_publish(r, "$JS.API.STREAM.PURGE.LARK_ROUTES", "", 0);
+  nap(300);
+  cr_assert_eq(last_seq(&x, "LARK_ROUTES"), 2);
+  cr_assert_eq(last_seq(&x, "LARK_EVENTS"), 1);
+  cr_assert_eq(atomic_load(&cmds), 0);
+  bus_conn_unserve(srv);
+  bus_conn_close(r);
+  teardown(&x);
+}
+
+Test(security, relay_hub_reads_routes_and_cert_events, .timeout = 60) {
+  sec x;
+  setup(&x);
+  relay_fixture(&x);
+  bus_conn *h = NULL;
+  bus_event ev;
+  char id[33];
+  cr_assert_eq(connect_as(&x, "relay-hub", NULL, &h), 0, "%s",
+               bus_last_error());
+  cr_assert_eq(follow(h, "LARK_ROUTES", "lark.route.>"), 2, "%s",
+               bus_last_error());
+  cr_assert_eq(follow(h, "LARK_EVENTS", "lark.ev.cert.>"), 1, "%s",
+               bus_last_error());
+  cr_assert_lt(follow(h, "LARK_NODES", "lark.node.>"), 0);
+  cr_assert_lt(follow(h, "LARK_INGRESS", "lark.in.>"), 0);
+  sample(&x, &ev, id);
+  cr_assert_lt(
+      bus_append(h, "lark.ev.cert.s2", &ev, BUS_APPEND_NOCHECK, NULL, NULL), 0);
+  bus_conn_publish(h, "lark.route.d1.c1.p1", "x", 1);
+  bus_conn_publish(h, "$JS.API.STREAM.DELETE.LARK_EVENTS", "", 0);
+  nap(300);
+  cr_assert_eq(last_seq(&x, "LARK_ROUTES"), 2);
+  cr_assert_eq(last_seq(&x, "LARK_EVENTS"), 1);
+  bus_conn_close(h);
   teardown(&x);
 }
