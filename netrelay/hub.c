@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -516,6 +517,10 @@ accept_one(hub *h, ssh_bind b) {
     ssh_free(ssh);
     return;
   }
+  /* channel opens, confirmations and small requests go out at once: with
+   * Nagle's algorithm each would wait for the relay's delayed ACK */
+  int on = 1;
+  setsockopt(ssh_get_fd(ssh), IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
   if (start_session(h, ssh)) {
     hub__log(h, "hub: no thread for a session");
     ssh_disconnect(ssh);
