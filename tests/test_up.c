@@ -287,3 +287,49 @@ Test(up, runs_inits_refuses_twice_and_stops_clean, .timeout = 240,
   cr_assert_eq(kill(server, 0), -1);
   lt_rmtree(data);
 }
+
+/* --relay runs the pod network, which needs root; without root it says
+ * so before touching anything. The pod network's flags need --relay. The
+ * pod network itself is tested end to end in test_pod_network.c. */
+Test(up, relay_needs_root_and_its_flags_need_relay, .timeout = 30) {
+  static char out[8192];
+  char data[256];
+  find_larkctl();
+  lt_tmpdir(data, sizeof data, "uprelay");
+  const char *const domain_alone[] = {"up", "--domain", "d1", NULL};
+  cr_assert_eq(run(data, domain_alone, out, sizeof out), 2, "%s", out);
+  cr_assert(strstr(out, "--relay"), "%s", out);
+  const char *const cidr_bad[] = {"up", "--relay", "--pod-cidr", "10.88.1.0/24",
+                                  NULL};
+  cr_assert_eq(run(data, cidr_bad, out, sizeof out), 2, "%s", out);
+
+  int fds[2];
+  cr_assert_eq(pipe(fds), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    dup2(fds[1], 2);
+    close(fds[0]);
+    if (geteuid() == 0 && (setgid(65534) < 0 || setuid(65534) < 0))
+      _exit(126);
+    execl(larkctl, larkctl, "--data", data, "up", "--relay", "--port", "0",
+          (char *)NULL);
+    _exit(127);
+  }
+  close(fds[1]);
+  size_t len = 0;
+  ssize_t r;
+  while ((r = read(fds[0], out + len, sizeof out - 1 - len)) > 0)
+    len += (size_t)r;
+  out[len] = 0;
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %d: %s",
+            status, out);
+  cr_assert(strstr(out, "--relay needs root"), "%s", out);
+  char lock[300];
+  snprintf(lock, sizeof lock, "%s/run/up.lock", data);
+  cr_assert_neq(access(lock, F_OK), 0, "it went on after refusing");
+  lt_rmtree(data);
+}

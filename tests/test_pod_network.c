@@ -1,0 +1,297 @@
+/*
+ * test_pod_network.c - the pod network as an operator runs it, end to
+ * end, as root: `larkctl up --relay --nodes 2 --domain pn` (nats-server,
+ * the services with lark-scheduler, lark-ipam and lark-signer, two
+ * lark-edge nodes with pod ranges in clusters c1 and c2, the relay hub
+ * and one lark-relay node per node, with domain certificates from the
+ * signer), then `larkctl apply` of a Domain and a Job with that domain
+ * whose server task is placed in c2 and whose client task in c1.
+ *
+ * The server pod echoes with socat; the client pod, an unmodified socat
+ * too, connects to the server's virtual IP (which the test reads with
+ * `larkctl get routes` and hands over in a file) and sends a random file;
+ * the test checks the echo byte for byte and that it went through the
+ * hub: c1's relay routed it via the hub, the hub opened the channel, and
+ * c2's relay delivered it.
+ *
+ * The test first moves itself into a network namespace it made, so the
+ * broker, the hub, the nodes' ends of the pods' veths and every address
+ * live in namespaces of its own with no route out of the machine. Pod
+ * namespaces carry the pods' names, which carry the test's pid.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <jansson.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "natsd.h"
+#include "podnet.h"
+#include "proc.h"
+
+#define DOMAIN "pn"
+#define BYTES (1024 * 1024)
+
+static char dir[256], self_ns[PODNET_NS_MAX], job[64], larkctl[512];
+static char up_log[512];
+static pid_t up_pid;
+static char out[1 << 16], err[1 << 14];
+
+static void
+sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int
+sh(const char *fmt, ...) {
+  char cmd[8192];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(cmd, sizeof cmd, fmt, ap);
+  va_end(ap);
+  char *argv[] = {(char *)"/bin/sh", (char *)"-c", cmd, NULL};
+  return lt_run(argv, out, sizeof out, err, sizeof err);
+}
+
+/* larkctl --data dir ARGS (one shell word list); its output in out. */
+static int larkctl_run(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+static int
+larkctl_run(const char *fmt, ...) {
+  char args[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(args, sizeof args, fmt, ap);
+  va_end(ap);
+  return sh("%s --data %s %s", larkctl, dir, args);
+}
+
+/* Wait (up to seconds) for file to contain what. */
+static int
+file_says(const char *file, const char *what, int seconds) {
+  for (int i = 0; i < seconds * 10; i++) {
+    if (sh("grep -F -q -- '%s' %s", what, file) == 0)
+      return 1;
+    sleep_ms(100);
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------- fixture */
+
+static void
+enter_own_namespace(void) {
+  snprintf(self_ns, sizeof self_ns, "lkt-%d-podnet", (int)getpid());
+  podnet_ns_delete(self_ns);
+  cr_assert_eq(podnet_ns_create(self_ns), 0, "%s", bus_last_error());
+  int fd = podnet_ns_open(self_ns);
+  cr_assert_geq(fd, 0, "%s", bus_last_error());
+  cr_assert_eq(setns(fd, CLONE_NEWNET), 0, "setns: %s", strerror(errno));
+  close(fd);
+}
+
+static void
+start_up(void) {
+  char *argv[] = {larkctl,
+                  (char *)"--data",
+                  dir,
+                  (char *)"up",
+                  (char *)"--port",
+                  (char *)"0",
+                  (char *)"--relay",
+                  (char *)"--nodes",
+                  (char *)"2",
+                  (char *)"--domain",
+                  (char *)DOMAIN,
+                  NULL};
+  up_pid = lt_spawn(argv, up_log);
+  cr_assert_gt(up_pid, 0);
+  cr_assert(file_says(up_log, "larkbus ready", 60),
+            "larkctl up --relay is not ready (see %s)", up_log);
+}
+
+static void cleanup(void);
+
+static void
+setup(void) {
+  cr_assert_eq(geteuid(), 0,
+               "test_pod_network needs root (network namespaces, nftables): "
+               "run it as root, as CI does");
+  atexit(cleanup);
+  lt_bin("larkctl", larkctl, sizeof larkctl);
+  enter_own_namespace();
+  lt_tmpdir(dir, sizeof dir, "podnet");
+  snprintf(up_log, sizeof up_log, "%s/up.log", dir);
+  snprintf(job, sizeof job, "pn%d", (int)getpid());
+  cr_assert_eq(sh("head -c %d /dev/urandom > %s/in", BYTES, dir), 0, "%s", err);
+  start_up();
+}
+
+/* The pods' processes and namespaces, whatever state they are in. */
+static void
+pods_gone(void) {
+  static const char *const tasks[] = {"server", "client"};
+  for (int i = 0; i < 2; i++) {
+    char pod[128], ns[PODNET_NS_MAX];
+    snprintf(pod, sizeof pod, "%s-%s-0", job, tasks[i]);
+    podnet_ns_name(pod, ns);
+    if (!podnet_ns_exists(ns))
+      continue;
+    /* processes left in the pod's namespace are this test's pods */
+    sh("for p in $(ip netns pids %s); do kill -9 $p; done", ns);
+    podnet_ns_delete(ns);
+  }
+}
+
+/* Everything setup made, whatever point it reached; run by teardown
+ * and at exit (a failed setup skips teardown). */
+static void
+cleanup(void) {
+  if (up_pid > 0)
+    lt_kill(up_pid, SIGINT);
+  up_pid = 0;
+  if (job[0])
+    pods_gone();
+  if (self_ns[0])
+    podnet_ns_delete(self_ns);
+  self_ns[0] = 0;
+  if (dir[0] && getenv("LARK_KEEP_TEST_DIR"))
+    fprintf(stderr, "test_pod_network: kept %s\n", dir);
+  else if (dir[0])
+    lt_rmtree(dir);
+  dir[0] = 0;
+}
+
+static void
+teardown(void) {
+  if (up_pid > 0) {
+    larkctl_run("delete job %s", job);
+    int st = lt_kill(up_pid, SIGINT);
+    up_pid = 0;
+    cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+              "larkctl up exit status %d", st);
+  }
+  cleanup();
+}
+
+TestSuite(pod_network, .init = setup, .fini = teardown, .timeout = 150);
+
+/* ---------------------------------------------------------------- test */
+
+static void
+apply_domain_and_job(void) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/pn.yaml", dir);
+  FILE *f = fopen(path, "w");
+  cr_assert(f);
+  fprintf(f,
+          "apiVersion: rlinf.io/v1alpha1\n"
+          "kind: Domain\n"
+          "metadata:\n  name: " DOMAIN "\n"
+          "spec:\n  cidr: 10.2.0.0/24\n"
+          "---\n"
+          "apiVersion: rlinf.io/v1alpha1\n"
+          "kind: Job\n"
+          "metadata:\n  name: %s\n"
+          "spec:\n"
+          "  domain: " DOMAIN "\n"
+          "  tasks:\n"
+          "    - name: server\n"
+          "      role: Env\n"
+          "      nodeSelector:\n        rlark.io/cluster: c2\n"
+          "      runtime:\n        raw:\n"
+          "          entrypoint: [\"timeout\", \"120\", \"socat\","
+          " \"TCP-LISTEN:8080,fork,reuseaddr\", \"EXEC:cat\"]\n"
+          "    - name: client\n"
+          "      role: Rollout\n"
+          "      nodeSelector:\n        rlark.io/cluster: c1\n"
+          "      runtime:\n        raw:\n"
+          "          entrypoint:\n"
+          "            - /bin/sh\n"
+          "            - -c\n"
+          "            - |\n"
+          "              cd %s\n"
+          "              for i in $(seq 1 200); do\n"
+          "                if [ -s vip ] && timeout 20 socat -t 5 -T 10 -"
+          " TCP:$(cat vip):8080,connect-timeout=2 < in > echo.tmp"
+          " 2>> client.err && cmp -s in echo.tmp; then\n"
+          "                  mv echo.tmp echo; echo ok > client.done;"
+          " exit 0\n"
+          "                fi\n"
+          "                sleep 0.3\n"
+          "              done\n"
+          "              exit 1\n",
+          job, dir);
+  fclose(f);
+  cr_assert_eq(larkctl_run("apply -f %s", path), 0, "%s%s", out, err);
+}
+
+/* The server pod's row as c1's relay sees it: its virtual IP once it has
+ * a real address, "" until then. */
+static int
+server_vip(char *vip, size_t cap) {
+  char pod[128];
+  snprintf(pod, sizeof pod, "%s-server-0", job);
+  if (larkctl_run("get routes " DOMAIN " --cluster c1 -o json") != 0)
+    return 0;
+  json_t *j = json_loads(out, 0, NULL), *row;
+  size_t i;
+  int found = 0;
+  json_array_foreach(j, i, row) {
+    const char *p = json_string_value(json_object_get(row, "pod"));
+    const char *ip = json_string_value(json_object_get(row, "ip"));
+    const char *real = json_string_value(json_object_get(row, "realIP"));
+    const char *via = json_string_value(json_object_get(row, "via"));
+    if (p && !strcmp(p, pod) && ip && real && *real && via &&
+        !strcmp(via, "hub")) {
+      snprintf(vip, cap, "%s", ip);
+      found = 1;
+    }
+  }
+  json_decref(j);
+  return found;
+}
+
+Test(pod_network, a_pod_in_c1_reaches_a_pod_in_c2_through_the_hub) {
+  char vip[64] = "", path[512], log[512];
+  apply_domain_and_job();
+  for (int i = 0; i < 400 && !server_vip(vip, sizeof vip); i++)
+    sleep_ms(100);
+  cr_assert(vip[0], "no route to the server pod for c1: %s%s", out, err);
+  cr_assert_eq(strncmp(vip, "10.2.0.", 7), 0, "%s", vip);
+  snprintf(path, sizeof path, "%s/vip", dir);
+  cr_assert_eq(sh("echo %s > %s.tmp && mv %s.tmp %s", vip, path, path, path),
+               0);
+
+  snprintf(path, sizeof path, "%s/client.done", dir);
+  int done = 0;
+  for (int i = 0; i < 600 && !done; i++, sleep_ms(100))
+    done = access(path, F_OK) == 0;
+  cr_assert(done, "the client pod got no echo through %s (see %s/logs)", vip,
+            dir);
+  cr_expect_eq(sh("cmp %s/in %s/echo", dir, dir), 0, "bytes differ: %s", out);
+
+  /* the connection went c1 relay -> hub -> c2 relay -> the server pod */
+  char want[128];
+  snprintf(log, sizeof log, "%s/logs/relay-node-1.log", dir);
+  cr_expect(file_says(log, "via hub", 5), "c1's relay did not use the hub");
+  snprintf(log, sizeof log, "%s/logs/relay-hub.log", dir);
+  snprintf(want, sizeof want, "domain " DOMAIN " to %s:8080", vip);
+  cr_expect(file_says(log, want, 5), "the hub carried no channel to %s", vip);
+  snprintf(log, sizeof log, "%s/logs/relay-node-2.log", dir);
+  cr_expect(file_says(log, "delivered", 5), "c2's relay delivered nothing");
+  /* every byte each way, counted by both relays when the channel closed */
+  snprintf(want, sizeof want, "closed (%d bytes in, %d out)", BYTES, BYTES);
+  cr_expect(file_says(log, want, 5), "c2's relay: no '%s'", want);
+  snprintf(log, sizeof log, "%s/logs/relay-node-1.log", dir);
+  cr_expect(file_says(log, want, 5), "c1's relay: no '%s'", want);
+}
