@@ -38,6 +38,7 @@ typedef struct hub {
   int sessions;          /* under mu */
   hub_reg *regs;         /* under mu */
   volatile sig_atomic_t *stop;
+  int failed;           /* stopped because the broker connection closed */
   relay_routes *routes; /* NULL without a bus: the allow-list decides */
   relay_follow *routes_follow;
   relay__tail *rev_follow;

@@ -534,6 +534,12 @@ serve(hub *h, ssh_bind b, volatile sig_atomic_t *reload_flag) {
   struct timespec last = {0}, now;
   int every = h->o.reload_ms > 0 ? h->o.reload_ms : 500;
   while (!*h->stop) {
+    if (h->o.bus && bus_conn_closed(h->o.bus)) {
+      hub__log(h, "hub: the broker connection closed for good; stopping");
+      h->failed = 1;
+      *h->stop = 1; /* the sessions stop with the hub */
+      return;
+    }
     struct pollfd p = {.fd = ssh_bind_get_fd(b), .events = POLLIN};
     int r = poll(&p, 1, every < 200 ? every : 200);
     if (r == 1 && (p.revents & POLLIN))
@@ -602,6 +608,8 @@ relay_hub_run(const relay_hub_opts *o, volatile sig_atomic_t *stop,
     goto out;
   serve(h, b, reload_flag);
   drain(h);
+  if (h->failed)
+    rc = bus_error(BUS_ECONN, "the broker connection closed");
 out:
   ssh_bind_free(b);
   hub__bus_stop(h);

@@ -63,6 +63,7 @@ struct node {
   uv_async_t changed;
   uv_timer_t tick;
   uint64_t last_retry, last_scan;
+  int failed; /* stopped because the broker connection closed */
   int stopping;
   bus_conn *bus;
   relay_routes *rt;
@@ -427,6 +428,12 @@ on_tick(uv_timer_t *t) {
     begin_stop(n);
     return;
   }
+  if (bus_conn_closed(n->bus)) { /* e.g. credentials refused twice */
+    nlog(n, "node: the broker connection closed for good; stopping");
+    n->failed = 1;
+    begin_stop(n);
+    return;
+  }
   if (now - n->last_scan >= CERT_SCAN_MS) {
     n->last_scan = now;
     scan_certs(n);
@@ -511,6 +518,8 @@ relay_node_run(const relay_node_opts *o, volatile sig_atomic_t *stop) {
     uv_run(&n->loop, UV_RUN_DEFAULT);
     uv_loop_close(&n->loop);
     nlog(n, "node: stopped");
+    if (n->failed)
+      rc = bus_error(BUS_ECONN, "the broker connection closed");
   }
   relay_follow_stop(n->fol);
   relay_routes_free(n->rt);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -117,6 +118,39 @@ Test(nkey, unknown_key_refused) {
   start_auth(&a);
   int rc = connect_with(&a, a.other, &c);
   cr_assert_eq(rc, BUS_EAUTH, "%s: %s", bus_err_name(rc), bus_last_error());
+  stop_auth(&a);
+}
+
+/* Retrying in the background, a refused key ends in a closed connection
+ * that a long-running process can see (and exit on). */
+Test(nkey, refused_in_the_background_closes) {
+  authd a;
+  bus_conn *c = NULL;
+  bus_conn_opts o;
+  start_auth(&a);
+  bus_conn_opts_init(&o);
+  o.url = a.s.url;
+  o.creds = a.other;
+  o.retry_on_failed_connect = 1;
+  int rc = bus_conn_open(&c, &o);
+  if (rc == 0) {
+    for (int i = 0; i < 100 && !bus_conn_closed(c); i++)
+      usleep(100000);
+    cr_expect(bus_conn_closed(c), "still retrying a refused key after 10 s");
+    bus_conn_close(c);
+  } else {
+    cr_expect_eq(rc, BUS_EAUTH, "%s: %s", bus_err_name(rc), bus_last_error());
+  }
+  stop_auth(&a);
+}
+
+Test(nkey, accepted_is_not_closed) {
+  authd a;
+  bus_conn *c = NULL;
+  start_auth(&a);
+  cr_assert_eq(connect_with(&a, a.creds, &c), 0, "%s", bus_last_error());
+  cr_expect_not(bus_conn_closed(c));
+  bus_conn_close(c);
   stop_auth(&a);
 }
 

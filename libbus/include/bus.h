@@ -244,6 +244,13 @@ void bus_conn_opts_init(bus_conn_opts *o);
  * file cannot be read.
  */
 int bus_conn_open(bus_conn **out, const bus_conn_opts *o);
+/*
+ * Whether the connection is closed for good: nats.c gives up on a
+ * broker that refuses the credentials twice in a row. Reconnecting is
+ * not closed. A long-running process checks this and exits non-zero, so
+ * its supervisor starts it again with a fresh connection.
+ */
+int bus_conn_closed(const bus_conn *c);
 void bus_conn_close(bus_conn *c);
 
 /* Core-NATS request/reply. *reply is malloc'd; the caller frees it. */

@@ -277,6 +277,11 @@ out:
   return rc;
 }
 
+int
+bus_conn_closed(const bus_conn *c) {
+  return c && c->nc && natsConnection_IsClosed(c->nc);
+}
+
 void
 bus_conn_close(bus_conn *c) {
   if (!c)

@@ -253,6 +253,8 @@ run_loop(service *s, bus_consumer *k, bus_batch *b) {
   int64_t last_tick = mono_ms(), last_lag = 0;
   int rc = after_batch(s); /* publish what a crash left behind */
   while (!rc && !*s->o->stop) {
+    if (bus_conn_closed(s->conn))
+      return BUS_ERR(BUS_ECONN, "the broker connection closed for good");
     int got = step(s, k, b);
     if (got < 0)
       return got;
