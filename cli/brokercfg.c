@@ -11,7 +11,8 @@
  *   the broker refuses anonymous clients (CVE-2023-47090).
  * - A node's rules are exactly DESIGN.md section 6; the only text that
  *   varies is the node's name, which bus_name_valid has checked, so it is
- *   one subject token and safe inside quotes.
+ *   one subject token and safe inside quotes. A relay's rules vary by its
+ *   nkey public key (base32, checked on load) and its cluster (a name).
  * - Templates are copied line by line; comment lines are left alone, and
  *   an unknown placeholder or a missing value fails the render.
  * - Seeds are wiped from memory (sodium_memzero) as soon as they are used.
@@ -225,14 +226,19 @@ parse_line(char *line, lark_principal *p) {
   char *name = strtok_r(line, " \t\r\n", &save);
   char *role = strtok_r(NULL, " \t\r\n", &save);
   char *pub = strtok_r(NULL, " \t\r\n", &save);
+  char *cluster = strtok_r(NULL, " \t\r\n", &save);
   if (!name || name[0] == '#')
     return 1; /* blank or comment */
   if (!role || !pub || !bus_name_valid(name, BUS_NAME_MAX) ||
       lark_role_parse(role, &p->role) < 0 || strlen(pub) != BUS_NKEY_PUB_LEN ||
-      pub[0] != 'U')
+      pub[0] != 'U' ||
+      strspn(pub, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") != BUS_NKEY_PUB_LEN ||
+      (cluster &&
+       (p->role != LARK_ROLE_RELAY || !bus_name_valid(cluster, BUS_NAME_MAX))))
     return -1;
   snprintf(p->name, sizeof p->name, "%s", name);
   memcpy(p->pub, pub, BUS_NKEY_PUB_LEN + 1);
+  snprintf(p->cluster, sizeof p->cluster, "%s", cluster ? cluster : "");
   return 0;
 }
 
@@ -298,12 +304,12 @@ registry_write(const char *data, const lark_principal *p, size_t n) {
   if (rc < 0)
     return rc;
   sbuf b = {0};
-  sb_add(&b, "# larkbus principals: name role public-key "
+  sb_add(&b, "# larkbus principals: name role public-key [cluster] "
              "(seeds in <name>.nk; written by larkctl)\n");
   for (size_t i = 0; i < n; i++)
     if (lark_role_name(p[i].role)) /* an unknown role is not written */
-      sb_printf(&b, "%s %s %s\n", p[i].name, lark_role_name(p[i].role),
-                p[i].pub);
+      sb_printf(&b, "%s %s %s%s%s\n", p[i].name, lark_role_name(p[i].role),
+                p[i].pub, p[i].cluster[0] ? " " : "", p[i].cluster);
   rc = b.oom ? -ENOMEM : write_atomic(path, b.p, b.len);
   free(b.p);
   return rc;
@@ -403,7 +409,7 @@ registry_put(const char *data, const lark_principal *p) {
                   lark_role_name(v[i].role));
     goto out;
   }
-  if (i < n && !strcmp(v[i].pub, p->pub))
+  if (i < n && !strcmp(v[i].pub, p->pub) && !strcmp(v[i].cluster, p->cluster))
     goto out;
   if (i == n) {
     lark_principal *nv = realloc(v, (n + 1) * sizeof *v);
@@ -421,9 +427,29 @@ out:
   return rc;
 }
 
+static int creds_ensure(const char *data, const char *name, lark_role role,
+                        const char *cluster, lark_principal *out, int *created);
+
 int
 lark_creds_ensure(const char *data, const char *name, lark_role role,
                   lark_principal *out, int *created) {
+  if (role == LARK_ROLE_RELAY)
+    return cfg_fail(BUS_EINVAL, "relay %s needs its cluster", name);
+  return creds_ensure(data, name, role, "", out, created);
+}
+
+int
+lark_creds_ensure_relay(const char *data, const char *name, const char *cluster,
+                        lark_principal *out, int *created) {
+  if (!bus_name_valid(cluster, BUS_NAME_MAX))
+    return cfg_fail(BUS_ENAME, "invalid cluster '%s': use a-z, 0-9 and '-'",
+                    cluster ? cluster : "");
+  return creds_ensure(data, name, LARK_ROLE_RELAY, cluster, out, created);
+}
+
+static int
+creds_ensure(const char *data, const char *name, lark_role role,
+             const char *cluster, lark_principal *out, int *created) {
   lark_principal p;
   char path[PATH_MAX];
   int made = 0;
@@ -439,6 +465,7 @@ lark_creds_ensure(const char *data, const char *name, lark_role role,
   if (lock < 0)
     return lock;
   snprintf(p.name, sizeof p.name, "%s", name);
+  snprintf(p.cluster, sizeof p.cluster, "%s", cluster);
   p.role = role;
   rc = seed_ensure(path, p.pub, &made);
   if (rc == 0)
@@ -453,23 +480,32 @@ lark_creds_ensure(const char *data, const char *name, lark_role role,
 
 /* ------------------------------------------------------------- accounts */
 
+/*
+ * A permission list. In each subject, %s stands for the principal's name,
+ * %k for its nkey public key and %c for its cluster (p NULL: none is
+ * replaced). A subject that needs a cluster the principal lacks is left
+ * out: a relay registered before relays had one gets no consumer at all.
+ */
 static void
 add_list(sbuf *b, const char *key, const char *const *subjects,
-         const char *token) {
+         const lark_principal *p) {
+  int first = 1;
   sb_printf(b, "          %s: [", key);
   for (size_t i = 0; subjects[i]; i++) {
-    sb_add(b, i ? ", \"" : "\"");
     const char *s = subjects[i];
-    const char *at = strstr(s, "%s");
-    if (at && token) {
-      sb_addn(b, s, (size_t)(at - s));
-      sb_add(b, token);
-      s = at + 2;
-      if ((at = strstr(s, "%s"))) {
-        sb_addn(b, s, (size_t)(at - s));
-        sb_add(b, token);
-        s = at + 2;
-      }
+    if (p && strstr(s, "%c") && !p->cluster[0])
+      continue;
+    sb_add(b, first ? "\"" : ", \"");
+    first = 0;
+    for (const char *at; p && (at = strchr(s, '%'));) {
+      const char *v = at[1] == 's'   ? p->name
+                      : at[1] == 'k' ? p->pub
+                      : at[1] == 'c' ? p->cluster
+                                     : NULL;
+      sb_addn(b, s, (size_t)(at - s) + (v ? 0 : 1));
+      if (v)
+        sb_add(b, v);
+      s = at + (v ? 2 : 1);
     }
     sb_add(b, s);
     sb_add(b, "\"");
@@ -523,24 +559,30 @@ static const char *const node_pub_deny[] = {"$JS.API.STREAM.MSG.GET.>",
 static const char *const node_sub[] = {"_INBOX_%s.>", NULL};
 
 /* Relays (netrelay/): read-only, through ephemeral pull consumers with
- * no acks, and nothing else. A node relay follows LARK_ROUTES; the hub
- * follows LARK_ROUTES and the cert events of LARK_EVENTS. Neither may
- * publish an event, a route or a command, read a message by sequence or
- * subject, or make a durable. The filter of an ephemeral consumer travels
- * in the request body, which the broker does not check: a node relay
- * could follow other clusters' rows of LARK_ROUTES (docs/operations.md,
- * "Pod network"). */
+ * no acks, and nothing else. Each consumer is named
+ * relay-<the principal's public key> (netrelay/relay-int.h,
+ * RELAY_CONSUMER_PREFIX) and created through the subject that carries
+ * its name and filter, so the broker checks both: a node relay may
+ * follow its own cluster's rows of LARK_ROUTES and no other, the hub
+ * every cluster's routes and the cert events of LARK_EVENTS. The server
+ * refuses a create whose body's filter differs from the subject's.
+ * Neither may publish an event, a route or a command, read a message by
+ * sequence or subject, make a durable or touch another's consumer. */
 static const char *const relay_pub[] = {
-    "$JS.API.CONSUMER.CREATE.LARK_ROUTES",
-    "$JS.API.CONSUMER.INFO.LARK_ROUTES.*",
-    "$JS.API.CONSUMER.MSG.NEXT.LARK_ROUTES.*", NULL};
-static const char *const hub_pub[] = {"$JS.API.CONSUMER.CREATE.LARK_ROUTES",
-                                      "$JS.API.CONSUMER.INFO.LARK_ROUTES.*",
-                                      "$JS.API.CONSUMER.MSG.NEXT.LARK_ROUTES.*",
-                                      "$JS.API.CONSUMER.CREATE.LARK_EVENTS",
-                                      "$JS.API.CONSUMER.INFO.LARK_EVENTS.*",
-                                      "$JS.API.CONSUMER.MSG.NEXT.LARK_EVENTS.*",
-                                      NULL};
+    "$JS.API.CONSUMER.CREATE.LARK_ROUTES.relay-%k.lark.route.*.%c.>",
+    "$JS.API.CONSUMER.INFO.LARK_ROUTES.relay-%k",
+    "$JS.API.CONSUMER.MSG.NEXT.LARK_ROUTES.relay-%k",
+    "$JS.API.CONSUMER.DELETE.LARK_ROUTES.relay-%k", NULL};
+static const char *const hub_pub[] = {
+    "$JS.API.CONSUMER.CREATE.LARK_ROUTES.relay-%k.lark.route.>",
+    "$JS.API.CONSUMER.INFO.LARK_ROUTES.relay-%k",
+    "$JS.API.CONSUMER.MSG.NEXT.LARK_ROUTES.relay-%k",
+    "$JS.API.CONSUMER.DELETE.LARK_ROUTES.relay-%k",
+    "$JS.API.CONSUMER.CREATE.LARK_EVENTS.relay-%k.lark.ev.cert.>",
+    "$JS.API.CONSUMER.INFO.LARK_EVENTS.relay-%k",
+    "$JS.API.CONSUMER.MSG.NEXT.LARK_EVENTS.relay-%k",
+    "$JS.API.CONSUMER.DELETE.LARK_EVENTS.relay-%k",
+    NULL};
 static const char *const relay_sub[] = {"_INBOX.>", NULL};
 
 static void
@@ -562,14 +604,14 @@ add_user(sbuf *b, const lark_principal *p) {
   else if (p->role == LARK_ROLE_RELAY_HUB)
     pub = hub_pub, sub = relay_sub;
   sb_add(b, "          publish: {\n  ");
-  add_list(b, "allow", pub, p->name);
+  add_list(b, "allow", pub, p);
   if (p->role == LARK_ROLE_NODE || p->role == LARK_ROLE_RELAY ||
       p->role == LARK_ROLE_RELAY_HUB) {
     sb_add(b, "  ");
     add_list(b, "deny", node_pub_deny, NULL);
   }
   sb_add(b, "          }\n          subscribe: {\n  ");
-  add_list(b, "allow", sub, p->name);
+  add_list(b, "allow", sub, p);
   sb_add(b, "          }\n");
   if (p->role == LARK_ROLE_SERVICE)
     sb_add(b, "          allow_responses: true\n");

@@ -6,7 +6,8 @@
  *
  * Layout under a data directory:
  *   creds/<name>.nk   a nkey seed file (mode 0600), one per principal
- *   creds/users       the registry: "<name> <role> <public key>" per line
+ *   creds/users       the registry: "<name> <role> <public key>" per line,
+ *                     and a node relay's cluster after its key
  *
  * Keys are never rotated by these functions: a principal whose seed file
  * exists keeps it. Functions return 0 or a negative code (-errno, BUS_E*);
@@ -33,6 +34,8 @@ typedef struct lark_principal {
   char name[BUS_NAME_MAX + 1];
   lark_role role;
   char pub[BUS_NKEY_PUB_LEN + 1];
+  char cluster[BUS_NAME_MAX + 1]; /* a relay: the cluster whose routes it
+                                     reads; "" for every other role */
 } lark_principal;
 
 /* Every service that gets credentials (NULL-terminated). */
@@ -63,9 +66,21 @@ int lark_creds_path(const char *data, const char *name, char *out, size_t cap);
  * derived again from it). *created (may be NULL) tells which happened;
  * out (may be NULL) receives the principal. A name registered with
  * another role returns BUS_EEXISTS. BUS_ENAME for an invalid name.
+ * LARK_ROLE_RELAY is refused (BUS_EINVAL): use lark_creds_ensure_relay.
  */
 int lark_creds_ensure(const char *data, const char *name, lark_role role,
                       lark_principal *out, int *created);
+
+/*
+ * The same for a node relay (LARK_ROLE_RELAY) of cluster: its broker
+ * rules let it read that cluster's rows of LARK_ROUTES and no other. An
+ * existing relay principal keeps its key and takes cluster (its registry
+ * line is rewritten when the cluster changed). BUS_ENAME when name or
+ * cluster is not a name.
+ */
+int lark_creds_ensure_relay(const char *data, const char *name,
+                            const char *cluster, lark_principal *out,
+                            int *created);
 
 /* The registry, in file order. *out is malloc'd (free it); *n may be 0. */
 int lark_creds_load(const char *data, lark_principal **out, size_t *n);

@@ -346,8 +346,13 @@ make_creds(up_ctx *u) {
   if (u->relay && rc == CLI_OK)
     rc = ensure_one(u, "relay-hub", LARK_ROLE_RELAY_HUB, &made);
   for (int i = 1; u->relay && rc == CLI_OK && i <= u->nodes; i++) {
+    char cl[16];
+    int created = 0;
     snprintf(node, sizeof node, "relay-node-%d", i);
-    rc = ensure_one(u, node, LARK_ROLE_RELAY, &made);
+    snprintf(cl, sizeof cl, "c%d", i); /* as start_node_relays */
+    if (lark_creds_ensure_relay(u->data, node, cl, NULL, &created) < 0)
+      rc = cli_fail("up", 0, "credentials for %s: %s", node, lark_cfg_error());
+    made += created;
   }
   if (rc != CLI_OK)
     return rc;

@@ -9,6 +9,14 @@
  *   an outage while fetches just time out, so an idle follower asks for
  *   its consumer's state every CHECK_EVERY_S and starts over when that
  *   fails.
+ * - Each consumer is named for the connection's principal
+ *   (bus_consumer_name, prefix RELAY_CONSUMER_PREFIX), so the broker's
+ *   rules pin both its name and its filter (cli/brokercfg.c, roles relay
+ *   and relay-hub). The name is the same at every start, so each start
+ *   deletes the previous consumer first (recreate): joining it would
+ *   carry on from where it stood instead of from the start. The follower
+ *   deletes its consumer when it stops; one left by a crash goes after
+ *   the server's inactive threshold, or at the next start.
  * - Hooks run only in the follower's thread; stop joins it, so no hook
  *   runs after relay__tail_stop returns.
  */
@@ -29,7 +37,7 @@
 struct relay__tail {
   bus_conn *c;
   relay__tail_hooks h;
-  char stream[64], filter[BUS_SUBJECT_MAX];
+  char stream[64], filter[BUS_SUBJECT_MAX], name[128];
   pthread_t th;
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -124,11 +132,14 @@ tail_main(void *arg) {
   bus_batch *b = NULL;
   if (bus_batch_new(&b))
     return NULL;
+  int opened = 0;
   while (!stopping(f)) {
     bus_consumer_opts o;
     bus_consumer *k = NULL;
     bus_consumer_opts_init(&o);
     o.stream = f->stream;
+    o.name = f->name;
+    o.recreate = 1;
     o.filter = f->filter;
     o.deliver = f->h.deliver;
     o.ack_none = 1;
@@ -137,9 +148,12 @@ tail_main(void *arg) {
         break;
       continue;
     }
+    opened = 1;
     follow_once(f, k, b);
     bus_consumer_close(k);
   }
+  if (opened)
+    bus_consumer_delete(f->c, f->stream, f->name);
   bus_batch_free(b);
   return NULL;
 }
@@ -156,9 +170,14 @@ relay__tail_start(bus_conn *c, const relay__tail_hooks *h, relay__tail **out) {
   f->h = *h;
   snprintf(f->stream, sizeof f->stream, "%s", h->stream);
   snprintf(f->filter, sizeof f->filter, "%s", h->filter);
+  int rc = bus_consumer_name(c, RELAY_CONSUMER_PREFIX, f->name, sizeof f->name);
+  if (rc) {
+    free(f);
+    return rc;
+  }
   pthread_mutex_init(&f->mu, NULL);
   pthread_cond_init(&f->cv, NULL);
-  int rc = pthread_create(&f->th, NULL, tail_main, f);
+  rc = pthread_create(&f->th, NULL, tail_main, f);
   if (rc) {
     pthread_cond_destroy(&f->cv);
     pthread_mutex_destroy(&f->mu);

@@ -10,6 +10,10 @@
  * - Each serial has its own subject, and cert.revoked comes after its
  *   cert.issued, so the last message per subject is all the hub needs.
  * - Without a bus none of this runs, and the allow-list decides.
+ * - Both followers name their consumer for the hub's principal
+ *   (follow.c), and the hub's broker rules allow exactly these two
+ *   filters under that name: lark.route.> on LARK_ROUTES and
+ *   lark.ev.cert.> on LARK_EVENTS (cli/brokercfg.c, role relay-hub).
  */
 #include <stdio.h>
 #include <string.h>

@@ -26,12 +26,19 @@ int relay__ed_blob(const uint8_t *blob, size_t n, uint8_t pk[32]);
 /* SHA-256 of an Ed25519 key's plain wire blob (what KRLs name). */
 void relay__key_hash(const uint8_t pk[32], uint8_t out[32]);
 
+/* What the followers' consumers are named: "relay-<the principal's nkey
+ * public key>" (bus_consumer_name). The relay roles' broker rules in
+ * cli/brokercfg.c name exactly these consumers. */
+#define RELAY_CONSUMER_PREFIX "relay"
+
 /*
  * A thread that follows one filter of a stream with ephemeral, ack-none
  * consumers, starting over with a fresh one whenever a fetch or a
  * liveness check fails (a broker outage can drop an ephemeral
- * consumer). Hooks run in that thread: begin when a consumer starts,
- * apply for each message (ev NULL when it did not decode; return 1 when
+ * consumer). The consumer is named RELAY_CONSUMER_PREFIX-<key>, so a
+ * principal has one follower per stream: a second one would take over
+ * the first one's consumer. Hooks run in that thread: begin when a consumer
+ * starts, apply for each message (ev NULL when it did not decode; return 1 when
  * it changed something), caught_up once per consumer when nothing is
  * left pending, changed after a batch in which apply returned 1 (or
  * caught_up did).

@@ -90,7 +90,8 @@ setup(sec *x) {
   add(x, "alice", LARK_ROLE_USER);
   add(x, "gpu-1", LARK_ROLE_NODE);
   add(x, "gpu-2", LARK_ROLE_NODE);
-  add(x, "relay-n1", LARK_ROLE_RELAY);
+  cr_assert_eq(lark_creds_ensure_relay(x->data, "relay-n1", "c1", NULL, NULL),
+               0, "%s", lark_cfg_error());
   add(x, "relay-hub", LARK_ROLE_RELAY_HUB);
   snprintf(x->accounts, sizeof x->accounts, "%s/accounts.conf", x->data);
   snprintf(x->conf, sizeof x->conf, "%s/nats.conf", x->data);
@@ -519,16 +520,19 @@ relay_fixture(sec *x) {
 }
 
 /* What the relays' followers do (netrelay/follow.c): an ephemeral,
- * ack-none consumer, last per subject; how many messages it reads, or a
- * negative code when it cannot be made. */
+ * ack-none consumer, last per subject, named (name NULL: unnamed, through
+ * the generic create subject) and deleted after one fetch; how many
+ * messages it reads, or a negative code when it cannot be made. */
 static int
-follow(bus_conn *c, const char *stream, const char *filter) {
+follow(bus_conn *c, const char *stream, const char *filter, const char *name) {
   bus_consumer_opts o;
   bus_consumer *k = NULL;
   bus_batch *b = NULL;
   bus_consumer_opts_init(&o);
   o.stream = stream;
   o.filter = filter;
+  o.name = name;
+  o.recreate = name != NULL;
   o.deliver = BUS_DELIVER_LAST_PER_SUBJECT;
   o.ack_none = 1;
   int rc = bus_consumer_open(c, &o, &k);
@@ -539,7 +543,47 @@ follow(bus_conn *c, const char *stream, const char *filter) {
   int n = rc < 0 ? rc : (int)bus_batch_len(b);
   bus_batch_free(b);
   bus_consumer_close(k);
+  if (name)
+    cr_assert_eq(bus_consumer_delete(c, stream, name), 0, "%s",
+                 bus_last_error());
   return n;
+}
+
+/* A create request sent by hand to subj (the filter-carrying subject the
+ * relay may publish) with filter in the body (NULL: none); 1 when the
+ * server made the consumer, 0 when it answered with an error. */
+static int
+raw_create(bus_conn *c, const char *subj, const char *stream, const char *name,
+           const char *filter) {
+  json_t *cfg = json_pack("{s:s, s:s, s:s}", "name", name, "ack_policy", "none",
+                          "deliver_policy", "last_per_subject");
+  if (filter)
+    json_object_set_new(cfg, "filter_subject", json_string(filter));
+  json_t *req = json_pack("{s:s, s:o}", "stream_name", stream, "config", cfg);
+  char *body = json_dumps(req, JSON_COMPACT);
+  void *reply = NULL;
+  size_t len = 0;
+  cr_assert_eq(
+      bus_conn_request(c, subj, body, strlen(body), 2000, &reply, &len), 0,
+      "%s: %s", subj, bus_last_error());
+  json_t *j = json_loadb(reply, len, 0, NULL);
+  cr_assert(j, "%.*s", (int)len, (char *)reply);
+  int made = json_object_get(j, "error") == NULL;
+  json_decref(j);
+  json_decref(req);
+  free(body);
+  free(reply);
+  return made;
+}
+
+/* The relay's own consumer name and the create subject it may use. */
+static void
+relay_names(bus_conn *c, const char *stream, const char *filter, char *name,
+            size_t ncap, char *subj, size_t scap) {
+  cr_assert_eq(bus_consumer_name(c, "relay", name, ncap), 0, "%s",
+               bus_last_error());
+  snprintf(subj, scap, "$JS.API.CONSUMER.CREATE.%s.%s.%s", stream, name,
+           filter);
 }
 
 Test(security, node_relay_only_reads_routes, .timeout = 60) {
@@ -550,14 +594,32 @@ Test(security, node_relay_only_reads_routes, .timeout = 60) {
   bus_serve *srv = NULL;
   atomic_int cmds = 0;
   bus_event ev;
-  char id[33];
+  char id[33], name[128], subj[320];
   cr_assert_eq(connect_as(&x, "relay-n1", NULL, &r), 0, "%s", bus_last_error());
-  cr_assert_eq(follow(r, "LARK_ROUTES", "lark.route.*.c1.>"), 1, "%s",
+  relay_names(r, "LARK_ROUTES", "lark.route.*.c1.>", name, sizeof name, subj,
+              sizeof subj);
+  cr_assert_eq(follow(r, "LARK_ROUTES", "lark.route.*.c1.>", name), 1, "%s",
                bus_last_error());
 
-  /* No other stream, no durable, no read by subject. */
-  cr_assert_lt(follow(r, "LARK_EVENTS", "lark.ev.cert.>"), 0);
-  cr_assert_lt(follow(r, "LARK_NODES", "lark.node.>"), 0);
+  /* Its own cluster's rows only, under its own name, on LARK_ROUTES. */
+  cr_assert_lt(follow(r, "LARK_ROUTES", "lark.route.*.c2.>", name), 0);
+  cr_assert_lt(follow(r, "LARK_ROUTES", "lark.route.>", name), 0);
+  cr_assert_lt(follow(r, "LARK_ROUTES", "lark.route.d1.c2.p2", name), 0);
+  cr_assert_lt(follow(r, "LARK_ROUTES", "lark.route.*.c1.>", NULL), 0);
+  cr_assert_lt(follow(r, "LARK_ROUTES", "lark.route.*.c1.>", "relay-other"), 0);
+  cr_assert_lt(follow(r, "LARK_EVENTS", "lark.ev.cert.>", name), 0);
+  cr_assert_lt(follow(r, "LARK_NODES", "lark.node.>", name), 0);
+  /* The subject it may use, with another filter (or none) in the body:
+   * the server refuses what does not match the subject. */
+  cr_assert_eq(raw_create(r, subj, "LARK_ROUTES", name, NULL), 0);
+  cr_assert_eq(raw_create(r, subj, "LARK_ROUTES", name, "lark.route.>"), 0);
+  cr_assert_eq(raw_create(r, subj, "LARK_ROUTES", name, "lark.route.*.c2.>"),
+               0);
+  json_t *names = consumers(&x, "LARK_ROUTES");
+  cr_assert_eq(json_array_size(names), 0, "a consumer was left");
+  json_decref(names);
+
+  /* No durable, no read by subject. */
   bus_consumer_opts co;
   bus_consumer *k = NULL;
   bus_consumer_opts_init(&co);
@@ -570,7 +632,6 @@ Test(security, node_relay_only_reads_routes, .timeout = 60) {
   cr_assert_lt(
       bus_last_event(r, "LARK_ROUTES", "lark.route.d1.c2.p2", &ev, &zone), 0);
   msgpack_zone_destroy(&zone);
-
   /* It writes nothing: no route, no event, no command. */
   cr_assert_eq(
       bus_conn_serve(x.admin, "lark.cmd.>", NULL, count_cb, &cmds, &srv), 0);
@@ -597,15 +658,31 @@ Test(security, relay_hub_reads_routes_and_cert_events, .timeout = 60) {
   relay_fixture(&x);
   bus_conn *h = NULL;
   bus_event ev;
-  char id[33];
+  char id[33], name[128], subj[320];
   cr_assert_eq(connect_as(&x, "relay-hub", NULL, &h), 0, "%s",
                bus_last_error());
-  cr_assert_eq(follow(h, "LARK_ROUTES", "lark.route.>"), 2, "%s",
+  cr_assert_eq(bus_consumer_name(h, "relay", name, sizeof name), 0);
+  cr_assert_eq(follow(h, "LARK_ROUTES", "lark.route.>", name), 2, "%s",
                bus_last_error());
-  cr_assert_eq(follow(h, "LARK_EVENTS", "lark.ev.cert.>"), 1, "%s",
+  cr_assert_eq(follow(h, "LARK_EVENTS", "lark.ev.cert.>", name), 1, "%s",
                bus_last_error());
-  cr_assert_lt(follow(h, "LARK_NODES", "lark.node.>"), 0);
-  cr_assert_lt(follow(h, "LARK_INGRESS", "lark.in.>"), 0);
+  /* cert events only, under its own name, on those two streams */
+  cr_assert_lt(follow(h, "LARK_EVENTS", "lark.ev.>", name), 0);
+  cr_assert_lt(follow(h, "LARK_EVENTS", "lark.ev.cert.>", NULL), 0);
+  cr_assert_lt(follow(h, "LARK_ROUTES", "lark.route.>", NULL), 0);
+  cr_assert_lt(follow(h, "LARK_ROUTES", "lark.route.>", "relay-other"), 0);
+  cr_assert_lt(follow(h, "LARK_NODES", "lark.node.>", name), 0);
+  cr_assert_lt(follow(h, "LARK_INGRESS", "lark.in.>", name), 0);
+  relay_names(h, "LARK_EVENTS", "lark.ev.cert.>", name, sizeof name, subj,
+              sizeof subj);
+  cr_assert_eq(raw_create(h, subj, "LARK_EVENTS", name, NULL), 0);
+  cr_assert_eq(raw_create(h, subj, "LARK_EVENTS", name, "lark.ev.>"), 0);
+  json_t *names = consumers(&x, "LARK_EVENTS");
+  cr_assert_eq(json_array_size(names), 0, "a consumer was left");
+  json_decref(names);
+  names = consumers(&x, "LARK_ROUTES");
+  cr_assert_eq(json_array_size(names), 0, "a consumer was left");
+  json_decref(names);
   sample(&x, &ev, id);
   cr_assert_lt(
       bus_append(h, "lark.ev.cert.s2", &ev, BUS_APPEND_NOCHECK, NULL, NULL), 0);

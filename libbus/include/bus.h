@@ -375,6 +375,9 @@ enum {
 typedef struct bus_consumer_opts {
   const char *stream;
   const char *durable; /* durable name; NULL: ephemeral, gone on close */
+  const char *name;    /* without durable: name the ephemeral consumer, so
+                          the create subject carries it and the filter
+                          (broker rules can pin both); NULL: unnamed */
   const char *filter;  /* one filter subject (2.9 takes one); NULL: all */
   int deliver;         /* BUS_DELIVER_* */
   uint64_t start_seq;
@@ -382,8 +385,8 @@ typedef struct bus_consumer_opts {
   int ack_none;        /* 1: no acks (replay); 0: explicit acks */
   int max_ack_pending; /* default 20000 */
   int64_t ack_wait_ns; /* default 30 s */
-  int recreate;        /* durable: delete any existing one first, so the
-                          deliver settings here take effect */
+  int recreate;        /* durable or named: delete any existing one first,
+                          so the deliver settings here take effect */
 } bus_consumer_opts;
 
 void bus_consumer_opts_init(bus_consumer_opts *o);
@@ -391,16 +394,34 @@ void bus_consumer_opts_init(bus_consumer_opts *o);
 /*
  * Open a pull consumer. A durable one is created with
  * jsSubOptions.Config.Name == Durable (DESIGN.md section 6), so an edge
- * node's permissions allow it. BUS_ENO_STREAM when the stream is missing,
- * BUS_EDENIED (after the JetStream wait) when permissions refuse.
+ * node's permissions allow it; a named ephemeral one (name set, durable
+ * NULL) goes through the same filter-carrying subject,
+ * $JS.API.CONSUMER.CREATE.<stream>.<name>.<filter>. Creating a name that
+ * exists with the same settings joins the existing consumer where it
+ * stands (server 2.9): set recreate to start afresh. BUS_ENO_STREAM when
+ * the stream is missing, BUS_EDENIED (after the JetStream wait) when
+ * permissions refuse.
  */
 int bus_consumer_open(bus_conn *c, const bus_consumer_opts *o,
                       bus_consumer **out);
-/* Closes the subscription; an ephemeral consumer is deleted, a durable
- * one stays on the server. */
+/* Closes the subscription. A durable consumer stays on the server; an
+ * ephemeral one, named or not, is deleted by the server after 10 s
+ * without a fetch (deleting it at once takes a permission most
+ * principals lack: bus_consumer_delete it if yours has it). */
 void bus_consumer_close(bus_consumer *k);
-/* Delete a durable consumer from the server. */
+/* Delete a durable or named consumer from the server; BUS_ENOT_FOUND when
+ * there is none. */
 int bus_consumer_delete(bus_conn *c, const char *stream, const char *durable);
+/*
+ * A consumer name for c's principal: "<prefix>-<its nkey public key>", so
+ * the broker's rules can name exactly the consumers that principal may
+ * create and read (cli/brokercfg.c, roles relay and relay-hub). One such
+ * consumer per stream and principal: two readers sharing credentials
+ * would share it. A connection without credentials gets "<prefix>-"
+ * and 16 random hex digits instead. BUS_EINVAL when prefix is not a
+ * name (bus_name_valid) or out is smaller than strlen(prefix) + 58.
+ */
+int bus_consumer_name(bus_conn *c, const char *prefix, char *out, size_t cap);
 /* Messages the consumer has not yet delivered. */
 int bus_consumer_pending(bus_consumer *k, uint64_t *pending);
 

@@ -5,8 +5,12 @@
  * uses the filter-carrying CONSUMER.CREATE subject an edge node may
  * publish (DESIGN.md section 6); the stream is always named, so no
  * STREAM.NAMES lookup is needed either. A consumer without a durable name
- * is an ephemeral pull consumer (nats.c 3.4 and server 2.7+ support it);
- * nats.c created it, so unsubscribing on close deletes it.
+ * is an ephemeral pull consumer (nats.c 3.4 and server 2.7+ support it).
+ * Given a name (Config.Name without Durable: server 2.9.10 makes a named
+ * ephemeral), nats.c 3.4.1 creates it through the same filter-carrying
+ * subject, so broker rules can pin a reader's consumer name and filter
+ * without giving it durables. Either kind of ephemeral is left to the
+ * server's inactive threshold on close.
  *
  * A batch owns the natsMsgList of its last fetch and one msgpack_zone its
  * events point into; bus_batch_clear frees both. Delivery metadata comes
@@ -16,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <sodium.h>
 
 #include "nats-int.h"
 
@@ -99,6 +105,18 @@ subscribe_err(bus_conn *c, natsStatus s, jsErrCode jerr, unsigned long mark,
   return bus__nats_err(s, jerr, o->stream);
 }
 
+/* One subject token of printable ASCII: it goes into the create subject. */
+static int
+name_ok(const char *name) {
+  size_t n = strlen(name);
+  if (n == 0 || n > BUS_SUBJECT_MAX / 2 || strpbrk(name, ".*>/\\"))
+    return 0;
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char)name[i] <= 0x20 || (unsigned char)name[i] >= 0x7f)
+      return 0;
+  return 1;
+}
+
 int
 bus_consumer_open(bus_conn *c, const bus_consumer_opts *o, bus_consumer **out) {
   jsSubOptions so;
@@ -113,15 +131,19 @@ bus_consumer_open(bus_conn *c, const bus_consumer_opts *o, bus_consumer **out) {
     snprintf(filter, sizeof filter, "%s", o->filter);
   else if ((rc = default_filter(c, o->stream, filter, sizeof filter)) < 0)
     return rc;
-  if (o->durable && o->recreate) {
-    rc = bus_consumer_delete(c, o->stream, o->durable);
+  /* a durable's name wins: Name must equal Durable when both are set */
+  const char *name = o->durable ? o->durable : o->name;
+  if (!o->durable && name && !name_ok(name))
+    return BUS_ERR(BUS_ENAME, "bad consumer name '%s'", name);
+  if (name && o->recreate) {
+    rc = bus_consumer_delete(c, o->stream, name);
     if (rc < 0 && rc != BUS_ENOT_FOUND)
       return rc;
   }
   jsSubOptions_Init(&so);
   so.Stream = o->stream;
   so.Config.Durable = o->durable;
-  so.Config.Name = o->durable;
+  so.Config.Name = name;
   so.Config.FilterSubject = filter;
   so.Config.AckPolicy = o->ack_none ? js_AckNone : js_AckExplicit;
   so.Config.MaxAckPending = o->ack_none ? 0 : o->max_ack_pending;
@@ -139,7 +161,7 @@ bus_consumer_open(bus_conn *c, const bus_consumer_opts *o, bus_consumer **out) {
   k->c = c;
   k->ephemeral = o->durable == NULL;
   snprintf(k->stream, sizeof k->stream, "%s", o->stream);
-  snprintf(k->name, sizeof k->name, "%s", o->durable ? o->durable : "");
+  snprintf(k->name, sizeof k->name, "%s", name ? name : "");
   bus__js_opts(c, &jo);
   unsigned long mark = atomic_load(&c->denied);
   natsStatus s =
@@ -173,6 +195,23 @@ bus_consumer_delete(bus_conn *c, const char *stream, const char *durable) {
   if (jerr == JSConsumerNotFoundErr || (s == NATS_NOT_FOUND && !jerr))
     return BUS_ERR(BUS_ENOT_FOUND, "no consumer %s on %s", durable, stream);
   return bus__nats_err(s, jerr, durable);
+}
+
+int
+bus_consumer_name(bus_conn *c, const char *prefix, char *out, size_t cap) {
+  unsigned char rnd[8];
+  char hex[2 * sizeof rnd + 1];
+  const char *id = c->pub;
+  if (!prefix || !bus_name_valid(prefix, BUS_NAME_MAX) ||
+      cap < strlen(prefix) + BUS_NKEY_PUB_LEN + 2)
+    return BUS_ERR(BUS_EINVAL, "consumer name: bad prefix or buffer");
+  if (!id[0]) {
+    randombytes_buf(rnd, sizeof rnd);
+    sodium_bin2hex(hex, sizeof hex, rnd, sizeof rnd);
+    id = hex;
+  }
+  snprintf(out, cap, "%s-%s", prefix, id);
+  return 0;
 }
 
 int
