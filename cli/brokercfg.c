@@ -583,7 +583,8 @@ static const char *const hub_pub[] = {
     "$JS.API.CONSUMER.MSG.NEXT.LARK_EVENTS.relay-%k",
     "$JS.API.CONSUMER.DELETE.LARK_EVENTS.relay-%k",
     NULL};
-static const char *const relay_sub[] = {"_INBOX.>", NULL};
+/* a relay's replies come to its own inbox, _INBOX_<its key> */
+static const char *const relay_sub[] = {"_INBOX_%k.>", NULL};
 
 static void
 add_user(sbuf *b, const lark_principal *p) {

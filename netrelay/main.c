@@ -101,6 +101,7 @@ hub_bus(const char *url, const char *creds, bus_conn **out) {
   co.creds = creds;
   co.name = "lark-relay-hub";
   co.retry_on_failed_connect = 1;
+  co.inbox_own = 1; /* replies only to its own inbox (broker-config) */
   /* the followers' fetches on an empty consumer last about this long,
    * and so does the hub's stop */
   co.js_wait_ms = 1000;

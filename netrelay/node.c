@@ -469,6 +469,7 @@ connect_bus(node *n) {
   snprintf(name, sizeof name, "lark-relay-%s", n->o.node);
   bo.name = name;
   bo.retry_on_failed_connect = 1;
+  bo.inbox_own = 1; /* replies only to its own inbox (broker-config) */
   int rc = bus_conn_open(&n->bus, &bo);
   return rc ? rc : relay_routes_new(&n->rt);
 }

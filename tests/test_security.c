@@ -59,7 +59,10 @@ connect_as(sec *x, const char *name, const char *inbox, bus_conn **out) {
   bus_conn_opts_init(&o);
   o.url = x->s.url;
   o.creds = creds;
-  o.inbox_prefix = inbox;
+  if (inbox && !strcmp(inbox, "own"))
+    o.inbox_own = 1; /* _INBOX_<its key> */
+  else
+    o.inbox_prefix = inbox;
   o.js_wait_ms = 500;
   o.name = name;
   return bus_conn_open(out, &o);
@@ -595,7 +598,8 @@ Test(security, node_relay_only_reads_routes, .timeout = 60) {
   atomic_int cmds = 0;
   bus_event ev;
   char id[33], name[128], subj[320];
-  cr_assert_eq(connect_as(&x, "relay-n1", NULL, &r), 0, "%s", bus_last_error());
+  cr_assert_eq(connect_as(&x, "relay-n1", "own", &r), 0, "%s",
+               bus_last_error());
   relay_names(r, "LARK_ROUTES", "lark.route.*.c1.>", name, sizeof name, subj,
               sizeof subj);
   cr_assert_eq(follow(r, "LARK_ROUTES", "lark.route.*.c1.>", name), 1, "%s",
@@ -647,6 +651,15 @@ Test(security, node_relay_only_reads_routes, .timeout = 60) {
   cr_assert_eq(last_seq(&x, "LARK_ROUTES"), 2);
   cr_assert_eq(last_seq(&x, "LARK_EVENTS"), 1);
   cr_assert_eq(atomic_load(&cmds), 0);
+  /* Replies to others' inboxes never reach it. */
+  atomic_int leaked = 0;
+  bus_serve *wide = NULL;
+  bus_conn_serve(r, "_INBOX.>", NULL, count_cb, &leaked, &wide);
+  nap(200);
+  bus_conn_publish(x.admin, "_INBOX.abc.1", "x", 1);
+  nap(300);
+  cr_assert_eq(atomic_load(&leaked), 0, "another client's inbox leaked");
+  bus_conn_unserve(wide);
   bus_conn_unserve(srv);
   bus_conn_close(r);
   teardown(&x);
@@ -659,7 +672,7 @@ Test(security, relay_hub_reads_routes_and_cert_events, .timeout = 60) {
   bus_conn *h = NULL;
   bus_event ev;
   char id[33], name[128], subj[320];
-  cr_assert_eq(connect_as(&x, "relay-hub", NULL, &h), 0, "%s",
+  cr_assert_eq(connect_as(&x, "relay-hub", "own", &h), 0, "%s",
                bus_last_error());
   cr_assert_eq(bus_consumer_name(h, "relay", name, sizeof name), 0);
   cr_assert_eq(follow(h, "LARK_ROUTES", "lark.route.>", name), 2, "%s",

@@ -227,10 +227,12 @@ typedef struct bus_conn_opts {
   const char *url;          /* "nats://127.0.0.1:4222"; a comma list too */
   const char *creds;        /* nkey seed file written by larkctl; NULL: none */
   const char *inbox_prefix; /* "_INBOX_gpu-1" for an edge node; NULL: _INBOX */
-  const char *name;         /* connection name the server shows */
-  int js_wait_ms;           /* JetStream API wait; default 5000 */
-  int connect_timeout_ms;   /* first connect; default 2000 */
-  int max_async_pending;    /* async appends in flight; default 4000 */
+  int inbox_own;    /* with creds and no inbox_prefix: "_INBOX_<public key>",
+                       which the broker can pin to this principal */
+  const char *name; /* connection name the server shows */
+  int js_wait_ms;   /* JetStream API wait; default 5000 */
+  int connect_timeout_ms;      /* first connect; default 2000 */
+  int max_async_pending;       /* async appends in flight; default 4000 */
   int retry_on_failed_connect; /* keep trying in the background if the
                                   first connect fails; default 0 */
 } bus_conn_opts;

@@ -201,8 +201,8 @@ make_options(bus_conn *c, const bus_conn_opts *o, natsOptions **out) {
     s = natsOptions_SetErrorHandler(no, on_async_error, c);
   if (s == NATS_OK && o->retry_on_failed_connect)
     s = natsOptions_SetRetryOnFailedConnect(no, true, on_connected, NULL);
-  if (s == NATS_OK && o->inbox_prefix)
-    s = natsOptions_SetCustomInboxPrefix(no, o->inbox_prefix);
+  if (s == NATS_OK && strcmp(c->inbox_prefix, "_INBOX"))
+    s = natsOptions_SetCustomInboxPrefix(no, c->inbox_prefix);
   if (s == NATS_OK && o->creds)
     s = natsOptions_SetNKeyFromSeed(no, c->pub, o->creds);
   if (s != NATS_OK) {
@@ -260,6 +260,8 @@ bus_conn_open(bus_conn **out, const bus_conn_opts *o) {
   msgpack_sbuffer_init(&c->enc);
   if (o->creds && (rc = creds_public(o->creds, c->pub)) < 0)
     goto out;
+  if (o->creds && o->inbox_own && !o->inbox_prefix)
+    snprintf(c->inbox_prefix, sizeof c->inbox_prefix, "_INBOX_%s", c->pub);
   if ((rc = make_options(c, o, &no)) < 0)
     goto out;
   natsStatus s = natsConnection_Connect(&c->nc, no);
