@@ -292,45 +292,83 @@ edge_store_run_put(edge_store *s, const char *pod, const edge_run *r,
   return (rc = mdb_txn_commit(t)) ? fail(rc, "commit") : 0;
 }
 
-int
-edge_store_run_each(edge_store *s, edge_run_cb cb, void *ud) {
+/*
+ * Every (pod, value) of a table, copied out of one read transaction so
+ * the caller may write the store while it goes through them. conv turns
+ * a stored value into vsize bytes (0: skip the record). Each item is
+ * ITEM_VAL_OFF + vsize bytes, rounded up: the pod's name, then the value.
+ */
+#define ITEM_VAL_OFF ((EDGE_POD_SZ + 15) / 16 * 16)
+
+typedef int (*conv_fn)(const MDB_val *v, void *out);
+
+typedef struct copied {
+  unsigned char *items;
+  size_t n, stride;
+} copied;
+
+static int
+grow(copied *all, size_t *cap) {
+  if (all->n < *cap)
+    return 1;
+  size_t want = *cap ? *cap * 2 : 16;
+  unsigned char *p = realloc(all->items, want * all->stride);
+  if (!p)
+    return 0;
+  all->items = p;
+  *cap = want;
+  return 1;
+}
+
+static int
+copy_table(edge_store *s, MDB_dbi dbi, size_t vsize, conv_fn conv,
+           copied *all) {
   MDB_txn *t;
   MDB_cursor *c;
   MDB_val k, v;
+  size_t cap = 0;
+  memset(all, 0, sizeof *all);
+  all->stride = (ITEM_VAL_OFF + vsize + 15) / 16 * 16;
   int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t);
   if (rc)
     return fail(rc, "read");
-  if ((rc = mdb_cursor_open(t, s->runs, &c))) {
+  if ((rc = mdb_cursor_open(t, dbi, &c))) {
     mdb_txn_abort(t);
     return fail(rc, "cursor");
   }
-  /* copy first: cb writes the store */
-  struct item {
-    char pod[EDGE_POD_SZ];
-    edge_run r;
-  } *all = NULL;
-  size_t n = 0, cap = 0;
   for (int op = MDB_FIRST; mdb_cursor_get(c, &k, &v, op) == 0; op = MDB_NEXT) {
-    if (k.mv_size >= EDGE_POD_SZ || v.mv_size != sizeof(edge_run))
+    if (k.mv_size >= EDGE_POD_SZ || !grow(all, &cap))
       continue;
-    if (n == cap) {
-      cap = cap ? cap * 2 : 16;
-      struct item *grown = realloc(all, cap * sizeof *all);
-      if (!grown)
-        break;
-      all = grown;
-    }
-    memcpy(all[n].pod, k.mv_data, k.mv_size);
-    all[n].pod[k.mv_size] = 0;
-    memcpy(&all[n].r, v.mv_data, sizeof(edge_run));
-    n++;
+    unsigned char *it = all->items + all->n * all->stride;
+    if (!conv(&v, it + ITEM_VAL_OFF))
+      continue;
+    memcpy(it, k.mv_data, k.mv_size);
+    it[k.mv_size] = 0;
+    all->n++;
   }
   mdb_cursor_close(c);
   mdb_txn_abort(t);
-  for (size_t i = 0; i < n; i++)
-    cb(all[i].pod, &all[i].r, ud);
-  free(all);
   return 0;
+}
+
+static int
+run_of(const MDB_val *v, void *out) {
+  if (v->mv_size != sizeof(edge_run))
+    return 0;
+  memcpy(out, v->mv_data, sizeof(edge_run));
+  return 1;
+}
+
+int
+edge_store_run_each(edge_store *s, edge_run_cb cb, void *ud) {
+  copied all;
+  int rc = copy_table(s, s->runs, sizeof(edge_run), run_of, &all);
+  for (size_t i = 0; !rc && i < all.n; i++) {
+    unsigned char *it = all.items + i * all.stride;
+    cb((const char *)it, (const edge_run *)(it + ITEM_VAL_OFF), ud);
+  }
+  free(all.items);
+  return rc;
 }
 
 /* -------------------------------------------------------------- nets */
@@ -480,46 +518,21 @@ edge_store_net_del(edge_store *s, const char *pod) {
   return (rc = mdb_txn_commit(t)) ? fail(rc, "commit") : 0;
 }
 
+static int
+net_conv(const MDB_val *v, void *out) {
+  return net_of(v, out);
+}
+
 int
 edge_store_net_each(edge_store *s, edge_net_cb cb, void *ud) {
-  MDB_txn *t;
-  MDB_cursor *c;
-  MDB_val k, v;
-  int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t);
-  if (rc)
-    return fail(rc, "read");
-  if ((rc = mdb_cursor_open(t, s->nets, &c))) {
-    mdb_txn_abort(t);
-    return fail(rc, "cursor");
+  copied all;
+  int rc = copy_table(s, s->nets, sizeof(edge_net), net_conv, &all);
+  for (size_t i = 0; !rc && i < all.n; i++) {
+    unsigned char *it = all.items + i * all.stride;
+    cb((const char *)it, (const edge_net *)(it + ITEM_VAL_OFF), ud);
   }
-  /* copy first: cb writes the store */
-  struct item {
-    char pod[EDGE_POD_SZ];
-    edge_net n;
-  } *all = NULL;
-  size_t n = 0, cap = 0;
-  for (int op = MDB_FIRST; mdb_cursor_get(c, &k, &v, op) == 0; op = MDB_NEXT) {
-    if (k.mv_size >= EDGE_POD_SZ)
-      continue;
-    if (n == cap) {
-      cap = cap ? cap * 2 : 16;
-      struct item *grown = realloc(all, cap * sizeof *all);
-      if (!grown)
-        break;
-      all = grown;
-    }
-    if (!net_of(&v, &all[n].n))
-      continue;
-    memcpy(all[n].pod, k.mv_data, k.mv_size);
-    all[n].pod[k.mv_size] = 0;
-    n++;
-  }
-  mdb_cursor_close(c);
-  mdb_txn_abort(t);
-  for (size_t i = 0; i < n; i++)
-    cb(all[i].pod, &all[i].n, ud);
-  free(all);
-  return 0;
+  free(all.items);
+  return rc;
 }
 
 /* ------------------------------------------------------------ outbox */
