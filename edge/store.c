@@ -302,13 +302,13 @@ edge_store_run_put(edge_store *s, const char *pod, const edge_run *r,
 
 typedef int (*conv_fn)(const MDB_val *v, void *out);
 
-typedef struct copied {
+typedef struct table_copy {
   unsigned char *items;
   size_t n, stride;
-} copied;
+} table_copy;
 
 static int
-grow(copied *all, size_t *cap) {
+grow(table_copy *all, size_t *cap) {
   if (all->n < *cap)
     return 1;
   size_t want = *cap ? *cap * 2 : 16;
@@ -322,7 +322,7 @@ grow(copied *all, size_t *cap) {
 
 static int
 copy_table(edge_store *s, MDB_dbi dbi, size_t vsize, conv_fn conv,
-           copied *all) {
+           table_copy *all) {
   MDB_txn *t;
   MDB_cursor *c;
   MDB_val k, v;
@@ -361,7 +361,7 @@ run_of(const MDB_val *v, void *out) {
 
 int
 edge_store_run_each(edge_store *s, edge_run_cb cb, void *ud) {
-  copied all;
+  table_copy all;
   int rc = copy_table(s, s->runs, sizeof(edge_run), run_of, &all);
   for (size_t i = 0; !rc && i < all.n; i++) {
     unsigned char *it = all.items + i * all.stride;
@@ -525,7 +525,7 @@ net_conv(const MDB_val *v, void *out) {
 
 int
 edge_store_net_each(edge_store *s, edge_net_cb cb, void *ud) {
-  copied all;
+  table_copy all;
   int rc = copy_table(s, s->nets, sizeof(edge_net), net_conv, &all);
   for (size_t i = 0; !rc && i < all.n; i++) {
     unsigned char *it = all.items + i * all.stride;

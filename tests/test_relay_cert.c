@@ -39,17 +39,8 @@ teardown(void) {
 
 TestSuite(relay_cert, .init = setup, .fini = teardown, .timeout = 60);
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int
-sh(const char *fmt, ...) {
-  char cmd[4096];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(cmd, sizeof cmd, fmt, ap);
-  va_end(ap);
-  char *argv[] = {(char *)"/bin/sh", (char *)"-c", cmd, NULL};
-  return lt_run(argv, out, sizeof out, err, sizeof err);
-}
+/* a shell command line; stdout into out, stderr into err */
+#define sh(...) lt_sh(out, sizeof out, err, sizeof err, __VA_ARGS__)
 
 static uint64_t
 now_s(void) {

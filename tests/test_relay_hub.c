@@ -33,17 +33,8 @@ static int echo_port, hub_port;
 static pid_t hub_pid;
 static char out[1 << 14], err[8192];
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int
-sh(const char *fmt, ...) {
-  char cmd[8192];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(cmd, sizeof cmd, fmt, ap);
-  va_end(ap);
-  char *argv[] = {(char *)"/bin/sh", (char *)"-c", cmd, NULL};
-  return lt_run(argv, out, sizeof out, err, sizeof err);
-}
+/* a shell command line; stdout into out, stderr into err */
+#define sh(...) lt_sh(out, sizeof out, err, sizeof err, __VA_ARGS__)
 
 static void *
 echo_conn(void *arg) {

@@ -44,18 +44,8 @@ now_ns(void) {
   return (int64_t)time(NULL) * NS;
 }
 
-/* Run a shell command line; stdout into out. */
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int
-sh(const char *fmt, ...) {
-  char cmd[4096];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(cmd, sizeof cmd, fmt, ap);
-  va_end(ap);
-  char *argv[] = {(char *)"/bin/sh", (char *)"-c", cmd, NULL};
-  return lt_run(argv, out, sizeof out, err, sizeof err);
-}
+/* a shell command line; stdout into out, stderr into err */
+#define sh(...) lt_sh(out, sizeof out, err, sizeof err, __VA_ARGS__)
 
 static void
 put(const char *name, const char *text, char *path, size_t cap) {

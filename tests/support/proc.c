@@ -91,3 +91,21 @@ lt_kill(pid_t pid, int sig) {
   waitpid(pid, &st, 0);
   return st;
 }
+
+int
+lt_vsh(char *out, size_t cap, char *err, size_t errcap, const char *fmt,
+       va_list ap) {
+  char cmd[8192];
+  vsnprintf(cmd, sizeof cmd, fmt, ap);
+  char *argv[] = {(char *)"/bin/sh", (char *)"-c", cmd, NULL};
+  return lt_run(argv, out, cap, err, errcap);
+}
+
+int
+lt_sh(char *out, size_t cap, char *err, size_t errcap, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int rc = lt_vsh(out, cap, err, errcap, fmt, ap);
+  va_end(ap);
+  return rc;
+}

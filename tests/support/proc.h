@@ -4,6 +4,7 @@
 #ifndef LARK_TEST_PROC_H
 #define LARK_TEST_PROC_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -16,6 +17,16 @@ const char *lt_bin(const char *name, char *out, size_t cap);
  * Returns the exit code, or 128+signal.
  */
 int lt_run(char *const argv[], char *out, size_t cap, char *err, size_t errcap);
+
+/*
+ * Run a shell command line (printf-style) as lt_run runs argv. Tests
+ * with static out/err buffers usually define
+ *   #define sh(...) lt_sh(out, sizeof out, err, sizeof err, __VA_ARGS__)
+ */
+int lt_sh(char *out, size_t cap, char *err, size_t errcap, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+int lt_vsh(char *out, size_t cap, char *err, size_t errcap, const char *fmt,
+           va_list ap) __attribute__((format(printf, 5, 0)));
 
 /* Start argv in the background, stdout+stderr appended to log. */
 pid_t lt_spawn(char *const argv[], const char *log);

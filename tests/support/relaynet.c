@@ -46,13 +46,12 @@ fail(relaynet *rn, const char *fmt, ...) {
 
 int
 relaynet_sh(relaynet *rn, const char *fmt, ...) {
-  char cmd[8192];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(cmd, sizeof cmd, fmt, ap);
+  int rc =
+      lt_vsh(rn->out, sizeof rn->out, rn->errout, sizeof rn->errout, fmt, ap);
   va_end(ap);
-  char *argv[] = {(char *)"/bin/sh", (char *)"-c", cmd, NULL};
-  return lt_run(argv, rn->out, sizeof rn->out, rn->errout, sizeof rn->errout);
+  return rc;
 }
 
 void
