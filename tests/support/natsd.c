@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -95,6 +96,9 @@ spawn(lt_natsd *s, const char *const *extra, int port) {
   pid_t pid = fork();
   if (pid == 0) {
     char log[300];
+    /* a test that fails an assertion exits without its teardown: the
+     * server goes with it (forked from the test's own thread) */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     snprintf(log, sizeof log, "%s/server.log", s->dir);
     if (!freopen(log, "a", stdout) || !freopen(log, "a", stderr))
       _exit(126);

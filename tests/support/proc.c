@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -70,6 +71,8 @@ pid_t
 lt_spawn(char *const argv[], const char *log) {
   pid_t pid = fork();
   if (pid == 0) {
+    /* a failed test exits without its teardown: stop what it started */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
     int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
     if (fd >= 0) {
       dup2(fd, 1);
