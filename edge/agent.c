@@ -61,7 +61,15 @@ on_wake(uv_async_t *h) {
 
 static void
 on_flush(uv_timer_t *t) {
-  edge_pods_flush_logs(t->data);
+  edge_agent *a = t->data;
+  edge_pods_flush_logs(a);
+  if (!a->conn_lost && a->conn && bus_conn_closed(a->conn)) {
+    /* nats.c gave up (credentials refused twice): exit non-zero, so the
+     * supervisor starts a fresh agent, which re-adopts the pods */
+    edge_logf("error", "-", "the broker connection closed for good");
+    a->conn_lost = 1;
+    uv_stop(a->loop);
+  }
 }
 
 static void
@@ -237,6 +245,8 @@ edge_agent_run(const edge_config *cfg) {
       uv_run(a->loop, UV_RUN_DEFAULT);
   }
   shutdown_agent(a);
+  if (!rc && a->conn_lost)
+    rc = bus_error(BUS_ECONN, "the broker connection closed");
 out:
   bus_conn_close(a->conn);
   edge_store_close(a->store);

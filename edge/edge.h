@@ -179,6 +179,7 @@ struct edge_agent {
   edge_proc *procs; /* live and ending processes */
   atomic_int npods; /* live processes, for heartbeats */
   atomic_int stop;  /* threads stop */
+  int conn_lost;    /* the broker connection closed for good */
   atomic_int dirty; /* desired states changed since last reconcile */
   pthread_t slice_th, sender_th;
   int slice_started, sender_started;

@@ -166,10 +166,34 @@ wait_field(const char *kind, const char *name, const char *key,
   return 0;
 }
 
+/* The last lines an edge printed, into the test's log. */
+static void
+show_log(const char *node) {
+  char path[600], line[512];
+  snprintf(path, sizeof path, "%s/%s.log", dir, node);
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    cr_log_error("%s: no log at %s", node, path);
+    return;
+  }
+  char tail[8][512];
+  int n = 0;
+  while (fgets(line, sizeof line, f))
+    snprintf(tail[n++ % 8], sizeof tail[0], "%s", line);
+  fclose(f);
+  for (int i = n > 8 ? n - 8 : 0; i < n; i++)
+    cr_log_error("%s: %s", node, tail[i % 8]);
+}
+
 static int
 nodes_ready(void) {
-  return wait_field("node", "edge-1", "status", "Ready", 20) &&
-         wait_field("node", "edge-2", "status", "Ready", 20);
+  const char *names[] = {"edge-1", "edge-2"};
+  for (int i = 0; i < 2; i++)
+    if (!wait_field("node", names[i], "status", "Ready", 30)) {
+      show_log(names[i]);
+      return 0;
+    }
+  return 1;
 }
 
 /* Every event on subject in stream, as "type:phase" joined by spaces. */
