@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "hub-int.h"
+#include "relay-int.h"
 
 #define CONNECT_TIMEOUT_MS 5000
 
@@ -72,20 +73,20 @@ hub__parse_target(const char *dst, int port, hub_target *t) {
   return canon_target(h, (size_t)(end - h), port_of(end + 1), t);
 }
 
-/* A TCP connection to t within CONNECT_TIMEOUT_MS, or -errno. */
+/* A TCP connection to numeric ip:port within timeout_ms, or -errno. */
 int
-hub__dial(const hub_target *t) {
+relay__dial(const char *ip, int port, int timeout_ms) {
   struct sockaddr_storage sa;
   struct sockaddr_in *v4 = (struct sockaddr_in *)&sa;
   struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&sa;
   socklen_t len = sizeof *v4;
   memset(&sa, 0, sizeof sa);
-  if (inet_pton(AF_INET, t->host, &v4->sin_addr) == 1) {
+  if (inet_pton(AF_INET, ip, &v4->sin_addr) == 1) {
     v4->sin_family = AF_INET;
-    v4->sin_port = htons((uint16_t)t->port);
-  } else if (inet_pton(AF_INET6, t->host, &v6->sin6_addr) == 1) {
+    v4->sin_port = htons((uint16_t)port);
+  } else if (inet_pton(AF_INET6, ip, &v6->sin6_addr) == 1) {
     v6->sin6_family = AF_INET6;
-    v6->sin6_port = htons((uint16_t)t->port);
+    v6->sin6_port = htons((uint16_t)port);
     len = sizeof *v6;
   } else {
     return -EINVAL;
@@ -98,7 +99,7 @@ hub__dial(const hub_target *t) {
     struct pollfd p = {.fd = fd, .events = POLLOUT};
     int e = 0;
     socklen_t el = sizeof e;
-    rc = poll(&p, 1, CONNECT_TIMEOUT_MS) == 1 ? 0 : -ETIMEDOUT;
+    rc = poll(&p, 1, timeout_ms) == 1 ? 0 : -ETIMEDOUT;
     if (!rc && getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) == 0 && e)
       rc = -e;
   }
@@ -107,6 +108,12 @@ hub__dial(const hub_target *t) {
     return rc;
   }
   return fd;
+}
+
+/* A TCP connection to t within CONNECT_TIMEOUT_MS, or -errno. */
+int
+hub__dial(const hub_target *t) {
+  return relay__dial(t->host, t->port, CONNECT_TIMEOUT_MS);
 }
 
 /* ----------------------------------------------------------- allow-list */

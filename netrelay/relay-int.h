@@ -26,6 +26,10 @@ int relay__ed_blob(const uint8_t *blob, size_t n, uint8_t pk[32]);
 /* SHA-256 of an Ed25519 key's plain wire blob (what KRLs name). */
 void relay__key_hash(const uint8_t pk[32], uint8_t out[32]);
 
+/* A TCP connection to numeric ip:port (non-blocking once made) within
+ * timeout_ms, or -errno: -EINVAL for an address that is not numeric. */
+int relay__dial(const char *ip, int port, int timeout_ms);
+
 /* What the followers' consumers are named: "relay-<the principal's nkey
  * public key>" (bus_consumer_name). The relay roles' broker rules in
  * cli/brokercfg.c name exactly these consumers. */

@@ -37,6 +37,7 @@
 #include <libssh/server.h>
 
 #include "bridge.h"
+#include "relay-int.h"
 #include "sshc.h"
 
 #define BACKOFF_MIN_MS 100
@@ -219,39 +220,7 @@ open_session(relay_sshc *s) {
 /* A TCP connection to ip:port within DELIVER_TIMEOUT_MS, or -errno. */
 static int
 connect_now(const char *ip, int port) {
-  struct sockaddr_storage sa;
-  socklen_t len;
-  memset(&sa, 0, sizeof sa);
-  struct sockaddr_in *v4 = (struct sockaddr_in *)&sa;
-  struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&sa;
-  if (inet_pton(AF_INET, ip, &v4->sin_addr) == 1) {
-    v4->sin_family = AF_INET;
-    v4->sin_port = htons((uint16_t)port);
-    len = sizeof *v4;
-  } else if (inet_pton(AF_INET6, ip, &v6->sin6_addr) == 1) {
-    v6->sin6_family = AF_INET6;
-    v6->sin6_port = htons((uint16_t)port);
-    len = sizeof *v6;
-  } else {
-    return -EINVAL;
-  }
-  int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0)
-    return -errno;
-  int rc = connect(fd, (struct sockaddr *)&sa, len) ? -errno : 0;
-  if (rc == -EINPROGRESS) {
-    struct pollfd p = {.fd = fd, .events = POLLOUT};
-    int e = 0;
-    socklen_t el = sizeof e;
-    rc = poll(&p, 1, DELIVER_TIMEOUT_MS) == 1 ? 0 : -ETIMEDOUT;
-    if (!rc && getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) == 0 && e)
-      rc = -e;
-  }
-  if (rc) {
-    close(fd);
-    return rc;
-  }
-  return fd;
+  return relay__dial(ip, port, DELIVER_TIMEOUT_MS);
 }
 
 /* The virtual address a forwarded channel names: numeric, or in the
