@@ -260,7 +260,7 @@ server_vip(char *vip, size_t cap) {
 Test(pod_network, a_pod_in_c1_reaches_a_pod_in_c2_through_the_hub) {
   char vip[64] = "", path[512], log[512];
   apply_domain_and_job();
-  for (int i = 0; i < 400 && !server_vip(vip, sizeof vip); i++)
+  for (int i = 0; i < 600 && !server_vip(vip, sizeof vip); i++)
     sleep_ms(100);
   if (!vip[0]) { /* say what the platform shows */
     char routes[8192];
