@@ -406,7 +406,8 @@ ip_text(uint32_t a, char out[16]) {
 }
 
 static int
-net_of(const MDB_val *v, edge_net *n) {
+net_of(const MDB_val *v, void *out) {
+  edge_net *n = out;
   if (v->mv_size != sizeof *n)
     return 0;
   memcpy(n, v->mv_data, sizeof *n);
@@ -518,15 +519,10 @@ edge_store_net_del(edge_store *s, const char *pod) {
   return (rc = mdb_txn_commit(t)) ? fail(rc, "commit") : 0;
 }
 
-static int
-net_conv(const MDB_val *v, void *out) {
-  return net_of(v, out);
-}
-
 int
 edge_store_net_each(edge_store *s, edge_net_cb cb, void *ud) {
   table_copy all;
-  int rc = copy_table(s, s->nets, sizeof(edge_net), net_conv, &all);
+  int rc = copy_table(s, s->nets, sizeof(edge_net), net_of, &all);
   for (size_t i = 0; !rc && i < all.n; i++) {
     unsigned char *it = all.items + i * all.stride;
     cb((const char *)it, (const edge_net *)(it + ITEM_VAL_OFF), ud);

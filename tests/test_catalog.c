@@ -48,11 +48,7 @@ TestSuite(catalog, .init = setup, .fini = teardown, .timeout = 120);
 
 static pid_t
 start_catalog(void) {
-  char bin[512];
-  lt_bin("lark-catalog", bin, sizeof bin);
-  char *argv[] = {bin, (char *)"--url", srv.url, (char *)"--data", viewdir,
-                  NULL};
-  pid_t pid = lt_spawn(argv, logpath);
+  pid_t pid = lt_start_service("lark-catalog", srv.url, viewdir, logpath, NULL);
   cr_assert(pid > 0);
   return pid;
 }

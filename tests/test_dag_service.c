@@ -27,12 +27,8 @@ static pid_t dag_pid;
 
 static pid_t
 start_dag(void) {
-  char bin[512];
-  lt_bin("lark-dag", bin, sizeof bin);
-  char *argv[] = {
-      bin,     (char *)"--url",       srv.url,         (char *)"--data",
-      viewdir, (char *)"--log-level", (char *)"debug", NULL};
-  pid_t pid = lt_spawn(argv, logpath);
+  const char *extra[] = {"--log-level", "debug", NULL};
+  pid_t pid = lt_start_service("lark-dag", srv.url, viewdir, logpath, extra);
   cr_assert(pid > 0);
   return pid;
 }

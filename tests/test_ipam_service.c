@@ -28,13 +28,11 @@ static pid_t procs[4];
 
 static pid_t
 start(const char *bin_name, const char *name) {
-  char bin[512], data[512], log[512];
-  lt_bin(bin_name, bin, sizeof bin);
+  char data[512], log[512];
   snprintf(data, sizeof data, "%s/%s", dir, name);
   snprintf(log, sizeof log, "%s/%s.log", dir, name);
-  char *argv[] = {bin,  (char *)"--url",  srv.url,      (char *)"--data",
-                  data, (char *)"--name", (char *)name, NULL};
-  pid_t pid = lt_spawn(argv, log);
+  const char *extra[] = {"--name", name, NULL};
+  pid_t pid = lt_start_service(bin_name, srv.url, data, log, extra);
   cr_assert(pid > 0);
   return pid;
 }
@@ -74,11 +72,7 @@ domain(const char *name, const char *cidr) {
            "\"Domain\",\"metadata\":{\"name\":\"%s\"},\"spec\":{\"cidr\":"
            "\"%s\"}}}",
            name, cidr);
-  msgpack_zone z;
-  msgpack_zone_init(&z, 1024);
-  msgpack_object r = command("domain", "apply", json, &z);
-  lt_expect_ok(&r);
-  msgpack_zone_destroy(&z);
+  lt_must_apply(conn, "domain", json);
 }
 
 static void
@@ -90,11 +84,7 @@ node(const char *name, const char *cluster, int gpus) {
            "\"cluster\":\"%s\",\"runtimes\":[\"raw\",\"raw+netns\"],"
            "\"capacity\":{\"cpu\":64,\"memory\":65536,\"gpu\":%d}}}}",
            name, cluster, gpus);
-  msgpack_zone z;
-  msgpack_zone_init(&z, 1024);
-  msgpack_object r = command("node", "apply", json, &z);
-  lt_expect_ok(&r);
-  msgpack_zone_destroy(&z);
+  lt_must_apply(conn, "node", json);
 }
 
 static void
@@ -108,11 +98,7 @@ job(const char *name, const char *dom, int replicas, int gpus) {
            "\"gpu\":%d},\"runtime\":{\"raw\":{\"entrypoint\":[\"true\"]}}}]"
            "}}}",
            name, dom, replicas, gpus);
-  msgpack_zone z;
-  msgpack_zone_init(&z, 1024);
-  msgpack_object r = command("job", "apply", json, &z);
-  lt_expect_ok(&r);
-  msgpack_zone_destroy(&z);
+  lt_must_apply(conn, "job", json);
 }
 
 /* A field of kind/name as its owner describes it, as text. */

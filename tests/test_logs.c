@@ -31,11 +31,7 @@ static pid_t logs_pid;
 
 static pid_t
 start_logs(void) {
-  char bin[512];
-  lt_bin("lark-logs", bin, sizeof bin);
-  char *argv[] = {bin, (char *)"--url", srv.url, (char *)"--data", viewdir,
-                  NULL};
-  pid_t pid = lt_spawn(argv, logpath);
+  pid_t pid = lt_start_service("lark-logs", srv.url, viewdir, logpath, NULL);
   cr_assert(pid > 0);
   return pid;
 }

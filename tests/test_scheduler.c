@@ -26,13 +26,11 @@ static pid_t sched[2];
 
 static pid_t
 start_scheduler(const char *name) {
-  char bin[512], data[512], log[512];
-  lt_bin("lark-scheduler", bin, sizeof bin);
+  char data[512], log[512];
   snprintf(data, sizeof data, "%s/%s", dir, name);
   snprintf(log, sizeof log, "%s/%s.log", dir, name);
-  char *argv[] = {bin,  (char *)"--url",  srv.url,      (char *)"--data",
-                  data, (char *)"--name", (char *)name, NULL};
-  pid_t pid = lt_spawn(argv, log);
+  const char *extra[] = {"--name", name, NULL};
+  pid_t pid = lt_start_service("lark-scheduler", srv.url, data, log, extra);
   cr_assert(pid > 0);
   return pid;
 }
@@ -75,11 +73,7 @@ node(const char *name, int gpus) {
            "\"runtimes\":[\"raw\"],\"capacity\":{\"cpu\":8,\"memory\":16384,"
            "\"gpu\":%d}}}}",
            name, gpus);
-  msgpack_zone z;
-  msgpack_zone_init(&z, 1024);
-  msgpack_object r = command("node", "apply", json, &z);
-  lt_expect_ok(&r);
-  msgpack_zone_destroy(&z);
+  lt_must_apply(conn, "node", json);
 }
 
 static void
@@ -93,11 +87,7 @@ job(const char *name, int replicas, int gpus, int retries) {
            "\"gpu\":%d},\"runtime\":{\"raw\":{\"entrypoint\":[\"true\"]}}}]"
            "}}}",
            name, replicas, retries, gpus);
-  msgpack_zone z;
-  msgpack_zone_init(&z, 1024);
-  msgpack_object r = command("job", "apply", json, &z);
-  lt_expect_ok(&r);
-  msgpack_zone_destroy(&z);
+  lt_must_apply(conn, "job", json);
 }
 
 /* The value of field of the object kind/name, as the scheduler says. */
@@ -393,12 +383,10 @@ Test(scheduler, silent_node_goes_notready_and_its_pod_runs_elsewhere) {
 
 static pid_t
 start_dag(void) {
-  char bin[512], data[512], log[512];
-  lt_bin("lark-dag", bin, sizeof bin);
+  char data[512], log[512];
   snprintf(data, sizeof data, "%s/dag", dir);
   snprintf(log, sizeof log, "%s/dag.log", dir);
-  char *argv[] = {bin, (char *)"--url", srv.url, (char *)"--data", data, NULL};
-  pid_t pid = lt_spawn(argv, log);
+  pid_t pid = lt_start_service("lark-dag", srv.url, data, log, NULL);
   cr_assert(pid > 0);
   return pid;
 }

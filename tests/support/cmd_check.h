@@ -40,4 +40,14 @@ lt_expect_ok(const msgpack_object *r) {
   cr_assert_null(e, "command refused: %s", msg);
 }
 
+/* kind.apply with a JSON text body, failing the test unless it is ok. */
+static inline void
+lt_must_apply(bus_conn *c, const char *kind, const char *json) {
+  msgpack_zone z;
+  msgpack_zone_init(&z, 1024);
+  msgpack_object r = lt_must_command(c, kind, "apply", json, &z);
+  lt_expect_ok(&r);
+  msgpack_zone_destroy(&z);
+}
+
 #endif

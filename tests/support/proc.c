@@ -112,3 +112,17 @@ lt_sh(char *out, size_t cap, char *err, size_t errcap, const char *fmt, ...) {
   va_end(ap);
   return rc;
 }
+
+pid_t
+lt_start_service(const char *bin_name, const char *url, const char *data,
+                 const char *log, const char *const extra[]) {
+  char bin[512];
+  char *argv[16] = {lt_bin(bin_name, bin, sizeof bin) ? bin : NULL,
+                    (char *)"--url", (char *)url, (char *)"--data",
+                    (char *)data};
+  int n = 5;
+  for (int i = 0; extra && extra[i] && n < 15; i++)
+    argv[n++] = (char *)extra[i];
+  argv[n] = NULL;
+  return lt_spawn(argv, log);
+}

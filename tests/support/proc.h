@@ -30,6 +30,13 @@ int lt_vsh(char *out, size_t cap, char *err, size_t errcap, const char *fmt,
 
 /* Start argv in the background, stdout+stderr appended to log. */
 pid_t lt_spawn(char *const argv[], const char *log);
+/*
+ * Start service binary bin_name (from $LARK_BIN_DIR) with --url url
+ * --data data and the NULL-terminated extra arguments (may be NULL), its
+ * output appended to log. Returns its pid, or -1.
+ */
+pid_t lt_start_service(const char *bin_name, const char *url, const char *data,
+                       const char *log, const char *const extra[]);
 /* Send sig and reap; returns the wait status. */
 int lt_kill(pid_t pid, int sig);
 
