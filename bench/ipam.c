@@ -46,23 +46,12 @@ append(bus_conn *c, const char *subject, const char *type, uint64_t prev,
 }
 
 static void
-resource(msgpack_packer *pk, const char *kind, const char *name) {
-  msgpack_pack_map(pk, 4);
-  bench_kv(pk, "apiVersion", "rlinf.io/v1alpha1");
-  bench_kv(pk, "kind", kind);
-  msgpack_pack_str_with_body(pk, "metadata", 8);
-  msgpack_pack_map(pk, 1);
-  bench_kv(pk, "name", name);
-  msgpack_pack_str_with_body(pk, "spec", 4);
-}
-
-static void
 feed_domain(bus_conn *c, const char *cidr) {
   msgpack_sbuffer sb;
   msgpack_sbuffer_init(&sb);
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  resource(&pk, "Domain", "bench");
+  bench_resource_head(&pk, "Domain", "bench");
   msgpack_pack_map(&pk, 1);
   bench_kv(&pk, "cidr", cidr);
   append(c, "lark.ev.ipam.domains", "domain.created", 0, &sb);
@@ -79,7 +68,7 @@ feed_job(bus_conn *c, int i, int pods, uint64_t log) {
   msgpack_sbuffer_init(&sb);
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  resource(&pk, "Job", name);
+  bench_resource_head(&pk, "Job", name);
   msgpack_pack_map(&pk, 2);
   bench_kv(&pk, "domain", "bench");
   msgpack_pack_str_with_body(&pk, "tasks", 5);

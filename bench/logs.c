@@ -15,7 +15,6 @@
  *
  *   bench_logs [--batches B] [--lines L] [--pods P]
  */
-#include <libgen.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -142,23 +141,6 @@ measure(bus_conn *pub, bus_conn *rd, run *r, const char *filter) {
   return (double)got / dt;
 }
 
-static pid_t
-start_logs(const lt_natsd *s, const char *argv0, const char *dir) {
-  char self[4096], bin[4200], data[512], log[512];
-  snprintf(self, sizeof self, "%s", argv0);
-  snprintf(bin, sizeof bin, "%s/lark-logs", dirname(self));
-  snprintf(data, sizeof data, "%s/view", dir);
-  snprintf(log, sizeof log, "%s/logs.log", dir);
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (!freopen(log, "w", stderr))
-      _exit(126);
-    execl(bin, bin, "--url", s->url, "--data", data, (char *)NULL);
-    _exit(127);
-  }
-  return pid;
-}
-
 /* job.placed binding bench-w-<i> to n1, then wait until lark-logs has it. */
 static void
 place(bus_conn *c, int pods) {
@@ -230,7 +212,7 @@ main(int argc, char **argv) {
       lt_connect(&srv, &rd) || lt_streams(pub, 120000))
     bench_die("broker", bus_last_error());
   lt_tmpdir(dir, sizeof dir, "bench-logs");
-  pid_t pid = start_logs(&srv, argv[0], dir);
+  pid_t pid = bench_start_service(argv[0], "lark-logs", srv.url, dir);
   place(pub, pods);
   msgpack_sbuffer *data = calloc((size_t)pods, sizeof *data);
   for (int i = 0; i < pods; i++) {

@@ -11,7 +11,6 @@
  *
  *   bench_schedule_e2e [--nodes N] [--jobs J] [--pods P]
  */
-#include <libgen.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,17 +22,6 @@
 #include "bench.h"
 #include "bus.h"
 #include "natsd.h"
-
-static void
-resource_head(msgpack_packer *pk, const char *kind, const char *name) {
-  msgpack_pack_map(pk, 4);
-  bench_kv(pk, "apiVersion", "rlinf.io/v1alpha1");
-  bench_kv(pk, "kind", kind);
-  msgpack_pack_str_with_body(pk, "metadata", 8);
-  msgpack_pack_map(pk, 1);
-  bench_kv(pk, "name", name);
-  msgpack_pack_str_with_body(pk, "spec", 4);
-}
 
 static void
 call(bus_conn *c, const char *subject, const msgpack_sbuffer *sb) {
@@ -60,7 +48,7 @@ add_node(bus_conn *c, int i) {
   msgpack_pack_map(&pk, 2);
   bench_kv(&pk, "key", key);
   msgpack_pack_str_with_body(&pk, "resource", 8);
-  resource_head(&pk, "Node", name);
+  bench_resource_head(&pk, "Node", name);
   msgpack_pack_map(&pk, 2);
   bench_kv(&pk, "cluster", "c1");
   msgpack_pack_str_with_body(&pk, "capacity", 8);
@@ -85,7 +73,7 @@ add_job(bus_conn *c, int i, int pods) {
   msgpack_pack_map(&pk, 2);
   bench_kv(&pk, "key", key);
   msgpack_pack_str_with_body(&pk, "resource", 8);
-  resource_head(&pk, "Job", name);
+  bench_resource_head(&pk, "Job", name);
   msgpack_pack_map(&pk, 2);
   bench_kv(&pk, "strategy", i % 2 ? "spread" : "pack");
   msgpack_pack_str_with_body(&pk, "tasks", 5);
@@ -184,23 +172,6 @@ baseline(bus_conn *c, int jobs, int pods) {
   return (double)jobs * pods / dt;
 }
 
-static pid_t
-start_scheduler(const lt_natsd *s, const char *argv0, const char *dir) {
-  char self[4096], bin[4200], data[512], log[512];
-  snprintf(self, sizeof self, "%s", argv0);
-  snprintf(bin, sizeof bin, "%s/lark-scheduler", dirname(self));
-  snprintf(data, sizeof data, "%s/view", dir);
-  snprintf(log, sizeof log, "%s/scheduler.log", dir);
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (!freopen(log, "w", stderr))
-      _exit(126);
-    execl(bin, bin, "--url", s->url, "--data", data, (char *)NULL);
-    _exit(127);
-  }
-  return pid;
-}
-
 int
 main(int argc, char **argv) {
   int nodes = 1000, jobs = 100, pods = 100;
@@ -222,7 +193,7 @@ main(int argc, char **argv) {
       lt_streams(c, 120000))
     bench_die("broker", bus_last_error());
   lt_tmpdir(dir, sizeof dir, "bench-sched");
-  pid_t sched = start_scheduler(&srv, argv[0], dir);
+  pid_t sched = bench_start_service(argv[0], "lark-scheduler", srv.url, dir);
   usleep(300 * 1000);
   for (int i = 0; i < nodes; i++)
     add_node(c, i);
