@@ -3,17 +3,25 @@
  * runs the pod, across a fleet of simulated edge nodes.
  *
  * Starts a nats-server and N simulated nodes in this process: each has
- * its own broker connection (inbox prefix _INBOX_<node>) and its own
- * pinned durable consumer edge-<node> on LARK_NODES (filter
- * lark.node.<node>.>, deliver last per subject), read by its own thread,
- * exactly as lark-edge reads its slice. One writer then appends P
- * pod.desired events, round-robin over the nodes, as the scheduler's
- * outbox does (async appends with ids), optionally paced at --rate per
- * second; each event carries its write time in ts and the node records
- * the delay at which it fetched it. Beside it, in the same run, the raw
- * floor: P core-NATS publishes of the same payload to one subscriber.
+ * its own broker connection (inbox prefix _INBOX_<node>), its own stream
+ * LARK_NODE_<node> made as the scheduler makes it, and its own pinned
+ * durable consumer edge-<node> on it (filter lark.node.<node>.>, deliver
+ * last per subject, one ack per batch, position kept in memory), read by
+ * its own thread, exactly as lark-edge reads its slice. One writer then
+ * appends P pod.desired events, round-robin over the nodes, as the
+ * scheduler's outbox does (async appends with ids), optionally paced at
+ * --rate per second; each event carries its write time in ts and the
+ * node records the delay at which it fetched it. Beside it, in the same
+ * run, the raw floor: P core-NATS publishes of the same payload to one
+ * subscriber.
  *
- *   bench_edge_fleet [--nodes N] [--pods P] [--rate R]
+ * --shared puts every node's desired states in one stream on lark.node.>
+ * instead, read through the same consumers: the layout of earlier
+ * versions, kept to show what the node streams are for.
+ * --server-profile PORT serves the broker's pprof on PORT.
+ *
+ *   bench_edge_fleet [--nodes N] [--pods P] [--rate R] [--shared]
+ *                    [--server-profile PORT]
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -28,6 +36,10 @@
 #include "bus.h"
 #include "natsd.h"
 
+#define SHARED_STREAM "LARK_NODES"
+/* A node's fetch: as lark-edge's slice thread (edge/slice.c). */
+#define SLICE_WAIT_MS 1000
+
 typedef struct node {
   char name[32];
   bus_conn *c;
@@ -39,6 +51,7 @@ static atomic_int ready, stop, failed;
 static atomic_long got;
 static int64_t *lat; /* ns */
 static long total;
+static int shared; /* one stream for the fleet (earlier versions) */
 
 static int64_t
 now_ns(void) {
@@ -57,20 +70,16 @@ record(int64_t sent) {
 static void *
 node_run(void *arg) {
   node *n = arg;
-  char durable[48], filter[64];
-  snprintf(durable, sizeof durable, "edge-%s", n->name);
-  snprintf(filter, sizeof filter, "lark.node.%s.>", n->name);
-  bus_consumer_opts o;
-  bus_consumer_opts_init(&o);
-  o.stream = "LARK_NODES";
-  o.durable = durable;
-  o.filter = filter;
-  o.deliver = BUS_DELIVER_LAST_PER_SUBJECT;
+  bus_slice sl;
+  if (bus_slice_init(&sl, n->name))
+    bench_die("slice", bus_last_error());
+  if (shared)
+    sl.opts.stream = SHARED_STREAM;
   bus_consumer *k = NULL;
   bus_batch *b = NULL;
   int rc = -1;
   for (int i = 0; i < 20 && rc; i++)
-    if ((rc = bus_consumer_open(n->c, &o, &k)))
+    if ((rc = bus_consumer_open(n->c, &sl.opts, &k)))
       usleep(200 * 1000);
   if (rc || bus_batch_new(&b)) {
     fprintf(stderr, "node %s: %s\n", n->name, bus_last_error());
@@ -80,7 +89,7 @@ node_run(void *arg) {
   }
   atomic_fetch_add(&ready, 1);
   while (!atomic_load(&stop)) {
-    if (bus_consumer_fetch(k, 64, 500, b))
+    if (bus_consumer_fetch(k, 256, SLICE_WAIT_MS, b))
       continue;
     for (size_t i = 0; i < bus_batch_len(b); i++) {
       const bus_event *ev = bus_batch_event(b, i);
@@ -201,6 +210,32 @@ baseline(bus_conn *w, bus_conn *sub, int rate) {
   bus_conn_unserve(s);
 }
 
+/* The streams the nodes read: one each, or the shared one. */
+static void
+make_streams(bus_conn *w, node *nodes, int n) {
+  double t0 = bench_now_s();
+  if (shared) {
+    static const char cfg[] =
+        "{\"name\":\"" SHARED_STREAM "\",\"subjects\":[\"lark.node.>\"],"
+        "\"storage\":\"file\",\"max_msgs_per_subject\":1,"
+        "\"duplicate_window\":120000000000}";
+    void *reply = NULL;
+    size_t len = 0;
+    if (bus_conn_request(w, "$JS.API.STREAM.CREATE." SHARED_STREAM, cfg,
+                         sizeof cfg - 1, 5000, &reply, &len) ||
+        !strstr(reply, "\"config\""))
+      bench_die("shared stream", reply ? (char *)reply : bus_last_error());
+    free(reply);
+  }
+  for (int i = 0; i < n && !shared; i++)
+    if (bus_node_stream_ensure(w, nodes[i].name, NULL))
+      bench_die("node stream", bus_last_error());
+  printf("edge_fleet: %s in %.2f s\n",
+         shared ? "one stream for every node (--shared)"
+                : "one stream per node",
+         bench_now_s() - t0);
+}
+
 static bus_conn *
 connect_as(const char *node) {
   char inbox[64];
@@ -220,17 +255,30 @@ connect_as(const char *node) {
 int
 main(int argc, char **argv) {
   int n = 1000, rate = 0;
+  const char *profile = NULL;
   total = 10000;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--nodes"))
-      n = atoi(argv[i + 1]);
+  int bad = 0;
+  for (int i = 1; i < argc && !bad; i++) {
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(argv[i], "--shared"))
+      shared = 1;
+    else if (!v)
+      bad = 1;
+    else if (!strcmp(argv[i], "--nodes"))
+      n = atoi(v), i++;
     else if (!strcmp(argv[i], "--pods"))
-      total = atol(argv[i + 1]);
+      total = atol(v), i++;
     else if (!strcmp(argv[i], "--rate"))
-      rate = atoi(argv[i + 1]);
+      rate = atoi(v), i++;
+    else if (!strcmp(argv[i], "--server-profile"))
+      profile = v, i++;
+    else
+      bad = 1;
   }
-  if (n < 1 || total < 1)
-    bench_die("usage", "bench_edge_fleet [--nodes N] [--pods P] [--rate R]");
+  const char *extra[] = {"--profile", profile, NULL};
+  if (bad || n < 1 || total < 1)
+    bench_die("usage", "bench_edge_fleet [--nodes N] [--pods P] [--rate R] "
+                       "[--shared] [--server-profile PORT]");
   struct rlimit rl;
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
     rl.rlim_cur = rl.rlim_max;
@@ -238,15 +286,17 @@ main(int argc, char **argv) {
   }
   lat = calloc((size_t)total, sizeof *lat);
   node *nodes = calloc((size_t)n, sizeof *nodes);
-  if (!lat || !nodes || lt_natsd_start(&srv, NULL, NULL))
+  if (!lat || !nodes || lt_natsd_start(&srv, NULL, profile ? extra : NULL))
     bench_die("start", "cannot start nats-server");
   bus_conn *w = connect_as(NULL), *sub = connect_as(NULL);
   if (!w || !sub || lt_streams(w, 120000))
     bench_die("streams", bus_last_error());
+  for (int i = 0; i < n; i++)
+    snprintf(nodes[i].name, sizeof nodes[i].name, "n%d", i);
+  make_streams(w, nodes, n);
   int64_t t0 = now_ns();
   int opened = 0;
   for (; opened < n; opened++) {
-    snprintf(nodes[opened].name, sizeof nodes[opened].name, "n%d", opened);
     if (!(nodes[opened].c = connect_as(nodes[opened].name))) {
       fprintf(stderr, "bench_edge_fleet: connection %d: %s\n", opened,
               bus_last_error());

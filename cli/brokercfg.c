@@ -546,13 +546,15 @@ static const char *const user_pub[] = {
     NULL};
 static const char *const user_sub[] = {"_INBOX.>", NULL};
 
-/* Edge nodes: exactly DESIGN.md section 6. */
+/* Edge nodes: DESIGN.md section 6, on the node's own stream
+ * LARK_NODE_<node> (bus_node_stream_name). */
 static const char *const node_pub[] = {
     "lark.in.%s.>",
-    "$JS.API.CONSUMER.CREATE.LARK_NODES.edge-%s.lark.node.%s.>",
-    "$JS.API.CONSUMER.INFO.LARK_NODES.edge-%s",
-    "$JS.API.CONSUMER.MSG.NEXT.LARK_NODES.edge-%s",
-    "$JS.ACK.LARK_NODES.edge-%s.>",
+    "$JS.API.CONSUMER.CREATE." BUS_NODE_STREAM_PREFIX
+    "%s.edge-%s.lark.node.%s.>",
+    "$JS.API.CONSUMER.INFO." BUS_NODE_STREAM_PREFIX "%s.edge-%s",
+    "$JS.API.CONSUMER.MSG.NEXT." BUS_NODE_STREAM_PREFIX "%s.edge-%s",
+    "$JS.ACK." BUS_NODE_STREAM_PREFIX "%s.edge-%s.>",
     NULL};
 static const char *const node_pub_deny[] = {"$JS.API.STREAM.MSG.GET.>",
                                             "$JS.API.DIRECT.GET.>", NULL};

@@ -112,6 +112,23 @@ streams_json(bus_conn *c) {
   return a;
 }
 
+/* How many node streams (LARK_NODE_<node>) there are; -1 when unknown. */
+static json_int_t
+node_streams(bus_conn *c) {
+  static const char q[] = "{\"subject\":\"lark.node.>\"}";
+  void *reply = NULL;
+  size_t len = 0;
+  if (bus_conn_request(c, "$JS.API.STREAM.NAMES", q, sizeof q - 1, 2000, &reply,
+                       &len) < 0)
+    return -1;
+  json_t *j = json_loadb(reply, len, 0, NULL);
+  free(reply);
+  json_t *total = json_object_get(j, "total");
+  json_int_t n = json_is_integer(total) ? json_integer_value(total) : -1;
+  json_decref(j);
+  return n;
+}
+
 static json_t *
 services_json(const status_ctx *x, int *all_up) {
   json_t *a = json_array();
@@ -147,7 +164,8 @@ broker_json(const status_ctx *x, const char *url) {
 }
 
 static void
-print_text(json_t *broker, json_t *streams, json_t *services) {
+print_text(json_t *broker, json_t *streams, json_int_t nodes,
+           json_t *services) {
   size_t i;
   json_t *v;
   printf("broker  %s\n", json_string_value(json_object_get(broker, "url")));
@@ -166,6 +184,9 @@ print_text(json_t *broker, json_t *streams, json_t *services) {
       printf("  stream %-13s missing (run `larkctl init`)\n",
              json_string_value(json_object_get(v, "name")));
   }
+  if (nodes >= 0)
+    printf("  streams LARK_NODE_* %lld, one per node the scheduler knows\n",
+           (long long)nodes);
   printf("%-16s %-5s %10s %8s %7s %8s  %s\n", "SERVICE", "STATE", "SEQ", "LAG",
          "STALE", "REJECTED", "DIGEST");
   json_array_foreach(services, i, v) {
@@ -222,17 +243,19 @@ cmd_status(int argc, char **argv, lark_cli *cli) {
     cli_fail("status", rc, "asking the services");
   json_t *broker = broker_json(x, cli->url);
   json_t *streams = streams_json(c);
+  json_int_t nodes = node_streams(c);
   json_t *services = services_json(x, &all_up);
   if (cli->output == CLI_OUT_JSON) {
-    json_t *all = json_pack("{s:o, s:o, s:o, s:b}", "broker", broker, "streams",
-                            streams, "services", services, "ok", all_up);
+    json_t *all = json_pack("{s:o, s:o, s:I, s:o, s:b}", "broker", broker,
+                            "streams", streams, "node_streams", nodes,
+                            "services", services, "ok", all_up);
     char *s = json_dumps(all, JSON_COMPACT);
     if (s)
       puts(s);
     free(s);
     json_decref(all);
   } else {
-    print_text(broker, streams, services);
+    print_text(broker, streams, nodes, services);
     json_decref(broker);
     json_decref(streams);
     json_decref(services);

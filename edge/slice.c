@@ -1,21 +1,37 @@
 /*
  * slice.c - the slice thread: the node's own desired states, through its
- * pinned durable consumer `edge-<node>` on LARK_NODES (filter
- * lark.node.<node>.>, deliver last per subject: the current desired
- * state of each pod, then every change; DESIGN.md sections 2 and 6).
+ * pinned durable consumer `edge-<node>` on the node's own stream
+ * LARK_NODE_<node> (filter lark.node.<node>.>, deliver last per subject:
+ * the current desired state of each pod, then every change; DESIGN.md
+ * sections 2 and 6).
  *
  * Each message is stored before it is acked, so a crash between the two
  * only redelivers it, and the store keeps a pod's desired state only when
- * its sequence is newer. A message that is not a valid pod.desired for
+ * its version is newer. A message that is not a valid pod.desired for
  * this node is logged, acked and forgotten. When something changed, the
- * loop is woken to reconcile. Cut off, the thread retries opening the
- * consumer every second; pods run on meanwhile.
+ * loop is woken to reconcile.
+ *
+ * The consumer acks a batch with one ack (AckAll) and the broker keeps
+ * its position in memory: a broker restart forgets it, and so does a
+ * stream made anew. Either way the fetch fails, the thread opens the
+ * consumer again, and "last per subject" hands over every pod's current
+ * state, which the store takes only where it is newer. Cut off, the
+ * thread retries every second; pods run on meanwhile.
  */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "edge.h"
+
+/*
+ * A fetch returns as soon as desired states are there; this is how long
+ * it waits when none come. Each wait that ends empty costs the broker a
+ * request and a status: at 250 ms a thousand idle nodes kept it busy
+ * enough to delay deliveries by seconds (bench_edge_fleet). Stopping
+ * waits out at most one.
+ */
+#define SLICE_WAIT_MS 1000
 
 static int
 take(edge_agent *a, const bus_batch *b, size_t i) {
@@ -41,6 +57,10 @@ take(edge_agent *a, const bus_batch *b, size_t i) {
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   msgpack_pack_object(&pk, ev->data);
+  /* the scheduler's version outlives the stream's own sequence */
+  int64_t version = bus_obj_int(&ev->data, "version", 0);
+  if (version > 0)
+    seq = (uint64_t)version;
   int stored = 0;
   int rc =
       edge_store_desired_put(a->store, pod, seq, sb.data, sb.size, &stored);
@@ -54,23 +74,21 @@ take(edge_agent *a, const bus_batch *b, size_t i) {
 
 static bus_consumer *
 open_slice(edge_agent *a) {
-  char durable[EDGE_NAME_SZ + 8], filter[BUS_SUBJECT_MAX];
-  snprintf(durable, sizeof durable, "edge-%s", a->cfg.node);
-  snprintf(filter, sizeof filter, "lark.node.%s.>", a->cfg.node);
-  bus_consumer_opts o;
-  bus_consumer_opts_init(&o);
-  o.stream = "LARK_NODES";
-  o.durable = durable;
-  o.filter = filter;
-  o.deliver = BUS_DELIVER_LAST_PER_SUBJECT;
+  bus_slice sl;
+  if (bus_slice_init(&sl, a->cfg.node))
+    return NULL;
   bus_consumer *k = NULL;
-  int rc = bus_consumer_open(a->conn, &o, &k);
+  int rc = bus_consumer_open(a->conn, &sl.opts, &k);
   if (rc) {
-    edge_logf("warn", filter, "cannot open the slice: %s (%s)",
-              bus_strerror(rc), bus_last_error());
+    edge_logf("warn", sl.filter, "cannot open the slice: %s (%s)%s",
+              bus_strerror(rc), bus_last_error(),
+              rc == BUS_ENO_STREAM ? "; the scheduler makes it when it "
+                                     "takes this node's registration"
+                                   : "");
     return NULL;
   }
-  edge_logf("info", filter, "reading the slice through %s", durable);
+  edge_logf("info", sl.filter, "reading the slice through %s on %s", sl.durable,
+            sl.stream);
   return k;
 }
 
@@ -87,8 +105,13 @@ run(void *arg) {
         usleep(100 * 1000);
       continue;
     }
-    int rc = bus_consumer_fetch(k, 256, 250, b);
+    int rc = bus_consumer_fetch(k, 256, SLICE_WAIT_MS, b);
     if (rc && rc != BUS_ETIMEOUT) {
+      /* out of reach, or the consumer is gone: open it again */
+      if (rc == BUS_ENOT_FOUND)
+        edge_logf("info", "-", "%s; opening it again", bus_last_error());
+      bus_consumer_close(k);
+      k = NULL;
       usleep(100 * 1000);
       continue;
     }

@@ -3,12 +3,15 @@
  * dedupe, async appends and a broker restart, against a real nats-server.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include <criterion/criterion.h>
+#include <jansson.h>
 
 #include "bus.h"
+#include "json.h"
 #include "natsd.h"
 
 typedef struct fixture {
@@ -57,11 +60,11 @@ sample(fixture *f, bus_event *ev, char id[33], uint64_t prev) {
 Test(streams, ensure_idempotent_and_require) {
   fixture f;
   up(&f, 0);
-  const char *const some[] = {"LARK_EVENTS", "LARK_NODES", NULL};
+  const char *const some[] = {"LARK_EVENTS", "LARK_ROUTES", NULL};
   int rc = bus_streams_require(f.c, some);
   cr_assert_eq(rc, BUS_ENO_STREAM);
   cr_assert(strstr(bus_last_error(), "LARK_EVENTS"), "%s", bus_last_error());
-  cr_assert(strstr(bus_last_error(), "LARK_NODES"));
+  cr_assert(strstr(bus_last_error(), "LARK_ROUTES"));
   cr_assert(strstr(bus_last_error(), "larkctl init"));
   cr_assert_eq(lt_streams(f.c, 2000), 0, "%s", bus_last_error());
   cr_assert_eq(lt_streams(f.c, 2000), 0, "%s", bus_last_error());
@@ -71,6 +74,92 @@ Test(streams, ensure_idempotent_and_require) {
   cr_assert_eq(bus_stream_last_seq(f.c, "LARK_EVENTS", &seq), 0);
   cr_assert_eq(seq, 0);
   cr_assert_eq(bus_stream_last_seq(f.c, "NOPE", &seq), BUS_ENO_STREAM);
+  down(&f);
+}
+
+/* STREAM.INFO of name as JSON (NULL when it fails). */
+static json_t *
+stream_info(fixture *f, const char *name) {
+  char subject[128];
+  snprintf(subject, sizeof subject, "$JS.API.STREAM.INFO.%s", name);
+  return lt_request_json(f->c, subject, "");
+}
+
+static json_int_t
+config_int(json_t *info, const char *key) {
+  return json_integer_value(
+      json_object_get(json_object_get(info, "config"), key));
+}
+
+Test(streams, node_streams_one_per_node) {
+  fixture f;
+  bus_event ev;
+  char id[33], name[BUS_NODE_STREAM_MAX];
+  int created = -1;
+  up(&f, 0);
+  /* a node stream takes LARK_EVENTS' settings: without it, a clear no */
+  cr_assert_eq(bus_node_stream_ensure(f.c, "gpu-1", &created), BUS_ENO_STREAM);
+  cr_assert(strstr(bus_last_error(), "larkctl init"), "%s", bus_last_error());
+  /* the single stream of earlier versions overlaps every node stream:
+   * init removes it */
+  const char legacy[] =
+      "{\"name\":\"LARK_NODES\",\"subjects\":[\"lark.node.>\"],"
+      "\"storage\":\"file\",\"max_msgs_per_subject\":1}";
+  json_t *made =
+      lt_request_json(f.c, "$JS.API.STREAM.CREATE.LARK_NODES", legacy);
+  cr_assert(made && json_object_get(made, "config"), "%s", bus_last_error());
+  json_decref(made);
+  uint64_t seq = 0;
+  cr_assert_eq(bus_stream_last_seq(f.c, "LARK_NODES", &seq), 0);
+  cr_assert_eq(lt_streams(f.c, 2000), 0, "%s", bus_last_error());
+  cr_assert_eq(bus_stream_last_seq(f.c, "LARK_NODES", &seq), BUS_ENO_STREAM);
+
+  cr_assert_eq(bus_node_stream_name("gpu-1", name, sizeof name), 0);
+  cr_assert_str_eq(name, "LARK_NODE_gpu-1");
+  cr_assert_eq(bus_node_stream_name("GPU.1", name, sizeof name), BUS_ENAME);
+  cr_assert_eq(bus_node_stream_ensure(f.c, "gpu-1", &created), 0, "%s",
+               bus_last_error());
+  cr_assert_eq(created, 1);
+  cr_assert_eq(bus_node_stream_ensure(f.c, "gpu-1", &created), 0);
+  cr_assert_eq(created, 0, "made once");
+  json_t *info = stream_info(&f, "LARK_NODE_gpu-1");
+  cr_assert(info);
+  cr_expect_eq(config_int(info, "max_msgs_per_subject"), 1);
+  cr_expect_eq(config_int(info, "duplicate_window"), 2000LL * 1000000,
+               "LARK_EVENTS' window");
+  cr_expect_str_eq(
+      json_string_value(json_array_get(
+          json_object_get(json_object_get(info, "config"), "subjects"), 0)),
+      "lark.node.gpu-1.>");
+  json_decref(info);
+
+  /* latest wins per pod; another node's subject finds no stream */
+  for (int i = 0; i < 2; i++) {
+    sample(&f, &ev, id, 0);
+    cr_assert_eq(bus_append(f.c, "lark.node.gpu-1.pod.a", &ev,
+                            BUS_APPEND_NOCHECK, &seq, NULL),
+                 0, "%s", bus_last_error());
+  }
+  cr_expect_eq(seq, 2);
+  info = stream_info(&f, "LARK_NODE_gpu-1");
+  cr_expect_eq(json_integer_value(
+                   json_object_get(json_object_get(info, "state"), "messages")),
+               1);
+  json_decref(info);
+  sample(&f, &ev, id, 0);
+  cr_assert_eq(bus_append(f.c, "lark.node.gpu-2.pod.a", &ev, BUS_APPEND_NOCHECK,
+                          NULL, NULL),
+               BUS_ENO_STREAM);
+  cr_assert_eq(
+      bus_append_async(f.c, "lark.node.gpu-2.pod.a", &ev, BUS_APPEND_NOCHECK),
+      0);
+  uint64_t failed = 0;
+  cr_assert_eq(bus_append_flush(f.c, 2000, &failed), BUS_ENO_STREAM, "%s",
+               bus_last_error());
+  cr_expect_eq(failed, 1);
+
+  cr_assert_eq(bus_node_stream_delete(f.c, "gpu-1"), 0);
+  cr_assert_eq(bus_node_stream_delete(f.c, "gpu-1"), BUS_ENO_STREAM);
   down(&f);
 }
 

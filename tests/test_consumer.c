@@ -233,3 +233,69 @@ Test(consumer, denied) {
   lt_natsd_stop(&s);
   lt_rmtree(dir);
 }
+
+static int64_t
+ms_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A node's slice consumer: last per subject, one ack per batch, position
+ * in the broker's memory. A fetch hands over what is there as soon as
+ * something is; a restarted broker forgets the consumer and the next
+ * empty fetch says so; opened again, it hands over the current states. */
+static bus_consumer *
+open_slice(fixture *f) {
+  bus_slice sl;
+  bus_consumer *k = NULL;
+  cr_assert_eq(bus_slice_init(&sl, "n1"), 0);
+  int rc = bus_consumer_open(f->c, &sl.opts, &k);
+  cr_assert_eq(rc, 0, "%s %s", bus_err_name(rc), bus_last_error());
+  return k;
+}
+
+Test(consumer, slice_acks_once_and_is_found_gone_after_a_restart,
+     .timeout = 60) {
+  fixture f;
+  up(&f);
+  cr_assert_eq(bus_node_stream_ensure(f.c, "n1", NULL), 0, "%s",
+               bus_last_error());
+  put(&f, "lark.node.n1.pod.a");
+  put(&f, "lark.node.n1.pod.a");
+  put(&f, "lark.node.n1.pod.b");
+  bus_consumer *k = open_slice(&f);
+  cr_assert_eq(bus_consumer_fetch(k, 100, 2000, f.b), 0, "%s",
+               bus_last_error());
+  cr_assert_eq(bus_batch_len(f.b), 2, "the last of each pod");
+  cr_assert_eq(bus_batch_ack(f.b), 0, "%s", bus_last_error());
+  /* one lone message comes at once, not when the batch would be full */
+  put(&f, "lark.node.n1.pod.c");
+  int64_t t0 = ms_now();
+  cr_assert_eq(bus_consumer_fetch(k, 100, 5000, f.b), 0);
+  cr_assert_eq(bus_batch_len(f.b), 1);
+  cr_expect_lt(ms_now() - t0, 2500, "a lone message waited for the batch");
+  cr_assert_eq(bus_batch_ack(f.b), 0);
+  /* the last ack covered the first batch too: nothing comes back */
+  bus_consumer_close(k);
+  k = open_slice(&f);
+  cr_assert_eq(bus_consumer_fetch(k, 100, 300, f.b), 0);
+  cr_assert_eq(bus_batch_len(f.b), 0, "acked messages came again");
+  uint64_t pending = 99;
+  int prc = bus_consumer_pending(k, &pending);
+  cr_assert_eq(prc, 0, "%s %s", bus_err_name(prc), bus_last_error());
+  cr_assert_eq(pending, 0);
+
+  cr_assert_eq(lt_natsd_kill_restart(&f.s), 0);
+  int rc = 0;
+  for (int i = 0; i < 40 && rc == 0; i++)
+    rc = bus_consumer_fetch(k, 100, 250, f.b);
+  cr_assert_eq(rc, BUS_ENOT_FOUND, "%s: %s", bus_err_name(rc),
+               bus_last_error());
+  bus_consumer_close(k);
+  k = open_slice(&f);
+  cr_assert_eq(bus_consumer_fetch(k, 100, 2000, f.b), 0);
+  cr_assert_eq(bus_batch_len(f.b), 3, "every pod's current state again");
+  bus_consumer_close(k);
+  down(&f);
+}

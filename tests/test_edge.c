@@ -355,6 +355,14 @@ Test(edge, broker_cut_off_loses_and_doubles_nothing) {
   cr_assert(wait_field("job", "cut", "phase", "Succeeded", 40));
   history("LARK_EVENTS", "lark.ev.pod.cut-a-0", h, sizeof h);
   cr_expect_str_eq(h, "pod.phase:Running pod.phase:Succeeded");
+  /* The broker kept the edges' slice consumers in memory and forgot
+   * them: each edge opens its own again, is handed every pod's current
+   * state once more, and takes new work without running old work twice. */
+  snprintf(script, sizeof script, "echo again >> %s/again", dir);
+  job("after", 2, 0, 0, script);
+  cr_expect(wait_field("job", "after", "phase", "Succeeded", 40));
+  snprintf(script, sizeof script, "%s/again", dir);
+  cr_expect_eq(lines_of(script), 2, "each new pod ran once");
   snprintf(script, sizeof script, "%s/runs", dir);
   cr_expect_eq(lines_of(script), 1, "the pod ran once");
 }

@@ -1,6 +1,6 @@
 /*
  * test_edge_netns.c - the raw+netns runtime of lark-edge: a real agent
- * and broker, desired states written to LARK_NODES by the test and the
+ * and broker, desired states written to the node's stream by the test and the
  * node's reports read from its ingress. A pod runs in its own namespace
  * (eth0 with its localIP, a default route via the node's end), reports
  * its localIP, and its namespace, veth and /30 are gone once it ended;
@@ -57,6 +57,8 @@ setup(void) {
   cr_assert_eq(lt_natsd_start(&srv, NULL, NULL), 0);
   cr_assert_eq(lt_connect(&srv, &conn), 0, "%s", bus_last_error());
   cr_assert_eq(lt_streams(conn, 2000), 0, "%s", bus_last_error());
+  cr_assert_eq(bus_node_stream_ensure(conn, "n1", NULL), 0, "%s",
+               bus_last_error());
   bus_consumer_opts o;
   bus_consumer_opts_init(&o);
   o.stream = "LARK_INGRESS";

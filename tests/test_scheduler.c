@@ -154,8 +154,8 @@ Test(scheduler, job_runs_to_succeeded_and_pods_are_dispatched) {
   memset(&desired, 0, sizeof desired);
   int rc = -1;
   for (int i = 0; i < 50 && rc; i++, usleep(100 * 1000))
-    rc = bus_last_event(conn, "LARK_NODES", "lark.node.gpu-1.pod.train-a-1",
-                        &desired, &z);
+    rc = bus_last_event(conn, "LARK_NODE_gpu-1",
+                        "lark.node.gpu-1.pod.train-a-1", &desired, &z);
   cr_assert_eq(rc, 0, "no desired state for train-a-1: %s", bus_last_error());
   cr_expect_str_eq(desired.type, "pod.desired");
   char buf[64];
@@ -173,7 +173,7 @@ Test(scheduler, job_runs_to_succeeded_and_pods_are_dispatched) {
   cr_expect(wait_field("task", "train-a", "phase", "Succeeded"));
   cr_expect(wait_field("node", "gpu-1", "pods", "1"), "train's capacity freed");
   uint64_t sent = 0;
-  cr_assert_eq(bus_stream_last_seq(conn, "LARK_NODES", &sent), 0);
+  cr_assert_eq(bus_stream_last_seq(conn, "LARK_NODE_gpu-1", &sent), 0);
   cr_expect_eq(sent, 3, "each desired state is sent once (3, not %llu)",
                (unsigned long long)sent);
 }

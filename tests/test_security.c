@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "brokercfg.h"
+#include "json.h"
 #include "natsd.h"
 
 typedef struct sec {
@@ -107,12 +108,18 @@ setup(sec *x) {
   cr_assert_eq(connect_as(x, "admin", NULL, &x->admin), 0, "%s",
                bus_last_error());
   cr_assert_eq(lt_streams(x->admin, 2000), 0, "%s", bus_last_error());
-  /* The scheduler's desired state for both nodes. */
+  /* Each node's own stream, as the scheduler makes them, and its
+   * desired states there. */
+  cr_assert_eq(bus_node_stream_ensure(x->admin, "gpu-1", NULL), 0, "%s",
+               bus_last_error());
+  cr_assert_eq(bus_node_stream_ensure(x->admin, "gpu-2", NULL), 0, "%s",
+               bus_last_error());
   cr_assert_eq(bus_conn_publish(x->admin, "lark.node.gpu-1.pod.a", "a1", 2), 0);
   cr_assert_eq(bus_conn_publish(x->admin, "lark.node.gpu-1.pod.b", "b1", 2), 0);
   cr_assert_eq(
       bus_conn_publish(x->admin, "lark.node.gpu-2.pod.secret", "s2", 2), 0);
-  wait_seq(x, "LARK_NODES", 3);
+  wait_seq(x, "LARK_NODE_gpu-1", 2);
+  wait_seq(x, "LARK_NODE_gpu-2", 1);
   msgpack_packer pk;
   msgpack_sbuffer_init(&x->body);
   msgpack_packer_init(&pk, &x->body, msgpack_sbuffer_write);
@@ -147,30 +154,29 @@ sample(sec *x, bus_event *ev, char id[33]) {
 static json_t *
 consumers(sec *x, const char *stream) {
   char subj[128];
-  void *reply = NULL;
-  size_t len = 0;
   snprintf(subj, sizeof subj, "$JS.API.CONSUMER.NAMES.%s", stream);
-  cr_assert_eq(bus_conn_request(x->admin, subj, "{}", 2, 2000, &reply, &len), 0,
-               "%s", bus_last_error());
-  json_t *j = json_loadb(reply, len, 0, NULL);
-  free(reply);
-  cr_assert(j);
+  json_t *j = lt_request_json(x->admin, subj, "{}");
+  cr_assert(j, "%s", bus_last_error());
   json_t *names = json_incref(json_object_get(j, "consumers"));
   json_decref(j);
   return names ? names : json_array();
 }
 
+/* gpu-1's slice consumer as lark-edge opens it (bus_slice), with the
+ * stream, name and filter given instead. */
 static int
-open_slice(bus_conn *c, const char *durable, const char *filter,
-           bus_consumer **k) {
-  bus_consumer_opts o;
-  bus_consumer_opts_init(&o);
-  o.stream = "LARK_NODES";
-  o.durable = durable;
-  o.filter = filter;
-  o.deliver = BUS_DELIVER_LAST_PER_SUBJECT;
-  return bus_consumer_open(c, &o, k);
+open_slice(bus_conn *c, const char *stream, const char *durable,
+           const char *filter, bus_consumer **k) {
+  bus_slice sl;
+  cr_assert_eq(bus_slice_init(&sl, "gpu-1"), 0);
+  sl.opts.stream = stream;
+  sl.opts.durable = durable;
+  sl.opts.filter = filter;
+  return bus_consumer_open(c, &sl.opts, k);
 }
+
+#define OWN "LARK_NODE_gpu-1"
+#define OTHER "LARK_NODE_gpu-2"
 
 Test(security, anonymous_and_wrong_seed_are_refused, .timeout = 60) {
   sec x;
@@ -222,43 +228,56 @@ Test(security, node_reads_only_its_own_slice, .timeout = 90) {
                bus_last_error());
 
   /* Every way at gpu-2's slice or a wider view fails. */
-  cr_assert_lt(open_slice(n1, "edge-gpu-2", "lark.node.gpu-2.>", &k), 0);
-  cr_assert_lt(open_slice(n1, "edge-gpu-1", "lark.node.gpu-2.>", &k), 0);
-  cr_assert_lt(open_slice(n1, "edge-gpu-1", "lark.node.>", &k), 0);
-  cr_assert_lt(open_slice(n1, "edge-gpu-1", "lark.node.*.pod.secret", &k), 0);
-  cr_assert_lt(open_slice(n1, "edge-gpu-1", NULL, &k), 0, "unfiltered");
-  cr_assert_lt(open_slice(n1, NULL, "lark.node.gpu-1.>", &k), 0, "ephemeral");
-  cr_assert_lt(open_slice(n1, "other", "lark.node.gpu-1.>", &k), 0);
+  cr_assert_lt(open_slice(n1, OTHER, "edge-gpu-2", "lark.node.gpu-2.>", &k), 0);
+  cr_assert_lt(open_slice(n1, OTHER, "edge-gpu-1", "lark.node.gpu-2.>", &k), 0);
+  cr_assert_lt(open_slice(n1, OTHER, "edge-gpu-1", "lark.node.gpu-1.>", &k), 0);
+  cr_assert_lt(open_slice(n1, OTHER, "edge-gpu-1", NULL, &k), 0);
+  cr_assert_lt(open_slice(n1, OWN, "edge-gpu-1", "lark.node.gpu-2.>", &k), 0);
+  cr_assert_lt(open_slice(n1, OWN, "edge-gpu-1", "lark.node.>", &k), 0);
+  cr_assert_lt(open_slice(n1, OWN, "edge-gpu-1", "lark.node.*.pod.secret", &k),
+               0);
+  cr_assert_lt(open_slice(n1, OWN, "edge-gpu-1", NULL, &k), 0, "unfiltered");
+  cr_assert_lt(open_slice(n1, OWN, NULL, "lark.node.gpu-1.>", &k), 0,
+               "ephemeral");
+  cr_assert_lt(open_slice(n1, OWN, "other", "lark.node.gpu-1.>", &k), 0);
 
   /* No direct reads either. */
   bus_event ev;
   msgpack_zone zone;
   msgpack_zone_init(&zone, 1024);
-  cr_assert_lt(bus_last_event(n1, "LARK_NODES", "lark.node.gpu-2.pod.secret",
-                              &ev, &zone),
-               0, "STREAM.MSG.GET");
+  cr_assert_lt(
+      bus_last_event(n1, OTHER, "lark.node.gpu-2.pod.secret", &ev, &zone), 0,
+      "STREAM.MSG.GET");
+  cr_assert_lt(bus_last_event(n1, OWN, "lark.node.gpu-1.pod.a", &ev, &zone), 0,
+               "STREAM.MSG.GET of its own");
   msgpack_zone_destroy(&zone);
   void *reply = NULL;
   size_t len = 0;
   const char get[] = "{\"last_by_subj\":\"lark.node.gpu-2.pod.secret\"}";
-  cr_assert_lt(bus_conn_request(n1, "$JS.API.DIRECT.GET.LARK_NODES", get,
+  cr_assert_lt(bus_conn_request(n1, "$JS.API.DIRECT.GET." OTHER, get,
                                 sizeof get - 1, 500, &reply, &len),
                0, "DIRECT.GET");
-  cr_assert_lt(bus_conn_request(n1, "$JS.API.STREAM.MSG.GET.LARK_NODES",
-                                "{\"seq\":3}", 9, 500, &reply, &len),
+  cr_assert_lt(bus_conn_request(n1, "$JS.API.STREAM.MSG.GET." OTHER,
+                                "{\"seq\":1}", 9, 500, &reply, &len),
                0, "STREAM.MSG.GET raw");
-  cr_assert_lt(bus_conn_request(n1, "$JS.API.STREAM.INFO.LARK_NODES", "", 0,
-                                500, &reply, &len),
+  cr_assert_lt(bus_conn_request(n1, "$JS.API.STREAM.INFO." OTHER, "", 0, 500,
+                                &reply, &len),
                0, "STREAM.INFO");
+  cr_assert_lt(
+      bus_conn_request(n1, "$JS.API.STREAM.NAMES", "", 0, 500, &reply, &len), 0,
+      "STREAM.NAMES");
 
   /* Nothing was created on the way. */
-  json_t *names = consumers(&x, "LARK_NODES");
+  json_t *names = consumers(&x, OTHER);
+  cr_assert_eq(json_array_size(names), 0, "consumers appeared");
+  json_decref(names);
+  names = consumers(&x, OWN);
   cr_assert_eq(json_array_size(names), 0, "consumers appeared");
   json_decref(names);
 
   /* Its own pinned consumer works and holds only its pods. */
-  cr_assert_eq(open_slice(n1, "edge-gpu-1", "lark.node.gpu-1.>", &k), 0, "%s",
-               bus_last_error());
+  cr_assert_eq(open_slice(n1, OWN, "edge-gpu-1", "lark.node.gpu-1.>", &k), 0,
+               "%s", bus_last_error());
   bus_batch *b = NULL;
   cr_assert_eq(bus_batch_new(&b), 0);
   cr_assert_eq(bus_consumer_fetch(k, 16, 2000, b), 0, "%s", bus_last_error());
@@ -273,15 +292,15 @@ Test(security, node_reads_only_its_own_slice, .timeout = 90) {
   cr_assert_eq(bus_batch_len(b), 0);
   bus_consumer_close(k);
 
-  names = consumers(&x, "LARK_NODES");
+  names = consumers(&x, OWN);
   cr_assert_eq(json_array_size(names), 1);
   cr_assert_str_eq(json_string_value(json_array_get(names, 0)), "edge-gpu-1");
   json_decref(names);
 
   /* gpu-2's data is intact and readable by gpu-2 alone. */
   cr_assert_eq(connect_as(&x, "gpu-2", "_INBOX_gpu-2", &n2), 0);
-  cr_assert_eq(open_slice(n2, "edge-gpu-2", "lark.node.gpu-2.>", &k), 0, "%s",
-               bus_last_error());
+  cr_assert_eq(open_slice(n2, OTHER, "edge-gpu-2", "lark.node.gpu-2.>", &k), 0,
+               "%s", bus_last_error());
   cr_assert_eq(bus_consumer_fetch(k, 16, 2000, b), 0);
   cr_assert_eq(bus_batch_len(b), 1);
   const void *data = NULL;
@@ -290,7 +309,8 @@ Test(security, node_reads_only_its_own_slice, .timeout = 90) {
   cr_assert_eq(memcmp(data, "s2", 2), 0);
   bus_consumer_close(k);
   bus_batch_free(b);
-  cr_assert_eq(last_seq(&x, "LARK_NODES"), 3);
+  cr_assert_eq(last_seq(&x, OWN), 2);
+  cr_assert_eq(last_seq(&x, OTHER), 1);
   bus_conn_close(n2);
   bus_conn_close(n1);
   teardown(&x);
@@ -325,14 +345,16 @@ Test(security, node_writes_only_its_ingress, .timeout = 60) {
   bus_conn_publish(n1, "lark.in.gpu-2.logs.p", "x", 1);
   bus_conn_publish(n1, "lark.node.gpu-1.pod.forged", "x", 1);
   bus_conn_publish(n1, "lark.run.job", "x", 1);
-  bus_conn_publish(n1, "$JS.API.STREAM.PURGE.LARK_NODES", "", 0);
+  bus_conn_publish(n1, "$JS.API.STREAM.PURGE." OWN, "", 0);
+  bus_conn_publish(n1, "$JS.API.STREAM.DELETE." OTHER, "", 0);
   bus_conn_publish(n1, "$JS.API.STREAM.DELETE.LARK_INGRESS", "", 0);
 
   /* An allowed publish after them: once it lands, they were handled. */
   bus_conn_publish(n1, "lark.in.gpu-1.logs.p", "ok", 2);
   wait_seq(&x, "LARK_INGRESS", 2);
   cr_assert_eq(last_seq(&x, "LARK_EVENTS"), 0);
-  cr_assert_eq(last_seq(&x, "LARK_NODES"), 3);
+  cr_assert_eq(last_seq(&x, OWN), 2);
+  cr_assert_eq(last_seq(&x, OTHER), 1);
   cr_assert_eq(last_seq(&x, "LARK_RUNS"), 0);
 
   /* Nothing under gpu-2's name reached the ingress. */
@@ -564,18 +586,12 @@ raw_create(bus_conn *c, const char *subj, const char *stream, const char *name,
     json_object_set_new(cfg, "filter_subject", json_string(filter));
   json_t *req = json_pack("{s:s, s:o}", "stream_name", stream, "config", cfg);
   char *body = json_dumps(req, JSON_COMPACT);
-  void *reply = NULL;
-  size_t len = 0;
-  cr_assert_eq(
-      bus_conn_request(c, subj, body, strlen(body), 2000, &reply, &len), 0,
-      "%s: %s", subj, bus_last_error());
-  json_t *j = json_loadb(reply, len, 0, NULL);
-  cr_assert(j, "%.*s", (int)len, (char *)reply);
+  json_t *j = lt_request_json(c, subj, body);
+  cr_assert(j, "%s: %s", subj, bus_last_error());
   int made = json_object_get(j, "error") == NULL;
   json_decref(j);
   json_decref(req);
   free(body);
-  free(reply);
   return made;
 }
 
@@ -612,7 +628,7 @@ Test(security, node_relay_only_reads_routes, .timeout = 60) {
   cr_assert_lt(follow(r, "LARK_ROUTES", "lark.route.*.c1.>", NULL), 0);
   cr_assert_lt(follow(r, "LARK_ROUTES", "lark.route.*.c1.>", "relay-other"), 0);
   cr_assert_lt(follow(r, "LARK_EVENTS", "lark.ev.cert.>", name), 0);
-  cr_assert_lt(follow(r, "LARK_NODES", "lark.node.>", name), 0);
+  cr_assert_lt(follow(r, OWN, "lark.node.gpu-1.>", name), 0);
   /* The subject it may use, with another filter (or none) in the body:
    * the server refuses what does not match the subject. */
   cr_assert_eq(raw_create(r, subj, "LARK_ROUTES", name, NULL), 0);
@@ -684,7 +700,7 @@ Test(security, relay_hub_reads_routes_and_cert_events, .timeout = 60) {
   cr_assert_lt(follow(h, "LARK_EVENTS", "lark.ev.cert.>", NULL), 0);
   cr_assert_lt(follow(h, "LARK_ROUTES", "lark.route.>", NULL), 0);
   cr_assert_lt(follow(h, "LARK_ROUTES", "lark.route.>", "relay-other"), 0);
-  cr_assert_lt(follow(h, "LARK_NODES", "lark.node.>", name), 0);
+  cr_assert_lt(follow(h, OWN, "lark.node.gpu-1.>", name), 0);
   cr_assert_lt(follow(h, "LARK_INGRESS", "lark.in.>", name), 0);
   relay_names(h, "LARK_EVENTS", "lark.ev.cert.>", name, sizeof name, subj,
               sizeof subj);

@@ -306,8 +306,38 @@ typedef struct bus_streams_opts {
 void bus_streams_opts_init(bus_streams_opts *o);
 int bus_streams_ensure(bus_conn *c, const bus_streams_opts *o);
 
-/* Names of the streams, NULL-terminated: LARK_EVENTS, LARK_RUNS, ... */
+/* Names of the streams, NULL-terminated: LARK_EVENTS, LARK_RUNS, ...
+ * (the node streams below are not among them). bus_streams_ensure also
+ * deletes a LARK_NODES stream left by earlier versions: its subjects,
+ * lark.node.>, overlap every node stream's. */
 extern const char *const bus_stream_names[];
+
+/* Delete a stream; BUS_ENO_STREAM when there is none. */
+int bus_stream_delete(bus_conn *c, const char *name);
+
+/*
+ * Node streams. Each node's desired states are a stream of the node's
+ * own: LARK_NODE_<node>, subjects lark.node.<node>.>, one message per
+ * subject (the latest desired state of each pod), with the replicas,
+ * storage and duplicate window of LARK_EVENTS. The scheduler makes one
+ * when it first knows a node; the node reads it through its pinned
+ * consumer and nothing else. (On one stream for the whole fleet, server
+ * 2.9 scans every pod subject of the fleet for each delivery to a node;
+ * see docs/decisions.md.)
+ */
+#define BUS_NODE_STREAM_PREFIX "LARK_NODE_"
+#define BUS_NODE_STREAM_MAX (sizeof BUS_NODE_STREAM_PREFIX + BUS_NAME_MAX)
+
+/* "LARK_NODE_<node>" into out. BUS_ENAME when node is not a name. */
+int bus_node_stream_name(const char *node, char *out, size_t cap);
+/*
+ * Create node's stream when missing, or bring it to its settings;
+ * *created (may be NULL) is 1 when it was made now. BUS_ENO_STREAM when
+ * LARK_EVENTS (whose settings it takes) is missing.
+ */
+int bus_node_stream_ensure(bus_conn *c, const char *node, int *created);
+/* Delete node's stream; BUS_ENO_STREAM when there is none. */
+int bus_node_stream_delete(bus_conn *c, const char *node);
 
 /*
  * Check that every stream in names (NULL-terminated) exists. On failure
@@ -355,7 +385,7 @@ int bus_append_flush(bus_conn *c, int timeout_ms, uint64_t *failed);
 int bus_last_event(bus_conn *c, const char *stream, const char *subject,
                    bus_event *ev, msgpack_zone *zone);
 
-/* Remove every message on subject from stream (LARK_NODES clean-up). */
+/* Remove every message on subject from stream (node stream clean-up). */
 int bus_purge_subject(bus_conn *c, const char *stream, const char *subject);
 
 /* ---------------------------------------------------------------- consumer */
@@ -385,6 +415,13 @@ typedef struct bus_consumer_opts {
   uint64_t start_seq;
   int64_t start_ns;
   int ack_none;        /* 1: no acks (replay); 0: explicit acks */
+  int ack_all;         /* 1: an ack covers every earlier message too, and
+                          bus_batch_ack acks only a batch's last one */
+  int memory_state;    /* 1: the broker keeps the consumer's position in
+                          memory only, saving a state file write per
+                          delivery; a broker restart forgets the consumer,
+                          so only for one its reader can make again from
+                          the stream (deliver last per subject) */
   int max_ack_pending; /* default 20000 */
   int64_t ack_wait_ns; /* default 30 s */
   int recreate;        /* durable or named: delete any existing one first,
@@ -392,6 +429,25 @@ typedef struct bus_consumer_opts {
 } bus_consumer_opts;
 
 void bus_consumer_opts_init(bus_consumer_opts *o);
+
+/*
+ * The consumer a node reads its own stream with (lark-edge's slice thread,
+ * and what stands in for it in tests and benchmarks): durable edge-<node>
+ * on LARK_NODE_<node>, filter lark.node.<node>.>, deliver last per
+ * subject, one ack per batch, its position in the broker's memory (opened
+ * again after a broker restart, it hands over every pod's current state).
+ * The broker's rules for a node allow exactly this consumer (DESIGN.md
+ * section 6). opts points into the struct; change a field to try another.
+ */
+typedef struct bus_slice {
+  char stream[BUS_NODE_STREAM_MAX];
+  char durable[BUS_NAME_MAX + 6];
+  char filter[BUS_SUBJECT_MAX];
+  bus_consumer_opts opts;
+} bus_slice;
+
+/* BUS_ENAME when node is not a name. */
+int bus_slice_init(bus_slice *s, const char *node);
 
 /*
  * Open a pull consumer. A durable one is created with
@@ -451,13 +507,20 @@ void bus_batch_data(const bus_batch *b, size_t i, const void **data,
                     size_t *len);
 
 /*
- * Fetch up to max messages, waiting at most timeout_ms for the first. The
- * batch is cleared first. Returns 0 with an empty batch when nothing came
- * (a timeout is "nothing yet", DESIGN.md section 10).
+ * Fetch up to max messages, waiting at most timeout_ms for the first (0: a
+ * short look at what is there): it returns as soon as any are there, with
+ * all there are up to max. The batch is cleared first. Returns 0 with an
+ * empty batch when nothing came (a timeout is "nothing yet", DESIGN.md
+ * section 10). BUS_ECONN when the broker is out of reach; BUS_ENOT_FOUND
+ * when the consumer is gone (deleted with its stream, or forgotten by a
+ * restarted broker): open it again. The broker does not refuse fetches
+ * from a consumer that is gone, so this is asked after a reconnection and
+ * after 30 s of empty fetches.
  */
 int bus_consumer_fetch(bus_consumer *k, int max, int timeout_ms, bus_batch *b);
 
-/* Acknowledge every message of the batch (explicit-ack consumers). */
+/* Acknowledge every message of the batch (explicit-ack consumers); for
+ * an ack_all consumer, one ack of the last message does it. */
 int bus_batch_ack(bus_batch *b);
 
 /* ------------------------------------------------------------------ replay */
@@ -677,6 +740,12 @@ typedef struct bus_service_opts {
   /* called after each committed batch (tests, logging); may be NULL */
   void (*on_batch)(const bus_view_stats *s, void *ud);
   void *ud;
+  /* called when the outbox could not be published because no stream
+   * takes a subject (BUS_ENO_STREAM): make what is missing. The entries
+   * stay and go out at the next pass. NULL: they wait for someone else
+   * to make it. */
+  int (*repair)(bus_conn *c, void *ud);
+  void *repair_ud;
 } bus_service_opts;
 
 void bus_service_opts_init(bus_service_opts *o);

@@ -93,6 +93,8 @@ failure_code(const jsPubAckErr *pae) {
     return BUS_ECONFLICT;
   if (pae->Err == NATS_TIMEOUT)
     return BUS_ETIMEOUT;
+  if (pae->Err == NATS_NO_RESPONDERS)
+    return BUS_ENO_STREAM; /* no stream takes the subject */
   return BUS_EBROKER;
 }
 

@@ -121,6 +121,12 @@ reconnect_delay(natsConnection *nc, int attempts, void *ud) {
 }
 
 static void
+on_reconnected(natsConnection *nc, void *ud) {
+  (void)nc;
+  atomic_fetch_add(&((bus_conn *)ud)->reconnects, 1);
+}
+
+static void
 on_async_error(natsConnection *nc, natsSubscription *sub, natsStatus err,
                void *ud) {
   (void)nc;
@@ -199,6 +205,8 @@ make_options(bus_conn *c, const bus_conn_opts *o, natsOptions **out) {
     s = natsOptions_SetCustomReconnectDelay(no, reconnect_delay, NULL);
   if (s == NATS_OK)
     s = natsOptions_SetErrorHandler(no, on_async_error, c);
+  if (s == NATS_OK)
+    s = natsOptions_SetReconnectedCB(no, on_reconnected, c);
   if (s == NATS_OK && o->retry_on_failed_connect)
     s = natsOptions_SetRetryOnFailedConnect(no, true, on_connected, NULL);
   if (s == NATS_OK && strcmp(c->inbox_prefix, "_INBOX"))

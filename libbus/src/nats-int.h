@@ -34,6 +34,10 @@ struct bus_conn {
    * timed-out call can tell a denial from a slow broker */
   atomic_ulong denied;
 
+  /* reconnections so far: a consumer checks it is still there after one
+   * (a broker restart forgets consumers kept in memory) */
+  atomic_ulong reconnects;
+
   pthread_mutex_t serve_mu;
   struct bus_serve *serves; /* live serve handles, freed on close */
 };
@@ -61,6 +65,9 @@ struct bus_consumer {
   bus_conn *c;
   natsSubscription *sub;
   int ephemeral;
+  int ack_all;              /* AckAll: one ack of a batch's last message */
+  unsigned long reconnects; /* the connection's count at the last check */
+  int64_t checked_ms;       /* when it was last found on the broker */
   char stream[64];
   char name[64];
 };
@@ -72,6 +79,7 @@ struct bus_batch {
   bus_event *evs;
   int *status;
   msgpack_zone zone;
+  int ack_last; /* filled from an AckAll consumer: ack the last only */
 };
 
 typedef struct bus__meta {
@@ -84,7 +92,8 @@ void bus__batch_drop_head(bus_batch *b, size_t k);
 
 /* Parse a $JS.ACK reply subject; -1 when it is not one. */
 int bus__ack_meta(const char *reply, bus__meta *m);
-/* Fetch into list; 0 with an empty list on a timeout. */
+/* Fetch into list: up to max, as soon as any are there, waiting at most
+ * timeout_ms (0: a short look); 0 with an empty list on a timeout. */
 int bus__fetch(natsSubscription *sub, bus_conn *c, int max, int timeout_ms,
                natsMsgList *list);
 int bus__batch_fill(bus_batch *b, natsMsgList *list, bus__meta *last);

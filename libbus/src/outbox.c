@@ -157,13 +157,15 @@ publish(bus_conn *c, const char *stream, const entry *e) {
 }
 
 /*
- * Entries without a version check (desired state on LARK_NODES, latest
- * wins) cannot conflict, so a run of them goes out asynchronously and is
- * flushed once: all landed, or all are kept and sent again with the same
- * ids. Fills fate[from..to) and returns the first index not done.
+ * Entries without a version check (desired states on the node streams,
+ * latest wins) cannot conflict, so a run of them goes out asynchronously
+ * and is flushed once: all landed, or all are kept and sent again with
+ * the same ids. Fills fate[from..to) and returns the first index not
+ * done; *err is BUS_ENO_STREAM when a subject had no stream (the service
+ * may make it, bus_service_opts.repair).
  */
 static int
-publish_unchecked(bus_conn *c, const chunk *ch, int from, int *fate) {
+publish_unchecked(bus_conn *c, const chunk *ch, int from, int *fate, int *err) {
   int to = from;
   for (; to < ch->n && ch->e[to].flags == BUS_APPEND_NOCHECK; to++) {
     msgpack_zone zone;
@@ -177,9 +179,11 @@ publish_unchecked(bus_conn *c, const chunk *ch, int from, int *fate) {
     if (rc)
       break;
   }
-  int ok = bus_append_flush(c, 0, NULL) == 0;
+  int rc = bus_append_flush(c, 0, NULL), ok = rc == 0;
   for (int i = from; i < to; i++)
     fate[i] = ok ? 1 : 0;
+  if (rc == BUS_ENO_STREAM)
+    *err = rc;
   return ok ? to : from;
 }
 
@@ -190,7 +194,7 @@ publish_chunk(bus_conn *c, const char *stream, const chunk *ch, int *fate,
   int done = 0;
   while (done < ch->n) {
     if (ch->e[done].flags == BUS_APPEND_NOCHECK) {
-      int next = publish_unchecked(c, ch, done, fate);
+      int next = publish_unchecked(c, ch, done, fate, err);
       *pub += (uint64_t)(next - done);
       if (next == done)
         return done; /* kept for the next drain */

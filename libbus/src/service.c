@@ -227,7 +227,9 @@ after_batch(service *s) {
     return rc;
   if (st.outbox) {
     rc = bus_outbox_drain(s->view, s->conn, s->o->stream, NULL, NULL);
-    if (rc && rc != BUS_ETIMEOUT && rc != BUS_ECONN)
+    if (rc == BUS_ENO_STREAM && s->o->repair) /* tried again next pass */
+      s->o->repair(s->conn, s->o->repair_ud);
+    if (rc && rc != BUS_ETIMEOUT && rc != BUS_ECONN && rc != BUS_ENO_STREAM)
       return rc;
     bus_view_stats_get(s->view, &st);
   }
@@ -249,13 +251,22 @@ measure_lag(service *s, bus_consumer *k, int64_t now, int64_t *last) {
 }
 
 static int
-run_loop(service *s, bus_consumer *k, bus_batch *b) {
+run_loop(service *s, bus_consumer **kp, bus_batch *b) {
+  bus_consumer *k = *kp;
   int64_t last_tick = mono_ms(), last_lag = 0;
   int rc = after_batch(s); /* publish what a crash left behind */
   while (!rc && !*s->o->stop) {
     if (bus_conn_closed(s->conn))
       return BUS_ERR(BUS_ECONN, "the broker connection closed for good");
     int got = step(s, k, b);
+    if (got == BUS_ENOT_FOUND) { /* the consumer is gone: make it again */
+      bus_consumer_close(*kp);
+      *kp = NULL;
+      if ((got = open_consumer(s, kp)) < 0)
+        return got;
+      k = *kp;
+      continue;
+    }
     if (got < 0)
       return got;
     if (got)
@@ -289,7 +300,7 @@ bus_service_run(bus_conn *c, bus_view *v, const bus_service_opts *o) {
   if (!rc)
     rc = bus_batch_new(&b);
   if (!rc)
-    rc = run_loop(&s, k, b);
+    rc = run_loop(&s, &k, b);
   bus_conn_unserve(s.serve_all);
   bus_conn_unserve(s.serve_one);
   bus_conn_unserve(s.serve_snap);

@@ -7,6 +7,15 @@
  * replicas) with the broker's and updates only when they differ, so
  * running it again is a no-op. Retention and storage cannot be changed
  * on a live stream; that is reported, never forced.
+ *
+ * Each node's desired states live in a stream of the node's own,
+ * LARK_NODE_<node> on lark.node.<node>.> (one message per subject), made
+ * by the scheduler when it first knows the node and settled like the
+ * platform's streams. One stream for every node would make the broker
+ * (2.9) walk every pod subject of the fleet on each delivery to a
+ * node's wildcard consumer; a node's own stream holds only its pods. A
+ * node stream takes the replicas, storage and duplicate window of
+ * LARK_EVENTS, so a cluster's node streams are replicated like the rest.
  */
 #include <stdio.h>
 #include <string.h>
@@ -29,16 +38,19 @@ typedef struct stream_def {
 static const stream_def table[] = {
     {"LARK_EVENTS", "lark.ev.>", js_LimitsPolicy, AGE_NONE, 0, 0},
     {"LARK_RUNS", "lark.run.>", js_LimitsPolicy, AGE_RUNS, 0, 0},
-    {"LARK_NODES", "lark.node.>", js_LimitsPolicy, AGE_NONE, 1, 0},
     {"LARK_INGRESS", "lark.in.>", js_WorkQueuePolicy, AGE_NONE, 0, 0},
     {"LARK_LOGS", "lark.log.>", js_LimitsPolicy, AGE_LOGS, 0, 1},
     {"LARK_ROUTES", "lark.route.>", js_LimitsPolicy, AGE_NONE, 1, 0},
 };
 #define NSTREAMS (sizeof table / sizeof table[0])
 
-const char *const bus_stream_names[] = {
-    "LARK_EVENTS", "LARK_RUNS",   "LARK_NODES", "LARK_INGRESS",
-    "LARK_LOGS",   "LARK_ROUTES", NULL};
+const char *const bus_stream_names[] = {"LARK_EVENTS",  "LARK_RUNS",
+                                        "LARK_INGRESS", "LARK_LOGS",
+                                        "LARK_ROUTES",  NULL};
+
+/* Earlier versions kept every node's desired states in one stream; its
+ * subjects overlap the node streams', so the broker would refuse them. */
+#define LEGACY_NODES "LARK_NODES"
 
 void
 bus_streams_opts_init(bus_streams_opts *o) {
@@ -86,18 +98,24 @@ same_config(const jsStreamConfig *a, const jsStreamConfig *b) {
          a->Duplicates == b->Duplicates && a->Replicas == b->Replicas;
 }
 
+/* Create d or bring it to its settings; *created (may be NULL) tells. */
 static int
-ensure_one(bus_conn *c, const stream_def *d, const bus_streams_opts *o) {
+ensure_one(bus_conn *c, const stream_def *d, const bus_streams_opts *o,
+           int *created) {
   jsStreamConfig cfg;
   jsStreamInfo *si = NULL;
   jsOptions jo;
   jsErrCode jerr = 0;
   int rc = 0;
+  if (created)
+    *created = 0;
   fill_config(d, o, &cfg);
   bus__js_opts(c, &jo);
   natsStatus s = js_GetStreamInfo(&si, c->js, d->name, &jo, &jerr);
   if (s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr) {
     s = js_AddStream(NULL, c->js, &cfg, &jo, &jerr);
+    if (s == NATS_OK && created)
+      *created = 1;
     return s == NATS_OK ? 0 : bus__nats_err(s, jerr, d->name);
   }
   if (s != NATS_OK)
@@ -127,12 +145,81 @@ bus_streams_ensure(bus_conn *c, const bus_streams_opts *o) {
     bus_streams_opts_init(&def);
     o = &def;
   }
+  int rc = bus_stream_delete(c, LEGACY_NODES);
+  if (rc < 0 && rc != BUS_ENO_STREAM)
+    return rc;
   for (size_t i = 0; i < NSTREAMS; i++) {
-    int rc = ensure_one(c, &table[i], o);
-    if (rc < 0)
+    if ((rc = ensure_one(c, &table[i], o, NULL)) < 0)
       return rc;
   }
   return 0;
+}
+
+int
+bus_stream_delete(bus_conn *c, const char *name) {
+  jsOptions jo;
+  jsErrCode jerr = 0;
+  bus__js_opts(c, &jo);
+  natsStatus s = js_DeleteStream(c->js, name, &jo, &jerr);
+  if (s == NATS_OK)
+    return 0;
+  if (s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr)
+    return BUS_ERR(BUS_ENO_STREAM, "stream %s is missing", name);
+  return bus__nats_err(s, jerr, name);
+}
+
+/* ------------------------------------------------------------ node streams */
+
+int
+bus_node_stream_name(const char *node, char *out, size_t cap) {
+  if (!node || !bus_name_valid(node, BUS_NAME_MAX))
+    return BUS_ERR(BUS_ENAME, "bad node name '%s'", node ? node : "");
+  if ((size_t)snprintf(out, cap, "%s%s", BUS_NODE_STREAM_PREFIX, node) >= cap)
+    return BUS_ERR(BUS_EINVAL, "node stream name does not fit");
+  return 0;
+}
+
+/* Replicas, storage and duplicate window of LARK_EVENTS into o. */
+static int
+settings_of_events(bus_conn *c, bus_streams_opts *o) {
+  jsStreamInfo *si = NULL;
+  jsOptions jo;
+  jsErrCode jerr = 0;
+  bus__js_opts(c, &jo);
+  natsStatus s = js_GetStreamInfo(&si, c->js, "LARK_EVENTS", &jo, &jerr);
+  if (s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr)
+    return BUS_ERR(BUS_ENO_STREAM,
+                   "missing stream: LARK_EVENTS; run `larkctl init` to "
+                   "create it");
+  if (s != NATS_OK)
+    return bus__nats_err(s, jerr, "LARK_EVENTS");
+  bus_streams_opts_init(o);
+  o->replicas = (int)si->Config->Replicas;
+  o->memory = si->Config->Storage == js_MemoryStorage;
+  o->dedupe_ns = si->Config->Duplicates;
+  jsStreamInfo_Destroy(si);
+  return 0;
+}
+
+int
+bus_node_stream_ensure(bus_conn *c, const char *node, int *created) {
+  char name[BUS_NODE_STREAM_MAX], subject[BUS_SUBJECT_MAX];
+  bus_streams_opts o;
+  int rc = bus_node_stream_name(node, name, sizeof name);
+  if (rc < 0)
+    return rc;
+  snprintf(subject, sizeof subject, "lark.node.%s.>", node);
+  if ((rc = settings_of_events(c, &o)) < 0)
+    return rc;
+  stream_def d = {name, subject, js_LimitsPolicy, AGE_NONE, 1, 0};
+  return ensure_one(c, &d, &o, created);
+}
+
+int
+bus_node_stream_delete(bus_conn *c, const char *node) {
+  char name[BUS_NODE_STREAM_MAX];
+  int rc = bus_node_stream_name(node, name, sizeof name);
+  return rc < 0 ? rc : bus_stream_delete(c, name);
 }
 
 /* 1 exists, 0 missing, <0 another failure. */

@@ -186,9 +186,27 @@ serve_kinds(svc *s, const svc_view_opts *o, bus_serve **serves) {
   return rc;
 }
 
+typedef struct repairer {
+  svc *s;
+  bus_view *v;
+  const svc_view_opts *o;
+} repairer;
+
+static int
+repair(bus_conn *c, void *ud) {
+  (void)c;
+  repairer *r = ud;
+  int rc = r->o->repair(r->s, r->v, r->o->ud);
+  if (rc)
+    SVC_LOG(r->s, SVC_WARN, "-", 0, "a stream is missing: %s (%s)",
+            bus_strerror(rc), bus_last_error());
+  return rc;
+}
+
 static int
 loop(svc *s, bus_view *v, const svc_view_opts *o) {
   batch_log l = {s, 0};
+  repairer r = {s, v, o};
   bus_service_opts so;
   bus_service_opts_init(&so);
   so.name = s->instance ? s->instance : s->name;
@@ -196,6 +214,10 @@ loop(svc *s, bus_view *v, const svc_view_opts *o) {
   so.tick_ms = o->tick_ms;
   so.on_batch = log_batch;
   so.ud = &l;
+  if (o->repair) {
+    so.repair = repair;
+    so.repair_ud = &r;
+  }
   SVC_LOG(s, SVC_INFO, "lark.ev.>", 0, "running as %s", so.name);
   return bus_service_run(s->conn, v, &so);
 }

@@ -62,6 +62,8 @@ typedef struct svc_view_opts {
   int tick_ms;     /* decide's timer ticks; 0: none */
   int (*start)(svc *s, bus_view *v, void *ud);
   void (*stop)(svc *s, bus_view *v, void *ud);
+  /* the outbox found a stream missing: make it (bus_service_opts.repair) */
+  int (*repair)(svc *s, bus_view *v, void *ud);
 } svc_view_opts;
 
 int svc_run_view(svc *s, const svc_view_opts *o);

@@ -380,6 +380,9 @@ node_apply(bus_conn *c, const bus_cmd *cmd, bus_view *v) {
     bus_txn_end(t);
   }
   uint64_t seq = 0;
+  /* the node's stream first: it exists before the node can be placed */
+  if (!rc && (rc = sched_slice_ensure(c, name)) > 0)
+    rc = 0;
   if (!rc && strcmp(what, "unchanged")) {
     msgpack_sbuffer sb;
     msgpack_sbuffer_init(&sb);

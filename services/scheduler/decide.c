@@ -427,8 +427,11 @@ pack_gpus(msgpack_packer *pk, uint64_t gpus) {
       msgpack_pack_uint32(pk, (uint32_t)i);
 }
 
+/* version: the sequence of the event that decided it, which only grows
+ * for a pod, whichever node stream carries it (the node keeps the
+ * highest; a stream made anew starts its own sequences from 1). */
 static int
-pack_desired(bus_txn *t, const pod_rec *p, const job_rec *j,
+pack_desired(bus_txn *t, const pod_rec *p, const job_rec *j, uint64_t version,
              msgpack_sbuffer *sb) {
   task_rec tr;
   int rc = sched_task_get(t, p->task, &tr);
@@ -444,8 +447,10 @@ pack_desired(bus_txn *t, const pod_rec *p, const job_rec *j,
     msgpack_unpack(spec, len, NULL, &z, &so);
   msgpack_packer pk;
   msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, (uint32_t)(6 + (run ? 4 : 0) + (j->domain[0] ? 1 : 0)));
+  msgpack_pack_map(&pk, (uint32_t)(7 + (run ? 4 : 0) + (j->domain[0] ? 1 : 0)));
   pack_kv(&pk, "pod", p->name);
+  msgpack_pack_str_with_body(&pk, "version", 7);
+  msgpack_pack_uint64(&pk, version);
   pack_kv(&pk, "job", p->job);
   pack_kv(&pk, "task", p->task);
   msgpack_pack_str_with_body(&pk, "attempt", 7);
@@ -487,14 +492,14 @@ send_one(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   if (sched_pod_get(w->t, name, &p) || !p.node[0] ||
       sched_job_get(w->t, p.job, &j))
     return 0;
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  int rc = pack_desired(w->t, &p, &j, &sb);
-  char subject[BUS_SUBJECT_MAX], src[400];
-  snprintf(subject, sizeof subject, "lark.node.%s.pod.%s", p.node, p.name);
   uint64_t seq = 0;
   for (int i = 0; i < 8; i++)
     seq = seq << 8 | ((const unsigned char *)k)[i];
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  int rc = pack_desired(w->t, &p, &j, seq, &sb);
+  char subject[BUS_SUBJECT_MAX], src[400];
+  snprintf(subject, sizeof subject, "lark.node.%s.pod.%s", p.node, p.name);
   snprintf(src, sizeof src, "desired:%s:%llu", p.name, (unsigned long long)seq);
   if (!rc)
     rc = emit(w->t, subject, "pod.desired", src, j.sub_id, 0,

@@ -248,7 +248,10 @@ registration(sched_ingress *in, const char *node, const bus_event *ev) {
   snprintf(subject, sizeof subject, "lark.ev.node.%s", node);
   snprintf(actor, sizeof actor, "node:%s", node);
   bus_version ver;
-  int rc = version_of(in->v, subject, &ver);
+  /* the node's stream first: it exists before the node can be placed */
+  int rc = sched_slice_ensure(in->c, node);
+  if (rc >= 0)
+    rc = version_of(in->v, subject, &ver);
   msgpack_sbuffer sb;
   msgpack_sbuffer_init(&sb);
   msgpack_packer pk;

@@ -146,6 +146,15 @@ int sched_ingress_start(bus_conn *c, bus_view *v, int timeout_ms,
                         sched_ingress **out);
 void sched_ingress_stop(sched_ingress *in);
 
+/* -------------------------------------------------------- node streams */
+
+/* Make node's own stream (bus_node_stream_ensure): 1 when it was made
+ * now, 0 when it was there, negative on failure. */
+int sched_slice_ensure(bus_conn *c, const char *node);
+/* The same for every node in v; *created (may be NULL) counts the ones
+ * made now. Stops at the first failure. */
+int sched_slices_ensure(bus_conn *c, bus_view *v, int *created);
+
 /* -------------------------------------------------- commands, queries */
 
 /* Handle a job.*, node.*, task.* or pod.* command or query, reading v

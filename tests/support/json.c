@@ -1,9 +1,11 @@
 /*
- * json.c - JSON values packed as msgpack, the way larkctl packs manifests.
+ * json.c - JSON values packed as msgpack, the way larkctl packs manifests;
+ * the broker's JSON API asked through a test's connection.
  */
-#include "json.h"
-
+#include <stdlib.h>
 #include <string.h>
+
+#include "json.h"
 
 void
 lt_pack_json(msgpack_packer *pk, const json_t *j) {
@@ -41,4 +43,15 @@ lt_pack_json(msgpack_packer *pk, const json_t *j) {
     msgpack_pack_nil(pk);
     break;
   }
+}
+
+json_t *
+lt_request_json(bus_conn *c, const char *subject, const char *body) {
+  void *reply = NULL;
+  size_t len = 0;
+  if (bus_conn_request(c, subject, body, strlen(body), 2000, &reply, &len))
+    return NULL;
+  json_t *j = json_loadb(reply, len, 0, NULL);
+  free(reply);
+  return j;
 }
