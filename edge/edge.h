@@ -106,6 +106,9 @@ int edge_store_run_get(edge_store *s, const char *pod, edge_run *r);
  * transaction. The message gets a new id now, kept until it is sent. */
 int edge_store_run_put(edge_store *s, const char *pod, const edge_run *r,
                        const edge_msg *msg);
+/* Forget pod: its run and its desired state go, and msg (may be NULL) is
+ * queued, in one transaction. */
+int edge_store_forget(edge_store *s, const char *pod, const edge_msg *msg);
 typedef void (*edge_run_cb)(const char *pod, const edge_run *r, void *ud);
 int edge_store_run_each(edge_store *s, edge_run_cb cb, void *ud);
 

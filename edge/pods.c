@@ -662,6 +662,40 @@ start(edge_agent *a, const char *pod, const msgpack_object *d,
 
 /* --------------------------------------------------------- reconcile */
 
+/*
+ * A Deleted pod that no longer runs is forgotten: its run and desired
+ * state leave the store, and pod.forgotten tells the scheduler, which
+ * then purges the pod's subject from this node's stream (so the stream
+ * holds only pods that still matter). Said again if the tombstone comes
+ * again before the purge.
+ */
+static void
+forget(edge_agent *a, const char *pod, uint64_t version) {
+  char subject[BUS_SUBJECT_MAX];
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, version ? 2 : 1);
+  msgpack_pack_str_with_body(&pk, "pod", 3);
+  msgpack_pack_str_with_body(&pk, pod, strlen(pod));
+  if (version) {
+    msgpack_pack_str_with_body(&pk, "version", 7);
+    msgpack_pack_uint64(&pk, version);
+  }
+  snprintf(subject, sizeof subject, "lark.in.%s.sched.pod.%s", a->cfg.node,
+           pod);
+  edge_msg m = {subject, "pod.forgotten", sb.data, sb.size};
+  int rc = edge_store_forget(a->store, pod, &m);
+  msgpack_sbuffer_destroy(&sb);
+  if (rc) {
+    edge_logf("error", subject, "cannot forget: %s", bus_last_error());
+    return;
+  }
+  edge_logf("info", subject, "deleted and forgotten");
+  edge_sender_wake(a);
+}
+
 static void
 reconcile(edge_agent *a, const char *pod, const void *data, size_t len) {
   msgpack_zone z;
@@ -685,9 +719,9 @@ reconcile(edge_agent *a, const char *pod, const void *data, size_t len) {
       start(a, pod, &d, attempt);
   } else if (p) {
     stop_proc(p, p->attempt == attempt, p->attempt != attempt);
-  } else if (!strcmp(want, "Deleted") && have) {
-    record(a, pod, NULL, NULL, 0, 0, NULL, NULL);
-    edge_net_teardown(a, pod);
+  } else if (!strcmp(want, "Deleted")) {
+    if (edge_net_teardown(a, pod) == 0) /* a network kept is tried later */
+      forget(a, pod, (uint64_t)bus_obj_int(&d, "version", 0));
   }
   msgpack_zone_destroy(&z);
 }

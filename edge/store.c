@@ -292,6 +292,28 @@ edge_store_run_put(edge_store *s, const char *pod, const edge_run *r,
   return (rc = mdb_txn_commit(t)) ? fail(rc, "commit") : 0;
 }
 
+int
+edge_store_forget(edge_store *s, const char *pod, const edge_msg *msg) {
+  MDB_txn *t;
+  MDB_val k = key_of(pod);
+  int rc = mdb_txn_begin(s->env, NULL, 0, &t);
+  if (rc)
+    return fail(rc, "begin");
+  MDB_dbi tables[] = {s->runs, s->desired};
+  for (size_t i = 0; !rc && i < 2; i++)
+    if ((rc = mdb_del(t, tables[i], &k, NULL)) == MDB_NOTFOUND)
+      rc = 0;
+  if (rc) {
+    mdb_txn_abort(t);
+    return fail(rc, "forget");
+  }
+  if (msg && (rc = queue_in(s, t, msg))) {
+    mdb_txn_abort(t);
+    return rc;
+  }
+  return (rc = mdb_txn_commit(t)) ? fail(rc, "commit") : 0;
+}
+
 /*
  * Every (pod, value) of a table, copied out of one read transaction so
  * the caller may write the store while it goes through them. conv turns

@@ -248,6 +248,17 @@ lines_of(const char *path) {
   return n;
 }
 
+/* The pid a pod wrote to path, waiting up to 10 s for it; 0 if none. */
+static int
+pod_pid(const char *path) {
+  int pid = 0;
+  for (int w = 0; w < 100 && !pid; w++, usleep(100 * 1000)) {
+    char *s = slurp(path);
+    pid = s ? atoi(s) : 0;
+  }
+  return pid;
+}
+
 /* ------------------------------------------------------------- tests */
 
 Test(edge, job_succeeds_on_two_edges_with_env_and_socket_reports) {
@@ -316,10 +327,7 @@ Test(edge, stop_kills_the_pods_term_then_kill) {
   int pids[2] = {0, 0};
   for (int i = 0; i < 2; i++) {
     snprintf(path, sizeof path, "%s/long-a-%d.pid", dir, i);
-    for (int w = 0; w < 100 && !pids[i]; w++, usleep(100 * 1000)) {
-      char *s = slurp(path);
-      pids[i] = s ? atoi(s) : 0;
-    }
+    pids[i] = pod_pid(path);
     cr_assert(pids[i] > 0, "pod %d never started", i);
   }
   msgpack_zone z;
@@ -388,4 +396,49 @@ Test(edge, restarted_edge_readopts_its_pods) {
   }
   snprintf(script, sizeof script, "%s/runs", dir);
   cr_expect_eq(lines_of(script), 2, "each pod ran once");
+}
+
+Test(edge, deleted_job_is_stopped_forgotten_and_purged) {
+  char script[1024], path[512], nodes[2][64];
+  snprintf(script, sizeof script,
+           "echo $$ > %s/$LARK_POD.pid; echo run >> %s/gone-runs; sleep 60",
+           dir, dir);
+  cr_assert(nodes_ready());
+  job("gone", 2, 0, 0, script);
+  int pids[2] = {0, 0};
+  for (int i = 0; i < 2; i++) {
+    char pod[32];
+    snprintf(pod, sizeof pod, "gone-a-%d", i);
+    cr_assert(wait_field("pod", pod, "phase", "Running", 30));
+    field("pod", pod, "node", nodes[i], sizeof nodes[i]);
+    cr_assert(lt_desired_there(conn, nodes[i], pod, 0));
+    snprintf(path, sizeof path, "%s/%s.pid", dir, pod);
+    pids[i] = pod_pid(path);
+    cr_assert(pids[i] > 0, "pod %d never started", i);
+  }
+  msgpack_zone z;
+  msgpack_zone_init(&z, 1024);
+  command("job", "delete", json_pack("{s:s}", "name", "gone"), &z);
+  msgpack_zone_destroy(&z);
+  /* each node stops its pod, forgets it, and the scheduler purges the
+   * pod's subject: the node streams keep only pods that still matter */
+  for (int i = 0; i < 2; i++) {
+    char pod[32];
+    snprintf(pod, sizeof pod, "gone-a-%d", i);
+    cr_expect(!lt_desired_there(conn, nodes[i], pod, 20),
+              "%s still in %s's stream", pod, nodes[i]);
+    int alive = 1;
+    for (int w = 0; w < 100 && alive; w++, usleep(100 * 1000))
+      alive = kill(pids[i], 0) == 0;
+    cr_expect(!alive, "%s still runs", pod);
+  }
+  /* restarted edges are handed nothing of them again */
+  for (int i = 0; i < 2; i++) {
+    lt_kill(edges[i], SIGKILL);
+    edges[i] = start_edge(i);
+  }
+  cr_assert(nodes_ready());
+  sleep(2);
+  snprintf(path, sizeof path, "%s/gone-runs", dir);
+  cr_expect_eq(lines_of(path), 2, "a forgotten pod started again");
 }

@@ -109,12 +109,30 @@ wait_field(const char *kind, const char *name, const char *key,
   return 0;
 }
 
+/* What a node sends through its ingress, as lark-edge does. */
+static void
+edge_says(const char *node_name, const char *type, const char *what,
+          const msgpack_sbuffer *data) {
+  char subject[256], id[33];
+  snprintf(subject, sizeof subject, "lark.in.%s.sched.%s", node_name, what);
+  bus_event_new_id(id);
+  bus_event ev = {.type = type,
+                  .id = id,
+                  .ts = 1,
+                  .actor = node_name,
+                  .cause = "",
+                  .data_mp = data->data,
+                  .data_mp_len = data->size};
+  cr_assert_eq(bus_append(conn, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL),
+               0, "%s", bus_last_error());
+}
+
 /* A node reports on its own ingress subject. */
 static void
 report(const char *node_name, const char *pod, const char *phase, int attempt,
        int exit_code) {
-  char subject[256], id[33];
-  snprintf(subject, sizeof subject, "lark.in.%s.sched.pod.%s", node_name, pod);
+  char what[256];
+  snprintf(what, sizeof what, "pod.%s", pod);
   msgpack_sbuffer sb;
   msgpack_sbuffer_init(&sb);
   msgpack_packer pk;
@@ -128,16 +146,23 @@ report(const char *node_name, const char *pod, const char *phase, int attempt,
   msgpack_pack_uint32(&pk, (uint32_t)attempt);
   msgpack_pack_str_with_body(&pk, "exitCode", 8);
   msgpack_pack_int32(&pk, exit_code);
-  bus_event_new_id(id);
-  bus_event ev = {.type = "pod.report",
-                  .id = id,
-                  .ts = 1,
-                  .actor = node_name,
-                  .cause = "",
-                  .data_mp = sb.data,
-                  .data_mp_len = sb.size};
-  cr_assert_eq(bus_append(conn, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL),
-               0, "%s", bus_last_error());
+  edge_says(node_name, "pod.report", what, &sb);
+  msgpack_sbuffer_destroy(&sb);
+}
+
+/* A node says it forgot a pod (lark-edge, after a Deleted pod ended). */
+static void
+forgotten(const char *node_name, const char *pod) {
+  char what[256];
+  snprintf(what, sizeof what, "pod.%s", pod);
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 1);
+  msgpack_pack_str_with_body(&pk, "pod", 3);
+  msgpack_pack_str_with_body(&pk, pod, strlen(pod));
+  edge_says(node_name, "pod.forgotten", what, &sb);
   msgpack_sbuffer_destroy(&sb);
 }
 
@@ -193,6 +218,38 @@ Test(scheduler, report_from_the_wrong_node_is_refused) {
   char phase[64];
   field("job", "j", "phase", phase, sizeof phase);
   cr_expect_str_neq(phase, "Failed", "a foreign report was applied");
+}
+
+Test(scheduler, forgotten_pods_are_purged_only_once_deleted_there) {
+  node("gpu-1", 2);
+  node("gpu-2", 2);
+  job("f", 1, 1, 0);
+  char bound[64] = "";
+  for (int i = 0; i < 100 && !bound[0]; i++, usleep(100 * 1000))
+    field("pod", "f-a-0", "node", bound, sizeof bound);
+  cr_assert(bound[0], "f-a-0 was never placed");
+  const char *other = strcmp(bound, "gpu-1") ? "gpu-1" : "gpu-2";
+  for (int i = 0; i < 50 && !lt_desired_there(conn, bound, "f-a-0", 0); i++)
+    usleep(100 * 1000);
+  cr_assert(lt_desired_there(conn, bound, "f-a-0", 0), "never dispatched");
+  report(bound, "f-a-0", "Running", 0, 0);
+  cr_assert(wait_field("pod", "f-a-0", "phase", "Running"));
+  /* a running pod's desired state stays, whoever says it was forgotten */
+  forgotten(bound, "f-a-0");
+  forgotten(other, "f-a-0");
+  sleep(1);
+  cr_expect(lt_desired_there(conn, bound, "f-a-0", 0), "purged while running");
+  msgpack_zone z;
+  msgpack_zone_init(&z, 1024);
+  command("job", "delete", "{\"name\":\"f\"}", &z);
+  msgpack_zone_destroy(&z);
+  cr_assert(wait_field("pod", "f-a-0", "desired", "Deleted"));
+  /* another node's word still purges nothing */
+  forgotten(other, "f-a-0");
+  sleep(1);
+  cr_expect(lt_desired_there(conn, bound, "f-a-0", 0), "purged by another");
+  forgotten(bound, "f-a-0");
+  cr_expect(!lt_desired_there(conn, bound, "f-a-0", 10), "never purged");
 }
 
 Test(scheduler, failed_pod_is_retried_then_fails_its_job) {
@@ -312,24 +369,6 @@ Test(scheduler, two_schedulers_never_double_book) {
   cr_expect_eq(
       lark_replay_verify(conn, lark_view_find("scheduler"), NULL, &live, &res),
       0, "%s", bus_last_error());
-}
-
-/* A node registers and beats through its ingress, as lark-edge does. */
-static void
-edge_says(const char *node_name, const char *type, const char *what,
-          const msgpack_sbuffer *data) {
-  char subject[256], id[33];
-  snprintf(subject, sizeof subject, "lark.in.%s.sched.%s", node_name, what);
-  bus_event_new_id(id);
-  bus_event ev = {.type = type,
-                  .id = id,
-                  .ts = 1,
-                  .actor = node_name,
-                  .cause = "",
-                  .data_mp = data->data,
-                  .data_mp_len = data->size};
-  cr_assert_eq(bus_append(conn, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL),
-               0, "%s", bus_last_error());
 }
 
 static void

@@ -101,6 +101,18 @@ version_of(bus_view *v, const char *subject, bus_version *ver) {
 
 /* ------------------------------------------------------------ reports */
 
+/* pod's record as the view has it now. */
+static int
+pod_of(sched_ingress *in, const char *pod, pod_rec *p) {
+  bus_txn *t;
+  int rc = bus_view_read(in->v, &t);
+  if (!rc) {
+    rc = sched_pod_get(t, pod, p);
+    bus_txn_end(t);
+  }
+  return rc;
+}
+
 static void
 copy_field(msgpack_packer *pk, const msgpack_object *data, const char *k) {
   const msgpack_object *v = bus_obj_get(data, k);
@@ -122,13 +134,8 @@ static int
 pod_report(sched_ingress *in, const char *node, const bus_event *ev) {
   char pod[SCHED_DNAME_SZ] = "", subject[BUS_SUBJECT_MAX], actor[80];
   pod_rec p;
-  bus_txn *t;
   bus_obj_str(&ev->data, "pod", pod, sizeof pod);
-  int rc = bus_view_read(in->v, &t);
-  if (!rc) {
-    rc = sched_pod_get(t, pod, &p);
-    bus_txn_end(t);
-  }
+  int rc = pod_of(in, pod, &p);
   if (rc || strcmp(p.node, node) || !p.bound ||
       (uint32_t)bus_obj_int(&ev->data, "attempt", 0) != p.attempt)
     return bus_error(BUS_EDENIED, "pod %s is not bound to %s at that attempt",
@@ -165,6 +172,34 @@ pod_report(sched_ingress *in, const char *node, const bus_event *ev) {
     msgpack_zone_destroy(&z);
   }
   msgpack_sbuffer_destroy(&sb);
+  return rc;
+}
+
+/*
+ * A node forgot a Deleted pod: the pod's subject leaves the node's
+ * stream, which so holds only pods that still matter (DESIGN.md section
+ * 2). Only for a pod the view has Deleted on that node, at the version
+ * the node acted on when it says one: a late word about an earlier
+ * generation purges nothing newer. Purging twice is harmless.
+ */
+static int
+pod_forgotten(sched_ingress *in, const char *node, const bus_event *ev) {
+  char pod[SCHED_DNAME_SZ] = "", subject[BUS_SUBJECT_MAX];
+  char stream[BUS_NODE_STREAM_MAX];
+  pod_rec p;
+  bus_obj_str(&ev->data, "pod", pod, sizeof pod);
+  int rc = pod_of(in, pod, &p);
+  uint64_t version = (uint64_t)bus_obj_int(&ev->data, "version", 0), out = 0;
+  for (int i = 0; !rc && i < 8; i++)
+    out = out << 8 | p.out_key[i];
+  if (rc || strcmp(p.node, node) || strcmp(p.desired, "Deleted") ||
+      (version && out && version != out))
+    return bus_error(BUS_EDENIED, "pod %s is not Deleted on %s", pod, node);
+  snprintf(subject, sizeof subject, "lark.node.%s.pod.%s", node, pod);
+  if ((rc = bus_node_stream_name(node, stream, sizeof stream)) == 0)
+    rc = bus_purge_subject(in->c, stream, subject);
+  if (rc == 0)
+    logf_(subject, "purged: the node forgot the pod", NULL);
   return rc;
 }
 
@@ -287,6 +322,8 @@ handle(sched_ingress *in, const char *subject, const bus_event *ev) {
     return registration(in, node, ev);
   if (!strcmp(ev->type, "pod.report"))
     return pod_report(in, node, ev);
+  if (!strcmp(ev->type, "pod.forgotten"))
+    return pod_forgotten(in, node, ev);
   if (!strcmp(ev->type, "run.reported") && !strncmp(what, "run.", 4))
     return run_report(in, node, what + 4, ev);
   return bus_error(BUS_EINVAL, "unexpected %s", ev->type);

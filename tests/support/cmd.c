@@ -73,3 +73,26 @@ lt_wait_field(bus_conn *c, const char *kind, const char *sub, const char *name,
   }
   return 0;
 }
+
+static int
+desired_now(bus_conn *c, const char *stream, const char *subject) {
+  msgpack_zone z;
+  msgpack_zone_init(&z, 1024);
+  bus_event ev;
+  int rc = bus_last_event(c, stream, subject, &ev, &z);
+  msgpack_zone_destroy(&z);
+  return rc != BUS_ENOT_FOUND; /* a failure to ask counts as there */
+}
+
+int
+lt_desired_there(bus_conn *c, const char *node, const char *pod, int seconds) {
+  char stream[BUS_NODE_STREAM_MAX], subject[BUS_SUBJECT_MAX];
+  bus_node_stream_name(node, stream, sizeof stream);
+  snprintf(subject, sizeof subject, "lark.node.%s.pod.%s", node, pod);
+  int there = desired_now(c, stream, subject);
+  for (int i = 0; there && i < seconds * 10; i++) {
+    usleep(100 * 1000);
+    there = desired_now(c, stream, subject);
+  }
+  return there;
+}

@@ -35,4 +35,12 @@ int lt_wait_field(bus_conn *c, const char *kind, const char *sub,
                   const char *name, const char *key, const char *want,
                   int seconds, char *got, size_t cap);
 
+/*
+ * Whether node's stream holds a desired state for pod: 1 yes, 0 no. With
+ * seconds > 0, poll every 100 ms for up to that long until it is
+ * gone, and say whether it still is.
+ */
+int lt_desired_there(bus_conn *c, const char *node, const char *pod,
+                     int seconds);
+
 #endif
