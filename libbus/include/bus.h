@@ -465,7 +465,9 @@ int bus_consumer_open(bus_conn *c, const bus_consumer_opts *o,
 /* Closes the subscription. A durable consumer stays on the server; an
  * ephemeral one, named or not, is deleted by the server after 10 s
  * without a fetch (deleting it at once takes a permission most
- * principals lack: bus_consumer_delete it if yours has it). */
+ * principals lack: bus_consumer_delete it if yours has it). Call it
+ * before bus_conn_close of its connection: the subscription itself is
+ * freed a little later, at the latest with the connection. */
 void bus_consumer_close(bus_consumer *k);
 /* Delete a durable or named consumer from the server; BUS_ENOT_FOUND when
  * there is none. */

@@ -25,4 +25,11 @@ int bus__conn_serve_owned(bus_conn *c, const char *subject, const char *queue,
 /* Clear the last error of this thread. */
 void bus__clear_error(void);
 
+/*
+ * Sign nonce with the user seed in the creds file at path (the first
+ * "SU..." line): the Ed25519 signature into sig. The seed is read for
+ * each signature and wiped at once.
+ */
+int bus__nkey_sign(const char *path, const char *nonce, unsigned char sig[64]);
+
 #endif

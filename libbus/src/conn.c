@@ -150,8 +150,8 @@ err_from_errno(const char *path) {
 
 /*
  * Read the public key of the seed in a creds file: the first line that
- * looks like a user seed. The seed itself stays in the file; nats.c reads
- * it again for each signature and wipes it.
+ * looks like a user seed. The seed itself stays in the file; sign_nonce
+ * reads it again for each signature and wipes it.
  */
 static int
 creds_public(const char *path, char pub[BUS_NKEY_PUB_LEN + 1]) {
@@ -171,6 +171,38 @@ creds_public(const char *path, char pub[BUS_NKEY_PUB_LEN + 1]) {
   sodium_memzero(line, sizeof line);
   fclose(f);
   return rc;
+}
+
+/*
+ * The nonce of each connect, signed here with libsodium. nats.c 3.4.1
+ * leaves the signature out of CONNECT when its first byte is zero (one
+ * connect in 256: the broker then says "Authorization Violation" to a
+ * valid key). Ed25519 signs a nonce one way only, so such a signature is
+ * refused here instead: the connect fails before it is sent, nats.c's
+ * reconnect loop or bus_conn_open tries again, and the broker's next
+ * nonce signs differently.
+ */
+static natsStatus
+sign_nonce(char **err_text, unsigned char **sig, int *sig_len,
+           const char *nonce, void *ud) {
+  bus_conn *c = ud;
+  *sig = malloc(64);
+  if (!*sig)
+    return NATS_NO_MEMORY;
+  int rc = bus__nkey_sign(c->creds, nonce, *sig);
+  if (rc == 0 && (*sig)[0] == 0) {
+    atomic_fetch_add(&c->zero_sigs, 1);
+    rc = BUS_ERR(BUS_EAUTH, "the nonce's signature starts with a zero byte, "
+                            "which nats.c would drop: ask for another nonce");
+  }
+  if (rc < 0) {
+    free(*sig);
+    *sig = NULL;
+    *err_text = strdup(bus_last_error());
+    return NATS_ERR;
+  }
+  *sig_len = 64;
+  return NATS_OK;
 }
 
 /* Split a comma list into the options' server list. */
@@ -212,7 +244,7 @@ make_options(bus_conn *c, const bus_conn_opts *o, natsOptions **out) {
   if (s == NATS_OK && strcmp(c->inbox_prefix, "_INBOX"))
     s = natsOptions_SetCustomInboxPrefix(no, c->inbox_prefix);
   if (s == NATS_OK && o->creds)
-    s = natsOptions_SetNKeyFromSeed(no, c->pub, o->creds);
+    s = natsOptions_SetNKey(no, c->pub, sign_nonce, c);
   if (s != NATS_OK) {
     natsOptions_Destroy(no);
     return bus__nats_err(s, 0, "connection options");
@@ -266,13 +298,29 @@ bus_conn_open(bus_conn **out, const bus_conn_opts *o) {
   pthread_mutex_init(&c->enc_mu, NULL);
   pthread_mutex_init(&c->serve_mu, NULL);
   msgpack_sbuffer_init(&c->enc);
+  if (o->creds && snprintf(c->creds, sizeof c->creds, "%s", o->creds) >=
+                      (int)sizeof c->creds) {
+    rc = BUS_ERR(BUS_EINVAL, "creds path too long: %s", o->creds);
+    goto out;
+  }
   if (o->creds && (rc = creds_public(o->creds, c->pub)) < 0)
     goto out;
   if (o->creds && o->inbox_own && !o->inbox_prefix)
     snprintf(c->inbox_prefix, sizeof c->inbox_prefix, "_INBOX_%s", c->pub);
   if ((rc = make_options(c, o, &no)) < 0)
     goto out;
-  natsStatus s = natsConnection_Connect(&c->nc, no);
+  natsStatus s = NATS_ERR;
+  unsigned long zero = 0;
+  /* a signature nats.c would drop: connect again, with a new nonce */
+  for (int i = 0; i < 8 && (i == 0 || atomic_load(&c->zero_sigs) != zero);
+       i++) {
+    zero = atomic_load(&c->zero_sigs);
+    natsConnection_Destroy(c->nc);
+    c->nc = NULL;
+    s = natsConnection_Connect(&c->nc, no);
+    if (s == NATS_OK || (s == NATS_NOT_YET_CONNECTED && c->nc))
+      break;
+  }
   if (s != NATS_OK && !(s == NATS_NOT_YET_CONNECTED && c->nc)) {
     rc = connect_status(s, o->url ? o->url : "default");
     goto out;
@@ -293,6 +341,17 @@ bus_conn_closed(const bus_conn *c) {
 }
 
 void
+bus__retire_sub(bus_conn *c, natsSubscription *sub) {
+  natsSubscription *old;
+  pthread_mutex_lock(&c->serve_mu);
+  size_t at = c->nretired++ % BUS__RETIRED;
+  old = c->retired[at];
+  c->retired[at] = sub;
+  pthread_mutex_unlock(&c->serve_mu);
+  natsSubscription_Destroy(old); /* idle for BUS__RETIRED closes */
+}
+
+void
 bus_conn_close(bus_conn *c) {
   if (!c)
     return;
@@ -305,10 +364,12 @@ bus_conn_close(bus_conn *c) {
     bus_conn_unserve(s);
   }
   jsCtx_Destroy(c->js);
-  if (c->nc) {
-    natsConnection_Close(c->nc);
+  if (c->nc)
+    natsConnection_Close(c->nc); /* the read loop is done after this */
+  for (size_t i = 0; i < BUS__RETIRED; i++)
+    natsSubscription_Destroy(c->retired[i]);
+  if (c->nc)
     natsConnection_Destroy(c->nc);
-  }
   msgpack_sbuffer_destroy(&c->enc);
   pthread_mutex_destroy(&c->enc_mu);
   pthread_mutex_destroy(&c->serve_mu);

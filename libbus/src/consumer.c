@@ -211,8 +211,12 @@ bus_consumer_close(bus_consumer *k) {
   if (!k)
     return;
   /* Destroy without Unsubscribe keeps the consumer (nats.c >= 3.4); an
-   * ephemeral one goes after EPHEMERAL_IDLE_NS without interest. */
-  natsSubscription_Destroy(k->sub);
+   * ephemeral one goes after EPHEMERAL_IDLE_NS without interest. The
+   * destroy waits while the connection could still deliver to it. */
+  if (natsConnection_IsClosed(k->c->nc))
+    natsSubscription_Destroy(k->sub);
+  else
+    bus__retire_sub(k->c, k->sub);
   free(k);
 }
 

@@ -16,12 +16,16 @@
 
 typedef struct bus__serve_list bus__serve_list;
 
+#define BUS__RETIRED 16
+
 struct bus_conn {
   natsConnection *nc;
   jsCtx *js;
   int js_wait_ms;
   char inbox_prefix[128]; /* "_INBOX" unless the options named another */
   char pub[BUS_NKEY_PUB_LEN + 1];
+  char creds[4096];       /* the seed file, read again for each signature */
+  atomic_ulong zero_sigs; /* signatures refused for their zero first byte */
 
   /* async appends: one reused encode buffer, failures counted by the
    * publish-ack error handler on nats.c's thread */
@@ -40,7 +44,21 @@ struct bus_conn {
 
   pthread_mutex_t serve_mu;
   struct bus_serve *serves; /* live serve handles, freed on close */
+
+  /* closed consumers' subscriptions, destroyed later (bus__retire_sub) */
+  natsSubscription *retired[BUS__RETIRED];
+  size_t nretired; /* how many were ever retired; the ring is mod the size */
 };
+
+/*
+ * Destroy sub later: when BUS__RETIRED more have been retired, or when
+ * the connection closes. nats.c 3.4.1's read loop can touch a
+ * subscription that another thread is destroying (fixed in 3.6: a
+ * message for it arriving just then crashes the process), and a pull
+ * subscription's last status can arrive after its fetch gave up. Once no
+ * more requests go out for it, nothing else comes.
+ */
+void bus__retire_sub(bus_conn *c, natsSubscription *sub);
 
 /*
  * Translate a nats.c failure into a BUS_E* code and record the detail
