@@ -1,7 +1,8 @@
 /*
  * bench.h - what every benchmark shares: a monotonic clock, a fatal
  * error line naming the benchmark, packing a string pair and a manifest's
- * head, and starting a service that sits next to the benchmark.
+ * head, applying Nodes and Jobs through the command path, and starting a
+ * service that sits next to the benchmark.
  */
 #ifndef LARK_BENCH_H
 #define LARK_BENCH_H
@@ -15,6 +16,8 @@
 #include <unistd.h>
 
 #include <msgpack.h>
+
+#include "bus.h"
 
 static inline double
 bench_now_s(void) {
@@ -46,6 +49,91 @@ bench_resource_head(msgpack_packer *pk, const char *kind, const char *name) {
   msgpack_pack_map(pk, 1);
   bench_kv(pk, "name", name);
   msgpack_pack_str_with_body(pk, "spec", 4);
+}
+
+/* {key: name, resource: {apiVersion, kind, metadata: {name}, spec: — the
+ * body of an apply command whose spec comes next. */
+static inline void
+bench_apply_head(msgpack_packer *pk, const char *kind, const char *name) {
+  msgpack_pack_map(pk, 2);
+  bench_kv(pk, "key", name);
+  msgpack_pack_str_with_body(pk, "resource", 8);
+  bench_resource_head(pk, kind, name);
+}
+
+/* runtime: {raw: {entrypoint: ["true"]}} */
+static inline void
+bench_runtime_true(msgpack_packer *pk) {
+  msgpack_pack_str_with_body(pk, "runtime", 7);
+  msgpack_pack_map(pk, 1);
+  msgpack_pack_str_with_body(pk, "raw", 3);
+  msgpack_pack_map(pk, 1);
+  msgpack_pack_str_with_body(pk, "entrypoint", 10);
+  msgpack_pack_array(pk, 1);
+  msgpack_pack_str_with_body(pk, "true", 4);
+}
+
+/* A command request that must succeed (the benchmark dies otherwise). */
+static inline void
+bench_call(bus_conn *c, const char *subject, const msgpack_sbuffer *sb) {
+  void *reply = NULL;
+  size_t len = 0;
+  int rc =
+      bus_conn_request(c, subject, sb->data, sb->size, 10000, &reply, &len);
+  if (rc)
+    bench_die(subject, bus_last_error());
+  if (len > 8 && memmem(reply, len, "error", 5))
+    bench_die(subject, "refused");
+  free(reply);
+}
+
+/* Apply Node name (cluster c1, 64 CPUs, 256 GiB) through the scheduler. */
+static inline void
+bench_add_node(bus_conn *c, const char *name) {
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  bench_apply_head(&pk, "Node", name);
+  msgpack_pack_map(&pk, 2);
+  bench_kv(&pk, "cluster", "c1");
+  msgpack_pack_str_with_body(&pk, "capacity", 8);
+  msgpack_pack_map(&pk, 2);
+  msgpack_pack_str_with_body(&pk, "cpu", 3);
+  msgpack_pack_uint32(&pk, 64);
+  msgpack_pack_str_with_body(&pk, "memory", 6);
+  msgpack_pack_uint32(&pk, 262144);
+  bench_call(c, "lark.cmd.admin.node.apply", &sb);
+  msgpack_sbuffer_destroy(&sb);
+}
+
+/* Apply Job name: one Rollout task of pods replicas (1 CPU, 256 MiB,
+ * runs `true`) with strategy spread or pack. */
+static inline void
+bench_add_job(bus_conn *c, const char *name, int pods, const char *strategy) {
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  bench_apply_head(&pk, "Job", name);
+  msgpack_pack_map(&pk, 2);
+  bench_kv(&pk, "strategy", strategy);
+  msgpack_pack_str_with_body(&pk, "tasks", 5);
+  msgpack_pack_array(&pk, 1);
+  msgpack_pack_map(&pk, 5);
+  bench_kv(&pk, "name", "w");
+  bench_kv(&pk, "role", "Rollout");
+  msgpack_pack_str_with_body(&pk, "replicas", 8);
+  msgpack_pack_uint32(&pk, (uint32_t)pods);
+  msgpack_pack_str_with_body(&pk, "resources", 9);
+  msgpack_pack_map(&pk, 2);
+  msgpack_pack_str_with_body(&pk, "cpu", 3);
+  msgpack_pack_uint32(&pk, 1);
+  msgpack_pack_str_with_body(&pk, "memory", 6);
+  msgpack_pack_uint32(&pk, 256);
+  bench_runtime_true(&pk);
+  bench_call(c, "lark.cmd.admin.job.apply", &sb);
+  msgpack_sbuffer_destroy(&sb);
 }
 
 /*

@@ -78,13 +78,7 @@ feed_job(bus_conn *c, int i, int pods, uint64_t log) {
   bench_kv(&pk, "role", "Actor");
   msgpack_pack_str_with_body(&pk, "replicas", 8);
   msgpack_pack_int(&pk, pods);
-  msgpack_pack_str_with_body(&pk, "runtime", 7);
-  msgpack_pack_map(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "raw", 3);
-  msgpack_pack_map(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "entrypoint", 10);
-  msgpack_pack_array(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "true", 4);
+  bench_runtime_true(&pk);
   append(c, subject, "job.submitted", 0, &sb);
   msgpack_sbuffer_clear(&sb);
   msgpack_pack_map(&pk, 4);

@@ -23,83 +23,6 @@
 #include "bus.h"
 #include "natsd.h"
 
-static void
-call(bus_conn *c, const char *subject, const msgpack_sbuffer *sb) {
-  void *reply = NULL;
-  size_t len = 0;
-  int rc =
-      bus_conn_request(c, subject, sb->data, sb->size, 10000, &reply, &len);
-  if (rc)
-    bench_die(subject, bus_last_error());
-  if (len > 8 && memmem(reply, len, "error", 5))
-    bench_die(subject, "refused");
-  free(reply);
-}
-
-static void
-add_node(bus_conn *c, int i) {
-  char name[32], key[32];
-  snprintf(name, sizeof name, "n%04d", i);
-  snprintf(key, sizeof key, "node-%d", i);
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 2);
-  bench_kv(&pk, "key", key);
-  msgpack_pack_str_with_body(&pk, "resource", 8);
-  bench_resource_head(&pk, "Node", name);
-  msgpack_pack_map(&pk, 2);
-  bench_kv(&pk, "cluster", "c1");
-  msgpack_pack_str_with_body(&pk, "capacity", 8);
-  msgpack_pack_map(&pk, 2);
-  msgpack_pack_str_with_body(&pk, "cpu", 3);
-  msgpack_pack_uint32(&pk, 64);
-  msgpack_pack_str_with_body(&pk, "memory", 6);
-  msgpack_pack_uint32(&pk, 262144);
-  call(c, "lark.cmd.admin.node.apply", &sb);
-  msgpack_sbuffer_destroy(&sb);
-}
-
-static void
-add_job(bus_conn *c, int i, int pods) {
-  char name[32], key[32];
-  snprintf(name, sizeof name, "job%04d", i);
-  snprintf(key, sizeof key, "job-%d", i);
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 2);
-  bench_kv(&pk, "key", key);
-  msgpack_pack_str_with_body(&pk, "resource", 8);
-  bench_resource_head(&pk, "Job", name);
-  msgpack_pack_map(&pk, 2);
-  bench_kv(&pk, "strategy", i % 2 ? "spread" : "pack");
-  msgpack_pack_str_with_body(&pk, "tasks", 5);
-  msgpack_pack_array(&pk, 1);
-  msgpack_pack_map(&pk, 5);
-  bench_kv(&pk, "name", "w");
-  bench_kv(&pk, "role", "Rollout");
-  msgpack_pack_str_with_body(&pk, "replicas", 8);
-  msgpack_pack_uint32(&pk, (uint32_t)pods);
-  msgpack_pack_str_with_body(&pk, "resources", 9);
-  msgpack_pack_map(&pk, 2);
-  msgpack_pack_str_with_body(&pk, "cpu", 3);
-  msgpack_pack_uint32(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "memory", 6);
-  msgpack_pack_uint32(&pk, 256);
-  msgpack_pack_str_with_body(&pk, "runtime", 7);
-  msgpack_pack_map(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "raw", 3);
-  msgpack_pack_map(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "entrypoint", 10);
-  msgpack_pack_array(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "true", 4);
-  call(c, "lark.cmd.admin.job.apply", &sb);
-  msgpack_sbuffer_destroy(&sb);
-}
-
 /* Wait until the placement log holds want bindings; one reader follows
  * the log (a consumer per poll would load the broker we measure). */
 static long
@@ -195,13 +118,19 @@ main(int argc, char **argv) {
   lt_tmpdir(dir, sizeof dir, "bench-sched");
   pid_t sched = bench_start_service(argv[0], "lark-scheduler", srv.url, dir);
   usleep(300 * 1000);
-  for (int i = 0; i < nodes; i++)
-    add_node(c, i);
+  for (int i = 0; i < nodes; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "n%04d", i);
+    bench_add_node(c, name);
+  }
   printf("bench_schedule_e2e: %d pods (%d Jobs x %d) onto %d nodes\n",
          jobs * pods, jobs, pods, nodes);
   double t0 = bench_now_s();
-  for (int i = 0; i < jobs; i++)
-    add_job(c, i, pods);
+  for (int i = 0; i < jobs; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "job%04d", i);
+    bench_add_job(c, name, pods, i % 2 ? "spread" : "pack");
+  }
   long want = (long)jobs * pods;
   long got = wait_bound(c, want, t0 + 120);
   double dt = bench_now_s() - t0;

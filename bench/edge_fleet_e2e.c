@@ -1,0 +1,185 @@
+/*
+ * bench/edge_fleet_e2e.c - from a pod's binding to its node receiving its
+ * desired state, through a real lark-scheduler, across a fleet of
+ * simulated edge nodes.
+ *
+ * Starts a nats-server and a lark-scheduler, applies N Nodes through the
+ * command path (the scheduler makes each node's stream as it takes the
+ * Node), starts the fleet (fleet.c: a connection, a stream and the
+ * pinned consumer of lark-edge per node), then submits J Jobs of P pods
+ * each, spread over the nodes, paced at --rate pods per second (0: as fast
+ * as the commands go). The binding event of a pod is its Job's job.placed
+ * on the placement log; its time is the broker's stored time of that
+ * event. Each node records when it fetched each pod's desired state; the
+ * figure is p50/p99 of the difference, beside the core-NATS floor of the
+ * same count in the same run.
+ *
+ *   bench_edge_fleet_e2e [--nodes N] [--jobs J] [--pods P] [--rate R]
+ */
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "bus.h"
+#include "fleet.h"
+#include "natsd.h"
+
+typedef struct seen {
+  int job;
+  int64_t ns;
+} seen;
+
+static seen *got_at;
+static long want;
+static atomic_long got_n;
+
+/* "job<index>" of a desired state; -1 when it is not one of ours. */
+static int
+job_of(const msgpack_object *data) {
+  char job[32];
+  if (!bus_obj_str(data, "job", job, sizeof job) || strncmp(job, "job", 3))
+    return -1;
+  return atoi(job + 3);
+}
+
+static void
+got(const bus_event *ev, int64_t now, void *ud) {
+  (void)ud;
+  int j = ev ? job_of(&ev->data) : -1;
+  if (j < 0)
+    return;
+  long i = atomic_fetch_add(&got_n, 1);
+  if (i < want)
+    got_at[i] = (seen){j, now};
+}
+
+/* The stored time of each Job's job.placed, by Job index. */
+static void
+placed_times(bus_conn *c, int64_t *placed, int jobs) {
+  bus_reader_opts o;
+  bus_reader_opts_init(&o);
+  o.stream = "LARK_EVENTS";
+  o.filter = "lark.ev.placement.default";
+  bus_reader *r;
+  bus_batch *b;
+  if (bus_reader_open(c, &o, &r) || bus_batch_new(&b))
+    bench_die("reader", bus_last_error());
+  int rc;
+  do { /* the last batch comes with BUS_EEOF */
+    rc = bus_reader_next(r, b, 2000);
+    for (size_t i = 0; i < bus_batch_len(b); i++) {
+      const bus_event *ev = bus_batch_event(b, i);
+      int64_t stored = 0;
+      bus_batch_meta(b, i, NULL, NULL, &stored);
+      int j = ev && !strcmp(ev->type, "job.placed") ? job_of(&ev->data) : -1;
+      if (j >= 0 && j < jobs && !placed[j])
+        placed[j] = stored;
+    }
+  } while (rc == 0);
+  bus_batch_free(b);
+  bus_reader_close(r);
+}
+
+static void
+submit(bus_conn *c, int jobs, int pods, int rate) {
+  int64_t start = fleet_now_ns();
+  for (int i = 0; i < jobs; i++) {
+    char name[32];
+    fleet_pace(start, i, rate > 0 ? (rate + pods - 1) / pods : 0);
+    snprintf(name, sizeof name, "job%d", i);
+    bench_add_job(c, name, pods, "spread");
+  }
+}
+
+/* Latencies from each pod's binding, into the fleet's array. */
+static long
+latencies(bus_conn *c, int jobs) {
+  int64_t *placed = calloc((size_t)jobs, sizeof *placed);
+  if (!placed)
+    bench_die("memory", "out of memory");
+  placed_times(c, placed, jobs);
+  long n = atomic_load(&got_n), missing = 0;
+  if (n > want)
+    n = want;
+  fleet_lat_reset();
+  for (long i = 0; i < n; i++) {
+    if (got_at[i].job < jobs && placed[got_at[i].job])
+      fleet_lat_add(got_at[i].ns - placed[got_at[i].job]);
+    else
+      missing++;
+  }
+  free(placed);
+  if (missing)
+    printf("edge_fleet_e2e: %ld desired states without a job.placed\n",
+           missing);
+  return n;
+}
+
+int
+main(int argc, char **argv) {
+  int nodes = 1000, jobs = 1000, pods = 10, rate = 0;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!strcmp(argv[i], "--nodes"))
+      nodes = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--jobs"))
+      jobs = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--pods"))
+      pods = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--rate"))
+      rate = atoi(argv[i + 1]);
+  }
+  if (nodes <= 0 || jobs <= 0 || pods <= 0)
+    bench_die("usage", "bench_edge_fleet_e2e [--nodes N] [--jobs J] "
+                       "[--pods P] [--rate R]");
+  want = (long)jobs * pods;
+  got_at = calloc((size_t)want, sizeof *got_at);
+  lt_natsd srv;
+  bus_conn *c, *sub;
+  char dir[256];
+  if (!got_at || lt_natsd_start(&srv, NULL, NULL) || lt_connect(&srv, &c) ||
+      lt_connect(&srv, &sub) || lt_streams(c, 120000))
+    bench_die("broker", bus_last_error());
+  lt_tmpdir(dir, sizeof dir, "bench-fleet");
+  pid_t sched = bench_start_service(argv[0], "lark-scheduler", srv.url, dir);
+  usleep(300 * 1000);
+  double t0 = bench_now_s();
+  for (int i = 0; i < nodes; i++) {
+    char name[32];
+    fleet_node_name(i, name, sizeof name);
+    bench_add_node(c, name);
+  }
+  printf("edge_fleet_e2e: %d Nodes applied (and their streams made) in "
+         "%.2f s\n",
+         nodes, bench_now_s() - t0);
+  fleet_lat_init(want);
+  int failed = 0;
+  fleet *f = fleet_start(srv.url, nodes, got, NULL, &failed);
+  printf("edge_fleet_e2e: %d nodes ready (%d failed); %ld pods (%d Jobs x "
+         "%d) at %d pods/s (0: as fast as commands go)\n",
+         nodes - failed, failed, want, jobs, pods, rate);
+  t0 = bench_now_s();
+  submit(c, jobs, pods, rate);
+  for (int i = 0; i < 1200 && atomic_load(&got_n) < want; i++)
+    usleep(50 * 1000);
+  long n = atomic_load(&got_n);
+  printf("edge_fleet_e2e: %ld of %ld desired states received in %.2f s\n", n,
+         want, bench_now_s() - t0);
+  fleet_stop(f);
+  latencies(c, jobs);
+  fleet_lat_report("binding -> node");
+  fleet_baseline(c, sub, want, rate);
+  kill(sched, SIGTERM);
+  waitpid(sched, NULL, 0);
+  bus_conn_close(c);
+  bus_conn_close(sub);
+  lt_natsd_stop(&srv);
+  lt_rmtree(dir);
+  fleet_lat_free();
+  free(got_at);
+  return n >= want ? 0 : 1;
+}
