@@ -185,8 +185,8 @@ print_text(json_t *broker, json_t *streams, json_int_t nodes,
              json_string_value(json_object_get(v, "name")));
   }
   if (nodes >= 0)
-    printf("  streams LARK_NODE_* %lld, one per node the scheduler knows\n",
-           (long long)nodes);
+    printf("  stream %-13s %lld, one per node the scheduler knows\n",
+           "LARK_NODE_*", (long long)nodes);
   printf("%-16s %-5s %10s %8s %7s %8s  %s\n", "SERVICE", "STATE", "SEQ", "LAG",
          "STALE", "REJECTED", "DIGEST");
   json_array_foreach(services, i, v) {
