@@ -299,3 +299,23 @@ Test(consumer, slice_acks_once_and_is_found_gone_after_a_restart,
   bus_consumer_close(k);
   down(&f);
 }
+
+/* Deleted under a reader that keeps fetching nothing: the broker says
+ * nothing of it, so the reader asks after 30 s without messages. */
+Test(consumer, a_deleted_consumer_is_noticed_when_idle, .timeout = 90) {
+  fixture f;
+  up(&f);
+  bus_consumer *k = open_durable(&f, "gone", 1);
+  int rc = bus_consumer_fetch(k, 10, 500, f.b);
+  cr_assert_eq(rc, 0, "%s", bus_last_error());
+  cr_assert_eq(bus_consumer_delete(f.c, "LARK_EVENTS", "gone"), 0, "%s",
+               bus_last_error());
+  int64_t t0 = ms_now();
+  while (rc == 0 && ms_now() - t0 < 45000)
+    rc = bus_consumer_fetch(k, 10, 1000, f.b);
+  cr_assert_eq(rc, BUS_ENOT_FOUND, "%s: %s", bus_err_name(rc),
+               bus_last_error());
+  cr_expect_geq(ms_now() - t0, 25000, "asked before it was due");
+  bus_consumer_close(k);
+  down(&f);
+}

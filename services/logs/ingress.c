@@ -173,8 +173,18 @@ run(void *arg) {
     goto out;
   }
   while (!in->stop) {
-    if (bus_consumer_fetch(k, in->o.batch, 200, b) == 0 && bus_batch_len(b))
+    int rc = bus_consumer_fetch(k, in->o.batch, 200, b);
+    if (rc == 0 && bus_batch_len(b))
       handle_batch(in, b, &sb);
+    if (rc == BUS_ENOT_FOUND) { /* the durable is gone: make it again */
+      say(in, "lark.in.*.logs.>", "%s; opening it again", bus_last_error());
+      bus_consumer_close(k);
+      k = NULL;
+      if (bus_consumer_open(in->c, &co, &k)) {
+        say(in, "lark.in.*.logs.>", "cannot consume: %s", bus_last_error());
+        break;
+      }
+    }
   }
 out:
   msgpack_sbuffer_destroy(&sb);

@@ -378,7 +378,16 @@ run(void *arg) {
   }
   int64_t last_scan = 0;
   while (!in->stop) {
-    bus_consumer_fetch(k, 256, 200, b);
+    if (bus_consumer_fetch(k, 256, 200, b) == BUS_ENOT_FOUND) {
+      /* the durable is gone: make it again (a work queue keeps the rest) */
+      logf_("lark.in.*.sched.>", "opening it again: ", bus_last_error());
+      bus_consumer_close(k);
+      k = NULL;
+      if (bus_consumer_open(in->c, &co, &k)) {
+        logf_("lark.in.*.sched.>", "cannot consume: ", bus_last_error());
+        break;
+      }
+    }
     for (size_t i = 0; i < bus_batch_len(b); i++) {
       const char *subject;
       bus_batch_meta(b, i, &subject, NULL, NULL);
