@@ -158,8 +158,8 @@ Test(streams, node_streams_one_per_node) {
                bus_last_error());
   cr_expect_eq(failed, 1);
 
-  cr_assert_eq(bus_node_stream_delete(f.c, "gpu-1"), 0);
-  cr_assert_eq(bus_node_stream_delete(f.c, "gpu-1"), BUS_ENO_STREAM);
+  cr_assert_eq(bus_stream_delete(f.c, "LARK_NODE_gpu-1"), 0);
+  cr_assert_eq(bus_stream_delete(f.c, "LARK_NODE_gpu-1"), BUS_ENO_STREAM);
   down(&f);
 }
 

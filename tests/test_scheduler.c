@@ -127,43 +127,43 @@ edge_says(const char *node_name, const char *type, const char *what,
                0, "%s", bus_last_error());
 }
 
-/* A node reports on its own ingress subject. */
+/* What a node says of a pod on its own ingress subject: {pod}, and with
+ * a phase {phase, attempt, exitCode} too. */
 static void
-report(const char *node_name, const char *pod, const char *phase, int attempt,
-       int exit_code) {
+pod_says(const char *node_name, const char *type, const char *pod,
+         const char *phase, int attempt, int exit_code) {
   char what[256];
   snprintf(what, sizeof what, "pod.%s", pod);
   msgpack_sbuffer sb;
   msgpack_sbuffer_init(&sb);
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 4);
+  msgpack_pack_map(&pk, phase ? 4 : 1);
   msgpack_pack_str_with_body(&pk, "pod", 3);
   msgpack_pack_str_with_body(&pk, pod, strlen(pod));
-  msgpack_pack_str_with_body(&pk, "phase", 5);
-  msgpack_pack_str_with_body(&pk, phase, strlen(phase));
-  msgpack_pack_str_with_body(&pk, "attempt", 7);
-  msgpack_pack_uint32(&pk, (uint32_t)attempt);
-  msgpack_pack_str_with_body(&pk, "exitCode", 8);
-  msgpack_pack_int32(&pk, exit_code);
-  edge_says(node_name, "pod.report", what, &sb);
+  if (phase) {
+    msgpack_pack_str_with_body(&pk, "phase", 5);
+    msgpack_pack_str_with_body(&pk, phase, strlen(phase));
+    msgpack_pack_str_with_body(&pk, "attempt", 7);
+    msgpack_pack_uint32(&pk, (uint32_t)attempt);
+    msgpack_pack_str_with_body(&pk, "exitCode", 8);
+    msgpack_pack_int32(&pk, exit_code);
+  }
+  edge_says(node_name, type, what, &sb);
   msgpack_sbuffer_destroy(&sb);
+}
+
+/* A node reports a pod's phase. */
+static void
+report(const char *node_name, const char *pod, const char *phase, int attempt,
+       int exit_code) {
+  pod_says(node_name, "pod.report", pod, phase, attempt, exit_code);
 }
 
 /* A node says it forgot a pod (lark-edge, after a Deleted pod ended). */
 static void
 forgotten(const char *node_name, const char *pod) {
-  char what[256];
-  snprintf(what, sizeof what, "pod.%s", pod);
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "pod", 3);
-  msgpack_pack_str_with_body(&pk, pod, strlen(pod));
-  edge_says(node_name, "pod.forgotten", what, &sb);
-  msgpack_sbuffer_destroy(&sb);
+  pod_says(node_name, "pod.forgotten", pod, NULL, 0, 0);
 }
 
 /* ------------------------------------------------------------- tests */

@@ -336,8 +336,10 @@ int bus_node_stream_name(const char *node, char *out, size_t cap);
  * LARK_EVENTS (whose settings it takes) is missing.
  */
 int bus_node_stream_ensure(bus_conn *c, const char *node, int *created);
-/* Delete node's stream; BUS_ENO_STREAM when there is none. */
-int bus_node_stream_delete(bus_conn *c, const char *node);
+/* The same for n nodes, reading LARK_EVENTS' settings once; *created
+ * counts the streams made now. Stops at the first failure. */
+int bus_node_streams_ensure(bus_conn *c, const char *const *nodes, size_t n,
+                            int *created);
 
 /*
  * Check that every stream in names (NULL-terminated) exists. On failure

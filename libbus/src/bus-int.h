@@ -25,10 +25,14 @@ int bus__conn_serve_owned(bus_conn *c, const char *subject, const char *queue,
 /* Clear the last error of this thread. */
 void bus__clear_error(void);
 
+/* The user seed of a creds file, its first "SU..." line, into seed (wipe
+ * it after use). BUS_EAUTH when there is none, -errno when unreadable. */
+int bus__creds_seed(const char *path, char seed[BUS_NKEY_SEED_LEN + 1]);
+
 /*
- * Sign nonce with the user seed in the creds file at path (the first
- * "SU..." line): the Ed25519 signature into sig. The seed is read for
- * each signature and wiped at once.
+ * Sign nonce with the user seed in the creds file at path: the Ed25519
+ * signature into sig. The seed is read for each signature and wiped at
+ * once.
  */
 int bus__nkey_sign(const char *path, const char *nonce, unsigned char sig[64]);
 

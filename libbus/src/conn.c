@@ -142,34 +142,16 @@ on_connected(natsConnection *nc, void *ud) {
   (void)ud;
 }
 
-static int
-err_from_errno(const char *path) {
-  int e = errno ? errno : EIO;
-  return BUS_ERR(-e, "cannot read creds %s: %s", path, strerror(e));
-}
-
-/*
- * Read the public key of the seed in a creds file: the first line that
- * looks like a user seed. The seed itself stays in the file; sign_nonce
- * reads it again for each signature and wipes it.
- */
+/* The public key of the seed in a creds file (bus__creds_seed). The
+ * seed itself stays in the file; sign_nonce reads it again for each
+ * signature and wipes it. */
 static int
 creds_public(const char *path, char pub[BUS_NKEY_PUB_LEN + 1]) {
-  char line[256];
-  int rc = BUS_ERR(BUS_EAUTH, "no nkey seed (SU...) in %s", path);
-  errno = 0;
-  FILE *f = fopen(path, "re");
-  if (!f)
-    return err_from_errno(path);
-  while (fgets(line, sizeof line, f)) {
-    line[strcspn(line, "\r\n \t")] = 0;
-    if (strncmp(line, "SU", 2) == 0 && strlen(line) == BUS_NKEY_SEED_LEN) {
-      rc = bus_nkey_public(line, pub);
-      break;
-    }
-  }
-  sodium_memzero(line, sizeof line);
-  fclose(f);
+  char seed[BUS_NKEY_SEED_LEN + 1];
+  int rc = bus__creds_seed(path, seed);
+  if (rc == 0)
+    rc = bus_nkey_public(seed, pub);
+  sodium_memzero(seed, sizeof seed);
   return rc;
 }
 
@@ -309,17 +291,16 @@ bus_conn_open(bus_conn **out, const bus_conn_opts *o) {
     snprintf(c->inbox_prefix, sizeof c->inbox_prefix, "_INBOX_%s", c->pub);
   if ((rc = make_options(c, o, &no)) < 0)
     goto out;
-  natsStatus s = NATS_ERR;
-  unsigned long zero = 0;
-  /* a signature nats.c would drop: connect again, with a new nonce */
-  for (int i = 0; i < 8 && (i == 0 || atomic_load(&c->zero_sigs) != zero);
-       i++) {
-    zero = atomic_load(&c->zero_sigs);
+  natsStatus s;
+  for (int tries = 1;; tries++) {
+    unsigned long zero = atomic_load(&c->zero_sigs);
+    s = natsConnection_Connect(&c->nc, no);
+    if (s == NATS_OK || (s == NATS_NOT_YET_CONNECTED && c->nc) || tries == 8 ||
+        atomic_load(&c->zero_sigs) == zero)
+      break;
+    /* a signature nats.c would drop (sign_nonce): a new nonce, again */
     natsConnection_Destroy(c->nc);
     c->nc = NULL;
-    s = natsConnection_Connect(&c->nc, no);
-    if (s == NATS_OK || (s == NATS_NOT_YET_CONNECTED && c->nc))
-      break;
   }
   if (s != NATS_OK && !(s == NATS_NOT_YET_CONNECTED && c->nc)) {
     rc = connect_status(s, o->url ? o->url : "default");

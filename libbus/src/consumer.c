@@ -485,9 +485,7 @@ quiet(natsStatus s) {
  * with anything already waiting the request only looks (SHORT_MS).
  */
 int
-bus__fetch(natsSubscription *sub, bus_conn *c, int max, int timeout_ms,
-           natsMsgList *list) {
-  (void)c;
+bus__fetch(natsSubscription *sub, int max, int timeout_ms, natsMsgList *list) {
   int queued = 0;
   if (natsSubscription_GetPending(sub, &queued, NULL) != NATS_OK)
     queued = 0;
@@ -543,7 +541,7 @@ int
 bus_consumer_fetch(bus_consumer *k, int max, int timeout_ms, bus_batch *b) {
   natsMsgList list;
   bus_batch_clear(b);
-  int rc = bus__fetch(k->sub, k->c, max > 0 ? max : 1, timeout_ms, &list);
+  int rc = bus__fetch(k->sub, max > 0 ? max : 1, timeout_ms, &list);
   if (rc < 0)
     return rc;
   if (list.Count == 0)

@@ -112,7 +112,7 @@ void bus__batch_drop_head(bus_batch *b, size_t k);
 int bus__ack_meta(const char *reply, bus__meta *m);
 /* Fetch into list: up to max, as soon as any are there, waiting at most
  * timeout_ms (0: a short look); 0 with an empty list on a timeout. */
-int bus__fetch(natsSubscription *sub, bus_conn *c, int max, int timeout_ms,
+int bus__fetch(natsSubscription *sub, int max, int timeout_ms,
                natsMsgList *list);
 int bus__batch_fill(bus_batch *b, natsMsgList *list, bus__meta *last);
 void bus__batch_truncate(bus_batch *b, size_t keep);

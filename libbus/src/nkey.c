@@ -201,28 +201,40 @@ out:
 }
 
 int
-bus__nkey_sign(const char *path, const char *nonce, unsigned char sig[64]) {
+bus__creds_seed(const char *path, char seed[BUS_NKEY_SEED_LEN + 1]) {
   char line[256];
-  uint8_t seed[32], pk[32], sk[64];
-  int rc = sodium_ready(), found = 0;
-  if (rc < 0)
-    return rc;
+  int found = 0;
   FILE *f = fopen(path, "re");
-  if (!f)
-    return BUS_ERR(-errno, "cannot read creds %s: %s", path, strerror(errno));
+  if (!f) {
+    int e = errno ? errno : EIO;
+    return BUS_ERR(-e, "cannot read creds %s: %s", path, strerror(e));
+  }
   while (!found && fgets(line, sizeof line, f)) {
     line[strcspn(line, "\r\n \t")] = 0;
     found = strncmp(line, "SU", 2) == 0 && strlen(line) == BUS_NKEY_SEED_LEN;
   }
   fclose(f);
-  rc = found ? decode_seed(line, seed)
-             : BUS_ERR(BUS_EAUTH, "no nkey seed (SU...) in %s", path);
+  if (found)
+    memcpy(seed, line, BUS_NKEY_SEED_LEN + 1);
+  sodium_memzero(line, sizeof line);
+  return found ? 0 : BUS_ERR(BUS_EAUTH, "no nkey seed (SU...) in %s", path);
+}
+
+int
+bus__nkey_sign(const char *path, const char *nonce, unsigned char sig[64]) {
+  char text[BUS_NKEY_SEED_LEN + 1];
+  uint8_t seed[32], pk[32], sk[64];
+  int rc = sodium_ready();
+  if (rc == 0)
+    rc = bus__creds_seed(path, text);
+  if (rc == 0)
+    rc = decode_seed(text, seed);
   if (rc == 0) {
     crypto_sign_seed_keypair(pk, sk, seed);
     crypto_sign_detached(sig, NULL, (const unsigned char *)nonce, strlen(nonce),
                          sk);
   }
-  sodium_memzero(line, sizeof line);
+  sodium_memzero(text, sizeof text);
   sodium_memzero(seed, sizeof seed);
   sodium_memzero(sk, sizeof sk);
   return rc;

@@ -196,7 +196,7 @@ bus_reader_next(bus_reader *r, bus_batch *b, int timeout_ms) {
   bus_batch_clear(b);
   if (r->done)
     return BUS_EEOF;
-  int rc = bus__fetch(sub_of(r->k), r->c, r->batch, timeout_ms, &list);
+  int rc = bus__fetch(sub_of(r->k), r->batch, timeout_ms, &list);
   if (rc == 0)
     rc = bus__batch_fill(b, &list, &last);
   if (rc < 0)

@@ -98,6 +98,12 @@ same_config(const jsStreamConfig *a, const jsStreamConfig *b) {
          a->Duplicates == b->Duplicates && a->Replicas == b->Replicas;
 }
 
+/* The broker's answer says the stream does not exist. */
+static int
+missing(natsStatus s, jsErrCode jerr) {
+  return s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr;
+}
+
 /* Create d or bring it to its settings; *created (may be NULL) tells. */
 static int
 ensure_one(bus_conn *c, const stream_def *d, const bus_streams_opts *o,
@@ -112,7 +118,7 @@ ensure_one(bus_conn *c, const stream_def *d, const bus_streams_opts *o,
   fill_config(d, o, &cfg);
   bus__js_opts(c, &jo);
   natsStatus s = js_GetStreamInfo(&si, c->js, d->name, &jo, &jerr);
-  if (s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr) {
+  if (missing(s, jerr)) {
     s = js_AddStream(NULL, c->js, &cfg, &jo, &jerr);
     if (s == NATS_OK && created)
       *created = 1;
@@ -163,7 +169,7 @@ bus_stream_delete(bus_conn *c, const char *name) {
   natsStatus s = js_DeleteStream(c->js, name, &jo, &jerr);
   if (s == NATS_OK)
     return 0;
-  if (s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr)
+  if (missing(s, jerr))
     return BUS_ERR(BUS_ENO_STREAM, "stream %s is missing", name);
   return bus__nats_err(s, jerr, name);
 }
@@ -187,7 +193,7 @@ settings_of_events(bus_conn *c, bus_streams_opts *o) {
   jsErrCode jerr = 0;
   bus__js_opts(c, &jo);
   natsStatus s = js_GetStreamInfo(&si, c->js, "LARK_EVENTS", &jo, &jerr);
-  if (s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr)
+  if (missing(s, jerr))
     return BUS_ERR(BUS_ENO_STREAM,
                    "missing stream: LARK_EVENTS; run `larkctl init` to "
                    "create it");
@@ -202,24 +208,28 @@ settings_of_events(bus_conn *c, bus_streams_opts *o) {
 }
 
 int
-bus_node_stream_ensure(bus_conn *c, const char *node, int *created) {
+bus_node_streams_ensure(bus_conn *c, const char *const *nodes, size_t n,
+                        int *created) {
   char name[BUS_NODE_STREAM_MAX], subject[BUS_SUBJECT_MAX];
   bus_streams_opts o;
-  int rc = bus_node_stream_name(node, name, sizeof name);
-  if (rc < 0)
-    return rc;
-  snprintf(subject, sizeof subject, "lark.node.%s.>", node);
-  if ((rc = settings_of_events(c, &o)) < 0)
-    return rc;
-  stream_def d = {name, subject, js_LimitsPolicy, AGE_NONE, 1, 0};
-  return ensure_one(c, &d, &o, created);
+  int rc = settings_of_events(c, &o), made = 0;
+  for (size_t i = 0; rc >= 0 && i < n; i++) {
+    int one = 0;
+    if ((rc = bus_node_stream_name(nodes[i], name, sizeof name)) < 0)
+      break;
+    snprintf(subject, sizeof subject, "lark.node.%s.>", nodes[i]);
+    stream_def d = {name, subject, js_LimitsPolicy, AGE_NONE, 1, 0};
+    rc = ensure_one(c, &d, &o, &one);
+    made += one;
+  }
+  if (created)
+    *created = made;
+  return rc < 0 ? rc : 0;
 }
 
 int
-bus_node_stream_delete(bus_conn *c, const char *node) {
-  char name[BUS_NODE_STREAM_MAX];
-  int rc = bus_node_stream_name(node, name, sizeof name);
-  return rc < 0 ? rc : bus_stream_delete(c, name);
+bus_node_stream_ensure(bus_conn *c, const char *node, int *created) {
+  return bus_node_streams_ensure(c, &node, 1, created);
 }
 
 /* 1 exists, 0 missing, <0 another failure. */
@@ -233,7 +243,7 @@ stream_exists(bus_conn *c, const char *name) {
   jsStreamInfo_Destroy(si);
   if (s == NATS_OK)
     return 1;
-  if (s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr)
+  if (missing(s, jerr))
     return 0;
   return bus__nats_err(s, jerr, name);
 }
@@ -267,7 +277,7 @@ bus_stream_last_seq(bus_conn *c, const char *stream, uint64_t *seq) {
   jsErrCode jerr = 0;
   bus__js_opts(c, &jo);
   natsStatus s = js_GetStreamInfo(&si, c->js, stream, &jo, &jerr);
-  if (s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr) {
+  if (missing(s, jerr)) {
     jsStreamInfo_Destroy(si);
     return BUS_ERR(BUS_ENO_STREAM, "stream %s is missing", stream);
   }

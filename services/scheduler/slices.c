@@ -56,10 +56,14 @@ sched_slices_ensure(bus_conn *c, bus_view *v, int *created) {
     rc = bus_txn_scan(t, "nodes", NULL, 0, collect, &ns);
     bus_txn_end(t); /* no read transaction open across network calls */
   }
-  for (size_t i = 0; rc >= 0 && i < ns.n; i++) {
-    rc = sched_slice_ensure(c, ns.v[i]);
-    made += rc > 0;
-  }
+  const char **list = ns.n ? calloc(ns.n, sizeof *list) : NULL;
+  if (!rc && ns.n && !list)
+    rc = bus_error(BUS_EINVAL, "out of memory");
+  for (size_t i = 0; list && i < ns.n; i++)
+    list[i] = ns.v[i];
+  if (!rc) /* LARK_EVENTS' settings are read once for all of them */
+    rc = bus_node_streams_ensure(c, list, ns.n, &made);
+  free(list);
   free(ns.v);
   if (created)
     *created = made;
