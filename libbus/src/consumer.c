@@ -35,6 +35,12 @@ mono_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static void
+sleep_ms(int ms) {
+  struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
 void
 bus_consumer_opts_init(bus_consumer_opts *o) {
   memset(o, 0, sizeof *o);
@@ -502,6 +508,9 @@ bus__fetch(natsSubscription *sub, int max, int timeout_ms, natsMsgList *list) {
     return 0;
   natsMsgList_Destroy(list);
   memset(list, 0, sizeof *list);
+  if (s == NATS_NO_RESPONDERS) /* server 2.10+: "503" for a consumer gone */
+    return BUS_ERR(BUS_ENOT_FOUND, "fetch: no responders (the consumer is "
+                                   "gone, or JetStream is not answering)");
   return s == NATS_OK || quiet(s) ? 0 : bus__nats_err(s, 0, "fetch");
 }
 
@@ -510,18 +519,19 @@ bus__fetch(natsSubscription *sub, int max, int timeout_ms, natsMsgList *list) {
 #define CHECK_IDLE_MS 30000
 
 /*
- * A pull request to a consumer that is gone is not refused: the broker's
- * JetStream API takes it and says nothing, so every fetch just times out.
- * After a reconnection (a restarted broker forgets consumers kept in
- * memory) and every CHECK_IDLE_MS of empty fetches, ask: BUS_ENOT_FOUND
- * when the consumer or its stream is gone, 0 otherwise (a failure to ask
- * is not an answer).
+ * Server 2.9 took a pull request to a consumer that is gone and said
+ * nothing, so every fetch just timed out; 2.10 and later answer "503 no
+ * responders", which a cluster electing its JetStream leader also says.
+ * So after a reconnection (a restarted broker forgets consumers kept in
+ * memory), after a 503 (forced) and every CHECK_IDLE_MS of empty fetches,
+ * ask: BUS_ENOT_FOUND when the consumer or its stream is gone, 0
+ * otherwise (a failure to ask is not an answer).
  */
 static int
-still_there(bus_consumer *k) {
+still_there(bus_consumer *k, int forced) {
   unsigned long now_rc = atomic_load(&k->c->reconnects);
   int64_t now = mono_ms();
-  if (now_rc == k->reconnects && now - k->checked_ms < CHECK_IDLE_MS)
+  if (!forced && now_rc == k->reconnects && now - k->checked_ms < CHECK_IDLE_MS)
     return 0;
   jsConsumerInfo *ci = NULL;
   jsErrCode jerr = 0;
@@ -542,10 +552,15 @@ bus_consumer_fetch(bus_consumer *k, int max, int timeout_ms, bus_batch *b) {
   natsMsgList list;
   bus_batch_clear(b);
   int rc = bus__fetch(k->sub, max > 0 ? max : 1, timeout_ms, &list);
+  if (rc == BUS_ENOT_FOUND) {
+    if ((rc = still_there(k, 1)) == 0) /* there: JetStream is busy */
+      sleep_ms(timeout_ms > 0 ? timeout_ms : SHORT_MS);
+    return rc;
+  }
   if (rc < 0)
     return rc;
   if (list.Count == 0)
-    return still_there(k);
+    return still_there(k, 0);
   k->checked_ms = mono_ms();
   b->ack_last = k->ack_all;
   return bus__batch_fill(b, &list, NULL);

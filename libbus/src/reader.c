@@ -174,11 +174,6 @@ check_idle(bus_reader *r) {
       natsSubscription_GetConsumerInfo(&ci, sub_of(r->k), &jo, &jerr);
   if (s != NATS_OK)
     return bus__nats_err(s, jerr, r->stream);
-  fprintf(stderr, "DBG idle deliv c=%llu s=%llu pending=%llu cfgstart=%llu\n",
-          (unsigned long long)ci->Delivered.Consumer,
-          (unsigned long long)ci->Delivered.Stream,
-          (unsigned long long)ci->NumPending,
-          (unsigned long long)ci->Config->OptStartSeq);
   int lost = ci->Delivered.Consumer > r->last_cseq;
   int empty = ci->NumPending == 0;
   jsConsumerInfo_Destroy(ci);
@@ -196,7 +191,12 @@ bus_reader_next(bus_reader *r, bus_batch *b, int timeout_ms) {
   bus_batch_clear(b);
   if (r->done)
     return BUS_EEOF;
+  uint64_t from = r->last_seq ? r->last_seq + 1 : 0;
+  if (!r->k) /* a reopen failed last time: try again */
+    return reopen(r, from);
   int rc = bus__fetch(sub_of(r->k), r->batch, timeout_ms, &list);
+  if (rc == BUS_ENOT_FOUND) /* its consumer is gone (a broker restart) */
+    return reopen(r, from);
   if (rc == 0)
     rc = bus__batch_fill(b, &list, &last);
   if (rc < 0)
