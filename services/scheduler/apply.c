@@ -393,6 +393,41 @@ put_pods(bus_txn *t, const sched_job *job, const sched_expansion *x) {
   return rc;
 }
 
+const char *
+sched_owner_of(const char *kind, const char *name, void *ud) {
+  sched_owner *o = ud;
+  if (!strcmp(kind, "job")) {
+    job_rec j;
+    return sched_job_get(o->t, name, &j) == 0 && !j.deleted ? name : NULL;
+  }
+  if (!strcmp(kind, "task")) {
+    task_rec r;
+    if (sched_task_get(o->t, name, &r))
+      return NULL;
+    snprintf(o->owner, sizeof o->owner, "%s", r.job);
+    return o->owner;
+  }
+  pod_rec p;
+  if (sched_pod_get(o->t, name, &p))
+    return NULL;
+  snprintf(o->owner, sizeof o->owner, "%s", p.job);
+  return o->owner;
+}
+
+/*
+ * A job.submitted whose Task or Pod names another Job holds is refused
+ * here too, not only by the command: two submissions can both pass the
+ * command's check before either is applied (back to back, or two
+ * schedulers), and the second would take over the first one's pods.
+ * The first in stream order keeps the names, live and in replay.
+ */
+static int
+names_taken(bus_txn *t, const sched_job *job) {
+  sched_owner o = {.t = t};
+  bus_field_err err;
+  return sched_names_check(job, sched_owner_of, &o, &err) ? BUS_EINVAL : 0;
+}
+
 static int
 apply_job_submitted(bus_txn *t, const bus_event *ev, const char *name) {
   sched_job job;
@@ -403,6 +438,8 @@ apply_job_submitted(bus_txn *t, const bus_event *ev, const char *name) {
   int rc = sched_job_from_msgpack(&ev->data, &job, &err, 1, &n);
   if (rc == 0 && strcmp(job.name, name))
     rc = BUS_EINVAL; /* the resource names another Job than its subject */
+  if (rc == 0)
+    rc = names_taken(t, &job);
   if (rc == 0)
     rc = sched_expand(&job, &x);
   if (rc) {

@@ -72,33 +72,6 @@ reply_append(bus_conn *c, const bus_cmd *cmd, int rc, uint64_t seq,
 
 /* ------------------------------------------------------------ job.apply */
 
-typedef struct owner_ctx {
-  bus_txn *t;
-  char owner[SCHED_NAME_SZ];
-} owner_ctx;
-
-/* Who owns an existing job, task or pod (for the name rule). */
-static const char *
-owner_of(const char *kind, const char *name, void *ud) {
-  owner_ctx *o = ud;
-  if (!strcmp(kind, "job")) {
-    job_rec j;
-    return sched_job_get(o->t, name, &j) == 0 && !j.deleted ? name : NULL;
-  }
-  if (!strcmp(kind, "task")) {
-    task_rec r;
-    if (sched_task_get(o->t, name, &r))
-      return NULL;
-    snprintf(o->owner, sizeof o->owner, "%s", r.job);
-    return o->owner;
-  }
-  pod_rec p;
-  if (sched_pod_get(o->t, name, &p))
-    return NULL;
-  snprintf(o->owner, sizeof o->owner, "%s", p.job);
-  return o->owner;
-}
-
 static int
 collect_runtimes(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   (void)k, (void)kl;
@@ -192,15 +165,18 @@ compare_existing(bus_txn *t, const char *name, const msgpack_object *res,
   return 0;
 }
 
+/* A name collision leaves its reason, naming both Jobs, in message. */
 static int
 check_new_job(bus_txn *t, const msgpack_object *res, bus_field_err *errs,
-              int *n) {
+              int *n, char *message, size_t cap) {
   sched_job job;
   int rc = sched_job_from_msgpack(res, &job, errs, MAX_ERRS, n);
   if (!rc) {
-    owner_ctx o = {.t = t};
-    rc = sched_names_check(&job, owner_of, &o, &errs[0]);
+    sched_owner o = {.t = t};
+    rc = sched_names_check(&job, sched_owner_of, &o, &errs[0]);
     *n = rc ? 1 : 0;
+    if (rc)
+      snprintf(message, cap, "%s", errs[0].reason);
   }
   if (!rc) {
     unsigned offered = 0;
@@ -215,7 +191,8 @@ check_new_job(bus_txn *t, const msgpack_object *res, bus_field_err *errs,
 typedef struct plan {
   const char *type; /* event to append, NULL: nothing */
   uint64_t prev;
-  const char *what; /* created, unchanged, stopped, resumed */
+  const char *what;  /* created, unchanged, stopped, resumed */
+  char message[256]; /* a refusal's message, when not the usual one */
 } plan;
 
 static int
@@ -244,12 +221,31 @@ plan_job_apply(bus_view *v, const msgpack_object *res, const char *name,
     } else if (!rc)
       rc = BUS_EEXISTS;
   } else if (!rc) {
-    rc = check_new_job(t, res, errs, n);
+    rc = check_new_job(t, res, errs, n, pl->message, sizeof pl->message);
     pl->type = "job.submitted";
     pl->what = "created";
   }
   bus_txn_end(t);
   return rc;
+}
+
+/*
+ * Wait (up to 5 s) until the view has applied everything LARK_EVENTS held
+ * when the command came: a Job submitted just before, by this command
+ * queue or another scheduler, is then in the view and its names are
+ * checked against. apply refuses what slips past anyway.
+ */
+static void
+caught_up(bus_conn *c, bus_view *v) {
+  uint64_t last = 0;
+  bus_view_stats st;
+  if (bus_stream_last_seq(c, "LARK_EVENTS", &last))
+    return;
+  for (int i = 0; i < 1000; i++) {
+    if (bus_view_stats_get(v, &st) || st.applied_seq >= last)
+      return;
+    nanosleep(&(struct timespec){.tv_nsec = 5000000}, NULL);
+  }
 }
 
 static void
@@ -268,12 +264,15 @@ job_apply(bus_conn *c, const bus_cmd *cmd, bus_view *v) {
     return;
   }
   plan pl = {0};
+  caught_up(c, v);
   rc = plan_job_apply(v, res, name, errs, &n, &pl);
   if (rc) {
     bus_cmd_reply_error(c, cmd, rc,
-                        rc == BUS_EEXISTS ? "a Job's spec cannot change (only "
-                                            "spec.stopped); delete it first"
-                                          : "invalid Job",
+                        pl.message[0] ? pl.message
+                        : rc == BUS_EEXISTS
+                            ? "a Job's spec cannot change (only "
+                              "spec.stopped); delete it first"
+                            : "invalid Job",
                         errs, n < MAX_ERRS ? n : MAX_ERRS);
     return;
   }

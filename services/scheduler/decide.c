@@ -195,10 +195,37 @@ emit_unplaced(pass *p, const job_rec *j) {
   return rc;
 }
 
-/* A Job that does not fit says why, once per reason. */
+/*
+ * Whether two Pending reasons name the same blockers: equal once runs of
+ * digits are dropped ("0/3 nodes ... 3 lack cpu" is "0/4 ... 4 lack
+ * cpu"). Only the first SCHED_REASON_SZ - 1 bytes count, as the view
+ * keeps no more.
+ */
+static int
+same_blockers(const char *a, const char *b) {
+  size_t i = 0, k = 0, lim = SCHED_REASON_SZ - 1;
+  for (;;) {
+    while (i < lim && a[i] >= '0' && a[i] <= '9')
+      i++;
+    while (k < lim && b[k] >= '0' && b[k] <= '9')
+      k++;
+    int ea = i >= lim || !a[i], eb = k >= lim || !b[k];
+    if (ea || eb)
+      return ea && eb;
+    if (a[i++] != b[k++])
+      return 0;
+  }
+}
+
+/*
+ * A Job that does not fit says why: once, and again only when what blocks
+ * it changes. Counts of nodes and free capacity move with every node that
+ * comes, goes or fills up; writing each of them would fill the log (kept
+ * forever) with the same Pending Job.
+ */
 static int
 emit_pending(pass *p, const job_rec *j, const char *reason) {
-  if (!strncmp(j->reason, reason, sizeof j->reason - 1))
+  if (j->reason[0] && same_blockers(j->reason, reason))
     return 0;
   char subject[BUS_SUBJECT_MAX], src[700];
   bus_version ver;

@@ -130,6 +130,16 @@ void sched_view_def(bus_view_def *def);
 int sched_apply(bus_txn *t, const bus_event *ev, void *ud);
 int sched_decide(bus_txn *t, const bus_event *cause, int64_t now, void *ud);
 
+/*
+ * Who owns the job, task or pod called name (a sched_exists_fn for
+ * sched_names_check), read through o->t; the Job's name or NULL.
+ */
+typedef struct sched_owner {
+  bus_txn *t;
+  char owner[SCHED_NAME_SZ];
+} sched_owner;
+const char *sched_owner_of(const char *kind, const char *name, void *ud);
+
 /* Pod bookkeeping shared by apply paths. */
 int sched_pod_release(bus_txn *t, pod_rec *p);
 int sched_queue_job(bus_txn *t, const job_rec *j, int on);
