@@ -7,7 +7,9 @@
  * locally first: its kind, apiVersion and the schema. If any document is
  * invalid, every problem is printed as "FILE doc N line L: path: reason"
  * and nothing is sent (exit 1): a manifest lands whole or not at all as
- * far as local checks can tell. Then each resource goes, in file order, to
+ * far as local checks can tell. So is a set of files that names one
+ * resource twice (even identically) or holds two Jobs deriving one Task
+ * or Pod name. Then each resource goes, in file order, to
  * lark.cmd.<user>.<kind>.apply as {key, resource} with a fresh key (shown
  * with -v), and one line per resource tells what happened, kubectl-like:
  * `job.rlinf.io/train-1 created` or `unchanged`, or the service's refusal
@@ -87,6 +89,33 @@ check_all(const apply *ap) {
             "applied\n",
             bad, total);
   return bad ? CLI_ERR : CLI_OK;
+}
+
+static void
+print_clash(const char *line, void *ud) {
+  (void)ud;
+  fprintf(stderr, "%s\n", line);
+}
+
+/*
+ * Names are unique across the platform, so a set of files that holds one
+ * name twice, or two Jobs deriving one Task or Pod name, cannot land
+ * whole: refused before anything is sent, rather than half applied with
+ * the rest refused (or worse, two Jobs sharing a Pod). An identical
+ * document given twice is refused too: it is a mistake more often than
+ * not, and "apply once" would hide which copy was meant.
+ */
+static int
+check_clashes(const apply *ap) {
+  int n = lark_manifests_clashes(ap->files, ap->nfiles, print_clash, NULL);
+  if (n < 0)
+    return cli_fail("apply", n, "checking names");
+  if (n)
+    fprintf(stderr,
+            "larkctl apply: %d name%s given or derived twice: "
+            "nothing applied\n",
+            n, n > 1 ? "s" : "");
+  return n ? CLI_ERR : CLI_OK;
 }
 
 static void
@@ -204,6 +233,8 @@ cmd_apply(int argc, char **argv, lark_cli *cli) {
   int rc = parse_args(ap, argc, argv);
   if (rc == CLI_OK)
     rc = check_all(ap);
+  if (rc == CLI_OK)
+    rc = check_clashes(ap);
   if (rc == CLI_OK)
     rc = send_all(ap);
   for (int f = 0; f < ap->nfiles; f++)

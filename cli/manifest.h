@@ -113,6 +113,19 @@ int lark_doc_check(const lark_doc *d, bus_field_err *errs, int max, int *n);
 int lark_doc_line(const lark_doc *d, const char *path);
 
 /*
+ * Names that would meet if the documents of ms[0..nfiles) were applied
+ * together: the same kind and name twice (identical or not), or two Jobs
+ * deriving the same Task or Pod name (Job `a` with task `b-c` and Job
+ * `a-b` with task `c` both make Task `a-b-c` and Pod `a-b-c-0`).
+ * report gets one line per clash, naming both documents: "f.yaml doc 2
+ * line 9 (job a-b, task c): makes task a-b-c, as f.yaml doc 1 line 1 (job
+ * a, task b-c) does". Returns the number of clashes, or -ENOMEM.
+ */
+typedef void (*lark_clash_fn)(const char *line, void *ud);
+int lark_manifests_clashes(const lark_manifest *ms, int nfiles,
+                           lark_clash_fn report, void *ud);
+
+/*
  * The resource kinds larkctl applies, and who serves them. lark_kind_find
  * takes "Job", "job", "jobs" (or "wf" for workflows) and returns NULL for
  * anything else.
