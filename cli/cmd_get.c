@@ -15,6 +15,10 @@
 
 #include "kinds.h"
 
+/* what cli_parse_time takes, for the usage error */
+#define CLI_TIME_FORMS                                                         \
+  "a time (2026-11-29T10:00:00Z, 2026-11-29, unix seconds, or a duration "     \
+  "back from now: 30s, 5m, 2h, 1d)"
 #define USAGE                                                                  \
   "larkctl get [KIND [NAME]] [--at TIME] [--limit N] [-w] [-o json|wide]\n"    \
   "       larkctl get routes|domainpeers DOMAIN [--cluster C]"
@@ -34,12 +38,21 @@ cmd_get(int argc, char **argv, lark_cli *cli) {
   int watch = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--at") && i + 1 < argc) {
-      if (cli_parse_time(argv[++i], &at) < 0)
+      if (cli_parse_time(argv[++i], &at) < 0) {
+        fprintf(stderr, "larkctl get: --at %s: not %s\n", argv[i],
+                CLI_TIME_FORMS);
         return cli_usage(USAGE);
+      }
     } else if (!strcmp(argv[i], "--cluster") && i + 1 < argc) {
       cluster = argv[++i];
     } else if (!strcmp(argv[i], "--limit") && i + 1 < argc) {
-      limit = strtoull(argv[++i], NULL, 10);
+      char *end;
+      const char *v = argv[++i];
+      limit = strtoull(v, &end, 10);
+      if (!*v || *end || *v == '-') {
+        fprintf(stderr, "larkctl get: --limit %s: not a count\n", v);
+        return cli_usage(USAGE);
+      }
     } else if (!strcmp(argv[i], "-w") || !strcmp(argv[i], "--watch")) {
       watch = 1;
     } else if (argv[i][0] != '-' && !kind) {

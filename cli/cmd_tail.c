@@ -16,6 +16,10 @@
 
 #include "cli.h"
 
+/* what cli_parse_time takes, for the usage error */
+#define CLI_TIME_FORMS                                                         \
+  "a time (2026-11-29T10:00:00Z, 2026-11-29, unix seconds, or a duration "     \
+  "back from now: 30s, 5m, 2h, 1d)"
 #define USAGE                                                                  \
   "larkctl tail [SUBJECT-FILTER] [--from-seq N | --since TIME] [--type T] "    \
   "[--follow] [-o json]"
@@ -213,17 +217,40 @@ open_sources(bus_conn *c, tail *t, const char *filter,
   return rc;
 }
 
+/* A sequence: digits only, 1 or more, within 64 bits ("-5", "0" and
+ * "12abc" are not sequences; strtoull would take them). */
+static int
+parse_seq(const char *s, uint64_t *seq) {
+  uint64_t v = 0;
+  if (!*s)
+    return -1;
+  for (; *s; s++) {
+    if (*s < '0' || *s > '9' || v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
+      return -1;
+    v = v * 10 + (uint64_t)(*s - '0');
+  }
+  *seq = v;
+  return v ? 0 : -1;
+}
+
+static int
+bad_value(const char *flag, const char *value, const char *want) {
+  fprintf(stderr, "larkctl tail: %s %s: not %s\n", flag, value, want);
+  return cli_usage(USAGE);
+}
+
 static int
 parse_args(int argc, char **argv, bus_reader_opts *o, tail *t,
            const char **filter) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int has = i + 1 < argc;
-    if (!strcmp(a, "--from-seq") && has)
-      o->from_seq = strtoull(argv[++i], NULL, 10);
-    else if (!strcmp(a, "--since") && has) {
+    if (!strcmp(a, "--from-seq") && has) {
+      if (parse_seq(argv[++i], &o->from_seq))
+        return bad_value(a, argv[i], "a stream sequence, 1 or more");
+    } else if (!strcmp(a, "--since") && has) {
       if (cli_parse_time(argv[++i], &o->since_ns) < 0)
-        return cli_usage(USAGE);
+        return bad_value(a, argv[i], CLI_TIME_FORMS);
     } else if (!strcmp(a, "--type") && has)
       t->type = argv[++i];
     else if (!strcmp(a, "--follow") || !strcmp(a, "-f"))

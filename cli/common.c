@@ -3,6 +3,7 @@
  * error lines, times given by users, JSON output of msgpack values.
  */
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,65 +106,124 @@ cli_usage(const char *usage) {
   return CLI_USAGE;
 }
 
+/* Whole nanoseconds from seconds, saturated: a time past 2262 is "after
+ * every event", not an overflow; one at or before the epoch is "before
+ * every event", kept at 1 ns because 0 means "no time given" to callers. */
+static int64_t
+clamp_ns(long double secs) {
+  if (secs >= (long double)INT64_MAX / 1e9L)
+    return INT64_MAX;
+  if (secs * 1e9L < 1.0L)
+    return 1;
+  return (int64_t)(secs * 1e9L);
+}
+
 static int
 parse_duration(const char *s, int64_t *ns) {
   char *end;
   double v = strtod(s, &end);
-  if (end == s || v < 0)
+  if (end == s || !isfinite(v) || v < 0 || !isdigit((unsigned char)*s))
     return -1;
   double unit;
   if (!strcmp(end, "ms"))
-    unit = 1e6;
+    unit = 1e-3;
   else if (!strcmp(end, "s"))
-    unit = 1e9;
+    unit = 1;
   else if (!strcmp(end, "m"))
-    unit = 60e9;
+    unit = 60;
   else if (!strcmp(end, "h"))
-    unit = 3600e9;
+    unit = 3600;
   else if (!strcmp(end, "d"))
-    unit = 86400e9;
+    unit = 86400;
   else
     return -1;
-  *ns = (int64_t)(v * unit);
+  *ns = clamp_ns((long double)v * unit);
   return 0;
 }
 
-static int64_t
-now_ns(void) {
+static long double
+now_secs(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  return (long double)ts.tv_sec + ts.tv_nsec / 1e9L;
 }
 
-/* RFC 3339: 2026-11-29T10:00:00[.fff][Z|+hh:mm] */
+/* n digits at s into *v; 0 when they are all digits. */
+static int
+digits(const char *s, int n, int *v) {
+  *v = 0;
+  for (int i = 0; i < n; i++) {
+    if (!isdigit((unsigned char)s[i]))
+      return -1;
+    *v = *v * 10 + (s[i] - '0');
+  }
+  return 0;
+}
+
+/* YYYY-MM-DD, a real day of a year from 1 to 9999. */
+static int
+parse_date(const char *s, struct tm *tm) {
+  static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  int y, m, d;
+  if (digits(s, 4, &y) || s[4] != '-' || digits(s + 5, 2, &m) || s[7] != '-' ||
+      digits(s + 8, 2, &d))
+    return -1;
+  int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  if (y < 1 || m < 1 || m > 12 || d < 1 || d > mdays[m - 1] ||
+      (m == 2 && d == 29 && !leap))
+    return -1;
+  tm->tm_year = y - 1900;
+  tm->tm_mon = m - 1;
+  tm->tm_mday = d;
+  return 0;
+}
+
+/* [.fff]? then Z, z, +hh:mm, -hh:mm or nothing (UTC). */
+static int
+parse_zone(const char *p, long double *frac, int64_t *off) {
+  *frac = 0;
+  *off = 0;
+  if (*p == '.') {
+    long double scale = 0.1L;
+    if (!isdigit((unsigned char)p[1]))
+      return -1;
+    for (p++; isdigit((unsigned char)*p); p++, scale /= 10)
+      *frac += (*p - '0') * scale;
+  }
+  int hh, mm;
+  if (*p == 'Z' || *p == 'z')
+    p++;
+  else if (*p == '+' || *p == '-') {
+    if (digits(p + 1, 2, &hh) || p[3] != ':' || digits(p + 4, 2, &mm) ||
+        hh > 23 || mm > 59)
+      return -1;
+    *off = (int64_t)(hh * 3600 + mm * 60) * (*p == '-' ? -1 : 1);
+    p += 6;
+  }
+  return *p ? -1 : 0;
+}
+
+/* RFC 3339: 2026-11-29T10:00:00[.fff][Z|+hh:mm], or a date alone
+ * (midnight UTC). Every field is checked: 2026-02-30 is no day. */
 static int
 parse_rfc3339(const char *s, int64_t *ns) {
   struct tm tm;
   memset(&tm, 0, sizeof tm);
-  const char *p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-  if (!p)
-    p = strptime(s, "%Y-%m-%d %H:%M:%S", &tm);
-  if (!p)
+  if (parse_date(s, &tm))
     return -1;
-  int64_t frac = 0;
-  if (*p == '.') {
-    int64_t scale = 100000000;
-    for (p++; isdigit((unsigned char)*p); p++, scale /= 10)
-      frac += (*p - '0') * scale;
-  }
+  const char *p = s + 10;
+  long double frac = 0;
   int64_t off = 0;
-  if (*p == '+' || *p == '-') {
-    int hh, mm;
-    if (sscanf(p + 1, "%2d:%2d", &hh, &mm) != 2)
+  if (*p) {
+    if (*p != 'T' && *p != 't' && *p != ' ')
       return -1;
-    off = (int64_t)(hh * 3600 + mm * 60) * (*p == '-' ? -1 : 1);
-    p += 6;
-  } else if (*p == 'Z') {
-    p++;
+    if (digits(p + 1, 2, &tm.tm_hour) || p[3] != ':' ||
+        digits(p + 4, 2, &tm.tm_min) || p[6] != ':' ||
+        digits(p + 7, 2, &tm.tm_sec) || tm.tm_hour > 23 || tm.tm_min > 59 ||
+        tm.tm_sec > 59 || parse_zone(p + 9, &frac, &off))
+      return -1;
   }
-  if (*p)
-    return -1;
-  *ns = ((int64_t)timegm(&tm) - off) * 1000000000 + frac;
+  *ns = clamp_ns((long double)timegm(&tm) - off + frac);
   return 0;
 }
 
@@ -173,15 +233,16 @@ cli_parse_time(const char *s, int64_t *ns) {
   if (!s || !*s)
     return -1;
   if (parse_duration(s, &d) == 0) {
-    *ns = now_ns() - d;
+    *ns = clamp_ns(now_secs() - (long double)d / 1e9L);
     return 0;
   }
   if (parse_rfc3339(s, ns) == 0)
     return 0;
   char *end;
   double secs = strtod(s, &end);
-  if (end != s && !*end && secs >= 0) {
-    *ns = (int64_t)(secs * 1e9);
+  if (end != s && !*end && isfinite(secs) && secs >= 0 &&
+      isdigit((unsigned char)*s)) {
+    *ns = clamp_ns(secs);
     return 0;
   }
   return -1;
@@ -314,11 +375,8 @@ cli_call(lark_cli *cli, bus_conn *c, const char *kind, const char *verb,
   size_t len = 0;
   int rc = bus_conn_request(c, subject, body ? body->data : NULL,
                             body ? body->size : 0, 5000, &reply, &len);
-  if (rc == BUS_ETIMEOUT || rc == BUS_ENOT_FOUND)
-    return cli_fail(verb, 0, "no answer on %s: is lark-%s running?", subject,
-                    kind);
   if (rc)
-    return cli_fail(verb, rc, "request %s", subject);
+    return cli_command_fail(cli, verb, rc, kind, verb);
   /* unpacked strings point into the buffer: keep it in the zone */
   void *keep = msgpack_zone_malloc(zone, len ? len : 1);
   if (keep)
