@@ -40,11 +40,11 @@
 
 const char *const lark_service_names[] = {
     "lark-catalog", "lark-scheduler", "lark-dag",   "lark-ipam",
-    "lark-signer",  "lark-logs",      "lark-relay", NULL};
+    "lark-signer",  "lark-logs",      "lark-relay", "lark-reports", NULL};
 
 const char *const lark_up_services[] = {
-    "lark-catalog", "lark-scheduler", "lark-dag", "lark-ipam",
-    "lark-signer",  "lark-logs",      NULL};
+    "lark-catalog", "lark-scheduler", "lark-dag",     "lark-ipam",
+    "lark-signer",  "lark-logs",      "lark-reports", NULL};
 
 static const char *const role_names[] = {"admin", "service", "user",
                                          "node",  "relay",   "relay-hub"};

@@ -3,9 +3,13 @@
  *
  *   larkctl emit JOB KIND [--data JSON]
  *
- * Appends run.reported {kind, values} to lark.run.<JOB> (LARK_RUNS, an
- * append-only log: no version check) and prints the stored sequence. The
- * actor is the user larkctl acts as.
+ * Publishes run.reported {kind, values} on lark.rep.<user>.<JOB>
+ * (LARK_REPORTS), where the broker lets only <user> publish; lark-reports
+ * appends it to lark.run.<JOB> (LARK_RUNS) with that user as the actor,
+ * whatever the body says. The publish waits for the broker's ack and
+ * carries the report's id as Nats-Msg-Id, so sending it again after a
+ * timeout does not double it. Prints the report's subject, its sequence
+ * in LARK_REPORTS and its id.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -30,34 +34,51 @@ pack_report(const char *kind, const json_t *values, msgpack_sbuffer *sb) {
   return 0;
 }
 
+/* A timeout may hide a report that landed: the same id again is dropped
+ * by the broker's duplicate window, so retrying is safe. */
 static int
-append_report(lark_cli *cli, const char *job, const msgpack_sbuffer *data) {
+publish_report(bus_conn *c, const char *subject, const bus_event *ev,
+               uint64_t *seq) {
+  int rc = 0;
+  for (int tries = 0; tries < 3; tries++) {
+    rc = bus_append(c, subject, ev, BUS_APPEND_NOCHECK, seq, NULL);
+    if (rc != BUS_ETIMEOUT && rc != BUS_ECONN)
+      break;
+  }
+  return rc;
+}
+
+static int
+send_report(lark_cli *cli, const char *job, const msgpack_sbuffer *data) {
+  const char *user = cli_user(cli);
+  if (!bus_name_valid(user, BUS_NAME_MAX))
+    return cli_fail("emit", 0, "'%s' is not a user name", user);
   bus_conn *c = cli_connect(cli);
   if (!c)
     return CLI_ERR;
   char id[33], subject[BUS_SUBJECT_MAX];
   bus_event_new_id(id);
-  snprintf(subject, sizeof subject, "lark.run.%s", job);
+  snprintf(subject, sizeof subject, "lark.rep.%s.%s", user, job);
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   bus_event ev = {.v = BUS_SCHEMA_VERSION,
                   .type = "run.reported",
                   .id = id,
                   .ts = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec,
-                  .actor = cli_user(cli),
+                  .actor = user,
                   .cause = "",
                   .data_mp = data->data,
                   .data_mp_len = data->size};
   uint64_t seq = 0;
-  int rc = bus_append(c, subject, &ev, BUS_APPEND_NOCHECK, &seq, NULL);
+  int rc = publish_report(c, subject, &ev, &seq);
   bus_conn_close(c);
   if (rc)
-    return cli_fail("emit", rc, "append to %s", subject);
+    return cli_fail("emit", rc, "publish to %s", subject);
   if (cli->output == CLI_OUT_JSON)
     printf("{\"subject\":\"%s\",\"seq\":%llu,\"id\":\"%s\"}\n", subject,
            (unsigned long long)seq, id);
   else
-    printf("%s seq %llu\n", subject, (unsigned long long)seq);
+    printf("%s seq %llu id %s\n", subject, (unsigned long long)seq, id);
   return CLI_OK;
 }
 
@@ -94,7 +115,7 @@ cmd_emit(int argc, char **argv, lark_cli *cli) {
   msgpack_sbuffer_init(&sb);
   pack_report(pos[1], values, &sb);
   json_decref(values);
-  int rc = append_report(cli, pos[0], &sb);
+  int rc = send_report(cli, pos[0], &sb);
   msgpack_sbuffer_destroy(&sb);
   return rc;
 }

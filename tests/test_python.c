@@ -2,13 +2,15 @@
  * test_python.c - libbus/python/larkbus.py and examples/train.py.
  *
  * Outside a pod, larkbus.emit runs the real larkctl against a real broker
- * and the report lands in LARK_RUNS. Inside a pod it speaks the socket
- * protocol of its docstring to a listener played by this test: the exact
- * line sent, "ok" accepted, "error: ..." raised. The example Job manifest
- * is valid against the schema, and the example script runs to the end.
+ * and the report lands in LARK_RUNS through lark-reports. Inside a pod it
+ * speaks the socket protocol of its docstring to a listener played by this
+ * test: the exact line sent, "ok" accepted, "error: ..." raised. The example
+ * Job manifest is valid against the schema, and the example script runs to the
+ * end.
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +88,16 @@ runs(bus_conn *c, const char *job, char *last, size_t cap) {
   return n;
 }
 
+/* The same once at least want have landed (lark-reports moves them
+ * asynchronously), waiting up to 30 s. */
+static size_t
+runs_wait(bus_conn *c, const char *job, size_t want, char *last, size_t cap) {
+  size_t n = 0;
+  for (int i = 0; i < 300 && (n = runs(c, job, last, cap)) < want; i++)
+    usleep(100 * 1000);
+  return n;
+}
+
 Test(python, emit_outside_a_pod_runs_larkctl) {
   lt_natsd srv;
   bus_conn *c;
@@ -98,6 +110,11 @@ Test(python, emit_outside_a_pod_runs_larkctl) {
   setenv("LARKCTL", larkctl, 1);
   unsetenv("LARK_SOCKET");
   unsetenv("LARK_JOB");
+  char data[512], log[512];
+  snprintf(data, sizeof data, "%s/reports", dir);
+  snprintf(log, sizeof log, "%s/reports.log", dir);
+  pid_t reports = lt_start_service("lark-reports", srv.url, data, log, NULL);
+  cr_assert(reports > 0);
   int rc = python("larkbus.emit('metric', job='py-1', step=100, reward=0.5)",
                   out, sizeof out, err, sizeof err);
   cr_expect_eq(rc, 0, "%s", err);
@@ -105,7 +122,7 @@ Test(python, emit_outside_a_pod_runs_larkctl) {
   rc = python("larkbus.emit('progress', step=7, total=10)", out, sizeof out,
               err, sizeof err);
   cr_expect_eq(rc, 0, "%s", err);
-  cr_expect_eq(runs(c, "py-1", last, sizeof last), 2);
+  cr_expect_eq(runs_wait(c, "py-1", 2, last, sizeof last), 2);
   cr_expect_str_eq(last, "progress step=7");
 
   unsetenv("LARK_JOB");
@@ -135,8 +152,9 @@ Test(python, emit_outside_a_pod_runs_larkctl) {
   cr_expect(strstr(out, "step 10 loss") && strstr(out, "done: 10 steps"), "%s",
             out);
   cr_expect(strstr(err, "checkpoint at step 10"), "%s", err);
-  cr_expect_eq(runs(c, "train-demo", last, sizeof last), 30);
+  cr_expect_eq(runs_wait(c, "train-demo", 30, last, sizeof last), 30);
   cr_expect_str_eq(last, "checkpoint step=10");
+  lt_kill(reports, SIGTERM);
   bus_conn_close(c);
   lt_natsd_stop(&srv);
 }

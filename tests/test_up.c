@@ -190,7 +190,7 @@ check_status(const char *data) {
       usleep(500000);
   }
   json_t *streams = json_object_get(j, "streams");
-  cr_assert_eq(json_array_size(streams), 5, "%s", out);
+  cr_assert_eq(json_array_size(streams), 6, "%s", out);
   cr_assert(json_is_integer(json_object_get(j, "node_streams")), "%s", out);
   cr_assert_geq(json_integer_value(json_object_get(j, "node_streams")), 0);
   size_t i;

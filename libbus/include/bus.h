@@ -312,6 +312,10 @@ int bus_streams_ensure(bus_conn *c, const bus_streams_opts *o);
  * lark.node.>, overlap every node stream's. */
 extern const char *const bus_stream_names[];
 
+/* A stream's message size limit (max_msg_size, headers included), as
+ * bus_streams_ensure sets it; LARK_NODE_<node> too. 0 for another name. */
+int32_t bus_stream_msg_max(const char *stream);
+
 /* Delete a stream; BUS_ENO_STREAM when there is none. */
 int bus_stream_delete(bus_conn *c, const char *name);
 

@@ -28,7 +28,10 @@ Outside a pod
     ``emit`` runs ``larkctl emit JOB KIND --data JSON`` with the user's own
     credentials (LARK_URL, LARK_CREDS, LARK_DATA as for larkctl). JOB is the
     ``job=`` argument, else ``$LARK_JOB``. larkctl is ``$LARKCTL``, else
-    ``larkctl`` on PATH.
+    ``larkctl`` on PATH. larkctl publishes the report on
+    ``lark.rep.<user>.<job>``, where the broker lets only that user publish,
+    and waits for the broker's ack; lark-reports appends it to
+    ``lark.run.<job>`` with the user as its actor.
 
 Errors raise ``LarkError`` with the reason (the server's or larkctl's
 message); nothing is retried silently.

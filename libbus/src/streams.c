@@ -26,6 +26,40 @@
 
 enum { AGE_NONE, AGE_RUNS, AGE_LOGS };
 
+/*
+ * Message size limits (max_msg_size, headers and body together, as the
+ * broker counts them), each above the largest message the platform
+ * itself writes to the stream, so nothing legitimate is refused:
+ *
+ * - LARK_EVENTS and the node streams: an event's body is at most
+ *   BUS_MAX_PAYLOAD (the encoder refuses more, codec.c); a desired state
+ *   is such an event too. 4 KiB more for the headers (Nats-Msg-Id,
+ *   Lark-Type, the broker's expectations).
+ * - LARK_RUNS: a pod's report is one socket line of at most 64 KiB of
+ *   JSON (edge/sock.c); as msgpack it grows by at most 256 values times
+ *   6 bytes (a double is 9 bytes, "1.5" is 3); the envelope and headers
+ *   add under 1 KiB. 128 KiB leaves room.
+ * - LARK_REPORTS (users' reports, lark.rep.<user>.<job>): 1 KiB less than
+ *   LARK_RUNS. The appender (lark-reports) swaps the body's actor for the
+ *   user's name (at most 63 bytes) and adds the cause (32), so a report
+ *   this stream took always fits LARK_RUNS.
+ * - LARK_INGRESS: lark-edge sends a log batch once it holds 256 KiB of
+ *   lines; the line that crossed that mark is at most 16 KiB
+ *   (LogLine.text), and the envelope under 1 KiB. A node's other
+ *   messages (registration, phases, run reports) are smaller.
+ * - LARK_LOGS: lark-logs republishes such a batch with job, task and
+ *   node added (under 1 KiB).
+ * - LARK_ROUTES: a route row is a handful of names and addresses (at
+ *   most a pod name of 253 bytes): under 2 KiB with its envelope.
+ */
+#define KIB 1024
+#define EVENTS_MSG_MAX (BUS_MAX_PAYLOAD + 4 * KIB)
+#define RUNS_MSG_MAX (128 * KIB)
+#define REPORTS_MSG_MAX (RUNS_MSG_MAX - KIB)
+#define INGRESS_MSG_MAX (320 * KIB)
+#define LOGS_MSG_MAX (INGRESS_MSG_MAX + 4 * KIB)
+#define ROUTES_MSG_MAX (16 * KIB)
+
 typedef struct stream_def {
   const char *name;
   const char *subject;
@@ -33,20 +67,32 @@ typedef struct stream_def {
   int age;             /* AGE_*: which option gives MaxAge */
   int per_subject_one; /* MaxMsgsPerSubject = 1 */
   int bytes;           /* MaxBytes from logs_bytes */
+  int32_t msg_max;     /* MaxMsgSize */
 } stream_def;
 
+/*
+ * Users' reports have a work queue of their own rather than a subject in
+ * LARK_INGRESS: its own size limit (so larkctl emit hears at once that a
+ * report is too big) and its own consumer, lark-reports', which stamps
+ * the user named by the subject as the actor.
+ */
 static const stream_def table[] = {
-    {"LARK_EVENTS", "lark.ev.>", js_LimitsPolicy, AGE_NONE, 0, 0},
-    {"LARK_RUNS", "lark.run.>", js_LimitsPolicy, AGE_RUNS, 0, 0},
-    {"LARK_INGRESS", "lark.in.>", js_WorkQueuePolicy, AGE_NONE, 0, 0},
-    {"LARK_LOGS", "lark.log.>", js_LimitsPolicy, AGE_LOGS, 0, 1},
-    {"LARK_ROUTES", "lark.route.>", js_LimitsPolicy, AGE_NONE, 1, 0},
+    {"LARK_EVENTS", "lark.ev.>", js_LimitsPolicy, AGE_NONE, 0, 0,
+     EVENTS_MSG_MAX},
+    {"LARK_RUNS", "lark.run.>", js_LimitsPolicy, AGE_RUNS, 0, 0, RUNS_MSG_MAX},
+    {"LARK_INGRESS", "lark.in.>", js_WorkQueuePolicy, AGE_NONE, 0, 0,
+     INGRESS_MSG_MAX},
+    {"LARK_LOGS", "lark.log.>", js_LimitsPolicy, AGE_LOGS, 0, 1, LOGS_MSG_MAX},
+    {"LARK_ROUTES", "lark.route.>", js_LimitsPolicy, AGE_NONE, 1, 0,
+     ROUTES_MSG_MAX},
+    {"LARK_REPORTS", "lark.rep.>", js_WorkQueuePolicy, AGE_NONE, 0, 0,
+     REPORTS_MSG_MAX},
 };
 #define NSTREAMS (sizeof table / sizeof table[0])
 
-const char *const bus_stream_names[] = {"LARK_EVENTS",  "LARK_RUNS",
-                                        "LARK_INGRESS", "LARK_LOGS",
-                                        "LARK_ROUTES",  NULL};
+const char *const bus_stream_names[] = {
+    "LARK_EVENTS",  "LARK_RUNS", "LARK_INGRESS", "LARK_LOGS", "LARK_ROUTES",
+    "LARK_REPORTS", NULL};
 
 /* Earlier versions kept every node's desired states in one stream; its
  * subjects overlap the node streams', so the broker would refuse them. */
@@ -81,6 +127,7 @@ fill_config(const stream_def *d, const bus_streams_opts *o,
     cfg->MaxMsgsPerSubject = 1;
   if (d->bytes)
     cfg->MaxBytes = o->logs_bytes > 0 ? o->logs_bytes : -1;
+  cfg->MaxMsgSize = d->msg_max;
   /* the broker refuses a duplicate window longer than the max age */
   cfg->Duplicates = o->dedupe_ns > 0 ? o->dedupe_ns : 2 * 60 * NS_PER_S;
   if (cfg->MaxAge > 0 && cfg->Duplicates > cfg->MaxAge)
@@ -95,7 +142,8 @@ same_config(const jsStreamConfig *a, const jsStreamConfig *b) {
           (a->MaxMsgsPerSubject <= 0 && b->MaxMsgsPerSubject <= 0)) &&
          (a->MaxBytes == b->MaxBytes ||
           (a->MaxBytes <= 0 && b->MaxBytes <= 0)) &&
-         a->Duplicates == b->Duplicates && a->Replicas == b->Replicas;
+         a->Duplicates == b->Duplicates && a->Replicas == b->Replicas &&
+         a->MaxMsgSize == b->MaxMsgSize && a->AllowDirect == b->AllowDirect;
 }
 
 /* The broker's answer says the stream does not exist. */
@@ -161,6 +209,17 @@ bus_streams_ensure(bus_conn *c, const bus_streams_opts *o) {
   return 0;
 }
 
+int32_t
+bus_stream_msg_max(const char *stream) {
+  for (size_t i = 0; stream && i < NSTREAMS; i++)
+    if (!strcmp(stream, table[i].name))
+      return table[i].msg_max;
+  if (stream && !strncmp(stream, BUS_NODE_STREAM_PREFIX,
+                         sizeof BUS_NODE_STREAM_PREFIX - 1))
+    return EVENTS_MSG_MAX;
+  return 0;
+}
+
 int
 bus_stream_delete(bus_conn *c, const char *name) {
   jsOptions jo;
@@ -218,7 +277,8 @@ bus_node_streams_ensure(bus_conn *c, const char *const *nodes, size_t n,
     if ((rc = bus_node_stream_name(nodes[i], name, sizeof name)) < 0)
       break;
     snprintf(subject, sizeof subject, "lark.node.%s.>", nodes[i]);
-    stream_def d = {name, subject, js_LimitsPolicy, AGE_NONE, 1, 0};
+    stream_def d = {name, subject, js_LimitsPolicy, AGE_NONE,
+                    1,    0,       EVENTS_MSG_MAX};
     rc = ensure_one(c, &d, &o, &one);
     made += one;
   }

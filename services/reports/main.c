@@ -1,0 +1,118 @@
+/*
+ * main.c - lark-reports: users' run reports from LARK_REPORTS to LARK_RUNS,
+ * with the user the broker let publish as the actor (reports.c).
+ *
+ *   lark-reports --url URL --creds FILE --data DIR [--name INSTANCE]
+ *
+ * It keeps no view: its state is the durable consumer's position, and a
+ * report is acknowledged only once stored. It answers lark.sys.status and
+ * lark.sys.status.<name> like the view services: applied = reports
+ * appended, rejected = reports refused, seq = the last LARK_REPORTS
+ * sequence settled. Exits 0 on SIGINT/SIGTERM, 1 when its connection is
+ * closed for good (its supervisor starts it again).
+ */
+#include <string.h>
+#include <time.h>
+
+#include "reports.h"
+#include "svc.h"
+
+static const char *const streams[] = {"LARK_REPORTS", "LARK_RUNS", NULL};
+
+typedef struct app {
+  svc s;
+  reports *r;
+  const char *name;
+} app;
+
+static void
+pack_u64(msgpack_packer *pk, const char *k, uint64_t v) {
+  msgpack_pack_str_with_body(pk, k, strlen(k));
+  msgpack_pack_uint64(pk, v);
+}
+
+static void
+on_status(bus_conn *c, const char *subject, const char *reply, const void *data,
+          size_t len, void *ud) {
+  (void)subject, (void)data, (void)len;
+  app *a = ud;
+  if (!reply)
+    return;
+  reports_stats st;
+  reports_get_stats(a->r, &st);
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 8);
+  msgpack_pack_str_with_body(&pk, "name", 4);
+  msgpack_pack_str_with_body(&pk, a->name, strlen(a->name));
+  pack_u64(&pk, "seq", st.last_seq);
+  msgpack_pack_str_with_body(&pk, "digest", 6);
+  msgpack_pack_str_with_body(&pk, "", 0);
+  pack_u64(&pk, "lag", 0);
+  pack_u64(&pk, "applied", st.appended);
+  pack_u64(&pk, "stale", 0);
+  pack_u64(&pk, "rejected", st.refused);
+  pack_u64(&pk, "outbox", 0);
+  bus_conn_publish(c, reply, sb.data, sb.size);
+  msgpack_sbuffer_destroy(&sb);
+}
+
+static void
+on_log(const char *subject, const char *msg, void *ud) {
+  app *a = ud;
+  SVC_LOG(&a->s, SVC_WARN, subject, 0, "%s", msg);
+}
+
+static int
+serve(app *a) {
+  char own[BUS_SUBJECT_MAX];
+  bus_serve *all = NULL, *one = NULL;
+  reports_opts o;
+  reports_opts_init(&o);
+  o.durable = a->name;
+  o.log = on_log;
+  o.ud = a;
+  snprintf(own, sizeof own, "lark.sys.status.%s", a->name);
+  int rc = reports_start(a->s.conn, &o, &a->r);
+  if (!rc)
+    rc = bus_conn_serve(a->s.conn, "lark.sys.status", NULL, on_status, a, &all);
+  if (!rc)
+    rc = bus_conn_serve(a->s.conn, own, NULL, on_status, a, &one);
+  if (!rc)
+    SVC_LOG(&a->s, SVC_INFO, "lark.rep.>", 0, "running");
+  while (!rc && !a->s.stop) {
+    if (bus_conn_closed(a->s.conn)) {
+      rc = bus_error(BUS_ECONN, "the connection is closed for good");
+      break;
+    }
+    struct timespec ts = {0, 200 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  if (rc)
+    SVC_LOG(&a->s, SVC_ERROR, "lark.rep.>", 0, "%s (%s)", bus_strerror(rc),
+            bus_last_error());
+  bus_conn_unserve(all);
+  bus_conn_unserve(one);
+  reports_stop(a->r);
+  return rc;
+}
+
+int
+main(int argc, char **argv) {
+  app a;
+  memset(&a, 0, sizeof a);
+  int rc = svc_init(&a.s, "reports", argc, argv);
+  if (rc)
+    return rc;
+  a.name = a.s.instance ? a.s.instance : "reports";
+  svc_signals(&a.s);
+  if (svc_connect(&a.s, streams)) {
+    svc_close(&a.s);
+    return 1;
+  }
+  rc = serve(&a);
+  svc_close(&a.s);
+  return rc ? 1 : 0;
+}

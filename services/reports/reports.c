@@ -1,0 +1,287 @@
+/*
+ * reports.c - the appender: users' reports from LARK_REPORTS to LARK_RUNS.
+ *
+ * Invariants:
+ * - The actor of every appended run.reported is the <user> token of the
+ *   subject the broker took the report on (lark.rep.<user>.<job>); the
+ *   body's actor is never read. Its ts is the broker's storage time of
+ *   the report, its cause the report's id.
+ * - A report is acknowledged only once its event is stored: a fetched
+ *   batch is appended asynchronously, flushed, and only then acknowledged
+ *   (each message: a work queue takes explicit acks only). A broker
+ *   failure (no responders, timeout, anything the flush reports) appends
+ *   the whole batch again after a backoff, for as long as it takes; each
+ * event's Nats-Msg-Id is derived from the user and the report's id, so what
+ *   already landed is dropped by the duplicate window, and a crash before
+ *   the ack (redelivery after ack_wait) doubles nothing either.
+ * - A report that can never be stored (undecodable, not a run.reported,
+ *   a bad user or job name, too big for LARK_RUNS) is refused: logged,
+ *   counted, acknowledged with its batch, never retried.
+ * - Order: one thread appends in delivery order on one connection, so a
+ *   job's reports keep the order the broker took them in; only a batch
+ *   appended again after a partial failure may put the reports that had
+ *   failed after ones that had landed.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "reports.h"
+
+#define PREFIX "lark.rep."
+#define FILTER "lark.rep.>"
+/* Room for the headers LARK_RUNS counts in its limit: Nats-Msg-Id (32),
+ * Lark-Type (run.reported) and the framing. */
+#define HEADER_ROOM 256
+
+typedef struct staged {
+  char subject[BUS_SUBJECT_MAX];
+  char id[33];
+  char actor[BUS_NAME_MAX + 1];
+  bus_event ev;
+} staged;
+
+struct reports {
+  bus_conn *c;
+  reports_opts o;
+  volatile int stop;
+  pthread_t th;
+  pthread_mutex_t mu;
+  reports_stats st;
+  staged *staged;
+  msgpack_sbuffer sb;
+  int32_t runs_max;
+};
+
+void
+reports_opts_init(reports_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->durable = "reports";
+  o->batch = 1024;
+  o->ack_wait_ns = INT64_C(10000000000);
+}
+
+static void
+say(reports *r, const char *subject, const char *fmt, const char *a) {
+  char msg[1024];
+  snprintf(msg, sizeof msg, fmt, a);
+  if (r->o.log)
+    r->o.log(subject, msg, r->o.ud);
+}
+
+int
+reports_subject(const char *subject, char user[BUS_NAME_MAX + 1],
+                char job[BUS_NAME_MAX + 1]) {
+  const char *u = subject + strlen(PREFIX), *dot;
+  if (strncmp(subject, PREFIX, strlen(PREFIX)) || !(dot = strchr(u, '.')))
+    return bus_error(BUS_ENAME, "%s is not lark.rep.<user>.<job>", subject);
+  size_t ul = (size_t)(dot - u), jl = strlen(dot + 1);
+  if (ul > BUS_NAME_MAX || jl > BUS_NAME_MAX)
+    return bus_error(BUS_ENAME, "%s: a name is too long", subject);
+  memcpy(user, u, ul);
+  user[ul] = 0;
+  memcpy(job, dot + 1, jl + 1);
+  if (!bus_name_valid(user, BUS_NAME_MAX) || !bus_name_valid(job, BUS_NAME_MAX))
+    return bus_error(BUS_ENAME, "%s: bad user or job name", subject);
+  return 0;
+}
+
+/* Message i of b as the event to append, or the reason it is refused. */
+static int
+stage(reports *r, const bus_batch *b, size_t i, staged *s) {
+  const char *subject;
+  char job[BUS_NAME_MAX + 1], src[BUS_NAME_MAX + 40];
+  int64_t stored_ns = 0;
+  bus_batch_meta(b, i, &subject, NULL, &stored_ns);
+  int rc = reports_subject(subject, s->actor, job);
+  if (rc)
+    return rc;
+  const bus_event *in = bus_batch_event(b, i);
+  if (!in)
+    return bus_error(bus_batch_status(b, i), "undecodable: %s",
+                     bus_strerror(bus_batch_status(b, i)));
+  if (strcmp(in->type, "run.reported"))
+    return bus_error(BUS_EUNKNOWN_TYPE, "a %s is not a report", in->type);
+  snprintf(s->subject, sizeof s->subject, "lark.run.%s", job);
+  /* the user's own namespace of ids: one user cannot shadow another's */
+  snprintf(src, sizeof src, "%s/%s", s->actor, in->id);
+  bus_event_derive_id(src, 0, s->id);
+  s->ev = (bus_event){.v = BUS_SCHEMA_VERSION,
+                      .type = "run.reported",
+                      .id = s->id,
+                      .ts = stored_ns,
+                      .actor = s->actor,
+                      .cause = in->id,
+                      .data = in->data};
+  msgpack_sbuffer_clear(&r->sb);
+  if ((rc = bus_event_encode(&s->ev, &r->sb)) < 0)
+    return rc;
+  if (r->runs_max > 0 && r->sb.size + HEADER_ROOM > (size_t)r->runs_max)
+    return bus_error(BUS_ETOO_BIG, "%zu bytes: more than LARK_RUNS takes",
+                     r->sb.size);
+  return 0;
+}
+
+static void
+nap_ms(reports *r, int ms) {
+  for (; ms > 0 && !r->stop; ms -= 50) {
+    struct timespec ts = {0, 50 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+/* Append s[0..n) and wait until all are stored; 0, or <0 when told to
+ * stop first (then nothing is acknowledged). */
+static int
+append_all(reports *r, const staged *s, size_t n) {
+  for (int backoff = 50;; backoff = backoff < 2000 ? backoff * 2 : 2000) {
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+      rc = bus_append_async(r->c, s[i].subject, &s[i].ev, BUS_APPEND_NOCHECK);
+    int frc = bus_append_flush(r->c, 30000, NULL);
+    if (rc == 0)
+      rc = frc;
+    if (rc == 0)
+      return 0;
+    say(r, FILTER, "appending again: %s", bus_last_error());
+    pthread_mutex_lock(&r->mu);
+    r->st.retries++;
+    pthread_mutex_unlock(&r->mu);
+    if (r->stop)
+      return rc;
+    nap_ms(r, backoff);
+    if (r->stop)
+      return rc;
+  }
+}
+
+/* Stage, append and acknowledge one fetched batch. */
+static void
+handle_batch(reports *r, bus_batch *b) {
+  size_t n = 0, len = bus_batch_len(b);
+  uint64_t refused = 0, last = 0;
+  for (size_t i = 0; i < len; i++) {
+    const char *subject;
+    bus_batch_meta(b, i, &subject, &last, NULL);
+    if (stage(r, b, i, &r->staged[n]) == 0) {
+      n++;
+      continue;
+    }
+    refused++;
+    say(r, subject, "refused: %s", bus_last_error());
+  }
+  if (append_all(r, r->staged, n) < 0)
+    return; /* stopping: redelivered to the next appender */
+  int rc = bus_batch_ack(b);
+  if (rc)
+    say(r, FILTER, "ack: %s (the batch comes again; its appends are dups)",
+        bus_last_error());
+  pthread_mutex_lock(&r->mu);
+  r->st.appended += n;
+  r->st.refused += refused;
+  r->st.last_seq = last;
+  pthread_mutex_unlock(&r->mu);
+}
+
+/* Open the consumer, waiting for its stream (`larkctl init` makes it). */
+static int
+open_consumer(reports *r, bus_consumer **k) {
+  bus_consumer_opts co;
+  bus_consumer_opts_init(&co);
+  co.stream = "LARK_REPORTS";
+  co.durable = r->o.durable;
+  co.filter = FILTER;
+  /* a work queue takes explicit acks only: bus_batch_ack acks each */
+  co.ack_wait_ns = r->o.ack_wait_ns;
+  co.max_ack_pending = r->o.batch * 4;
+  for (int said = 0; !r->stop; said = 1) {
+    int rc = bus_consumer_open(r->c, &co, k);
+    if (rc == 0)
+      return 0;
+    if (!said)
+      say(r, FILTER, "cannot consume yet: %s", bus_last_error());
+    nap_ms(r, 1000);
+  }
+  return -1;
+}
+
+static void *
+run(void *arg) {
+  reports *r = arg;
+  bus_consumer *k = NULL;
+  bus_batch *b = NULL;
+  if (bus_batch_new(&b) || open_consumer(r, &k))
+    goto out;
+  while (!r->stop) {
+    int rc = bus_consumer_fetch(k, r->o.batch, 200, b);
+    if (rc == BUS_ENOT_FOUND) {
+      /* the durable is gone: make it again (the work queue kept the rest) */
+      say(r, FILTER, "%s; opening it again", bus_last_error());
+      bus_consumer_close(k);
+      k = NULL;
+      if (open_consumer(r, &k))
+        break;
+      continue;
+    }
+    if (rc == 0 && bus_batch_len(b))
+      handle_batch(r, b);
+    else if (rc)
+      nap_ms(r, 200);
+  }
+out:
+  bus_batch_free(b);
+  bus_consumer_close(k);
+  return NULL;
+}
+
+int
+reports_start(bus_conn *c, const reports_opts *o, reports **out) {
+  reports *r = calloc(1, sizeof *r);
+  if (!r)
+    return bus_error(BUS_EINVAL, "out of memory");
+  r->c = c;
+  if (o)
+    r->o = *o;
+  else
+    reports_opts_init(&r->o);
+  if (!r->o.durable)
+    r->o.durable = "reports";
+  if (r->o.batch <= 0)
+    r->o.batch = 1024;
+  if (r->o.ack_wait_ns <= 0)
+    r->o.ack_wait_ns = INT64_C(10000000000);
+  r->runs_max = bus_stream_msg_max("LARK_RUNS");
+  r->staged = calloc((size_t)r->o.batch, sizeof *r->staged);
+  msgpack_sbuffer_init(&r->sb);
+  pthread_mutex_init(&r->mu, NULL);
+  if (!r->staged || pthread_create(&r->th, NULL, run, r)) {
+    pthread_mutex_destroy(&r->mu);
+    msgpack_sbuffer_destroy(&r->sb);
+    free(r->staged);
+    free(r);
+    return bus_error(BUS_EINVAL, "cannot start the appender");
+  }
+  *out = r;
+  return 0;
+}
+
+void
+reports_get_stats(reports *r, reports_stats *st) {
+  pthread_mutex_lock(&r->mu);
+  *st = r->st;
+  pthread_mutex_unlock(&r->mu);
+}
+
+void
+reports_stop(reports *r) {
+  if (!r)
+    return;
+  r->stop = 1;
+  pthread_join(r->th, NULL);
+  pthread_mutex_destroy(&r->mu);
+  msgpack_sbuffer_destroy(&r->sb);
+  free(r->staged);
+  free(r);
+}
