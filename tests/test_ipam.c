@@ -370,3 +370,34 @@ Test(ipam_view, first_allocation_wins_and_release_frees) {
   cr_expect_eq(st.stale, 1);
   cr_expect_eq(st.rejected, 1);
 }
+
+Test(ipam_cidr, a_domain_is_at_most_a_slash_8_or_a_slash_48) {
+  char err[200];
+  const char *wide[] = {"0.0.0.0/0", "10.0.0.0/7", "::/0", "fd00::/47"};
+  for (size_t i = 0; i < sizeof wide / sizeof *wide; i++) {
+    ipam_cidr c = parse(wide[i]);
+    err[0] = 0;
+    cr_expect_eq(ipam_domain_cidr_check(&c, err, sizeof err), BUS_EFIELD,
+                 "%s accepted", wide[i]);
+    cr_expect(strstr(err, "too wide for a Domain"), "%s: %s", wide[i], err);
+  }
+  const char *fine[] = {"10.0.0.0/8", "10.2.0.0/24", "fd00::/48", "fd00::/64",
+                        "10.0.0.1/32"};
+  for (size_t i = 0; i < sizeof fine / sizeof *fine; i++) {
+    ipam_cidr c = parse(fine[i]);
+    cr_expect_eq(ipam_domain_cidr_check(&c, err, sizeof err), 0, "%s: %s",
+                 fine[i], err);
+  }
+}
+
+Test(ipam_view, a_domain_wider_than_the_bound_is_refused_in_apply) {
+  create("everything", "0.0.0.0/0", 0);
+  create("v6", "::/0", 0);
+  create("net-a", "10.0.0.0/8", 0);
+  msgpack_zone z;
+  msgpack_zone_init(&z, 4096);
+  msgpack_object r = ask("domain", "list", "", &z);
+  cr_assert_eq(r.type, MSGPACK_OBJECT_ARRAY);
+  cr_expect_eq(r.via.array.size, 1, "only net-a");
+  msgpack_zone_destroy(&z);
+}

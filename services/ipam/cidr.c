@@ -91,6 +91,20 @@ ipam_cidr_parse(const char *s, ipam_cidr *out, char *err, size_t cap) {
   return 0;
 }
 
+int
+ipam_domain_cidr_check(const ipam_cidr *c, char *err, size_t cap) {
+  int min = c->family == 4 ? IPAM_DOMAIN_MIN_PREFIX4 : IPAM_DOMAIN_MIN_PREFIX6;
+  if (c->prefix >= min)
+    return 0;
+  char net[64], msg[200];
+  ipam_cidr_format(c, net, sizeof net);
+  snprintf(msg, sizeof msg,
+           "%s is too wide for a Domain: an IPv%d Domain is a /%d or "
+           "narrower",
+           net, c->family, min);
+  return fail(err, cap, "%s", msg);
+}
+
 void
 ipam_cidr_format(const ipam_cidr *c, char *out, size_t cap) {
   char a[INET6_ADDRSTRLEN];

@@ -153,7 +153,8 @@ validate(bus_conn *c, const bus_cmd *cmd, const msgpack_object *res,
   char cidr[128] = "", err[200];
   bus_obj_str(bus_obj_get(res, "metadata"), "name", ck->name, sizeof ck->name);
   bus_obj_str(bus_obj_get(res, "spec"), "cidr", cidr, sizeof cidr);
-  if (ipam_cidr_parse(cidr, &ck->c, err, sizeof err))
+  if (ipam_cidr_parse(cidr, &ck->c, err, sizeof err) ||
+      ipam_domain_cidr_check(&ck->c, err, sizeof err))
     return refuse(c, cmd, BUS_EFIELD, "spec.cidr", err);
   ipam_cidr_format(&ck->c, ck->cidr, sizeof ck->cidr);
   return 0;

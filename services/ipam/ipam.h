@@ -51,6 +51,17 @@ typedef struct ipam_cidr {
  * bits set (the message names the network meant).
  */
 int ipam_cidr_parse(const char *s, ipam_cidr *out, char *err, size_t cap);
+/*
+ * The widest range a Domain may claim: IPv4 /8 (16 M addresses, all of
+ * 10.0.0.0/8), IPv6 /48 (a site). A Domain's prefix is routed to the
+ * relay inside each of its pods, so 0.0.0.0/0 would take every
+ * connection a pod makes, and would overlap every other Domain.
+ */
+#define IPAM_DOMAIN_MIN_PREFIX4 8
+#define IPAM_DOMAIN_MIN_PREFIX6 48
+/* BUS_EFIELD with a message in err (cap bytes) when c is wider than a
+ * Domain may be; 0 otherwise. */
+int ipam_domain_cidr_check(const ipam_cidr *c, char *err, size_t cap);
 /* The canonical text of c ("10.0.0.0/16") into out. */
 void ipam_cidr_format(const ipam_cidr *c, char *out, size_t cap);
 /* 1 when a and b share an address (same family, one contains the other). */

@@ -463,7 +463,8 @@ apply_created(bus_txn *t, const bus_event *ev) {
   dom_rec d;
   memset(&d, 0, sizeof d);
   if (!bus_name_valid(name, BUS_NAME_MAX) ||
-      ipam_cidr_parse(cidr, &d.c, err, sizeof err))
+      ipam_cidr_parse(cidr, &d.c, err, sizeof err) ||
+      ipam_domain_cidr_check(&d.c, err, sizeof err))
     return bus_error(BUS_EINVAL, "domain %s: bad name or cidr", name);
   dom_rec old;
   int rc = ipam_dom_get(t, name, &old);
