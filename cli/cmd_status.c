@@ -7,11 +7,17 @@
  * it answered within the window; the exit code is 0 only when every
  * expected service is up. The broker describes itself through the
  * system account's $SYS.REQ.SERVER.PING.CONNZ, which every account may
- * call; the stream counts come from $JS.API.STREAM.INFO.
+ * call; the stream counts come from $JS.API.STREAM.INFO. Credentials that
+ * may not send that request (a user's) still see the version of the
+ * server they reach: from the INFO line it sends any TCP client.
  */
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -78,6 +84,60 @@ on_server(const void *data, size_t len, void *ud) {
     s->jetstream = json_is_true(json_object_get(srv, "jetstream"));
   }
   json_decref(j);
+}
+
+/* Connect to host:port (the first of url's servers) and read one line. */
+static int
+first_line(const char *url, char *line, size_t cap) {
+  char host[256], port[16] = "4222";
+  const char *p = strstr(url, "://") ? strstr(url, "://") + 3 : url;
+  const char *at = strchr(p, '@'), *end = p + strcspn(p, ",");
+  if (at && at < end)
+    p = at + 1;
+  size_t hl = strcspn(p, ":,");
+  snprintf(host, sizeof host, "%.*s", (int)(hl < sizeof host ? hl : 0), p);
+  if (p[hl] == ':')
+    snprintf(port, sizeof port, "%.*s", (int)strcspn(p + hl + 1, ",/"),
+             p + hl + 1);
+  struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+  if (getaddrinfo(host, port, &hints, &ai) != 0)
+    return -1;
+  int fd = socket(ai->ai_family, ai->ai_socktype, 0);
+  struct timeval tv = {2, 0};
+  size_t len = 0;
+  if (fd >= 0 && !setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) &&
+      !setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) &&
+      !connect(fd, ai->ai_addr, ai->ai_addrlen)) {
+    ssize_t r;
+    while (len + 1 < cap && !memchr(line, '\n', len) &&
+           (r = read(fd, line + len, cap - 1 - len)) > 0)
+      len += (size_t)r;
+  }
+  line[len] = 0;
+  if (fd >= 0)
+    close(fd);
+  freeaddrinfo(ai);
+  return strncmp(line, "INFO ", 5) ? -1 : 0;
+}
+
+/* The server's INFO, sent before any authentication: its name, version
+ * and whether JetStream is on. nats.c 3.4.1 keeps the INFO it got to
+ * itself, so this asks the same server again on a plain socket. */
+static void
+info_server(const char *url, status_ctx *x) {
+  char line[8192];
+  if (x->nservers || first_line(url, line, sizeof line) < 0)
+    return;
+  json_t *info = json_loads(line + 5, JSON_DISABLE_EOF_CHECK, NULL);
+  const char *name = json_string_value(json_object_get(info, "server_name"));
+  const char *ver = json_string_value(json_object_get(info, "version"));
+  if (ver) {
+    server_row *s = &x->servers[x->nservers++];
+    snprintf(s->name, sizeof s->name, "%s", name ? name : "?");
+    snprintf(s->version, sizeof s->version, "%s", ver);
+    s->jetstream = json_is_true(json_object_get(info, "jetstream"));
+  }
+  json_decref(info);
 }
 
 static void
@@ -236,6 +296,7 @@ cmd_status(int argc, char **argv, lark_cli *cli) {
   }
   expect_services(x);
   bus_conn_gather(c, "$SYS.REQ.SERVER.PING.CONNZ", "{}", 2, 300, on_server, x);
+  info_server(cli->url, x);
   /* A failed gather is reported but read as "nobody answered": the
    * broker and streams below are still worth showing. */
   int rc = bus_conn_gather(c, "lark.sys.status", "", 0, wait_ms, on_status, x);

@@ -6,7 +6,8 @@
  * through libbus; then the real `nats` binary, given the nkey seed file
  * larkctl wrote, lists and describes the streams and reads the event log,
  * and a plain user's seed file cannot remove a stream. `larkctl status`
- * names the broker's version, the one `nats-server --version` prints.
+ * names the broker's version, the one `nats-server --version` prints,
+ * to the admin and to a user alike.
  * Skipped when `nats` is not on PATH.
  */
 #include <criterion/criterion.h>
@@ -210,4 +211,8 @@ Test(natscli, larkctl_status_names_the_broker_version) {
   char want[96];
   snprintf(want, sizeof want, "nats-server %s", version);
   cr_assert(strstr(out, want), "%s missing: %s", want, out);
+  /* a user may not ask the system account: the INFO line says it */
+  sh("LARK_URL=%s LARK_CREDS=%s %s status --wait 200ms", srv.url, alice_creds,
+     larkctl);
+  cr_assert(strstr(out, want), "as a user, %s missing: %s%s", want, out, err);
 }
