@@ -195,10 +195,16 @@ services_json(const status_ctx *x, int *all_up) {
   *all_up = 1;
   for (size_t i = 0; i < x->n; i++) {
     const svc_row *r = &x->rows[i];
-    if (r->expected && !r->up)
+    if (r->expected && (!r->up || strcmp(r->st.state, "up")))
       *all_up = 0;
-    json_t *o = json_pack("{s:s, s:s, s:b}", "name", r->st.name, "state",
-                          r->up ? "up" : "down", "expected", r->expected);
+    json_t *o =
+        json_pack("{s:s, s:s, s:b}", "name", r->st.name, "state",
+                  r->up ? r->st.state : "down", "expected", r->expected);
+    if (r->up && r->st.why[0])
+      json_object_set_new(o, "why", json_string(r->st.why));
+    if (r->up)
+      json_object_set_new(o, "repositions",
+                          json_integer((json_int_t)r->st.repositions));
     if (r->up)
       json_object_update_new(
           o, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:s}", "seq",
@@ -247,7 +253,7 @@ print_text(json_t *broker, json_t *streams, json_int_t nodes,
   if (nodes >= 0)
     printf("  stream %-13s %lld, one per node the scheduler knows\n",
            "LARK_NODE_*", (long long)nodes);
-  printf("%-16s %-5s %10s %8s %7s %8s  %s\n", "SERVICE", "STATE", "SEQ", "LAG",
+  printf("%-16s %-8s %10s %8s %7s %8s  %s\n", "SERVICE", "STATE", "SEQ", "LAG",
          "STALE", "REJECTED", "DIGEST");
   json_array_foreach(services, i, v) {
     const char *name = json_string_value(json_object_get(v, "name"));
@@ -255,15 +261,18 @@ print_text(json_t *broker, json_t *streams, json_int_t nodes,
         !json_object_get(v, "seq"))
       continue;
     if (!json_object_get(v, "seq")) {
-      printf("%-16s %-5s\n", name, "down");
+      printf("%-16s %-8s\n", name, "down");
       continue;
     }
-    printf("%-16s %-5s %10lld %8lld %7lld %8lld  %.12s\n", name, "up",
+    printf("%-16s %-8s %10lld %8lld %7lld %8lld  %.12s\n", name,
+           json_string_value(json_object_get(v, "state")),
            json_integer_value(json_object_get(v, "seq")),
            json_integer_value(json_object_get(v, "lag")),
            json_integer_value(json_object_get(v, "stale")),
            json_integer_value(json_object_get(v, "rejected")),
            json_string_value(json_object_get(v, "digest")));
+    if (json_object_get(v, "why"))
+      printf("  %s\n", json_string_value(json_object_get(v, "why")));
   }
 }
 

@@ -634,6 +634,7 @@ typedef struct bus_view_stats {
 } bus_view_stats;
 
 int bus_view_stats_get(bus_view *v, bus_view_stats *s);
+  int64_t applied_ns;   /* its stored time in the stream; 0: not known */
 const char *bus_view_name(const bus_view *v);
 
 /*
@@ -761,10 +762,31 @@ int bus_service_run(bus_conn *c, bus_view *v, const bus_service_opts *o);
 
 /* The status record a service answers with, decoded (larkctl status). */
 typedef struct bus_status {
+  /* called when the service's state changes (BUS_SERVICE_DIVERGED, with
+   * why: the view holds events the stream no longer has); may be NULL */
+  void (*on_state)(int state, const char *why, void *ud);
+  void *state_ud;
   char name[64];
   uint64_t seq;
+/*
+ * The state a service reports in its status. UP: it applies and decides.
+ * DIVERGED: its view holds events the stream no longer has (an R1 server
+ * that lost acknowledged writes in an OS crash): it stops applying and
+ * deciding, and answers status, until its view is rebuilt.
+ */
+enum { BUS_SERVICE_UP = 0, BUS_SERVICE_DIVERGED = 1 };
+const char *bus_service_state_name(int state);
+
   char digest[65];
-  uint64_t lag, applied, stale, rejected, outbox;
+/*
+ * Run the loop until *o->stop: applies every event of the filter exactly
+ * once and in stream order (a hole in delivery order is refilled by
+ * making the consumer again after the view's applied sequence; see
+ * repositions in the status), acks, publishes decisions, ticks.
+ */
+  uint64_t lag, applied, stale, rejected, outbox, repositions;
+  char state[16]; /* "up" or "diverged"; "up" when the record has none */
+  char why[256];  /* what a state other than up means */
 } bus_status;
 int bus_status_decode(const void *buf, size_t len, bus_status *st);
 /* Ask one service for its status (request to lark.sys.status.<name>). */

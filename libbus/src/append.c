@@ -202,6 +202,25 @@ bus_last_event(bus_conn *c, const char *stream, const char *subject,
 }
 
 int
+bus__stream_msg_time(bus_conn *c, const char *stream, uint64_t seq,
+                     int64_t *ns) {
+  natsMsg *m = NULL;
+  jsOptions jo;
+  jsErrCode jerr = 0;
+  bus__js_opts(c, &jo);
+  natsStatus s = js_GetMsg(&m, c->js, stream, seq, &jo, &jerr);
+  if (s != NATS_OK) {
+    if (jerr == JSNoMessageFoundErr || (s == NATS_NOT_FOUND && !jerr))
+      return BUS_ERR(BUS_ENOT_FOUND, "no message %llu in %s",
+                     (unsigned long long)seq, stream);
+    return bus__nats_err(s, jerr, stream);
+  }
+  *ns = natsMsg_GetTime(m);
+  natsMsg_Destroy(m);
+  return 0;
+}
+
+int
 bus_purge_subject(bus_conn *c, const char *stream, const char *subject) {
   jsOptions jo;
   jsErrCode jerr = 0;

@@ -280,6 +280,18 @@ bus_consumer_pending(bus_consumer *k, uint64_t *pending) {
   return 0;
 }
 
+int
+bus__consumer_lag(bus_consumer *k, uint64_t *lag) {
+  jsConsumerInfo *ci = NULL;
+  jsErrCode jerr = 0;
+  natsStatus s = consumer_info(k, &ci, &jerr);
+  if (s != NATS_OK)
+    return bus__nats_err(s, jerr, k->stream);
+  *lag = ci->NumPending + (uint64_t)ci->NumAckPending;
+  jsConsumerInfo_Destroy(ci);
+  return 0;
+}
+
 /* ------------------------------------------------------------------ batch */
 
 int
@@ -438,6 +450,30 @@ bus__batch_fill(bus_batch *b, natsMsgList *list, bus__meta *last) {
   }
   b->n = (size_t)b->list.Count;
   return 0;
+}
+
+/*
+ * A consumer numbers its first deliveries 1, 2, 3, ... whatever its filter
+ * skips or the stream has deleted, so a hole in that numbering is a
+ * message this reader was given and never saw: a pull answered into a
+ * connection that broke, or a message someone else pulled. A message the
+ * reader already holds (seq <= applied) is a redelivery of what it took
+ * before: it never breaks the order, whatever number it carries.
+ */
+size_t
+bus__batch_in_order(const bus_batch *b, uint64_t applied, uint64_t *next_cseq) {
+  for (size_t i = 0; i < b->n; i++) {
+    bus__meta m;
+    if (bus__ack_meta(natsMsg_GetReply(b->list.Msgs[i]), &m) < 0)
+      return i;
+    if (m.sseq > applied && m.cseq != *next_cseq)
+      return i;
+    if (m.cseq >= *next_cseq)
+      *next_cseq = m.cseq + 1;
+    if (m.sseq > applied)
+      applied = m.sseq;
+  }
+  return b->n;
 }
 
 /* Drop messages from index keep on (they are destroyed now). */

@@ -117,4 +117,19 @@ int bus__fetch(natsSubscription *sub, int max, int timeout_ms,
 int bus__batch_fill(bus_batch *b, natsMsgList *list, bus__meta *last);
 void bus__batch_truncate(bus_batch *b, size_t keep);
 
+/*
+ * Delivery order for a reader that holds the stream up to applied: the
+ * index of the first message of b it does not hold whose consumer
+ * sequence is not *next_cseq (the one after the last it took), or b->n.
+ * *next_cseq moves past every message before that index.
+ */
+size_t bus__batch_in_order(const bus_batch *b, uint64_t applied,
+                           uint64_t *next_cseq);
+/* The view's lag as the consumer sees it: messages of its filter not yet
+ * delivered, plus those delivered and not acknowledged. */
+int bus__consumer_lag(bus_consumer *k, uint64_t *lag);
+/* The stored time of the message at seq; BUS_ENOT_FOUND if it is gone. */
+int bus__stream_msg_time(bus_conn *c, const char *stream, uint64_t seq,
+                         int64_t *ns);
+
 #endif

@@ -11,6 +11,24 @@
  * sequence, so a view thrown away and rebuilt, or restored from a
  * snapshot, is fed from exactly where it stands.
  *
+ * A view never skips an event. The consumer numbers its first deliveries
+ * densely, so a message the loop was given and never saw (a pull answered
+ * into a connection a broker crash broke, a message another client pulled)
+ * shows as a hole in that numbering before anything after it is applied:
+ * the loop applies what came in order, then recreates the consumer just
+ * after the view's applied sequence (a "reposition"), which delivers the
+ * missing events again, in stream order. This holds for a filtered
+ * consumer (the broker numbers only what matches) and for deleted
+ * messages (never delivered, never numbered).
+ *
+ * A view also holds the stored time of the event it applied last. At
+ * start and after every reconnection the loop checks that the stream
+ * still has that event at that sequence: a stream that lost acknowledged
+ * writes (an OS crash of a server that had not synced) may have reused
+ * the sequence or not reached it. Then the view describes events the log
+ * no longer has: the loop says so (state "diverged", in status and
+ * through on_state) and stops applying and deciding until it is rebuilt.
+ *
  * Status and snapshot requests are answered from nats.c's delivery thread: they
  * read the view in their own read transaction (LMDB allows it beside the
  * writer) and the lag this loop last measured.
@@ -20,7 +38,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "bus-int.h"
+#include "nats-int.h"
 
 #define LAG_EVERY_MS 500
 
@@ -29,8 +47,18 @@ typedef struct service {
   bus_view *view;
   const bus_service_opts *o;
   _Atomic uint64_t lag;
+  _Atomic uint64_t repositions; /* holes in delivery order, refilled */
+  _Atomic int state;            /* BUS_SERVICE_* */
+  char why[256];                /* set once, before state turns diverged */
+  uint64_t next_cseq;           /* the consumer's next first delivery */
+  unsigned long reconnects;     /* the count at the last stream check */
   bus_serve *serve_all, *serve_one, *serve_snap;
 } service;
+
+const char *
+bus_service_state_name(int state) {
+  return state == BUS_SERVICE_DIVERGED ? "diverged" : "up";
+}
 
 void
 bus_service_opts_init(bus_service_opts *o) {
@@ -67,7 +95,8 @@ pack_kv_u64(msgpack_packer *pk, const char *k, uint64_t v) {
   msgpack_pack_uint64(pk, v);
 }
 
-/* {name, seq, digest, lag, applied, stale, rejected, outbox} */
+/* {name, seq, digest, lag, applied, stale, rejected, outbox, state,
+ *  repositions[, why]} */
 static int
 status_encode(service *s, msgpack_sbuffer *sb) {
   uint8_t d[32];
@@ -82,7 +111,8 @@ status_encode(service *s, msgpack_sbuffer *sb) {
   bus_digest_hex(d, hex);
   msgpack_packer pk;
   msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 8);
+  int state = atomic_load(&s->state);
+  msgpack_pack_map(&pk, state == BUS_SERVICE_UP ? 10 : 11);
   pack_kv_str(&pk, "name", s->o->name);
   pack_kv_u64(&pk, "seq", seq);
   pack_kv_str(&pk, "digest", hex);
@@ -91,6 +121,10 @@ status_encode(service *s, msgpack_sbuffer *sb) {
   pack_kv_u64(&pk, "stale", st.stale);
   pack_kv_u64(&pk, "rejected", st.rejected);
   pack_kv_u64(&pk, "outbox", st.outbox);
+  pack_kv_str(&pk, "state", bus_service_state_name(state));
+  pack_kv_u64(&pk, "repositions", atomic_load(&s->repositions));
+  if (state != BUS_SERVICE_UP)
+    pack_kv_str(&pk, "why", s->why);
   return 0;
 }
 
@@ -199,10 +233,24 @@ open_consumer(service *s, bus_consumer **k) {
   co.deliver = st.applied_seq ? BUS_DELIVER_FROM_SEQ : BUS_DELIVER_ALL;
   co.start_seq = st.applied_seq + 1;
   co.recreate = 1;
-  return bus_consumer_open(s->conn, &co, k);
+  s->next_cseq = 1; /* a new consumer numbers from 1 */
+  /* Between the delete and the create another client may make one of
+   * the same name (only where the rules let it): delete and try again. */
+  for (int i = 0;; i++) {
+    rc = bus_consumer_open(s->conn, &co, k);
+    if (rc != BUS_EBROKER || i == 3)
+      return rc;
+  }
 }
 
-/* One pass: fetch and apply a batch, ack it, publish decisions. */
+#define REPOSITION 2 /* step: a hole in delivery order, reopen */
+
+/*
+ * One pass: fetch a batch, apply what came in order and ack it. Returns
+ * 1 when something was applied, 0 when nothing came, REPOSITION when the
+ * delivery order broke (what followed the hole is left unacked: the
+ * consumer is about to be made again).
+ */
 static int
 step(service *s, bus_consumer *k, bus_batch *b) {
   int rc = bus_consumer_fetch(k, s->o->batch, s->o->poll_ms, b);
@@ -212,10 +260,62 @@ step(service *s, bus_consumer *k, bus_batch *b) {
     return rc;
   if (bus_batch_len(b) == 0)
     return 0;
-  if ((rc = bus_view_apply_batch(s->view, b)))
+  bus_view_stats st;
+  if ((rc = bus_view_stats_get(s->view, &st)))
+    return rc;
+  size_t n = bus_batch_len(b);
+  size_t keep = bus__batch_in_order(b, st.applied_seq, &s->next_cseq);
+  bus__batch_truncate(b, keep);
+  if (keep && (rc = bus_view_apply_batch(s->view, b)))
     return rc;
   bus_batch_ack(b); /* a lost ack only means a skipped redelivery */
-  return 1;
+  return keep < n ? REPOSITION : keep > 0;
+}
+
+/*
+ * Does the stream still hold, at the view's applied sequence, the event
+ * the view applied last (same stored time)? Asked at start and after each
+ * reconnection. A failure to ask is not an answer: asked again later.
+ */
+static void
+check_stream(service *s) {
+  unsigned long rc_now = atomic_load(&s->conn->reconnects);
+  bus_view_stats st;
+  if (s->reconnects == rc_now || bus_view_stats_get(s->view, &st))
+    return;
+  int64_t ns = 0;
+  int rc = 0;
+  if (st.applied_seq)
+    rc = bus__stream_msg_time(s->conn, s->o->stream, st.applied_seq, &ns);
+  if (rc == BUS_ENOT_FOUND) {
+    uint64_t last = 0;
+    if (bus_stream_last_seq(s->conn, s->o->stream, &last) < 0)
+      return;
+    if (last >= st.applied_seq) { /* deleted on purpose: nothing to say */
+      s->reconnects = rc_now;
+      return;
+    }
+    snprintf(s->why, sizeof s->why,
+             "the view holds %s up to sequence %llu, the stream ends at "
+             "%llu: it lost acknowledged events",
+             s->o->stream, (unsigned long long)st.applied_seq,
+             (unsigned long long)last);
+  } else if (rc < 0) {
+    return;
+  } else if (st.applied_ns && ns != st.applied_ns) {
+    snprintf(s->why, sizeof s->why,
+             "%s sequence %llu is not the event the view applied (stored "
+             "at %lld, the view's at %lld): the stream was rewritten",
+             s->o->stream, (unsigned long long)st.applied_seq, (long long)ns,
+             (long long)st.applied_ns);
+  } else {
+    s->reconnects = rc_now;
+    return;
+  }
+  s->reconnects = rc_now;
+  atomic_store(&s->state, BUS_SERVICE_DIVERGED);
+  if (s->o->on_state)
+    s->o->on_state(BUS_SERVICE_DIVERGED, s->why, s->o->state_ud);
 }
 
 /* Publish what decide left in the outbox. */
@@ -242,12 +342,26 @@ after_batch(service *s) {
  * most, not once per batch. */
 static void
 measure_lag(service *s, bus_consumer *k, int64_t now, int64_t *last) {
-  uint64_t pending;
+  uint64_t lag;
   if (now - *last < LAG_EVERY_MS)
     return;
   *last = now;
-  if (bus_consumer_pending(k, &pending) == 0)
-    atomic_store(&s->lag, pending);
+  if (bus__consumer_lag(k, &lag) == 0)
+    atomic_store(&s->lag, lag);
+}
+
+/* Make the consumer again just after what the view holds. */
+static int
+reopen(service *s, bus_consumer **kp) {
+  bus_consumer_close(*kp);
+  *kp = NULL;
+  return open_consumer(s, kp);
+}
+
+static void
+idle(int ms) {
+  struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
 }
 
 static int
@@ -258,14 +372,21 @@ run_loop(service *s, bus_consumer **kp, bus_batch *b) {
   while (!rc && !*s->o->stop) {
     if (bus_conn_closed(s->conn))
       return BUS_ERR(BUS_ECONN, "the broker connection closed for good");
+    check_stream(s);
+    if (atomic_load(&s->state) == BUS_SERVICE_DIVERGED) {
+      idle(s->o->poll_ms); /* status still answers; nothing is decided */
+      continue;
+    }
     int got = step(s, k, b);
-    if (got == BUS_ENOT_FOUND) { /* the consumer is gone: make it again */
-      bus_consumer_close(*kp);
-      *kp = NULL;
-      if ((got = open_consumer(s, kp)) < 0)
+    if (got == REPOSITION)
+      atomic_fetch_add(&s->repositions, 1);
+    if (got == BUS_ENOT_FOUND || got == REPOSITION) {
+      if ((got = reopen(s, kp)) < 0)
         return got;
       k = *kp;
-      continue;
+      if (!(rc = after_batch(s)))
+        continue;
+      break;
     }
     if (got < 0)
       return got;
@@ -292,6 +413,7 @@ bus_service_run(bus_conn *c, bus_view *v, const bus_service_opts *o) {
   if (!opts.name)
     return BUS_ERR(BUS_EINVAL, "a service needs a name");
   service s = {.conn = c, .view = v, .o = &opts};
+  s.reconnects = (unsigned long)-1; /* check the stream at start */
   bus_consumer *k = NULL;
   bus_batch *b = NULL;
   int rc = serve_status(&s);

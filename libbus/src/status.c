@@ -40,13 +40,23 @@ set_field(bus_status *st, const msgpack_object_kv *kv) {
       {"stale", offsetof(bus_status, stale)},
       {"rejected", offsetof(bus_status, rejected)},
       {"outbox", offsetof(bus_status, outbox)},
+      {"repositions", offsetof(bus_status, repositions)},
+  };
+  static const struct {
+    const char *name;
+    size_t off, cap;
+  } strs[] = {
+      {"name", offsetof(bus_status, name), sizeof st->name},
+      {"digest", offsetof(bus_status, digest), sizeof st->digest},
+      {"state", offsetof(bus_status, state), sizeof st->state},
+      {"why", offsetof(bus_status, why), sizeof st->why},
   };
   if (kv->key.type != MSGPACK_OBJECT_STR)
     return;
-  if (k->size == 4 && memcmp(k->ptr, "name", 4) == 0)
-    copy_str(&kv->val, st->name, sizeof st->name);
-  else if (k->size == 6 && memcmp(k->ptr, "digest", 6) == 0)
-    copy_str(&kv->val, st->digest, sizeof st->digest);
+  for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
+    if (k->size == strlen(strs[i].name) &&
+        memcmp(k->ptr, strs[i].name, k->size) == 0)
+      copy_str(&kv->val, (char *)st + strs[i].off, strs[i].cap);
   for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
     if (k->size == strlen(nums[i].name) &&
         memcmp(k->ptr, nums[i].name, k->size) == 0)
@@ -67,6 +77,8 @@ bus_status_decode(const void *buf, size_t len, bus_status *st) {
   }
   for (uint32_t i = 0; i < u.data.via.map.size; i++)
     set_field(st, &u.data.via.map.ptr[i]);
+  if (!st->state[0])
+    snprintf(st->state, sizeof st->state, "up");
 out:
   msgpack_unpacked_destroy(&u);
   return rc;

@@ -28,6 +28,7 @@ typedef struct bus__table {
 
 typedef struct bus__counters {
   uint64_t applied_seq, applied, stale, rejected, outbox_next, dropped;
+  int64_t applied_ns; /* the stream's stored time of applied_seq */
 } bus__counters;
 
 struct bus_view {

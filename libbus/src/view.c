@@ -73,18 +73,24 @@ bus__table_dbi(bus_view *v, const char *name, MDB_dbi *dbi) {
 
 /* ----------------------------------------------------------- counters */
 
+#define NCOUNTERS 7
+
+/* A view written before applied_ns existed has six counters: the missing
+ * one reads 0, "not known", and the start check then skips the time. */
 static void
-counters_encode(const bus__counters *c, unsigned char out[48]) {
-  const uint64_t f[6] = {c->applied_seq, c->applied,     c->stale,
-                         c->rejected,    c->outbox_next, c->dropped};
-  for (int i = 0; i < 6; i++)
+counters_encode(const bus__counters *c, unsigned char out[8 * NCOUNTERS]) {
+  const uint64_t f[NCOUNTERS] = {
+      c->applied_seq, c->applied,   c->stale,
+      c->rejected,    c->outbox_next, c->dropped,
+      (uint64_t)c->applied_ns};
+  for (int i = 0; i < NCOUNTERS; i++)
     bus__put_be64(out + 8 * i, f[i]);
 }
 
 static void
 counters_decode(const unsigned char *in, size_t len, bus__counters *c) {
-  uint64_t f[6] = {0};
-  for (size_t i = 0; i < 6 && 8 * (i + 1) <= len; i++)
+  uint64_t f[NCOUNTERS] = {0};
+  for (size_t i = 0; i < NCOUNTERS && 8 * (i + 1) <= len; i++)
     f[i] = bus__get_be64(in + 8 * i);
   c->applied_seq = f[0];
   c->applied = f[1];
@@ -92,6 +98,7 @@ counters_decode(const unsigned char *in, size_t len, bus__counters *c) {
   c->rejected = f[3];
   c->outbox_next = f[4];
   c->dropped = f[5];
+  c->applied_ns = (int64_t)f[6];
 }
 
 static int
@@ -109,7 +116,7 @@ counters_load(MDB_txn *txn, MDB_dbi meta, bus__counters *c) {
 
 static int
 counters_save(MDB_txn *txn, MDB_dbi meta, const bus__counters *c) {
-  unsigned char buf[48];
+  unsigned char buf[8 * NCOUNTERS];
   counters_encode(c, buf);
   MDB_val k = {strlen(META_COUNTERS), (void *)META_COUNTERS};
   MDB_val val = {sizeof buf, buf};
@@ -513,7 +520,7 @@ apply_one(bus_txn *t, const bus_event *ev) {
 
 /* Undecodable messages (ev == NULL) are counted and passed over. */
 static int
-apply_seq(bus_txn *t, const bus_event *ev, uint64_t seq) {
+apply_seq(bus_txn *t, const bus_event *ev, uint64_t seq, int64_t stored_ns) {
   if (seq <= t->c.applied_seq)
     return 0; /* redelivered: already in the view */
   int rc = 0;
@@ -521,8 +528,10 @@ apply_seq(bus_txn *t, const bus_event *ev, uint64_t seq) {
     rc = apply_one(t, ev);
   else
     t->c.rejected++;
-  if (rc == 0)
+  if (rc == 0) {
     t->c.applied_seq = seq;
+    t->c.applied_ns = stored_ns;
+  }
   return rc;
 }
 
@@ -543,7 +552,7 @@ bus_view_apply(bus_view *v, const bus_event *const *evs, size_t n) {
   t.now_ns = v->opts.effects ? now_ns() : 0;
   uint64_t before = t.c.applied;
   for (size_t i = 0; i < n && !rc; i++)
-    rc = apply_seq(&t, evs[i], evs[i]->seq);
+    rc = apply_seq(&t, evs[i], evs[i]->seq, evs[i]->stored_ns);
   if (!rc)
     rc = end_batch(&t, before);
   if (rc) {
@@ -566,8 +575,9 @@ bus_view_apply_batch(bus_view *v, const bus_batch *b) {
   uint64_t before = t.c.applied;
   for (size_t i = 0; i < n && !rc; i++) {
     uint64_t seq;
-    bus_batch_meta(b, i, NULL, &seq, NULL);
-    rc = apply_seq(&t, bus_batch_event(b, i), seq);
+    int64_t stored_ns;
+    bus_batch_meta(b, i, NULL, &seq, &stored_ns);
+    rc = apply_seq(&t, bus_batch_event(b, i), seq, stored_ns);
   }
   if (!rc)
     rc = end_batch(&t, before);
@@ -606,6 +616,7 @@ bus_view_stats_get(bus_view *v, bus_view_stats *s) {
   rc = mdb_stat(t->txn, dbi, &st);
   memset(s, 0, sizeof *s);
   s->applied_seq = t->c.applied_seq;
+  s->applied_ns = t->c.applied_ns;
   s->applied = t->c.applied;
   s->stale = t->c.stale;
   s->rejected = t->c.rejected;

@@ -176,6 +176,16 @@ log_batch(const bus_view_stats *st, void *ud) {
           (unsigned long long)st->rejected, (unsigned long long)st->outbox);
 }
 
+void
+svc_on_state(int state, const char *why, void *ud) {
+  svc *s = ud;
+  SVC_LOG(s, SVC_ERROR, "lark.ev.>", 0,
+          "view %s: %s; it applies and decides nothing more until rebuilt: "
+          "stop %s, move its view directory (%s) away and start it again "
+          "(it replays the stream from sequence 1)",
+          bus_service_state_name(state), why, s->name, s->data);
+}
+
 #define SVC_MAX_KINDS 8
 
 static int
@@ -214,6 +224,8 @@ loop(svc *s, bus_view *v, const svc_view_opts *o) {
   so.tick_ms = o->tick_ms;
   so.on_batch = log_batch;
   so.ud = &l;
+  so.on_state = svc_on_state;
+  so.state_ud = s;
   if (o->repair) {
     so.repair = repair;
     so.repair_ud = &r;

@@ -47,6 +47,10 @@ void svc_signals(svc *s);
 int svc_connect(svc *s, const char *const *streams);
 void svc_close(svc *s);
 
+/* bus_service_opts.on_state for a service whose state_ud is its svc: one
+ * error line saying what is wrong and the way back (a rebuild). */
+void svc_on_state(int state, const char *why, void *ud);
+
 /*
  * The life of a view service: open its view in s->data, serve the command
  * kinds it owns, run the service loop (bus_service_run) until a signal,

@@ -63,6 +63,8 @@ run(app *a) {
     so.stop = &a->s.stop;
     so.tick_ms = 500;
     so.on_batch = on_batch;
+    so.on_state = svc_on_state;
+    so.state_ud = &a->s;
     so.ud = a;
     SVC_LOG(&a->s, SVC_INFO, "lark.ev.>", 0, "running, hold %lld ms",
             (long long)(a->opts.hold_ns / 1000000));

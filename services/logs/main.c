@@ -71,6 +71,8 @@ serve(app *a) {
     so.name = a->s.instance ? a->s.instance : "logs";
     so.stop = &a->s.stop;
     so.on_batch = on_batch;
+    so.on_state = svc_on_state;
+    so.state_ud = &a->s;
     so.ud = a;
     SVC_LOG(&a->s, SVC_INFO, "lark.in.*.logs.>", 0, "running");
     rc = bus_service_run(a->s.conn, a->view, &so);

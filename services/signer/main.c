@@ -87,6 +87,8 @@ serve_and_run(app *a) {
     so.filter = "lark.ev.cert.>";
     so.stop = &a->s.stop;
     so.on_batch = on_batch;
+    so.on_state = svc_on_state;
+    so.state_ud = &a->s;
     so.ud = a;
     SVC_LOG(&a->s, SVC_INFO, "lark.ev.cert.>", 0, "running, %d workers",
             a->workers);

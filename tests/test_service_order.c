@@ -1,0 +1,272 @@
+/*
+ * test_service_order.c - the service loop applies every event of its
+ * filter exactly once and in stream order, whatever another client does
+ * to its consumer, and says so when its view holds events the stream no
+ * longer has. Against a real broker.
+ *
+ * The view under test writes, for each event it applies, the event's
+ * stream sequence at the next position of a list: the list must read
+ * 1, 2, 3, ... with nothing missing and nothing twice.
+ */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nats/nats.h>
+
+#include "natsd.h"
+
+static const char *const tables[] = {"order", "count", NULL};
+
+static void
+be64(unsigned char *p, uint64_t x) {
+  for (int i = 7; i >= 0; i--, x >>= 8)
+    p[i] = (unsigned char)x;
+}
+
+static uint64_t
+get_be64(const unsigned char *p) {
+  uint64_t x = 0;
+  for (int i = 0; i < 8; i++)
+    x = (x << 8) | p[i];
+  return x;
+}
+
+/* order[n] = seq, count = n + 1 */
+static int
+apply_order(bus_txn *t, const bus_event *ev, void *ud) {
+  (void)ud;
+  const void *v;
+  size_t len;
+  uint64_t n = 0;
+  int rc = bus_txn_get(t, "count", "n", 1, &v, &len);
+  if (rc == 0 && len == 8)
+    n = get_be64(v);
+  else if (rc && rc != BUS_ENOT_FOUND)
+    return rc;
+  unsigned char k[8], val[8];
+  be64(k, n);
+  be64(val, ev->seq);
+  if ((rc = bus_txn_put(t, "order", k, 8, val, 8)))
+    return rc;
+  be64(val, n + 1);
+  return bus_txn_put(t, "count", "n", 1, val, 8);
+}
+
+static lt_natsd srv;
+static bus_conn *conn;
+static char dir[256];
+
+static void
+setup(void) {
+  cr_assert_eq(lt_natsd_start(&srv, NULL, NULL), 0);
+  cr_assert_eq(lt_connect(&srv, &conn), 0, "%s", bus_last_error());
+  cr_assert_eq(lt_streams(conn, 1000), 0, "%s", bus_last_error());
+  lt_tmpdir(dir, sizeof dir, "order");
+}
+
+static void
+teardown(void) {
+  bus_conn_close(conn);
+  lt_natsd_stop(&srv);
+  lt_rmtree(dir);
+}
+
+TestSuite(order, .init = setup, .fini = teardown, .timeout = 120);
+
+static bus_view *
+open_view(void) {
+  bus_view_def d = {.name = "order", .tables = tables, .apply = apply_order};
+  bus_view_opts o;
+  bus_view_opts_init(&o);
+  o.dir = dir;
+  bus_view *v = NULL;
+  cr_assert_eq(bus_view_open(&v, &d, &o), 0, "%s", bus_last_error());
+  return v;
+}
+
+static void
+append_n(int from, int n) {
+  for (int i = from; i < from + n; i++) {
+    char subject[64], id[32];
+    snprintf(subject, sizeof subject, "lark.ev.sample.s%d", i);
+    snprintf(id, sizeof id, "ev-%d-%ld", i, (long)time(NULL));
+    bus_event ev = {
+        .v = 1, .type = "sample.created", .id = id, .ts = 1, .actor = "t"};
+    ev.data.type = MSGPACK_OBJECT_NIL;
+    int rc = bus_append(conn, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL);
+    cr_assert_eq(rc, 0, "append: %s", bus_last_error());
+  }
+}
+
+typedef struct runner {
+  bus_view *v;
+  volatile int stop;
+  int rc;
+  int state;
+  char why[256];
+} runner;
+
+static void
+on_state(int state, const char *why, void *ud) {
+  runner *r = ud;
+  snprintf(r->why, sizeof r->why, "%s", why);
+  r->state = state;
+}
+
+static void *
+run_service(void *arg) {
+  runner *r = arg;
+  bus_service_opts o;
+  bus_service_opts_init(&o);
+  o.name = "order";
+  o.poll_ms = 100;
+  o.batch = 16;
+  o.stop = &r->stop;
+  o.on_state = on_state;
+  o.state_ud = r;
+  r->rc = bus_service_run(conn, r->v, &o);
+  if (r->rc)
+    fprintf(stderr, "service: %s: %s\n", bus_err_name(r->rc), bus_last_error());
+  return NULL;
+}
+
+static int
+wait_status(const char *what, uint64_t seq, int ms, bus_status *st) {
+  for (int i = 0; i < ms / 100; i++) {
+    if (bus_status_query(conn, "order", 500, st) == 0 &&
+        !strcmp(st->state, what) && st->seq >= seq)
+      return 1;
+    usleep(100 * 1000);
+  }
+  return 0;
+}
+
+/* The view's list must be 1..n, each once, in order. */
+static void
+expect_in_order(bus_view *v, uint64_t n) {
+  bus_txn *t;
+  cr_assert_eq(bus_view_read(v, &t), 0);
+  const void *val;
+  size_t len;
+  cr_assert_eq(bus_txn_get(t, "count", "n", 1, &val, &len), 0);
+  cr_expect_eq(get_be64(val), n, "applied %llu events, the stream has %llu",
+               (unsigned long long)get_be64(val), (unsigned long long)n);
+  for (uint64_t i = 0; i < n; i++) {
+    unsigned char k[8];
+    be64(k, i);
+    cr_assert_eq(bus_txn_get(t, "order", k, 8, &val, &len), 0);
+    cr_assert_eq(get_be64(val), i + 1, "position %llu holds seq %llu",
+                 (unsigned long long)i, (unsigned long long)get_be64(val));
+  }
+  bus_txn_end(t);
+}
+
+/* Another client keeps pulling from the service's own durable (a raw
+ * $JS.API.CONSUMER.MSG.NEXT request, as a hostile client with that
+ * permission would) and acks what it takes: each message it takes is a
+ * hole in the service's delivery order, noticed and refilled. */
+typedef struct thief {
+  volatile int stop;
+  int taken;
+} thief;
+
+static void *
+steal(void *arg) {
+  thief *th = arg;
+  natsConnection *nc = NULL;
+  if (natsConnection_ConnectTo(&nc, srv.url) != NATS_OK)
+    return NULL;
+  const char *req = "{\"batch\":1,\"expires\":100000000}";
+  while (!th->stop) {
+    natsMsg *m = NULL;
+    natsStatus s = natsConnection_RequestString(
+        &m, nc, "$JS.API.CONSUMER.MSG.NEXT.LARK_EVENTS.order", req, 500);
+    const char *reply = s == NATS_OK ? natsMsg_GetReply(m) : NULL;
+    if (reply && !strncmp(reply, "$JS.ACK.", 8)) {
+      th->taken++;
+      natsConnection_PublishString(nc, reply, "+ACK");
+    }
+    natsMsg_Destroy(m);
+  }
+  natsConnection_Destroy(nc);
+  return NULL;
+}
+
+Test(order, events_another_client_takes_are_applied_all_the_same) {
+  runner r = {.v = open_view()};
+  pthread_t svc, thr;
+  bus_status st;
+  append_n(0, 5);
+  pthread_create(&svc, NULL, run_service, &r);
+  cr_assert(wait_status("up", 5, 20000, &st), "the service did not start");
+  thief th = {0};
+  pthread_create(&thr, NULL, steal, &th);
+  for (int i = 0; i < 20; i++) {
+    append_n(5 + 10 * i, 10);
+    usleep(50 * 1000);
+  }
+  th.stop = 1;
+  pthread_join(thr, NULL);
+  cr_expect(wait_status("up", 205, 30000, &st), "stuck at %llu",
+            (unsigned long long)st.seq);
+  cr_expect_gt(th.taken, 0, "the other client took nothing: nothing shown");
+  cr_expect_gt(st.repositions, 0, "no hole was noticed");
+  r.stop = 1;
+  pthread_join(svc, NULL);
+  cr_expect_eq(r.rc, 0, "service: %s", bus_last_error());
+  expect_in_order(r.v, 205);
+  bus_view_close(r.v);
+}
+
+/* The view applied up to 6; the stream is then made anew with fewer
+ * events (as an R1 server that lost its unsynced writes would be). */
+static void
+applied_then_stream_lost(runner *r, int keep) {
+  pthread_t svc;
+  bus_status st;
+  append_n(0, 6);
+  pthread_create(&svc, NULL, run_service, r);
+  cr_assert(wait_status("up", 6, 20000, &st), "the service did not start");
+  r->stop = 1;
+  pthread_join(svc, NULL);
+  cr_assert_eq(bus_stream_delete(conn, "LARK_EVENTS"), 0);
+  cr_assert_eq(lt_streams(conn, 1000), 0, "%s", bus_last_error());
+  append_n(100, keep);
+}
+
+static void
+expect_diverged(runner *r, const char *words) {
+  pthread_t svc;
+  bus_status st;
+  r->stop = 0;
+  pthread_create(&svc, NULL, run_service, r);
+  cr_expect(wait_status("diverged", 0, 20000, &st), "state %s", st.state);
+  cr_expect(strstr(st.why, words), "why: %s", st.why);
+  cr_expect_eq(r->state, BUS_SERVICE_DIVERGED, "on_state was not called");
+  append_n(200, 3);
+  usleep(500 * 1000);
+  cr_expect(bus_status_query(conn, "order", 1000, &st) == 0 && st.seq == 6,
+            "a diverged view went on applying: seq %llu",
+            (unsigned long long)st.seq);
+  r->stop = 1;
+  pthread_join(svc, NULL);
+  cr_expect_eq(r->rc, 0);
+}
+
+Test(order, a_stream_that_fell_behind_the_view_is_told) {
+  runner r = {.v = open_view()};
+  applied_then_stream_lost(&r, 2);
+  expect_diverged(&r, "lost acknowledged events");
+  bus_view_close(r.v);
+}
+
+Test(order, a_sequence_reused_by_another_event_is_told) {
+  runner r = {.v = open_view()};
+  applied_then_stream_lost(&r, 8);
+  expect_diverged(&r, "rewritten");
+  bus_view_close(r.v);
+}
