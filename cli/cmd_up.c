@@ -638,6 +638,52 @@ start_services(up_ctx *u, char *out, size_t cap) {
   return CLI_OK;
 }
 
+/*
+ * Ready means answering: every service started here answers its status
+ * request (it serves its commands before its status, so an answer means
+ * both are served). Waits up to a minute, while the supervisor's restarts
+ * go on; says which services stayed silent.
+ */
+static int
+wait_services(up_ctx *u) {
+  char creds[PATH_MAX], silent[512] = "";
+  bus_conn_opts co;
+  bus_conn *c = NULL;
+  bus_conn_opts_init(&co);
+  lark_creds_path(u->data, "admin", creds, sizeof creds);
+  co.url = u->url;
+  co.creds = creds;
+  co.name = "larkctl-up";
+  int rc = bus_conn_open(&c, &co);
+  if (rc < 0)
+    return cli_fail("up", rc, "cannot connect to %s", u->url);
+  int64_t deadline = mono_ms() + 60000;
+  do {
+    size_t len = 0;
+    silent[0] = 0;
+    for (size_t i = 0; i < u->nkids && !stop_flag; i++) {
+      const child *k = &u->kids[i];
+      bus_status st;
+      if (k->broker || strncmp(k->name, "lark-", 5) ||
+          bus_status_query(c, k->name + 5, 500, &st) == 0)
+        continue;
+      len += (size_t)snprintf(silent + len,
+                              len < sizeof silent ? sizeof silent - len : 0,
+                              "%s%s", len ? ", " : "", k->name);
+    }
+    if (!silent[0] || stop_flag)
+      break;
+    reap(u);
+    restart_due(u);
+    sleep_ms(200);
+  } while (mono_ms() < deadline);
+  bus_conn_close(c);
+  if (silent[0] && !stop_flag)
+    return cli_fail("up", 0, "no status answer after 60 s from: %s (see their "
+                    "logs in %s/logs)", silent, u->data);
+  return CLI_OK;
+}
+
 /* ----------------------------------------------------------- pod network */
 
 /* Write path whole (mode) through a temporary file and rename. */
@@ -1007,6 +1053,8 @@ run(up_ctx *u, lark_cli *cli) {
     rc = start_services(u, services, sizeof services);
   if (rc == CLI_OK && u->relay)
     rc = start_pod_network(u, services, sizeof services);
+  if (rc == CLI_OK)
+    rc = wait_services(u);
   if (rc != CLI_OK || stop_flag)
     goto out;
   printf("larkbus ready: %s, services: %s; data %s\n", u->url, services,
