@@ -513,38 +513,40 @@ add_list(sbuf *b, const char *key, const char *const *subjects,
   sb_add(b, "]\n");
 }
 
-/* Services (the task's rules): their own streams and the JetStream API;
- * commands and status requests in; replies through allow_responses. */
+/* Services: their own streams and the JetStream API; commands and status
+ * requests in; replies through allow_responses, and their own replies
+ * under _INBOX_<their key> (bus_conn_open sets that prefix). Consumers,
+ * acks and flow control are the services' alone: no other role may
+ * publish a $JS.API.CONSUMER.* subject that names one of theirs, nor
+ * $JS.ACK or $JS.FC of a stream they read. */
 static const char *const svc_pub[] = {
     "lark.ev.>",  "lark.run.>", "lark.node.>", "lark.log.>", "lark.route.>",
     "lark.sys.>", "$JS.API.>",  "$JS.ACK.>",   "$JS.FC.>",   NULL};
-static const char *const svc_sub[] = {"lark.cmd.*.>", "lark.sys.>", "_INBOX.>",
-                                      NULL};
+static const char *const svc_sub[] = {"lark.cmd.*.>", "lark.sys.>",
+                                      "_INBOX_%k.>", NULL};
 
-/* Users: commands as themselves, run reports, status requests, and what
- * `larkctl tail/get/describe` need to read LARK_EVENTS and LARK_RUNS:
- * ephemeral consumers only (no durable, no delete, no acks of others'
- * consumers), their info and next, stream info and last-message get. */
-static const char *const user_pub[] = {
-    "lark.cmd.%s.>",
-    "lark.run.>",
-    "lark.sys.status",
-    "lark.sys.status.*",
-    "$JS.API.INFO",
-    "$JS.API.STREAM.NAMES",
-    "$JS.API.STREAM.INFO.*",
-    "$JS.API.STREAM.MSG.GET.LARK_EVENTS",
-    "$JS.API.STREAM.MSG.GET.LARK_RUNS",
-    "$JS.API.CONSUMER.CREATE.LARK_EVENTS",
-    "$JS.API.CONSUMER.CREATE.LARK_RUNS",
-    "$JS.API.CONSUMER.INFO.LARK_EVENTS.*",
-    "$JS.API.CONSUMER.INFO.LARK_RUNS.*",
-    "$JS.API.CONSUMER.MSG.NEXT.LARK_EVENTS.*",
-    "$JS.API.CONSUMER.MSG.NEXT.LARK_RUNS.*",
-    "$JS.FC.LARK_EVENTS.>",
-    "$JS.FC.LARK_RUNS.>",
-    NULL};
-static const char *const user_sub[] = {"_INBOX.>", NULL};
+/* Users: commands and run reports as themselves, status requests, and
+ * what `larkctl tail/get/describe` need to read LARK_EVENTS and
+ * LARK_RUNS: stream metadata and batch direct gets, which need no
+ * consumer. A user makes no consumer at all: server 2.15 does not check
+ * a push consumer's deliver subject against its creator's permissions,
+ * so any create would let it publish the stream into a subject it may
+ * not (a service's command subject, say). LARK_LOGS is not readable
+ * (neither is LARK_INGRESS): a user may not see other users' pods'
+ * output. */
+static const char *const user_pub[] = {"lark.cmd.%s.>",
+                                       "lark.rep.%s.>",
+                                       "lark.sys.status",
+                                       "lark.sys.status.*",
+                                       "$JS.API.INFO",
+                                       "$JS.API.STREAM.NAMES",
+                                       "$JS.API.STREAM.INFO.*",
+                                       "$JS.API.DIRECT.GET.LARK_EVENTS",
+                                       "$JS.API.DIRECT.GET.LARK_RUNS",
+                                       NULL};
+/* replies (command answers, direct gets, publish acks) come to
+ * _INBOX_<the user's key> and nowhere else */
+static const char *const user_sub[] = {"_INBOX_%k.>", NULL};
 
 /* Edge nodes: DESIGN.md section 6, on the node's own stream
  * LARK_NODE_<node> (bus_node_stream_name). */

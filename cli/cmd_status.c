@@ -309,6 +309,13 @@ cmd_status(int argc, char **argv, lark_cli *cli) {
   /* A failed gather is reported but read as "nobody answered": the
    * broker and streams below are still worth showing. */
   int rc = bus_conn_gather(c, "lark.sys.status", "", 0, wait_ms, on_status, x);
+  if (rc == BUS_EDENIED) { /* not "every service down": nobody was asked */
+    bus_conn_close(c);
+    free(x);
+    return cli_fail("status", 0,
+                    "permission denied: these credentials may not ask "
+                    "lark.sys.status (see larkctl --creds or $LARK_CREDS)");
+  }
   if (rc < 0 && cli->verbose)
     cli_fail("status", rc, "asking the services");
   json_t *broker = broker_json(x, cli->url);

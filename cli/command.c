@@ -5,9 +5,10 @@
  *
  * Every command carries a fresh idempotency key; a request that times out
  * is sent once more with the same key, so it lands at most once. "No
- * answer" (nobody subscribed, or silence) is told apart from a refusal
- * and names the service that should be running. A refusal prints its
- * code, message and every {path, reason} detail.
+ * answer" (nobody subscribed, or silence) is told apart from the broker's
+ * refusal ("permission denied") and from a service's refusal, and names
+ * the service that should be running, never one that does not exist. A
+ * refusal prints its code, message and every {path, reason} detail.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -18,14 +19,28 @@
 
 #define CMD_TIMEOUT_MS 5000
 
+/* Who answers each command kind (lark.cmd.<user>.<kind>.<verb>): the
+ * services' own lists (services/<name>/main.c). A kind that is not here
+ * gets no made-up name: no message may send a user looking for a process
+ * that does not exist. */
+static const struct {
+  const char *kind, *service;
+} answerers[] = {{"job", "lark-scheduler"},   {"node", "lark-scheduler"},
+                 {"task", "lark-scheduler"},  {"pod", "lark-scheduler"},
+                 {"workflow", "lark-dag"},    {"domain", "lark-ipam"},
+                 {"domainpeer", "lark-ipam"}, {"route", "lark-ipam"},
+                 {"cert", "lark-signer"},     {"catalog", "lark-catalog"},
+                 {"logs", "lark-logs"},       {NULL, NULL}};
+
 const char *
 cli_service_of(const char *kind) {
-  static char buf[BUS_NAME_MAX + 8];
   const lark_kind *k = lark_kind_find(kind);
   if (k)
     return k->service;
-  snprintf(buf, sizeof buf, "lark-%s", kind);
-  return buf;
+  for (size_t i = 0; answerers[i].kind; i++)
+    if (!strcmp(answerers[i].kind, kind))
+      return answerers[i].service;
+  return "the service that serves it";
 }
 
 int
@@ -55,13 +70,34 @@ cli_command(lark_cli *cli, bus_conn *c, const char *kind, const char *verb,
   return 0;
 }
 
+/*
+ * Why a command got no reply. A refusal by the broker is "permission
+ * denied" (the credentials' role may not send it); nobody subscribed
+ * names the service that should be running; silence after a send leaves
+ * the outcome unknown: the command may have been applied, and every
+ * command is idempotent, so sending it again is safe.
+ */
 int
 cli_command_fail(lark_cli *cli, const char *cmd, int rc, const char *kind,
                  const char *verb) {
-  if (rc == BUS_ETIMEOUT || rc == BUS_ENOT_FOUND)
-    return cli_fail(cmd, 0, "no answer on lark.cmd.%s.%s.%s: is %s running?",
-                    cli_user(cli), kind, verb, cli_service_of(kind));
-  return cli_fail(cmd, rc, "lark.cmd.%s.%s.%s", cli_user(cli), kind, verb);
+  const char *svc = cli_service_of(kind);
+  char subject[BUS_SUBJECT_MAX];
+  snprintf(subject, sizeof subject, "lark.cmd.%s.%s.%s", cli_user(cli), kind,
+           verb);
+  if (rc == BUS_EDENIED)
+    return cli_fail(cmd, 0,
+                    "permission denied: these credentials may not send %s "
+                    "(see larkctl --creds or $LARK_CREDS)",
+                    subject);
+  if (rc == BUS_ENOT_FOUND)
+    return cli_fail(cmd, 0, "no answer on %s: is %s running?", subject, svc);
+  if (rc == BUS_ETIMEOUT)
+    return cli_fail(cmd, 0,
+                    "no answer on %s in time: the outcome is unknown; check "
+                    "with larkctl get or describe, or run the command again "
+                    "(it is idempotent); is %s running?",
+                    subject, svc);
+  return cli_fail(cmd, rc, "%s", subject);
 }
 
 static const char *

@@ -183,6 +183,7 @@ cli_watch(lark_cli *cli, const cli_kind *k, const msgpack_sbuffer *req,
   o.filter = "lark.ev.>";
   o.from_seq = end + 1;
   o.follow = 1;
+  o.direct = 1; /* a user may make no consumer (cli/brokercfg.c) */
   if (!brc)
     brc = bus_batch_new(&b);
   if (!brc)

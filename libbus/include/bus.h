@@ -226,9 +226,10 @@ typedef struct bus_conn bus_conn;
 typedef struct bus_conn_opts {
   const char *url;          /* "nats://127.0.0.1:4222"; a comma list too */
   const char *creds;        /* nkey seed file written by larkctl; NULL: none */
-  const char *inbox_prefix; /* "_INBOX_gpu-1" for an edge node; NULL: _INBOX */
-  int inbox_own;    /* with creds and no inbox_prefix: "_INBOX_<public key>",
-                       which the broker can pin to this principal */
+  const char *inbox_prefix; /* "_INBOX_gpu-1" for an edge node; NULL: with
+                               creds "_INBOX_<public key>", which the broker
+                               pins to this principal, else _INBOX */
+  int inbox_own;    /* kept for callers: the key prefix is the default */
   const char *name; /* connection name the server shows */
   int js_wait_ms;   /* JetStream API wait; default 5000 */
   int connect_timeout_ms;      /* first connect; default 2000 */
@@ -255,7 +256,9 @@ int bus_conn_open(bus_conn **out, const bus_conn_opts *o);
 int bus_conn_closed(const bus_conn *c);
 void bus_conn_close(bus_conn *c);
 
-/* Core-NATS request/reply. *reply is malloc'd; the caller frees it. */
+/* Core-NATS request/reply. *reply is malloc'd; the caller frees it.
+ * BUS_EDENIED when the broker refused the publish (the principal may not
+ * send on subject), BUS_ETIMEOUT when nobody answered in time. */
 int bus_conn_request(bus_conn *c, const char *subject, const void *data,
                      size_t len, int timeout_ms, void **reply,
                      size_t *reply_len);
@@ -263,7 +266,8 @@ int bus_conn_request(bus_conn *c, const char *subject, const void *data,
 /*
  * Send a request and gather every reply that arrives within window_ms
  * (used by `larkctl status` to hear from all services at once). cb is
- * called in the caller's thread for each reply; returns the count.
+ * called in the caller's thread for each reply; returns the count, or
+ * BUS_EDENIED when none came and the broker refused the publish.
  */
 typedef void (*bus_reply_cb)(const void *data, size_t len, void *ud);
 int bus_conn_gather(bus_conn *c, const char *subject, const void *data,
@@ -552,6 +556,9 @@ typedef struct bus_reader_opts {
   int64_t until_ns;   /* 0: no bound */
   int batch;          /* default 1024 */
   int follow;
+  int direct; /* read by batch direct gets ($JS.API.DIRECT.GET.<stream>),
+                 with no consumer, for a principal that may make none (a
+                 user); the stream must allow direct gets. follow polls. */
 } bus_reader_opts;
 
 void bus_reader_opts_init(bus_reader_opts *o);

@@ -287,7 +287,10 @@ bus_conn_open(bus_conn **out, const bus_conn_opts *o) {
   }
   if (o->creds && (rc = creds_public(o->creds, c->pub)) < 0)
     goto out;
-  if (o->creds && o->inbox_own && !o->inbox_prefix)
+  /* Every principal's replies come under its own prefix, which the broker
+   * pins to it (_INBOX_<key>): a reply is never seen by another client
+   * subscribed to _INBOX.>. Only an explicit prefix overrides it. */
+  if (o->creds && !o->inbox_prefix)
     snprintf(c->inbox_prefix, sizeof c->inbox_prefix, "_INBOX_%s", c->pub);
   if ((rc = make_options(c, o, &no)) < 0)
     goto out;
@@ -364,10 +367,15 @@ bus_conn_request(bus_conn *c, const char *subject, const void *data, size_t len,
   natsMsg *m = NULL;
   *reply = NULL;
   *reply_len = 0;
+  unsigned long mark = atomic_load(&c->denied);
   natsStatus s = natsConnection_Request(&m, c->nc, subject, data, (int)len,
                                         timeout_ms > 0 ? timeout_ms : 1);
   if (s == NATS_NO_RESPONDERS)
     return BUS_ERR(BUS_ENOT_FOUND, "nobody serves %s", subject);
+  /* the broker refuses a publish it does not allow with an asynchronous
+   * error and drops it: the request then times out */
+  if (s == NATS_TIMEOUT && bus__denied_since(c, mark))
+    return BUS_ERR(BUS_EDENIED, "permission denied: %s", subject);
   if (s != NATS_OK)
     return bus__nats_err(s, 0, subject);
   int n = natsMsg_GetDataLength(m);
@@ -430,12 +438,16 @@ bus_conn_gather(bus_conn *c, const char *subject, const void *data, size_t len,
   char inbox[192];
   natsSubscription *sub = NULL;
   new_inbox(c, inbox, sizeof inbox);
+  unsigned long mark = atomic_load(&c->denied);
   natsStatus s = natsConnection_SubscribeSync(&sub, c->nc, inbox);
   if (s == NATS_OK)
     s = natsConnection_PublishRequest(c->nc, subject, inbox, data, (int)len);
   int rc = s == NATS_OK ? gather_replies(sub, window_ms, cb, ud)
                         : bus__nats_err(s, 0, subject);
   natsSubscription_Destroy(sub);
+  /* silence and a refusal look alike but for the broker's async error */
+  if (rc == 0 && bus__denied_since(c, mark))
+    return BUS_ERR(BUS_EDENIED, "permission denied: %s", subject);
   return rc;
 }
 

@@ -132,6 +132,9 @@ fill_config(const stream_def *d, const bus_streams_opts *o,
   cfg->Duplicates = o->dedupe_ns > 0 ? o->dedupe_ns : 2 * 60 * NS_PER_S;
   if (cfg->MaxAge > 0 && cfg->Duplicates > cfg->MaxAge)
     cfg->Duplicates = cfg->MaxAge;
+  /* users read these by batch direct gets: they may make no consumer */
+  cfg->AllowDirect =
+      !strcmp(d->name, "LARK_EVENTS") || !strcmp(d->name, "LARK_RUNS");
 }
 
 static int
