@@ -484,3 +484,36 @@ Test(scheduler, workflow_runs_through_dag_and_scheduler) {
   }
   cr_expect_str_eq(phase, "Succeeded");
 }
+
+/* A broker that cannot store now (here LARK_RUNS is gone, which the
+ * broker answers as it answers a cluster electing a leader: no
+ * responders) has refused nothing: the pod's report waits in the
+ * ingress, and lands, before the reports after it, once it can. */
+Test(scheduler, a_report_the_broker_cannot_store_yet_is_kept) {
+  node("gpu-1", 1);
+  job("keep", 1, 0, 0);
+  cr_assert(wait_field("pod", "keep-a-0", "node", "gpu-1"));
+  cr_assert_eq(bus_stream_delete(conn, "LARK_RUNS"), 0, "%s", bus_last_error());
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 2);
+  msgpack_pack_str_with_body(&pk, "kind", 4);
+  msgpack_pack_str_with_body(&pk, "metric", 6);
+  msgpack_pack_str_with_body(&pk, "values", 6);
+  msgpack_pack_map(&pk, 0);
+  edge_says("gpu-1", "run.reported", "run.keep-a-0", &sb);
+  msgpack_sbuffer_destroy(&sb);
+  report("gpu-1", "keep-a-0", "Succeeded", 0, 0);
+  usleep(1500 * 1000); /* the scheduler has tried, and tries again */
+  char phase[64] = "";
+  field("job", "keep", "phase", phase, sizeof phase);
+  cr_expect_str_neq(phase, "Succeeded", "a report overtook the one before");
+  cr_assert_eq(lt_streams(conn, 1000), 0, "%s", bus_last_error());
+  uint64_t runs = 0;
+  for (int i = 0; i < 100 && runs == 0; i++, usleep(100 * 1000))
+    cr_assert_eq(bus_stream_last_seq(conn, "LARK_RUNS", &runs), 0);
+  cr_expect_eq(runs, 1, "the pod's report was dropped");
+  cr_expect(wait_field("job", "keep", "phase", "Succeeded"));
+}

@@ -329,6 +329,33 @@ handle(sched_ingress *in, const char *subject, const bus_event *ev) {
   return bus_error(BUS_EINVAL, "unexpected %s", ev->type);
 }
 
+/*
+ * A broker that does not answer now (no responders while a cluster elects
+ * a stream leader, a timeout, a lost connection) has refused nothing: the
+ * message is handled again, in place, until it is stored or truly refused
+ * by the rules. Handling it in place keeps the node's reports in order; a
+ * repeat lands once (ids derive from the message's, appends carry prev).
+ */
+static int
+transient(int rc) {
+  return rc == BUS_ETIMEOUT || rc == BUS_ECONN || rc == BUS_ENO_STREAM;
+}
+
+static int
+handle_until_stored(sched_ingress *in, const char *subject,
+                    const bus_event *ev) {
+  int delay_ms = 50;
+  for (;;) {
+    int rc = handle(in, subject, ev);
+    if (!transient(rc) || in->stop)
+      return rc;
+    logf_(subject, "not stored yet, trying again: ", bus_last_error());
+    struct timespec ts = {0, delay_ms * 1000000L};
+    nanosleep(&ts, NULL);
+    delay_ms = delay_ms < 1000 ? delay_ms * 2 : 2000;
+  }
+}
+
 static void
 silent_nodes(sched_ingress *in) {
   bus_txn *t;
@@ -388,15 +415,17 @@ run(void *arg) {
         break;
       }
     }
-    for (size_t i = 0; i < bus_batch_len(b); i++) {
+    int rc = 0;
+    for (size_t i = 0; i < bus_batch_len(b) && !transient(rc); i++) {
       const char *subject;
       bus_batch_meta(b, i, &subject, NULL, NULL);
       const bus_event *ev = bus_batch_event(b, i);
-      int rc = ev ? handle(in, subject, ev) : bus_batch_status(b, i);
-      if (rc && rc != BUS_ETIMEOUT)
+      rc = ev ? handle_until_stored(in, subject, ev) : bus_batch_status(b, i);
+      if (rc && !transient(rc))
         logf_(subject, "refused: ", bus_last_error());
     }
-    bus_batch_ack(b);
+    if (!transient(rc)) /* stopped while retrying: the batch comes again */
+      bus_batch_ack(b);
     if (mono_ms() - last_scan > 1000) {
       last_scan = mono_ms();
       silent_nodes(in);
