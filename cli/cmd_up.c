@@ -679,8 +679,10 @@ wait_services(up_ctx *u) {
   } while (mono_ms() < deadline);
   bus_conn_close(c);
   if (silent[0] && !stop_flag)
-    return cli_fail("up", 0, "no status answer after 60 s from: %s (see their "
-                    "logs in %s/logs)", silent, u->data);
+    return cli_fail("up", 0,
+                    "no status answer after 60 s from: %s (see their "
+                    "logs in %s/logs)",
+                    silent, u->data);
   return CLI_OK;
 }
 
