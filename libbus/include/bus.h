@@ -634,6 +634,7 @@ int bus_view_tick(bus_view *v, int64_t now_ns);
 
 typedef struct bus_view_stats {
   uint64_t applied_seq; /* last stream sequence applied */
+  int64_t applied_ns;   /* its stored time in the stream; 0: not known */
   uint64_t applied;     /* events given to apply */
   uint64_t stale;       /* ignored: prev was not the current version */
   uint64_t rejected;    /* undecodable or refused by apply */
@@ -641,7 +642,6 @@ typedef struct bus_view_stats {
 } bus_view_stats;
 
 int bus_view_stats_get(bus_view *v, bus_view_stats *s);
-  int64_t applied_ns;   /* its stored time in the stream; 0: not known */
 const char *bus_view_name(const bus_view *v);
 
 /*
@@ -762,19 +762,12 @@ typedef struct bus_service_opts {
    * to make it. */
   int (*repair)(bus_conn *c, void *ud);
   void *repair_ud;
-} bus_service_opts;
-
-void bus_service_opts_init(bus_service_opts *o);
-int bus_service_run(bus_conn *c, bus_view *v, const bus_service_opts *o);
-
-/* The status record a service answers with, decoded (larkctl status). */
-typedef struct bus_status {
   /* called when the service's state changes (BUS_SERVICE_DIVERGED, with
    * why: the view holds events the stream no longer has); may be NULL */
   void (*on_state)(int state, const char *why, void *ud);
   void *state_ud;
-  char name[64];
-  uint64_t seq;
+} bus_service_opts;
+
 /*
  * The state a service reports in its status. UP: it applies and decides.
  * DIVERGED: its view holds events the stream no longer has (an R1 server
@@ -784,13 +777,20 @@ typedef struct bus_status {
 enum { BUS_SERVICE_UP = 0, BUS_SERVICE_DIVERGED = 1 };
 const char *bus_service_state_name(int state);
 
-  char digest[65];
+void bus_service_opts_init(bus_service_opts *o);
 /*
  * Run the loop until *o->stop: applies every event of the filter exactly
  * once and in stream order (a hole in delivery order is refilled by
  * making the consumer again after the view's applied sequence; see
  * repositions in the status), acks, publishes decisions, ticks.
  */
+int bus_service_run(bus_conn *c, bus_view *v, const bus_service_opts *o);
+
+/* The status record a service answers with, decoded (larkctl status). */
+typedef struct bus_status {
+  char name[64];
+  uint64_t seq;
+  char digest[65];
   uint64_t lag, applied, stale, rejected, outbox, repositions;
   char state[16]; /* "up" or "diverged"; "up" when the record has none */
   char why[256];  /* what a state other than up means */
