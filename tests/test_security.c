@@ -1056,6 +1056,28 @@ Test(security, user_reads_by_direct_get, .timeout = 90) {
   cr_assert_eq(last, 4);
   bus_reader_close(r);
 
+  /* --since: from the stored time of sequence 3 on (start_time) */
+  int64_t at = 0;
+  ro.filter = NULL;
+  ro.from_seq = 3;
+  cr_assert_eq(bus_reader_open(u, &ro, &r), 0, "%s", bus_last_error());
+  cr_assert_eq(bus_reader_next(r, b, 1000), 0, "%s", bus_last_error());
+  bus_batch_meta(b, 0, NULL, &last, &at);
+  cr_assert_eq(last, 3);
+  cr_assert_gt(at, INT64_C(1600000000) * 1000000000);
+  bus_reader_close(r);
+  ro.from_seq = 1;
+  ro.since_ns = at;
+  cr_assert_eq(bus_reader_open(u, &ro, &r), 0, "%s", bus_last_error());
+  int rc = bus_reader_next(r, b, 1000);
+  cr_assert(rc == 0 || rc == BUS_EEOF, "%s", bus_last_error());
+  cr_assert_gt(bus_batch_len(b), 0);
+  bus_batch_meta(b, 0, NULL, &last, NULL);
+  cr_assert_eq(last, 3, "since the time of 3: %llu", (unsigned long long)last);
+  bus_reader_close(r);
+  ro.since_ns = 0;
+  ro.filter = "lark.ev.sample.a";
+
   ro.follow = 1;
   ro.from_seq = 5;
   cr_assert_eq(bus_reader_open(u, &ro, &r), 0, "%s", bus_last_error());
