@@ -6,6 +6,9 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <nats/nats.h>
 
 #include "natsd.h"
 
@@ -136,4 +139,48 @@ Test(command, parse_refuses_bad_subjects) {
   cr_expect_str_eq(cmd.kind, "job");
   cr_expect_str_eq(cmd.verb, "apply");
   msgpack_zone_destroy(&z);
+}
+
+/* Stream content delivered onto a command subject by a push consumer (the
+ * broker does not check a deliver subject against the permissions of the
+ * consumer's creator; the attacker names the services' queue group) is no
+ * command: it arrives under its stream subject with a $JS.ACK reply, and
+ * the handler never sees it. A real request after it still is one. */
+Test(command, stream_content_pushed_onto_a_command_subject_is_ignored) {
+  bus_serve *s;
+  cr_assert_eq(bus_cmd_serve(conn, "sample", handler, NULL, &s), 0);
+  natsConnection *nc = NULL;
+  jsCtx *js = NULL;
+  cr_assert_eq(natsConnection_ConnectTo(&nc, srv.url), NATS_OK);
+  cr_assert_eq(natsConnection_JetStream(&js, nc, NULL), NATS_OK);
+  jsStreamConfig sc;
+  jsStreamConfig_Init(&sc);
+  const char *subjects[] = {"carrier.>"};
+  sc.Name = "CARRIER";
+  sc.Subjects = subjects;
+  sc.SubjectsLen = 1;
+  cr_assert_eq(js_AddStream(NULL, js, &sc, NULL, NULL), NATS_OK);
+  const char body[] = "\x82\xa3key\xa2k1\xa4user\xa7mallory";
+  cr_assert_eq(
+      js_Publish(NULL, js, "carrier.x", body, sizeof body - 1, NULL, NULL),
+      NATS_OK);
+  jsConsumerConfig cc;
+  jsConsumerConfig_Init(&cc);
+  cc.Durable = "pusher";
+  cc.DeliverSubject = "lark.cmd.admin.sample.ok";
+  cc.DeliverGroup = "lark-sample"; /* the services' queue group */
+  cc.AckPolicy = js_AckNone;
+  cr_assert_eq(js_AddConsumer(NULL, js, "CARRIER", &cc, NULL, NULL), NATS_OK);
+  usleep(500 * 1000); /* the consumer delivers at once; give it time */
+  cr_expect_eq(handled, 0, "a pushed stream message was taken for a command");
+  msgpack_zone z;
+  msgpack_zone_init(&z, 1024);
+  msgpack_object r =
+      call("lark.cmd.alice.sample.ok", body, sizeof body - 1, &z);
+  cr_expect(bus_obj_get(&r, "ok"));
+  cr_expect_eq(handled, 1);
+  msgpack_zone_destroy(&z);
+  jsCtx_Destroy(js);
+  natsConnection_Destroy(nc);
+  bus_conn_unserve(s);
 }

@@ -135,7 +135,7 @@ on_status(bus_conn *c, const char *subject, const char *reply, const void *data,
   (void)data;
   (void)len;
   service *s = ud;
-  if (!reply)
+  if (!reply || strncmp(reply, "_INBOX", 6)) /* not a request: see command.c */
     return;
   msgpack_sbuffer sb;
   msgpack_sbuffer_init(&sb);
@@ -173,6 +173,8 @@ on_snapshot(bus_conn *c, const char *subject, const char *reply,
             const void *data, size_t len, void *ud) {
   (void)subject;
   service *s = ud;
+  if (!reply || strncmp(reply, "_INBOX", 6)) /* not a request: see command.c */
+    return;
   char path[1024] = "";
   msgpack_zone zone;
   msgpack_zone_init(&zone, 512);
