@@ -494,6 +494,10 @@ bus_conn_serve(bus_conn *c, const char *subject, const char *queue,
     free(s);
     return bus__nats_err(st, 0, subject);
   }
+  /* The broker knows the subscription when this returns (a request sent
+   * right after, from any connection, finds it); while reconnecting the
+   * flush fails and the subscription goes out with the reconnection. */
+  natsConnection_FlushTimeout(c->nc, 2000);
   pthread_mutex_lock(&c->serve_mu);
   s->next = c->serves;
   c->serves = s;
