@@ -39,8 +39,9 @@
 #endif
 
 const char *const lark_service_names[] = {
-    "lark-catalog", "lark-scheduler", "lark-dag",   "lark-ipam",
-    "lark-signer",  "lark-logs",      "lark-relay", "lark-reports", NULL};
+    "lark-catalog", "lark-scheduler", "lark-dag",
+    "lark-ipam",    "lark-signer",    "lark-logs",
+    "lark-relay",   "lark-reports",   NULL};
 
 const char *const lark_up_services[] = {
     "lark-catalog", "lark-scheduler", "lark-dag",     "lark-ipam",

@@ -229,11 +229,11 @@ typedef struct bus_conn_opts {
   const char *inbox_prefix; /* "_INBOX_gpu-1" for an edge node; NULL: with
                                creds "_INBOX_<public key>", which the broker
                                pins to this principal, else _INBOX */
-  int inbox_own;    /* kept for callers: the key prefix is the default */
-  const char *name; /* connection name the server shows */
-  int js_wait_ms;   /* JetStream API wait; default 5000 */
-  int connect_timeout_ms;      /* first connect; default 2000 */
-  int max_async_pending;       /* async appends in flight; default 4000 */
+  int inbox_own;          /* kept for callers: the key prefix is the default */
+  const char *name;       /* connection name the server shows */
+  int js_wait_ms;         /* JetStream API wait; default 5000 */
+  int connect_timeout_ms; /* first connect; default 2000 */
+  int max_async_pending;  /* async appends in flight; default 4000 */
   int retry_on_failed_connect; /* keep trying in the background if the
                                   first connect fails; default 0 */
 } bus_conn_opts;

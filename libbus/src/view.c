@@ -79,10 +79,13 @@ bus__table_dbi(bus_view *v, const char *name, MDB_dbi *dbi) {
  * one reads 0, "not known", and the start check then skips the time. */
 static void
 counters_encode(const bus__counters *c, unsigned char out[8 * NCOUNTERS]) {
-  const uint64_t f[NCOUNTERS] = {
-      c->applied_seq, c->applied,   c->stale,
-      c->rejected,    c->outbox_next, c->dropped,
-      (uint64_t)c->applied_ns};
+  const uint64_t f[NCOUNTERS] = {c->applied_seq,
+                                 c->applied,
+                                 c->stale,
+                                 c->rejected,
+                                 c->outbox_next,
+                                 c->dropped,
+                                 (uint64_t)c->applied_ns};
   for (int i = 0; i < NCOUNTERS; i++)
     bus__put_be64(out + 8 * i, f[i]);
 }
