@@ -14,9 +14,16 @@
  * subscriber. bench_edge_fleet_e2e measures the same fleet from the
  * scheduler's binding event instead.
  *
+ * --layout one puts every node's desired states in one stream LARK_NODES
+ * on lark.node.> (one message per subject, as the node streams), read
+ * through the same consumers, each filtered on its node: the layout of
+ * earlier versions, kept to compare the two on the broker in use.
+ * --sync always starts the broker with jetstream { sync_interval: always }
+ * (broker-config/single.conf.in); the default is the server's lazy sync.
  * --server-profile PORT serves the broker's pprof on PORT.
  *
  *   bench_edge_fleet [--nodes N] [--pods P] [--rate R]
+ *                    [--layout one|per-node] [--sync lazy|always]
  *                    [--server-profile PORT]
  */
 #include <stdio.h>
@@ -28,6 +35,8 @@
 #include "bus.h"
 #include "fleet.h"
 #include "natsd.h"
+
+#define SHARED_STREAM "LARK_NODES"
 
 static void
 got(const bus_event *ev, int64_t now, void *ud) {
@@ -79,18 +88,52 @@ dispatch(bus_conn *w, int n, long total, int rate) {
     bench_die("flush", bus_last_error());
 }
 
-/* Each node's own stream, as the scheduler makes it. */
+/* One stream for the fleet, with a node stream's settings: one message
+ * per subject, file storage, the dedupe window lt_streams gives. */
 static void
-make_streams(bus_conn *w, int n) {
+make_shared(bus_conn *w) {
+  static const char cfg[] =
+      "{\"name\":\"" SHARED_STREAM "\",\"subjects\":[\"lark.node.>\"],"
+      "\"storage\":\"file\",\"max_msgs_per_subject\":1,"
+      "\"max_msg_size\":1048576,\"duplicate_window\":120000000000}";
+  void *reply = NULL;
+  size_t len = 0;
+  if (bus_conn_request(w, "$JS.API.STREAM.CREATE." SHARED_STREAM, cfg,
+                       sizeof cfg - 1, 5000, &reply, &len) ||
+      !strstr(reply, "\"config\""))
+    bench_die("shared stream", reply ? (char *)reply : bus_last_error());
+  free(reply);
+}
+
+/* Each node's own stream, as the scheduler makes it, or the shared one. */
+static void
+make_streams(bus_conn *w, int n, int one) {
   double t0 = bench_now_s();
   char node[32];
-  for (int i = 0; i < n; i++) {
+  if (one)
+    make_shared(w);
+  for (int i = 0; i < n && !one; i++) {
     fleet_node_name(i, node, sizeof node);
     if (bus_node_stream_ensure(w, node, NULL))
       bench_die("node stream", bus_last_error());
   }
-  printf("edge_fleet: one stream per node, made in %.2f s\n",
+  printf("edge_fleet: %s, made in %.2f s\n",
+         one ? "one stream for every node" : "one stream per node",
          bench_now_s() - t0);
+}
+
+/* A broker config with sync_interval: always, in the server's directory
+ * to be; dir is removed by the caller. */
+static const char *
+always_conf(char *dir, size_t cap, char *conf, size_t ccap) {
+  lt_tmpdir(dir, cap, "edge_fleet");
+  snprintf(conf, ccap, "%s/always.conf", dir);
+  FILE *f = fopen(conf, "w");
+  if (!f)
+    bench_die("config", conf);
+  fputs("jetstream { sync_interval: always }\n", f);
+  fclose(f);
+  return conf;
 }
 
 static bus_conn *
@@ -106,7 +149,7 @@ connect_plain(const char *url) {
 
 int
 main(int argc, char **argv) {
-  int n = 1000, rate = 0, bad = 0;
+  int n = 1000, rate = 0, bad = 0, one = 0, always = 0;
   long total = 10000;
   const char *profile = NULL;
   for (int i = 1; i < argc && !bad; i++) {
@@ -121,20 +164,30 @@ main(int argc, char **argv) {
       rate = atoi(v), i++;
     else if (!strcmp(argv[i], "--server-profile"))
       profile = v, i++;
+    else if (!strcmp(argv[i], "--layout"))
+      one = !strcmp(v, "one"), bad = !one && strcmp(v, "per-node"), i++;
+    else if (!strcmp(argv[i], "--sync"))
+      always = !strcmp(v, "always"), bad = !always && strcmp(v, "lazy"), i++;
     else
       bad = 1;
   }
   if (bad || n < 1 || total < 1)
     bench_die("usage", "bench_edge_fleet [--nodes N] [--pods P] [--rate R] "
+                       "[--layout one|per-node] [--sync lazy|always] "
                        "[--server-profile PORT]");
   const char *extra[] = {"--profile", profile, NULL};
+  char dir[256] = "", conf[400];
   lt_natsd srv;
-  if (lt_natsd_start(&srv, NULL, profile ? extra : NULL))
+  if (lt_natsd_start(
+          &srv, always ? always_conf(dir, sizeof dir, conf, sizeof conf) : NULL,
+          profile ? extra : NULL))
     bench_die("start", "cannot start nats-server");
   bus_conn *w = connect_plain(srv.url), *sub = connect_plain(srv.url);
   if (lt_streams(w, 120000))
     bench_die("streams", bus_last_error());
-  make_streams(w, n);
+  printf("edge_fleet: broker sync %s\n", always ? "always" : "lazy (default)");
+  make_streams(w, n, one);
+  fleet_use_stream(one ? SHARED_STREAM : NULL);
   fleet_lat_init(total);
   double t0 = bench_now_s();
   int failed = 0;
@@ -156,6 +209,8 @@ main(int argc, char **argv) {
   bus_conn_close(w);
   bus_conn_close(sub);
   lt_natsd_stop(&srv);
+  if (*dir)
+    lt_rmtree(dir);
   fleet_lat_free();
   return edge_n >= total ? 0 : 1;
 }

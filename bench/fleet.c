@@ -33,6 +33,14 @@ struct fleet {
   atomic_int ready, stop, failed;
 };
 
+/* One stream for every node, or NULL: each reads its own. */
+static const char *shared_stream;
+
+void
+fleet_use_stream(const char *stream) {
+  shared_stream = stream;
+}
+
 void
 fleet_node_name(int i, char *out, size_t cap) {
   snprintf(out, cap, "n%d", i);
@@ -63,6 +71,8 @@ open_slice(node *n) {
   bus_consumer *k = NULL;
   if (bus_slice_init(&sl, n->name))
     return NULL;
+  if (shared_stream)
+    sl.opts.stream = shared_stream;
   int rc = -1;
   for (int i = 0; i < 20 && rc; i++)
     if ((rc = bus_consumer_open(n->c, &sl.opts, &k)))

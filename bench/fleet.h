@@ -23,9 +23,17 @@ typedef struct fleet fleet;
 void fleet_node_name(int i, char *out, size_t cap);
 
 /*
- * Connect n nodes to url and start them, each reading its own node
- * stream, which must exist. Returns when every node has opened its
- * consumer (or failed: *failed counts those). Exits on a hard error.
+ * The stream every node reads (one stream for the fleet on lark.node.>),
+ * or NULL (the default): each node reads its own LARK_NODE_<node>. Set
+ * before fleet_start.
+ */
+void fleet_use_stream(const char *stream);
+
+/*
+ * Connect n nodes to url and start them, each reading its node stream
+ * (or the stream fleet_use_stream named), which must exist. Returns when every
+ * node has opened its consumer (or failed: *failed counts those). Exits on a
+ * hard error.
  */
 fleet *fleet_start(const char *url, int n, fleet_got_fn got, void *ud,
                    int *failed);

@@ -389,6 +389,66 @@ int bus_append_async(bus_conn *c, const char *subject, const bus_event *ev,
 int bus_append_flush(bus_conn *c, int timeout_ms, uint64_t *failed);
 
 /*
+ * Atomic batches (nats-server 2.12 and later).
+ *
+ * bus_append_atomic appends n events to one stream as a single atomic
+ * batch: the broker stores all of them, in order and contiguous in the
+ * stream, or none. Each event carries Nats-Msg-Id = ev->id and Lark-Type
+ * as with bus_append; with BUS_APPEND_CHECK in an item's flags its subject
+ * must be at ev->prev (0: empty) when the batch commits. On success
+ * *last_seq (may be NULL) is the sequence of the last event; the first is
+ * *last_seq - n + 1.
+ *
+ * Its worth: on a broker that syncs before each ack (sync_interval:
+ * always) the batch is synced once, not once per event.
+ *
+ * Limits: at most BUS_ATOMIC_MAX events (the server's default
+ * jetstream.limits.batch.max_msgs); one stream, which must allow atomic
+ * batches (bus_stream_allow_atomic); a subject checked with
+ * BUS_APPEND_CHECK may appear only once in the batch; the server keeps at
+ * most 50 batches in flight per stream and drops a batch whose commit does
+ * not come within 10 s. The call waits for the commit's answer (the
+ * connection's JetStream wait).
+ *
+ * Errors (nothing stored in each case but BUS_ETIMEOUT):
+ *   BUS_EINVAL     no events, or an event without subject, id or type
+ *   BUS_ETOO_BIG   more than BUS_ATOMIC_MAX events (refused before sending),
+ *                  more than the server's own limit, or an event too big
+ *                  to encode (what was sent of the batch is discarded)
+ *   BUS_ECONFLICT  a checked subject has moved on, or is checked twice
+ *   BUS_EEXISTS    an event id is already stored within the duplicate
+ *                  window (a retried batch that did land; unlike
+ *                  bus_append, a duplicate refuses the whole batch)
+ *   BUS_ENO_STREAM no stream takes the subjects, or another stream does
+ *   BUS_EBROKER    anything else the broker refused (atomic batches not
+ *                  allowed on the stream, too many batches in flight, a
+ *                  batch incomplete at its commit); bus_last_error() has
+ *                  the broker's code and words
+ *   BUS_ETIMEOUT   no answer to the commit: the batch may or may not be
+ *                  stored; retry with the same ids (BUS_EEXISTS tells it
+ *                  was)
+ */
+#define BUS_ATOMIC_MAX 1000
+
+typedef struct bus_atomic_item {
+  const char *subject;
+  const bus_event *ev;
+  int flags; /* BUS_APPEND_NOCHECK or BUS_APPEND_CHECK */
+} bus_atomic_item;
+
+int bus_append_atomic(bus_conn *c, const char *stream,
+                      const bus_atomic_item *items, size_t n,
+                      uint64_t *last_seq);
+
+/*
+ * Let stream take atomic batches (allow_atomic: true, which nats.c's
+ * stream config cannot say): its config is read and sent back with the
+ * field set; a no-op when it is already on. BUS_ENO_STREAM when the
+ * stream is missing; BUS_EBROKER when the broker refuses (before 2.12).
+ */
+int bus_stream_allow_atomic(bus_conn *c, const char *stream);
+
+/*
  * The last message on subject in stream, decoded into ev (allocated from
  * zone) with its seq. BUS_ENOT_FOUND when the subject is empty.
  */

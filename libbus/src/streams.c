@@ -94,6 +94,10 @@ const char *const bus_stream_names[] = {
     "LARK_EVENTS",  "LARK_RUNS", "LARK_INGRESS", "LARK_LOGS", "LARK_ROUTES",
     "LARK_REPORTS", NULL};
 
+/* Streams whose writers may append atomic batches (bus_append_atomic):
+ * the flag costs nothing until a batch comes. */
+static const char *const atomic_streams[] = {"LARK_EVENTS", "LARK_RUNS"};
+
 /* Earlier versions kept every node's desired states in one stream; its
  * subjects overlap the node streams', so the broker would refuse them. */
 #define LEGACY_NODES "LARK_NODES"
@@ -209,6 +213,10 @@ bus_streams_ensure(bus_conn *c, const bus_streams_opts *o) {
     if ((rc = ensure_one(c, &table[i], o, NULL)) < 0)
       return rc;
   }
+  /* after ensure_one: nats.c's update cannot carry allow_atomic */
+  for (size_t i = 0; i < sizeof atomic_streams / sizeof *atomic_streams; i++)
+    if ((rc = bus_stream_allow_atomic(c, atomic_streams[i])) < 0)
+      return rc;
   return 0;
 }
 

@@ -1,0 +1,231 @@
+/*
+ * bench/atomic.c - appends as atomic batches (nats-server 2.12+) beside
+ * appends one at a time and async bulk appends, on a broker that syncs
+ * before each acknowledgement and on the server's lazy default.
+ *
+ * Two nats-servers started by this program in the same run: the default
+ * lazy sync and `jetstream { sync_interval: always }`, as
+ * broker-config/single.conf.in sets it. On each, 200-byte events on
+ * distinct subjects of LARK_EVENTS (allow_atomic on): libbus bus_append
+ * one at a time (each waits for its ack), bus_append_async in bulk then a
+ * flush, and bus_append_atomic in batches of 100 and of 1000, one batch
+ * after another. Beside them, as the raw baseline, the NATS CLI's `nats
+ * bench js pub sync|async|atomic --batch B` on the same server (left out
+ * when `nats` is not on PATH). The runs alternate lazy, always, always,
+ * lazy; each figure is over its two runs.
+ *
+ *   bench_atomic [--sync-events N] [--events N]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "bus.h"
+#include "natsd.h"
+
+#define BODY 200
+#define MODES 4
+
+static const char *const mode_name[MODES] = {"one at a time", "async bulk",
+                                             "atomic, batches of 100",
+                                             "atomic, batches of 1000"};
+static const int mode_batch[MODES] = {1, 0, 100, 1000};
+
+typedef struct rates {
+  double bus[MODES], cli[MODES];
+} rates;
+
+static void
+make_data(msgpack_sbuffer *data) {
+  msgpack_packer pk;
+  char text[BODY - 64];
+  memset(text, 'x', sizeof text);
+  msgpack_packer_init(&pk, data, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 1);
+  msgpack_pack_str_with_body(&pk, "text", 4);
+  msgpack_pack_str_with_body(&pk, text, sizeof text);
+}
+
+typedef struct slot {
+  bus_event ev;
+  char id[33];
+  char subject[80];
+} slot;
+
+static bus_conn *
+connect_bench(const char *url) {
+  bus_conn *c = NULL;
+  bus_conn_opts o;
+  bus_conn_opts_init(&o);
+  o.url = url;
+  o.name = "bench";
+  o.js_wait_ms = 30000;
+  if (bus_conn_open(&c, &o) < 0)
+    bench_die("connect", bus_last_error());
+  if (bus_streams_ensure(c, NULL) < 0 ||
+      bus_stream_allow_atomic(c, "LARK_EVENTS") < 0)
+    bench_die("streams", bus_last_error());
+  return c;
+}
+
+/* Fill k slots for events i.. of this round and mode. */
+static void
+fill(slot *s, bus_atomic_item *it, long k, long i, int round, int mode,
+     const msgpack_sbuffer *data) {
+  for (long j = 0; j < k; j++) {
+    bus_event *ev = &s[j].ev;
+    memset(ev, 0, sizeof *ev);
+    bus_event_new_id(s[j].id);
+    ev->v = BUS_SCHEMA_VERSION;
+    ev->type = "sample.created";
+    ev->id = s[j].id;
+    ev->ts = 1700000000000000000;
+    ev->actor = "bench";
+    ev->cause = "";
+    ev->data_mp = data->data;
+    ev->data_mp_len = data->size;
+    snprintf(s[j].subject, sizeof s[j].subject, "lark.ev.sample.r%dm%d.%ld",
+             round, mode, i + j);
+    it[j] = (bus_atomic_item){s[j].subject, ev, BUS_APPEND_NOCHECK};
+  }
+}
+
+/* n events in the given mode; events/s. */
+static double
+run_bus(const char *url, long n, int mode, int round) {
+  bus_conn *c = connect_bench(url);
+  msgpack_sbuffer data;
+  msgpack_sbuffer_init(&data);
+  make_data(&data);
+  long k = mode_batch[mode] > 1 ? mode_batch[mode] : 1;
+  slot *s = calloc((size_t)k, sizeof *s);
+  bus_atomic_item *it = calloc((size_t)k, sizeof *it);
+  if (!s || !it)
+    bench_die("memory", "out of memory");
+  double t0 = bench_now_s();
+  for (long i = 0; i < n; i += k) {
+    long m = n - i < k ? n - i : k;
+    fill(s, it, m, i, round, mode, &data);
+    int rc =
+        mode == 0 ? bus_append(c, it[0].subject, it[0].ev, BUS_APPEND_NOCHECK,
+                               NULL, NULL)
+        : mode == 1
+            ? bus_append_async(c, it[0].subject, it[0].ev, BUS_APPEND_NOCHECK)
+            : bus_append_atomic(c, "LARK_EVENTS", it, (size_t)m, NULL);
+    if (rc < 0)
+      bench_die("append", bus_last_error());
+  }
+  if (mode == 1 && bus_append_flush(c, 120000, NULL) < 0)
+    bench_die("flush", bus_last_error());
+  double dt = bench_now_s() - t0;
+  free(s);
+  free(it);
+  msgpack_sbuffer_destroy(&data);
+  bus_conn_close(c);
+  return (double)n / dt;
+}
+
+/* `nats bench js pub MODE` on url; msgs/s from its "stats:" line, 0 when
+ * the CLI is missing or says nothing usable. */
+static double
+run_cli(const char *url, long n, int mode, int round) {
+  static const char *const cli_mode[MODES] = {"sync", "async", "atomic",
+                                              "atomic"};
+  char cmd[600], line[1024], batch[32] = "";
+  double rate = 0;
+  if (mode_batch[mode] > 1)
+    snprintf(batch, sizeof batch, "--batch %d", mode_batch[mode]);
+  snprintf(cmd, sizeof cmd,
+           "nats --server %s bench js pub %s %s bench.m%d.%d --msgs %ld "
+           "--size %dB --no-progress --create --multisubject "
+           "--stream BENCH_M%d_%d 2>&1",
+           url, cli_mode[mode], batch, mode, round, n, BODY, mode, round);
+  FILE *p = popen(cmd, "r");
+  if (!p)
+    return 0;
+  while (fgets(line, sizeof line, p)) {
+    char *s = strstr(line, "stats: ");
+    if (!s)
+      continue;
+    char digits[32];
+    size_t k = 0;
+    for (s += 7; *s && *s != ' ' && k + 1 < sizeof digits; s++)
+      if (*s != ',')
+        digits[k++] = *s;
+    digits[k] = 0;
+    rate = strtod(digits, NULL);
+  }
+  pclose(p);
+  return rate;
+}
+
+static void
+measure(const char *url, long n_sync, long n, int round, rates *r) {
+  for (int m = 0; m < MODES; m++) {
+    long count = m == 0 ? n_sync : n;
+    r->bus[m] += 0.5 * run_bus(url, count, m, round);
+    r->cli[m] += 0.5 * run_cli(url, count, m, round);
+  }
+}
+
+static int
+start_always(lt_natsd *s, char *dir, size_t cap) {
+  char conf[400];
+  lt_tmpdir(dir, cap, "atomic");
+  snprintf(conf, sizeof conf, "%s/always.conf", dir);
+  FILE *f = fopen(conf, "w");
+  if (!f)
+    return -1;
+  fputs("jetstream { sync_interval: always }\n", f);
+  fclose(f);
+  return lt_natsd_start(s, conf, NULL);
+}
+
+static void
+print_row(const char *who, const char *what, double lazy, double always) {
+  char label[64];
+  snprintf(label, sizeof label, "%s %s", who, what);
+  if (lazy > 0 && always > 0)
+    printf("  %-34s %10.0f %10.0f %8.2f\n", label, lazy, always, always / lazy);
+  else
+    printf("  %-34s %10s %10s\n", label, "n/a", "n/a");
+}
+
+int
+main(int argc, char **argv) {
+  long n_sync = 2000, n = 20000;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--sync-events") && i + 1 < argc)
+      n_sync = strtol(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--events") && i + 1 < argc)
+      n = strtol(argv[++i], NULL, 10);
+    else
+      bench_die("usage", "bench_atomic [--sync-events N] [--events N]");
+  }
+  lt_natsd lazy, always;
+  char dir[256];
+  if (n_sync <= 0 || n <= 0 || lt_natsd_start(&lazy, NULL, NULL) < 0)
+    return 1;
+  if (start_always(&always, dir, sizeof dir) < 0) {
+    lt_natsd_stop(&lazy);
+    return 1;
+  }
+  rates l = {0}, a = {0};
+  measure(lazy.url, n_sync, n, 1, &l);
+  measure(always.url, n_sync, n, 1, &a);
+  measure(always.url, n_sync, n, 2, &a);
+  measure(lazy.url, n_sync, n, 2, &l);
+  printf("atomic: %d-byte events, file storage, R1; %ld one at a time, "
+         "%ld otherwise\n",
+         BODY, n_sync, n);
+  printf("  %-34s %10s %10s %8s\n", "events/s", "lazy", "always", "ratio");
+  for (int m = 0; m < MODES; m++) {
+    print_row("libbus", mode_name[m], l.bus[m], a.bus[m]);
+    print_row("raw nats", mode_name[m], l.cli[m], a.cli[m]);
+  }
+  lt_natsd_stop(&always);
+  lt_natsd_stop(&lazy);
+  lt_rmtree(dir);
+  return 0;
+}
