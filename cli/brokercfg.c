@@ -557,6 +557,7 @@ static const char *const node_pub[] = {
     "%s.edge-%s.lark.node.%s.>",
     "$JS.API.CONSUMER.INFO." BUS_NODE_STREAM_PREFIX "%s.edge-%s",
     "$JS.API.CONSUMER.MSG.NEXT." BUS_NODE_STREAM_PREFIX "%s.edge-%s",
+    "$JS.API.CONSUMER.DELETE." BUS_NODE_STREAM_PREFIX "%s.edge-%s",
     "$JS.ACK." BUS_NODE_STREAM_PREFIX "%s.edge-%s.>",
     NULL};
 static const char *const node_pub_deny[] = {"$JS.API.STREAM.MSG.GET.>",

@@ -72,11 +72,15 @@ take(edge_agent *a, const bus_batch *b, size_t i) {
   return stored;
 }
 
+/* again: after a failed fetch (a hole in the deliveries, a consumer the
+ * broker forgot), made anew from each pod's current state; the store
+ * keeps the highest version, so what comes again changes nothing. */
 static bus_consumer *
-open_slice(edge_agent *a) {
+open_slice(edge_agent *a, int again) {
   bus_slice sl;
   if (bus_slice_init(&sl, a->cfg.node))
     return NULL;
+  sl.opts.recreate = again;
   bus_consumer *k = NULL;
   int rc = bus_consumer_open(a->conn, &sl.opts, &k);
   if (rc) {
@@ -97,10 +101,11 @@ run(void *arg) {
   edge_agent *a = arg;
   bus_consumer *k = NULL;
   bus_batch *b = NULL;
+  int again = 0;
   if (bus_batch_new(&b))
     return NULL;
   while (!atomic_load(&a->stop)) {
-    if (!k && !(k = open_slice(a))) {
+    if (!k && !(k = open_slice(a, again))) {
       for (int i = 0; i < 10 && !atomic_load(&a->stop); i++)
         usleep(100 * 1000);
       continue;
@@ -112,6 +117,7 @@ run(void *arg) {
         edge_logf("info", "-", "%s; opening it again", bus_last_error());
       bus_consumer_close(k);
       k = NULL;
+      again = 1;
       usleep(100 * 1000);
       continue;
     }

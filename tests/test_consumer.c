@@ -4,6 +4,7 @@
  * consumers, batch metadata and a permission denial.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -318,6 +319,52 @@ Test(consumer, a_deleted_consumer_is_noticed_when_idle, .timeout = 90) {
   cr_assert_eq(rc, BUS_ENOT_FOUND, "%s: %s", bus_err_name(rc),
                bus_last_error());
   cr_expect_lt(ms_now() - t0, 10000, "the 503 was not taken for 'gone'");
+  bus_consumer_close(k);
+  down(&f);
+}
+
+/* A node's slice acks one message per batch, so a message lost on its
+ * way would be acked by the next one. Another client takes a message
+ * from the slice's consumer: the next fetch hands over what came before
+ * the hole, then says the consumer must be opened again; made anew, it
+ * hands over every pod's current state, the taken one included. */
+Test(consumer, a_hole_in_the_slice_is_told_and_mended, .timeout = 60) {
+  fixture f;
+  up(&f);
+  cr_assert_eq(bus_node_stream_ensure(f.c, "n1", NULL), 0, "%s",
+               bus_last_error());
+  bus_consumer *k = open_slice(&f);
+  put(&f, "lark.node.n1.pod.a");
+  cr_assert_eq(bus_consumer_fetch(k, 100, 2000, f.b), 0);
+  cr_assert_eq(bus_batch_len(f.b), 1);
+  cr_assert_eq(bus_batch_ack(f.b), 0);
+  put(&f, "lark.node.n1.pod.b");
+  /* a raw pull from the slice's consumer, as a client with that right
+   * would make it */
+  void *reply = NULL;
+  size_t rlen = 0;
+  const char req[] = "{\"batch\":1,\"expires\":1000000000}";
+  int rc =
+      bus_conn_request(f.c, "$JS.API.CONSUMER.MSG.NEXT.LARK_NODE_n1.edge-n1",
+                       req, sizeof req - 1, 2000, &reply, &rlen);
+  cr_assert_eq(rc, 0, "the other client's pull: %s", bus_last_error());
+  free(reply);
+  put(&f, "lark.node.n1.pod.c");
+  int got = 0;
+  for (int i = 0; i < 10 && rc == 0; i++) {
+    rc = bus_consumer_fetch(k, 100, 500, f.b);
+    got += rc == 0 ? (int)bus_batch_len(f.b) : 0;
+  }
+  cr_assert_eq(rc, BUS_ENOT_FOUND, "the hole went unnoticed: %s",
+               bus_last_error());
+  cr_expect_eq(got, 0, "pod c was handed over past the hole");
+  bus_consumer_close(k);
+  bus_slice sl;
+  cr_assert_eq(bus_slice_init(&sl, "n1"), 0);
+  sl.opts.recreate = 1;
+  cr_assert_eq(bus_consumer_open(f.c, &sl.opts, &k), 0, "%s", bus_last_error());
+  cr_assert_eq(bus_consumer_fetch(k, 100, 2000, f.b), 0);
+  cr_expect_eq(bus_batch_len(f.b), 3, "every pod's current state again");
   bus_consumer_close(k);
   down(&f);
 }

@@ -496,6 +496,12 @@ typedef struct bus_consumer_opts {
   int64_t ack_wait_ns; /* default 30 s */
   int recreate;        /* durable or named: delete any existing one first,
                           so the deliver settings here take effect */
+  int ordered;         /* 1: a fetch checks the broker's delivery numbering;
+                          after a hole (a pull answered into a broken
+                          connection, a message another client took) it
+                          returns what came before it, and the next fetch
+                          fails with BUS_ENOT_FOUND: open the consumer
+                          again (with recreate) to be fed from the stream */
 } bus_consumer_opts;
 
 void bus_consumer_opts_init(bus_consumer_opts *o);

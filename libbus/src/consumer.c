@@ -64,6 +64,10 @@ bus_slice_init(bus_slice *s, const char *node) {
   s->opts.deliver = BUS_DELIVER_LAST_PER_SUBJECT;
   s->opts.ack_all = 1;
   s->opts.memory_state = 1;
+  /* With one ack per batch, a message lost on its way would be acked by
+   * the next: a hole in the deliveries is reported, and the reader opens
+   * the consumer again with recreate (from each pod's current state). */
+  s->opts.ordered = 1;
   return 0;
 }
 
@@ -196,6 +200,8 @@ bus_consumer_open(bus_conn *c, const bus_consumer_opts *o, bus_consumer **out) {
   k->c = c;
   k->ephemeral = o->durable == NULL;
   k->ack_all = o->ack_all && !o->ack_none;
+  k->ordered = o->ordered;
+  k->next_cseq = 1;
   k->reconnects = atomic_load(&c->reconnects);
   k->checked_ms = mono_ms();
   snprintf(k->stream, sizeof k->stream, "%s", o->stream);
@@ -583,10 +589,37 @@ still_there(bus_consumer *k, int forced) {
   return 0;
 }
 
+/*
+ * For an ordered consumer: keep the batch up to the first hole in the
+ * delivery numbering (a message numbered past the next one); a number
+ * below it is a redelivery of something already handed over. After a
+ * hole the consumer is broken: the caller opens it again.
+ */
+static void
+keep_in_order(bus_consumer *k, bus_batch *b) {
+  for (size_t i = 0; i < b->n; i++) {
+    bus__meta m;
+    if (bus__ack_meta(natsMsg_GetReply(b->list.Msgs[i]), &m) < 0)
+      continue;
+    if (m.cseq > k->next_cseq) {
+      bus__batch_truncate(b, i);
+      k->broken = 1;
+      return;
+    }
+    if (m.cseq == k->next_cseq)
+      k->next_cseq++;
+  }
+}
+
 int
 bus_consumer_fetch(bus_consumer *k, int max, int timeout_ms, bus_batch *b) {
   natsMsgList list;
   bus_batch_clear(b);
+  if (k->broken)
+    return BUS_ERR(BUS_ENOT_FOUND,
+                   "consumer %s on %s: a hole in its delivery numbering "
+                   "(a message delivered and never received)",
+                   k->name, k->stream);
   int rc = bus__fetch(k->sub, max > 0 ? max : 1, timeout_ms, &list);
   if (rc == BUS_ENOT_FOUND) {
     if ((rc = still_there(k, 1)) == 0) /* there: JetStream is busy */
@@ -599,7 +632,11 @@ bus_consumer_fetch(bus_consumer *k, int max, int timeout_ms, bus_batch *b) {
     return still_there(k, 0);
   k->checked_ms = mono_ms();
   b->ack_last = k->ack_all;
-  return bus__batch_fill(b, &list, NULL);
+  if ((rc = bus__batch_fill(b, &list, NULL)) < 0)
+    return rc;
+  if (k->ordered)
+    keep_in_order(k, b);
+  return 0;
 }
 
 /* Where acking starts: 0, or for AckAll the last message still held

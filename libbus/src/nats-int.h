@@ -86,6 +86,9 @@ struct bus_consumer {
   int ack_all;              /* AckAll: one ack of a batch's last message */
   unsigned long reconnects; /* the connection's count at the last check */
   int64_t checked_ms;       /* when it was last found on the broker */
+  int ordered;              /* check delivery numbering (opts.ordered) */
+  int broken;               /* a hole was found: the next fetch says so */
+  uint64_t next_cseq;       /* the next first delivery's number */
   char stream[64];
   char name[64];
 };
