@@ -60,7 +60,7 @@ wait_broker_back(fh *h, pid_t old, const char *conf, int seconds) {
 
 static void
 kill_broker(fh *h, fh_rng *r) {
-  char conf[64] = "", leader[64];
+  char conf[80] = "", leader[64];
   if (h->cluster) {
     int pick = fh_between(r, 1, 3);
     events_leader(h, leader, sizeof leader);
