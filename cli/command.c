@@ -4,7 +4,9 @@
  * of wait), and how their replies print.
  *
  * Every command carries a fresh idempotency key; a request that times out
- * is sent once more with the same key, so it lands at most once. "No
+ * is sent once more with the same key, so it lands at most once, and one
+ * the service could not store yet (its error says the broker did not
+ * answer: a cluster electing a leader) is sent again for a while. "No
  * answer" (nobody subscribed, or silence) is told apart from the broker's
  * refusal ("permission denied") and from a service's refusal, and names
  * the service that should be running, never one that does not exist. A
@@ -13,6 +15,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "manifest.h"
@@ -43,19 +46,27 @@ cli_service_of(const char *kind) {
   return "the service that serves it";
 }
 
-int
-cli_command(lark_cli *cli, bus_conn *c, const char *kind, const char *verb,
-            const msgpack_sbuffer *body, msgpack_zone *zone,
-            msgpack_object *reply) {
-  char subject[BUS_SUBJECT_MAX];
-  snprintf(subject, sizeof subject, "lark.cmd.%s.%s.%s", cli_user(cli), kind,
-           verb);
+/* A reply whose error says the broker could not store now (no responder
+ * while a cluster elects a leader, a timeout, a lost connection) refused
+ * nothing: the command is sent again, with the same key. */
+static int
+transient_reply(const msgpack_object *reply) {
+  char code[32] = "";
+  const msgpack_object *err = bus_obj_get(reply, "error");
+  if (!err || !bus_obj_str(err, "code", code, sizeof code))
+    return 0;
+  return !strcmp(code, "NO_STREAM") || !strcmp(code, "TIMEOUT") ||
+         !strcmp(code, "CONN");
+}
+
+/* One request and its reply, decoded into zone. */
+static int
+request_once(bus_conn *c, const char *subject, const msgpack_sbuffer *body,
+             msgpack_zone *zone, msgpack_object *reply) {
   void *buf = NULL;
   size_t len = 0;
-  int rc = BUS_ETIMEOUT;
-  for (int attempt = 0; attempt < 2 && rc == BUS_ETIMEOUT; attempt++)
-    rc = bus_conn_request(c, subject, body ? body->data : NULL,
-                          body ? body->size : 0, CMD_TIMEOUT_MS, &buf, &len);
+  int rc = bus_conn_request(c, subject, body ? body->data : NULL,
+                            body ? body->size : 0, CMD_TIMEOUT_MS, &buf, &len);
   if (rc)
     return rc;
   void *keep = msgpack_zone_malloc(zone, len ? len : 1);
@@ -68,6 +79,25 @@ cli_command(lark_cli *cli, bus_conn *c, const char *kind, const char *verb,
       reply->type != MSGPACK_OBJECT_MAP)
     return bus_error(BUS_EMALFORMED, "malformed reply on %s", subject);
   return 0;
+}
+
+int
+cli_command(lark_cli *cli, bus_conn *c, const char *kind, const char *verb,
+            const msgpack_sbuffer *body, msgpack_zone *zone,
+            msgpack_object *reply) {
+  char subject[BUS_SUBJECT_MAX];
+  snprintf(subject, sizeof subject, "lark.cmd.%s.%s.%s", cli_user(cli), kind,
+           verb);
+  int rc = BUS_ETIMEOUT, timeouts = 0;
+  for (int wait_ms = 100, waited = 0;; waited += wait_ms, wait_ms *= 2) {
+    rc = request_once(c, subject, body, zone, reply);
+    if (rc == BUS_ETIMEOUT && ++timeouts < 2)
+      continue;
+    if (rc || !transient_reply(reply) || waited > CMD_TIMEOUT_MS * 3)
+      return rc;
+    struct timespec ts = {wait_ms / 1000, (wait_ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+  }
 }
 
 /*
