@@ -497,6 +497,8 @@ void
 bus__batch_drop_head(bus_batch *b, size_t k) {
   if (k > b->n)
     k = b->n;
+  if (k == 0) /* nothing to drop (and an empty batch may have no arrays) */
+    return;
   for (size_t i = 0; i < k; i++)
     natsMsg_Destroy(b->list.Msgs[i]);
   size_t rest = b->n - k;
