@@ -1,8 +1,12 @@
 /*
  * test_python.c - libbus/python/larkbus.py and examples/train.py.
  *
- * Outside a pod, larkbus.emit runs the real larkctl against a real broker
- * and the report lands in LARK_RUNS through lark-reports. Inside a pod it
+ * Outside a pod, larkbus.emit speaks NATS itself against a real broker
+ * and the report lands in LARK_RUNS through lark-reports: on an open
+ * broker, and on one started with the config larkctl renders, as a user
+ * signing in with its nkey, where thousands of reports from one script
+ * land exactly once with that user as the actor, across a broker killed
+ * and restarted mid-stream, and from a fork()ed child too. Inside a pod it
  * speaks the socket protocol of its docstring to a listener played by this
  * test: the exact line sent, "ok" accepted, "error: ..." raised. The example
  * Job manifest is valid against the schema, and the example script runs to the
@@ -15,9 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "brokercfg.h"
 #include "manifest.h"
 #include "natsd.h"
 #include "proc.h"
@@ -98,7 +106,7 @@ runs_wait(bus_conn *c, const char *job, size_t want, char *last, size_t cap) {
   return n;
 }
 
-Test(python, emit_outside_a_pod_runs_larkctl) {
+Test(python, emit_outside_a_pod_speaks_nats) {
   lt_natsd srv;
   bus_conn *c;
   cr_assert_eq(lt_natsd_start(&srv, NULL, NULL), 0);
@@ -157,6 +165,273 @@ Test(python, emit_outside_a_pod_runs_larkctl) {
   lt_kill(reports, SIGTERM);
   bus_conn_close(c);
   lt_natsd_stop(&srv);
+}
+
+/* ------------------------------------------------ as a user, with its nkey */
+
+typedef struct secured {
+  char data[320];
+  lt_natsd srv;
+  bus_conn *admin;
+  pid_t reports;
+} secured;
+
+static void
+start_reports(secured *x) {
+  char creds[512], log[400], rdata[400];
+  lark_creds_path(x->data, "lark-reports", creds, sizeof creds);
+  snprintf(log, sizeof log, "%s/reports.log", dir);
+  snprintf(rdata, sizeof rdata, "%s/views-reports", dir);
+  const char *extra[] = {"--creds", creds, NULL};
+  x->reports = lt_start_service("lark-reports", x->srv.url, rdata, log, extra);
+  cr_assert(x->reports > 0);
+}
+
+static void
+secured_start(secured *x, int reports) {
+  static const char *const services[] = {"admin", "lark-reports", "alice",
+                                         NULL};
+  static const lark_role roles[] = {LARK_ROLE_ADMIN, LARK_ROLE_SERVICE,
+                                    LARK_ROLE_USER};
+  char accounts[400], conf[400], creds[512];
+  memset(x, 0, sizeof *x);
+  snprintf(x->data, sizeof x->data, "%s/lark", dir);
+  mkdir(x->data, 0700);
+  for (int i = 0; services[i]; i++)
+    cr_assert_eq(lark_creds_ensure(x->data, services[i], roles[i], NULL, NULL),
+                 0, "%s", lark_cfg_error());
+  lark_principal *p = NULL;
+  size_t n = 0;
+  snprintf(accounts, sizeof accounts, "%s/accounts.conf", x->data);
+  snprintf(conf, sizeof conf, "%s/nats.conf", x->data);
+  cr_assert_eq(lark_creds_load(x->data, &p, &n), 0, "%s", lark_cfg_error());
+  cr_assert_eq(lark_render_accounts(p, n, accounts), 0, "%s", lark_cfg_error());
+  free(p);
+  lark_broker_opts o;
+  lark_broker_opts_init(&o);
+  o.run_dir = x->data;
+  cr_assert_eq(lark_render_conf("single", &o, conf), 0, "%s", lark_cfg_error());
+  cr_assert_eq(lt_natsd_start(&x->srv, conf, NULL), 0);
+  bus_conn_opts co;
+  bus_conn_opts_init(&co);
+  lark_creds_path(x->data, "admin", creds, sizeof creds);
+  co.url = x->srv.url;
+  co.creds = creds;
+  co.js_wait_ms = 2000;
+  co.name = "test";
+  cr_assert_eq(bus_conn_open(&x->admin, &co), 0, "%s", bus_last_error());
+  /* a window that outlasts a broker restart */
+  cr_assert_eq(lt_streams(x->admin, 120000), 0, "%s", bus_last_error());
+  if (reports)
+    start_reports(x);
+  /* only what a user's script has: the module's directory, URL, creds */
+  char path[512];
+  snprintf(path, sizeof path, "%s/libbus/python", src_dir());
+  setenv("PYTHONPATH", path, 1);
+  unsetenv("LD_LIBRARY_PATH");
+  unsetenv("LARK_SOCKET");
+  unsetenv("LARK_JOB");
+  unsetenv("LARK_USER");
+  unsetenv("LARKCTL");
+  setenv("LARK_URL", x->srv.url, 1);
+  lark_creds_path(x->data, "alice", creds, sizeof creds);
+  setenv("LARK_CREDS", creds, 1);
+  setenv("LARK_DATA", x->data, 1);
+}
+
+static void
+secured_stop(secured *x) {
+  if (x->reports > 0)
+    lt_kill(x->reports, SIGTERM);
+  bus_conn_close(x->admin);
+  lt_natsd_stop(&x->srv);
+  unsetenv("LARK_CREDS");
+  unsetenv("LARK_DATA");
+  unsetenv("PYTHONPATH");
+}
+
+/* Write a script under dir and start python3 on it. */
+static void
+script_argv(const char *name, const char *code, char *path, size_t cap,
+            char *argv[4]) {
+  snprintf(path, cap, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fputs(code, f);
+  fclose(f);
+  argv[0] = (char *)"/usr/bin/env";
+  argv[1] = (char *)"python3";
+  argv[2] = path;
+  argv[3] = NULL;
+}
+
+/* Reports on lark.run.<job>: seen[step] counts each step in [0, n); every
+ * one must be alice's. Returns how many there are in all. */
+static size_t
+tally(bus_conn *c, const char *job, int *seen, int n) {
+  char filter[128];
+  snprintf(filter, sizeof filter, "lark.run.%s", job);
+  bus_reader_opts o;
+  bus_reader_opts_init(&o);
+  o.stream = "LARK_RUNS";
+  o.filter = filter;
+  bus_reader *r;
+  bus_batch *b;
+  cr_assert_eq(bus_batch_new(&b), 0);
+  cr_assert_eq(bus_reader_open(c, &o, &r), 0, "%s", bus_last_error());
+  memset(seen, 0, sizeof *seen * (size_t)n);
+  size_t total = 0;
+  int rc;
+  do {
+    rc = bus_reader_next(r, b, 5000);
+    for (size_t i = 0; i < bus_batch_len(b); i++, total++) {
+      const bus_event *ev = bus_batch_event(b, i);
+      cr_assert_not_null(ev);
+      cr_assert_str_eq(ev->actor, "alice");
+      const msgpack_object *v = bus_obj_get(&ev->data, "values");
+      int64_t step = bus_obj_int(v, "step", -1);
+      cr_assert(step >= 0 && step < n, "step %lld", (long long)step);
+      seen[step]++;
+    }
+  } while (rc == 0);
+  if (rc != BUS_EEOF) /* a reader cut short (the broker restarting): again */
+    fprintf(stderr, "tally %s: %s\n", job, bus_last_error()), total = 0;
+  bus_reader_close(r);
+  bus_batch_free(b);
+  return total;
+}
+
+/* Every step in [0, n) exactly once, waiting up to 2 min for lark-reports. */
+static void
+expect_each_once(bus_conn *c, const char *job, int n) {
+  int *seen = calloc((size_t)n, sizeof *seen);
+  size_t total = 0;
+  for (int i = 0; i < 1200 && (total = tally(c, job, seen, n)) < (size_t)n; i++)
+    usleep(100 * 1000);
+  usleep(500 * 1000); /* anything doubled would show up by now */
+  total = tally(c, job, seen, n);
+  int missing = 0, doubled = 0;
+  for (int i = 0; i < n; i++) {
+    missing += seen[i] == 0;
+    doubled += seen[i] > 1;
+  }
+  cr_expect_eq(total, (size_t)n, "%s: %zu reports for %d", job, total, n);
+  cr_expect_eq(missing, 0, "%s: %d missing", job, missing);
+  cr_expect_eq(doubled, 0, "%s: %d doubled", job, doubled);
+  free(seen);
+}
+
+Test(python, a_user_emits_thousands_on_one_connection, .timeout = 240) {
+  secured x;
+  secured_start(&x, 1);
+  char path[512], out[4096], err[8192], *argv[4];
+
+  /* importing prints nothing and connects to nothing */
+  script_argv("import.py", "import larkbus\n", path, sizeof path, argv);
+  int rc = lt_run(argv, out, sizeof out, err, sizeof err);
+  cr_expect_eq(rc, 0, "%s", err);
+  cr_expect_str_eq(out, "", "nothing on stdout at import");
+  cr_expect_str_eq(err, "", "nothing on stderr at import");
+
+  script_argv(
+      "many.py",
+      "import larkbus\n"
+      "for i in range(3000):\n"
+      "    larkbus.emit('metric', job='py-many', step=i, loss=1.0/(i+1),"
+      " tag='t', ok=True, none=None)\n"
+      "larkbus.flush(60)\n",
+      path, sizeof path, argv);
+  rc = lt_run(argv, out, sizeof out, err, sizeof err);
+  cr_expect_eq(rc, 0, "%s", err);
+  cr_expect_str_eq(out, "");
+  expect_each_once(x.admin, "py-many", 3000);
+
+  /* a child after fork() reports on its own connection; the parent's
+   * reports in flight at the fork stay the parent's (not doubled) */
+  script_argv("fork.py",
+              "import os, larkbus\n"
+              "for i in range(500):\n"
+              "    larkbus.emit('metric', job='py-fork', step=i)\n"
+              "pid = os.fork()\n"
+              "if pid == 0:\n"
+              "    for i in range(1000, 1500):\n"
+              "        larkbus.emit('metric', job='py-fork', step=i)\n"
+              "    larkbus.flush(60)\n"
+              "    os._exit(0)\n"
+              "for i in range(500, 1000):\n"
+              "    larkbus.emit('metric', job='py-fork', step=i)\n"
+              "larkbus.flush(60)\n"
+              "_, st = os.waitpid(pid, 0)\n"
+              "assert st == 0, st\n",
+              path, sizeof path, argv);
+  rc = lt_run(argv, out, sizeof out, err, sizeof err);
+  cr_expect_eq(rc, 0, "%s", err);
+  expect_each_once(x.admin, "py-fork", 1500);
+
+  /* a report the broker will never take: flush says so */
+  script_argv("refused.py",
+              "import larkbus\n"
+              "try:\n"
+              "    larkbus.emit('metric', job='py-big', blob='x' * 200000)\n"
+              "    larkbus.flush(30)\n"
+              "except larkbus.LarkError as e:\n"
+              "    print('refused:', e)\n",
+              path, sizeof path, argv);
+  rc = lt_run(argv, out, sizeof out, err, sizeof err);
+  cr_expect_eq(rc, 0, "%s", err);
+  cr_expect(strstr(out, "refused:"), "%s", out);
+  secured_stop(&x);
+}
+
+Test(python, a_broker_restart_loses_and_doubles_nothing, .timeout = 240) {
+  secured x;
+  secured_start(&x, 0);
+  char path[512], log[512], ready[512], code[2048], *argv[4];
+  snprintf(ready, sizeof ready, "%s/ready", dir);
+  snprintf(log, sizeof log, "%s/restart.log", dir);
+  snprintf(code, sizeof code,
+           "import time, larkbus\n"
+           "for i in range(2000):\n"
+           "    larkbus.emit('metric', job='py-restart', step=i)\n"
+           "larkbus.flush(60)\n"
+           "open('%s', 'w').close()\n"
+           "for i in range(2000, 6000):\n"
+           "    larkbus.emit('metric', job='py-restart', step=i)\n"
+           "    if i %% 20 == 0:\n"
+           "        time.sleep(0.005)\n"
+           "larkbus.flush(90)\n"
+           "print('stored')\n",
+           ready);
+  script_argv("restart.py", code, path, sizeof path, argv);
+  pid_t py = lt_spawn(argv, log);
+  cr_assert(py > 0);
+  for (int i = 0; i < 600 && access(ready, F_OK) != 0; i++)
+    usleep(50 * 1000);
+  cr_assert_eq(access(ready, F_OK), 0, "the script never got going");
+  usleep(200 * 1000); /* mid-stream */
+  cr_assert_eq(lt_natsd_kill_restart(&x.srv), 0);
+  int st = 0;
+  cr_assert_eq(waitpid(py, &st, 0), py);
+  cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the script failed: %s",
+            log);
+  char out[4096] = "";
+  FILE *f = fopen(log, "r");
+  if (f) {
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    out[n] = 0;
+    fclose(f);
+  }
+  cr_expect(strstr(out, "stored"), "%s", out);
+  /* LARK_REPORTS took each report once: 6000 messages, no more (a report
+   * sent again after the restart was dropped as a duplicate) */
+  uint64_t seq = 0;
+  cr_assert_eq(bus_stream_last_seq(x.admin, "LARK_REPORTS", &seq), 0, "%s",
+               bus_last_error());
+  cr_expect_eq(seq, 6000, "LARK_REPORTS holds %llu", (unsigned long long)seq);
+  /* and the event log has every one exactly once, as alice's */
+  start_reports(&x);
+  expect_each_once(x.admin, "py-restart", 6000);
+  secured_stop(&x);
 }
 
 /* A pod's socket, played by a thread: one connection, one line. */

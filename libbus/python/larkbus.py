@@ -1,13 +1,16 @@
 """larkbus - training-script reports to the larkbus control plane.
 
-Standard library only; put this directory on sys.path (or PYTHONPATH)::
+Standard library only (plus libsodium through ctypes for the nkey
+signature); put this directory on sys.path (or PYTHONPATH)::
 
     import larkbus
     larkbus.emit("metric", step=100, reward=0.5)
     larkbus.emit("checkpoint", step=1000, path="/ckpt/1000")
+    larkbus.flush()          # every report so far is stored
 
 A report becomes one ``run.reported {kind, values}`` event on
 ``lark.run.<job>`` (LARK_RUNS), which ``larkctl tail lark.run.<job>`` shows.
+Importing the module prints nothing and connects to nothing.
 
 Inside a pod (``LARK_SOCKET`` is set by lark-edge)
     The pod has no broker credentials. ``emit`` connects to the Unix stream
@@ -19,107 +22,773 @@ Inside a pod (``LARK_SOCKET`` is set by lark-edge)
     * the server answers one line: ``"ok\\n"`` when the report was accepted,
       or ``"error: <message>\\n"``;
     * a client may send several lines on one connection, each answered in
-      order; ``emit`` sends one and closes.
+      order. ``emit`` keeps its connection open across calls (a new one
+      after fork() or once the server has closed it) and returns once the
+      line is answered, so ``flush`` has nothing to wait for.
 
     lark-edge stamps the pod's identity (job, pod, node) on what arrives on
     the socket; the script never names its job.
 
 Outside a pod
-    ``emit`` runs ``larkctl emit JOB KIND --data JSON`` with the user's own
-    credentials (LARK_URL, LARK_CREDS, LARK_DATA as for larkctl). JOB is the
-    ``job=`` argument, else ``$LARK_JOB``. larkctl is ``$LARKCTL``, else
-    ``larkctl`` on PATH. larkctl publishes the report on
-    ``lark.rep.<user>.<job>``, where the broker lets only that user publish,
-    and waits for the broker's ack; lark-reports appends it to
-    ``lark.run.<job>`` with the user as its actor.
+    The module speaks the NATS client protocol to the broker itself, on one
+    connection per process, with the user's own credentials as larkctl
+    finds them: the URL is ``$LARK_URL``, else the first line of
+    ``$LARK_DATA/url``, else ``nats://127.0.0.1:4222``; the nkey seed file
+    is ``$LARK_CREDS``, else ``$LARK_DATA/creds/admin.nk`` when it exists
+    (``$LARK_DATA`` defaults to ``./.lark``); the user is ``$LARK_USER``,
+    else the seed file's name without its extension. The server's nonce is
+    signed with Ed25519 through libsodium (``libsodium.so``, loaded with
+    ctypes); replies come to the inbox ``_INBOX_<public key>``.
 
-Errors raise ``LarkError`` with the reason (the server's or larkctl's
-message); nothing is retried silently.
+    Each report is published like ``larkctl emit JOB KIND`` publishes it:
+    the event ``run.reported`` (msgpack envelope, actor = the user) on
+    ``lark.rep.<user>.<job>``, where the broker lets only that user
+    publish, with headers ``Nats-Msg-Id`` (the event's id) and
+    ``Lark-Type``, as a JetStream publish whose ack comes to the inbox.
+    JOB is the ``job=`` argument, else ``$LARK_JOB``. lark-reports appends
+    it to ``lark.run.<job>`` with the user as its actor.
+
+    ``emit`` returns once the report is handed to the connection; many are
+    in flight at once (at most 8192: emit then waits for acks). ``flush``
+    returns once the broker has acknowledged every report emitted so far.
+    When the connection drops (a broker restart), the module connects again
+    and sends every unacknowledged report again with the same
+    ``Nats-Msg-Id``, which LARK_REPORTS' duplicate window drops if it had
+    landed: nothing is lost or doubled. A report without an ack after 5 s,
+    or refused as unavailable (no stream yet), is sent again the same way.
+    At exit the module flushes for up to ``$LARK_FLUSH_TIMEOUT`` seconds
+    (30 by default) and says on stderr what was not stored. A child made by
+    fork() opens its own connection on its first report; the parent's
+    reports stay the parent's.
+
+Errors raise ``LarkError`` with the reason: a refused kind or value at
+``emit``, no connection at the first ``emit``, a report the broker refused
+for good (too big, not permitted) or reports not stored in time at
+``flush``.
 """
 
+import atexit
+import base64
+import ctypes
+import ctypes.util
 import json
+import math
 import os
 import re
-import shutil
+import select
 import socket
-import subprocess
+import struct
+import sys
+import threading
+import time
 
-__all__ = ["emit", "LarkError"]
+__all__ = ["emit", "flush", "LarkError"]
 
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
-_TIMEOUT_S = 10.0
+_TIMEOUT_S = 10.0       # connecting, and a pod's answer
+_ACK_WAIT_S = 5.0       # a report without an ack is sent again after this
+_RETRY_S = 0.5          # after "unavailable" (503), send again after this
+_MAX_INFLIGHT = 8192
 
 
 class LarkError(Exception):
     """A report was not accepted; str() says why."""
 
 
-def _check(kind, values):
+def _check_kind(kind):
     if not isinstance(kind, str) or not kind or len(kind) > 32 \
             or not _NAME.match(kind):
         raise LarkError("kind %r must be a name: lowercase letters, digits "
                         "and '-', at most 32" % (kind,))
+
+
+# ------------------------------------------------------------------ msgpack
+
+def _pack(o, out):
+    """Append o's msgpack to the bytearray out (dict/list/str/int/float/
+    bool/None; what JSON has)."""
+    if o is None:
+        out.append(0xc0)
+    elif o is True:
+        out.append(0xc3)
+    elif o is False:
+        out.append(0xc2)
+    elif isinstance(o, int):
+        if 0 <= o < 128:
+            out.append(o)
+        elif -32 <= o < 0:
+            out.append(o & 0xff)
+        elif 0 <= o < 1 << 8:
+            out += b"\xcc" + struct.pack(">B", o)
+        elif 0 <= o < 1 << 16:
+            out += b"\xcd" + struct.pack(">H", o)
+        elif 0 <= o < 1 << 32:
+            out += b"\xce" + struct.pack(">I", o)
+        elif 0 <= o < 1 << 64:
+            out += b"\xcf" + struct.pack(">Q", o)
+        elif -(1 << 7) <= o:
+            out += b"\xd0" + struct.pack(">b", o)
+        elif -(1 << 15) <= o:
+            out += b"\xd1" + struct.pack(">h", o)
+        elif -(1 << 31) <= o:
+            out += b"\xd2" + struct.pack(">i", o)
+        elif -(1 << 63) <= o:
+            out += b"\xd3" + struct.pack(">q", o)
+        else:
+            raise ValueError("integer %d does not fit in 64 bits" % o)
+    elif isinstance(o, float):
+        if math.isnan(o) or math.isinf(o):
+            raise ValueError("Out of range float values are not JSON "
+                             "compliant: %r" % o)
+        out += b"\xcb" + struct.pack(">d", o)
+    elif isinstance(o, str):
+        b = o.encode("utf-8")
+        n = len(b)
+        if n < 32:
+            out.append(0xa0 | n)
+        elif n < 1 << 8:
+            out += b"\xd9" + struct.pack(">B", n)
+        elif n < 1 << 16:
+            out += b"\xda" + struct.pack(">H", n)
+        else:
+            out += b"\xdb" + struct.pack(">I", n)
+        out += b
+    elif isinstance(o, (list, tuple)):
+        n = len(o)
+        if n < 16:
+            out.append(0x90 | n)
+        elif n < 1 << 16:
+            out += b"\xdc" + struct.pack(">H", n)
+        else:
+            out += b"\xdd" + struct.pack(">I", n)
+        for x in o:
+            _pack(x, out)
+    elif isinstance(o, dict):
+        n = len(o)
+        if n < 16:
+            out.append(0x80 | n)
+        elif n < 1 << 16:
+            out += b"\xde" + struct.pack(">H", n)
+        else:
+            out += b"\xdf" + struct.pack(">I", n)
+        for k, v in o.items():
+            if not isinstance(k, str):
+                raise TypeError("keys must be str, not %s"
+                                % type(k).__name__)
+            _pack(k, out)
+            _pack(v, out)
+    else:
+        raise TypeError("Object of type %s is not JSON serializable"
+                        % type(o).__name__)
+
+
+def _values_mp(values):
+    out = bytearray()
     try:
-        return json.dumps({"kind": kind, "values": values},
+        _pack(values, out)
+    except (TypeError, ValueError, RecursionError) as e:
+        raise LarkError("values must be JSON numbers, strings, lists or "
+                        "maps: %s" % e) from None
+    return bytes(out)
+
+
+# -------------------------------------------------------------------- nkeys
+
+_B32_PAD = "=" * 8
+
+
+def _crc16(data):
+    crc = 0
+    for b in data:
+        crc ^= b << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else crc << 1
+            crc &= 0xffff
+    return crc
+
+
+_sodium = None
+
+
+def _libsodium():
+    global _sodium
+    if _sodium is None:
+        name = ctypes.util.find_library("sodium")
+        lib = None
+        for cand in ([name] if name else []) + ["libsodium.so.23",
+                                                "libsodium.so"]:
+            try:
+                lib = ctypes.CDLL(cand)
+                break
+            except OSError:
+                continue
+        if lib is None:
+            raise LarkError("libsodium not found: the nkey signature needs "
+                            "it (apt-get install libsodium23)")
+        if lib.sodium_init() < 0:
+            raise LarkError("libsodium failed to initialise")
+        _sodium = lib
+    return _sodium
+
+
+class _NKey:
+    """A user nkey from its seed file: the public key and a signer."""
+
+    def __init__(self, path):
+        try:
+            with open(path, "r", encoding="ascii", errors="replace") as f:
+                text = f.read()
+        except OSError as e:
+            raise LarkError("credentials %s: %s" % (path, e.strerror)) \
+                from None
+        seed = None
+        for line in text.splitlines():
+            line = line.strip()
+            if line.startswith("SU"):
+                seed = line
+                break
+        if seed is None:
+            raise LarkError("credentials %s: no user nkey seed (SU...)"
+                            % path)
+        try:
+            raw = base64.b32decode(seed + _B32_PAD[:(-len(seed)) % 8])
+        except (ValueError, TypeError):
+            raise LarkError("credentials %s: not an nkey seed" % path) \
+                from None
+        if len(raw) != 36 or _crc16(raw[:34]) != raw[34] | raw[35] << 8:
+            raise LarkError("credentials %s: nkey seed checksum mismatch"
+                            % path)
+        if raw[0] & 0xf8 != 18 << 3 or \
+                ((raw[0] & 7) << 5 | raw[1] >> 3) != 20 << 3:
+            raise LarkError("credentials %s: not a user seed (SU...)" % path)
+        lib = _libsodium()
+        pk = ctypes.create_string_buffer(32)
+        self._sk = ctypes.create_string_buffer(64)
+        lib.crypto_sign_seed_keypair(pk, self._sk, raw[2:34])
+        pub = bytes([20 << 3]) + pk.raw
+        crc = _crc16(pub)
+        pub += bytes([crc & 0xff, crc >> 8])
+        self.public = base64.b32encode(pub).decode("ascii").rstrip("=")
+
+    def sign(self, data):
+        lib = _libsodium()
+        sig = ctypes.create_string_buffer(64)
+        n = ctypes.c_ulonglong(0)
+        lib.crypto_sign_detached(sig, ctypes.byref(n), data,
+                                 ctypes.c_ulonglong(len(data)), self._sk)
+        return base64.urlsafe_b64encode(sig.raw[:n.value]) \
+            .decode("ascii").rstrip("=")
+
+
+# ------------------------------------------------------------- the settings
+
+def _settings():
+    data = os.environ.get("LARK_DATA") or "./.lark"
+    url = os.environ.get("LARK_URL")
+    if not url:
+        try:
+            with open(os.path.join(data, "url"), "r") as f:
+                url = f.readline().strip() or None
+        except OSError:
+            url = None
+    url = url or "nats://127.0.0.1:4222"
+    creds = os.environ.get("LARK_CREDS")
+    if not creds:
+        cand = os.path.join(data, "creds", "admin.nk")
+        if os.path.isfile(cand):
+            creds = cand
+    user = os.environ.get("LARK_USER")
+    if not user:
+        user = "admin"
+        if creds:
+            base = os.path.basename(creds)
+            if "." in base:
+                base = base[:base.rindex(".")]
+            if len(base) <= 63 and _NAME.match(base):
+                user = base
+    return url, creds, user
+
+
+def _addresses(url):
+    out = []
+    for u in url.split(","):
+        u = u.strip()
+        if "://" in u:
+            u = u.split("://", 1)[1]
+        u = u.rsplit("@", 1)[-1].rstrip("/")
+        if not u:
+            continue
+        if u.startswith("["):
+            host, _, port = u[1:].partition("]")
+            port = port.lstrip(":")
+        elif u.count(":") == 1:
+            host, port = u.split(":")
+        else:
+            host, port = u, ""
+        out.append((host, int(port) if port else 4222))
+    return out
+
+
+# ----------------------------------------------------- the broker connection
+
+class _Broker:
+    """One NATS connection, its reader thread and the reports in flight."""
+
+    def __init__(self):
+        self.url, self.creds, self.user = _settings()
+        if len(self.user) > 63 or not _NAME.match(self.user):
+            raise LarkError("'%s' is not a user name" % self.user)
+        self.key = _NKey(self.creds) if self.creds else None
+        token = os.urandom(8).hex()
+        if self.key:
+            self.inbox = "_INBOX_%s.%s" % (self.key.public, token)
+        else:
+            self.inbox = "_INBOX.%s" % token
+        self.pid = os.getpid()
+        self.mu = threading.Lock()          # pending, failed, state
+        self.cond = threading.Condition(self.mu)
+        self.wmu = threading.Lock()         # writes to the socket
+        self.pending = {}                   # reply -> [subject, frame, sent]
+        self.failed = []                    # reasons, for flush
+        self.seq = 0
+        self.sock = None
+        self.gen = 0                        # connections made so far
+        self.max_payload = 1 << 20
+        self.last_error = ""
+        self.closed = False
+        self._connect()                     # the first one, or LarkError
+        self.thread = threading.Thread(target=self._run, daemon=True,
+                                       name="larkbus")
+        self.thread.start()
+
+    # -- connecting
+
+    def _handshake(self, host, port):
+        s = socket.create_connection((host, port), timeout=_TIMEOUT_S)
+        try:
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            f = s.makefile("rb")
+            line = f.readline(1 << 16)
+            if not line.startswith(b"INFO "):
+                raise LarkError("%s:%d is not a NATS server" % (host, port))
+            info = json.loads(line[5:])
+            if info.get("tls_required"):
+                raise LarkError("%s:%d requires TLS, which this module does "
+                                "not speak" % (host, port))
+            opts = {"verbose": False, "pedantic": False, "protocol": 1,
+                    "headers": True, "no_responders": True,
+                    "lang": "python-larkbus", "version": "1",
+                    "name": "larkbus-py"}
+            if self.key:
+                nonce = info.get("nonce", "")
+                opts["nkey"] = self.key.public
+                opts["sig"] = self.key.sign(nonce.encode("ascii"))
+            s.sendall(b"CONNECT " + json.dumps(opts).encode() + b"\r\n"
+                      + b"PING\r\n")
+            self._await_pong(f, host, port)
+            s.sendall(b"SUB " + self.inbox.encode() + b".* 1\r\nPING\r\n")
+            self._await_pong(f, host, port)
+            f.close()
+            s.settimeout(None)
+            self.max_payload = int(info.get("max_payload", 1 << 20))
+            return s
+        except BaseException:
+            s.close()
+            raise
+
+    @staticmethod
+    def _await_pong(f, host, port):
+        while True:
+            line = f.readline(1 << 16)
+            if not line:
+                raise LarkError("%s:%d closed the connection" % (host, port))
+            if line.startswith(b"PONG"):
+                return
+            if line.startswith(b"-ERR"):
+                raise LarkError("%s:%d: %s" % (host, port, line[4:].strip()
+                                .decode("utf-8", "replace").strip("'")))
+            # +OK, PING before PONG, INFO updates: nothing to do here
+
+    def _connect(self):
+        errors = []
+        for host, port in _addresses(self.url):
+            try:
+                s = self._handshake(host, port)
+            except (OSError, ValueError, LarkError) as e:
+                errors.append(str(e) if isinstance(e, LarkError)
+                              else "%s:%d: %s" % (host, port, e))
+                continue
+            with self.mu:
+                self.sock = s
+                self.gen += 1
+            return
+        raise LarkError("cannot connect to %s%s: %s"
+                        % (self.url, " with " + self.creds if self.creds
+                           else " without credentials", "; ".join(errors)))
+
+    # -- sending
+
+    def send(self, job, kind, values_mp):
+        subject = "lark.rep.%s.%s" % (self.user, job)
+        eid = os.urandom(16).hex()
+        body = bytearray(b"\x88\xa1v\x01\xa4type\xacrun.reported\xa2id\xd9\x20")
+        body += eid.encode()
+        body += b"\xa2ts"
+        _pack(time.time_ns(), body)
+        body += b"\xa5actor"
+        _pack(self.user, body)
+        body += b"\xa5cause\xa0\xa4prev\x00\xa4data\x82\xa4kind"
+        _pack(kind, body)
+        body += b"\xa6values"
+        body += values_mp
+        hdr = ("NATS/1.0\r\nNats-Msg-Id: %s\r\nLark-Type: run.reported"
+               "\r\n\r\n" % eid).encode()
+        if len(hdr) + len(body) > self.max_payload:
+            raise LarkError("report of %d bytes: more than the broker takes "
+                            "(%d)" % (len(body), self.max_payload))
+        with self.cond:
+            while len(self.pending) >= _MAX_INFLIGHT and not self.closed:
+                self.cond.wait(1.0)
+            self.seq += 1
+            reply = "%s.%d" % (self.inbox, self.seq)
+            frame = b"HPUB %s %s %d %d\r\n%s%s\r\n" % (
+                subject.encode(), reply.encode(), len(hdr),
+                len(hdr) + len(body), hdr, body)
+            self.pending[reply] = [subject, frame, time.monotonic()]
+            sock = self.sock
+        if sock is not None:
+            self._write(sock, frame)
+
+    def _write(self, sock, data):
+        with self.wmu:
+            try:
+                sock.sendall(data)
+            except OSError:
+                # the reader notices the broken connection, reconnects and
+                # sends everything unacknowledged again
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def flush(self, timeout):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self.cond:
+            while self.pending:
+                left = None if deadline is None \
+                    else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    break
+                self.cond.wait(left if left is not None and left < 1 else 1)
+            failed, self.failed = self.failed, []
+            n = len(self.pending)
+            why = self.last_error
+        if failed:
+            raise LarkError("%d report(s) refused: %s"
+                            % (len(failed), failed[0]))
+        if n:
+            raise LarkError("%d report(s) not stored after %gs%s"
+                            % (n, timeout, ": " + why if why else ""))
+
+    # -- the reader thread: acks, PING, reconnecting
+
+    def _run(self):
+        while not self.closed:
+            sock = self.sock
+            try:
+                self._read(sock)
+                self.last_error = "the broker closed the connection"
+            except OSError as e:
+                self.last_error = "connection lost: %s" % e
+            except Exception as e:  # a protocol surprise: start over
+                self.last_error = "connection dropped: %r" % (e,)
+            with self.mu:
+                self.sock = None
+            try:
+                sock.close()
+            except OSError:
+                pass
+            backoff = 0.05
+            while not self.closed:
+                try:
+                    self._connect()
+                    break
+                except LarkError as e:
+                    self.last_error = str(e)
+                    time.sleep(backoff)
+                    backoff = min(backoff * 2, 1.0)
+            self._resend(all_of_them=True)
+
+    def _resend(self, all_of_them):
+        now = time.monotonic()
+        with self.mu:
+            sock = self.sock
+            if sock is None:
+                return
+            todo = []
+            for reply, p in list(self.pending.items()):
+                if all_of_them or now - p[2] >= _ACK_WAIT_S:
+                    p[2] = now
+                    todo.append(p[1])
+                    del self.pending[reply]
+                    self.pending[reply] = p     # to the end: sent last
+        if todo:
+            self._write(sock, b"".join(todo))
+
+    def _read(self, sock):
+        sock.settimeout(0.25)
+        buf = bytearray()
+        last_scan = time.monotonic()
+        while not self.closed:
+            try:
+                chunk = sock.recv(1 << 16)
+            except socket.timeout:
+                chunk = None
+            if chunk == b"":
+                return
+            if chunk:
+                buf += chunk
+                self._parse(sock, buf)
+            now = time.monotonic()
+            if now - last_scan >= 0.25:
+                last_scan = now
+                self._resend(all_of_them=False)
+
+    def _parse(self, sock, buf):
+        acks = []
+        pos = 0
+        while True:
+            end = buf.find(b"\r\n", pos)
+            if end < 0:
+                break
+            line = bytes(buf[pos:end])
+            if line.startswith(b"MSG ") or line.startswith(b"HMSG "):
+                parts = line.split()
+                size = int(parts[-1])
+                hlen = int(parts[-2]) if parts[0] == b"HMSG" else 0
+                if len(buf) < end + 2 + size + 2:
+                    break
+                data = bytes(buf[end + 2:end + 2 + size])
+                pos = end + 2 + size + 2
+                acks.append((parts[1].decode(), data[:hlen], data[hlen:]))
+                continue
+            pos = end + 2
+            if line.startswith(b"PING"):
+                self._write(sock, b"PONG\r\n")
+            elif line.startswith(b"-ERR"):
+                self._server_error(line[4:].strip().decode("utf-8",
+                                                           "replace"))
+        del buf[:pos]
+        if acks:
+            self._settle(acks)
+
+    def _server_error(self, text):
+        text = text.strip("'")
+        self.last_error = text
+        m = re.search(r'Permissions Violation for Publish to "([^"]+)"', text)
+        if not m:
+            return
+        with self.cond:
+            for reply, p in list(self.pending.items()):
+                if p[0] == m.group(1):
+                    del self.pending[reply]
+                    self.failed.append("%s: permission denied" % p[0])
+            self.cond.notify_all()
+
+    def _settle(self, acks):
+        now = time.monotonic()
+        with self.cond:
+            for reply, hdr, data in acks:
+                p = self.pending.get(reply)
+                if p is None:
+                    continue                    # a second ack of a resend
+                status = hdr.split(b"\r\n", 1)[0].split(None, 2)
+                if len(status) > 1:             # 503: no responders
+                    self.last_error = "no stream takes %s yet (%s)" % (
+                        p[0], b" ".join(status[1:]).decode("ascii",
+                                                           "replace"))
+                    p[2] = now - _ACK_WAIT_S + _RETRY_S
+                    continue
+                if b'"error"' in data:
+                    try:
+                        err = json.loads(data).get("error", {})
+                    except ValueError:
+                        err = {}
+                    desc = err.get("description", data.decode("utf-8",
+                                                              "replace"))
+                    if err.get("code") in (503, 408, 500):
+                        self.last_error = "%s: %s" % (p[0], desc)
+                        p[2] = now - _ACK_WAIT_S + _RETRY_S
+                        continue
+                    self.failed.append("%s: %s" % (p[0], desc))
+                del self.pending[reply]
+            self.cond.notify_all()
+
+    def close(self):
+        self.closed = True
+        sock = self.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+# ------------------------------------------------------------ a pod's socket
+
+class _Pod:
+    """The connection to $LARK_SOCKET, kept open across reports."""
+
+    def __init__(self, path):
+        self.path = path
+        self.pid = os.getpid()
+        self.sock = None
+        self.rbuf = b""
+
+    def _open(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.settimeout(_TIMEOUT_S)
+            s.connect(self.path)
+        except OSError:
+            s.close()
+            raise
+        self.sock, self.rbuf = s, b""
+
+    def _drop(self):
+        if self.sock is not None:
+            self.sock.close()
+        self.sock, self.rbuf = None, b""
+
+    def _stale(self):
+        # the server closed an idle connection (an edge restart): readable
+        # with nothing pending means EOF or garbage; open a new one
+        try:
+            r, _, _ = select.select([self.sock], [], [], 0)
+        except (OSError, ValueError):
+            return True
+        return bool(r)
+
+    def send(self, line):
+        data = line.encode("utf-8") + b"\n"
+        try:
+            if self.sock is not None and self._stale():
+                self._drop()
+            if self.sock is None:
+                self._open()
+            self.sock.sendall(data)
+            while b"\n" not in self.rbuf:
+                chunk = self.sock.recv(4096)
+                if not chunk:
+                    break
+                self.rbuf += chunk
+        except OSError as e:
+            self._drop()
+            raise LarkError("LARK_SOCKET %s: %s" % (self.path, e)) from None
+        reply, nl, self.rbuf = self.rbuf.partition(b"\n")
+        if not nl:
+            self._drop()
+        text = reply.decode("utf-8", "replace")
+        if nl and text == "ok":
+            return
+        if nl and text.startswith("error:"):
+            raise LarkError(text[6:].strip() or "refused")
+        self._drop()
+        raise LarkError("LARK_SOCKET %s: unexpected reply %r"
+                        % (self.path, text))
+
+
+# --------------------------------------------------------------- the module
+
+_lock = threading.Lock()
+_broker = None
+_pod = None
+
+
+def _after_fork():
+    global _lock, _broker, _pod
+    _lock = threading.Lock()
+    _broker = None      # the parent's: its reports are the parent's to send
+    if _pod is not None and _pod.pid != os.getpid():
+        _pod = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
+
+
+def _get_broker():
+    global _broker
+    b = _broker
+    if b is not None and b.pid == os.getpid():
+        return b
+    with _lock:
+        if _broker is None or _broker.pid != os.getpid():
+            _broker = _Broker()
+        return _broker
+
+
+def _via_socket(path, kind, values):
+    global _pod
+    try:
+        line = json.dumps({"kind": kind, "values": values},
                           separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as e:
         raise LarkError("values must be JSON numbers, strings, lists or "
                         "maps: %s" % e) from None
-
-
-def _via_socket(path, line):
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.settimeout(_TIMEOUT_S)
-            s.connect(path)
-            s.sendall(line.encode("utf-8") + b"\n")
-            reply = b""
-            while not reply.endswith(b"\n"):
-                chunk = s.recv(4096)
-                if not chunk:
-                    break
-                reply += chunk
-    except OSError as e:
-        raise LarkError("LARK_SOCKET %s: %s" % (path, e)) from None
-    text = reply.decode("utf-8", "replace").rstrip("\n")
-    if text == "ok":
-        return
-    if text.startswith("error:"):
-        raise LarkError(text[6:].strip() or "refused")
-    raise LarkError("LARK_SOCKET %s: unexpected reply %r" % (path, text))
-
-
-def _via_larkctl(job, kind, values):
-    job = job or os.environ.get("LARK_JOB")
-    if not job:
-        raise LarkError("outside a pod, give job= or set LARK_JOB")
-    if not _NAME.match(job):
-        raise LarkError("job %r is not a job name" % (job,))
-    larkctl = os.environ.get("LARKCTL") or shutil.which("larkctl")
-    if not larkctl:
-        raise LarkError("larkctl not found: set LARKCTL or put it on PATH")
-    data = json.dumps(values, separators=(",", ":"), allow_nan=False)
-    try:
-        p = subprocess.run([larkctl, "emit", job, kind, "--data", data],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           timeout=60, check=False)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise LarkError("%s: %s" % (larkctl, e)) from None
-    if p.returncode != 0:
-        msg = p.stderr.decode("utf-8", "replace").strip()
-        raise LarkError(msg or "larkctl emit exited %d" % p.returncode)
+    with _lock:
+        if _pod is None or _pod.path != path or _pod.pid != os.getpid():
+            _pod = _Pod(path)
+        _pod.send(line)
 
 
 def emit(kind, job=None, **values):
     """Report ``values`` under ``kind`` ("metric", "progress", ...).
 
-    Inside a pod through ``$LARK_SOCKET``; elsewhere through ``larkctl
-    emit`` for ``job`` (default ``$LARK_JOB``). Raises LarkError when the
-    report is refused or cannot be sent.
+    Inside a pod through ``$LARK_SOCKET`` (returns once accepted);
+    elsewhere on the module's broker connection for ``job`` (default
+    ``$LARK_JOB``), returning once the report is sent: ``flush`` waits for
+    the broker's acks. Raises LarkError when the report is refused or
+    cannot be sent.
     """
-    line = _check(kind, values)
+    _check_kind(kind)
     path = os.environ.get("LARK_SOCKET")
     if path:
-        _via_socket(path, line)
-    else:
-        _via_larkctl(job, kind, values)
+        _via_socket(path, kind, values)
+        return
+    job = job or os.environ.get("LARK_JOB")
+    if not job:
+        raise LarkError("outside a pod, give job= or set LARK_JOB")
+    if not isinstance(job, str) or not _NAME.match(job):
+        raise LarkError("job %r is not a job name" % (job,))
+    mp = _values_mp(values)
+    _get_broker().send(job, kind, mp)
+
+
+def flush(timeout=None):
+    """Return once every report emitted so far by this process is stored
+    (its JetStream ack received); wait at most ``timeout`` seconds (None:
+    as long as it takes). Raises LarkError naming reports the broker
+    refused, or how many are still unacknowledged when time ran out."""
+    b = _broker
+    if b is None or b.pid != os.getpid():
+        return
+    b.flush(timeout)
+
+
+def _at_exit():
+    b = _broker
+    if b is None or b.pid != os.getpid():
+        return
+    try:
+        t = float(os.environ.get("LARK_FLUSH_TIMEOUT", "30"))
+    except ValueError:
+        t = 30.0
+    try:
+        b.flush(t)
+    except LarkError as e:
+        print("larkbus: %s" % e, file=sys.stderr)
+    b.close()
+
+
+atexit.register(_at_exit)
