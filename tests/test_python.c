@@ -386,6 +386,21 @@ Test(python, a_user_emits_thousands_on_one_connection, .timeout = 240) {
   rc = lt_run(argv, out, sizeof out, err, sizeof err);
   cr_expect_eq(rc, 0, "%s", err);
   cr_expect(strstr(out, "refused:"), "%s", out);
+
+  /* another user's subject: the broker says no, flush says so */
+  script_argv("denied.py",
+              "import os, larkbus\n"
+              "os.environ['LARK_USER'] = 'bob'\n"
+              "try:\n"
+              "    larkbus.emit('metric', job='py-denied', step=1)\n"
+              "    larkbus.flush(30)\n"
+              "except larkbus.LarkError as e:\n"
+              "    print('refused:', e)\n",
+              path, sizeof path, argv);
+  rc = lt_run(argv, out, sizeof out, err, sizeof err);
+  cr_expect_eq(rc, 0, "%s", err);
+  cr_expect(strstr(out, "refused:") && strstr(out, "permission denied"), "%s",
+            out);
   secured_stop(&x);
 }
 

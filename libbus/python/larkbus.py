@@ -708,6 +708,11 @@ _pod = None
 def _after_fork():
     global _lock, _broker, _pod
     _lock = threading.Lock()
+    if _broker is not None and _broker.sock is not None:
+        try:
+            _broker.sock.close()    # this process's copy of the descriptor
+        except OSError:
+            pass
     _broker = None      # the parent's: its reports are the parent's to send
     if _pod is not None and _pod.pid != os.getpid():
         _pod = None
