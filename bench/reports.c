@@ -1,8 +1,15 @@
 /*
  * reports.c - users' run reports per second through lark-reports' appender
- * (LARK_REPORTS -> LARK_RUNS, actor stamped, acked once stored), beside
- * the raw baseline of the same run: plain async JetStream publishes of the
- * same reports straight to LARK_RUNS.
+ * (LARK_REPORTS -> LARK_RUNS, actor stamped, one atomic batch per fetch,
+ * acked once stored), on two servers started in the same run: one with
+ * the server's default lazy sync, one with `jetstream { sync_interval:
+ * always }` as broker-config/single.conf.in sets it. Beside it on each
+ * server, the raw baselines of the same run: plain async JetStream
+ * publishes of the same reports straight to LARK_RUNS, and the same
+ * reports as atomic batches of BUS_ATOMIC_MAX straight to LARK_RUNS (what
+ * the appender could reach at best). The reports are queued into
+ * LARK_REPORTS (async publishes, the users' side) before the appender
+ * starts; that rate is printed too.
  *
  *   bench_reports [--reports N] [--jobs J]
  */
@@ -10,39 +17,157 @@
 #include "natsd.h"
 #include "reports.h"
 
+typedef struct rates {
+  double raw_async, raw_atomic, queue, appender;
+  reports_stats st;
+} rates;
+
+/* Report i as an event on the subject fmt names for job i % jobs; its
+ * data in sb, its id in id. */
 static void
-publish(bus_conn *c, const char *fmt, int n, int jobs) {
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  for (int i = 0; i < n; i++) {
-    char subject[BUS_SUBJECT_MAX], id[33];
-    msgpack_sbuffer_clear(&sb);
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_map(&pk, 2);
-    bench_kv(&pk, "kind", "metric");
-    msgpack_pack_str_with_body(&pk, "values", 6);
-    msgpack_pack_map(&pk, 2);
-    msgpack_pack_str_with_body(&pk, "step", 4);
-    msgpack_pack_int(&pk, i);
-    msgpack_pack_str_with_body(&pk, "loss", 4);
-    msgpack_pack_double(&pk, 0.25);
-    snprintf(subject, sizeof subject, fmt, i % jobs);
-    bus_event_new_id(id);
-    bus_event ev = {.v = BUS_SCHEMA_VERSION,
+make_report(bus_event *ev, msgpack_sbuffer *sb, char id[33], int i) {
+  msgpack_packer pk;
+  msgpack_sbuffer_clear(sb);
+  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 2);
+  bench_kv(&pk, "kind", "metric");
+  msgpack_pack_str_with_body(&pk, "values", 6);
+  msgpack_pack_map(&pk, 2);
+  msgpack_pack_str_with_body(&pk, "step", 4);
+  msgpack_pack_int(&pk, i);
+  msgpack_pack_str_with_body(&pk, "loss", 4);
+  msgpack_pack_double(&pk, 0.25);
+  bus_event_new_id(id);
+  *ev = (bus_event){.v = BUS_SCHEMA_VERSION,
                     .type = "run.reported",
                     .id = id,
                     .ts = 1,
                     .actor = "bench",
                     .cause = "",
-                    .data_mp = sb.data,
-                    .data_mp_len = sb.size};
-    if (bus_append_async(c, subject, &ev, BUS_APPEND_NOCHECK))
+                    .data_mp = sb->data,
+                    .data_mp_len = sb->size};
+}
+
+/* n reports by async publishes, then a flush; reports/s. */
+static double
+publish(bus_conn *c, const char *fmt, int n, int jobs) {
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  double t0 = bench_now_s();
+  for (int i = 0; i < n; i++) {
+    char subject[BUS_SUBJECT_MAX], id[33];
+    bus_event ev;
+    make_report(&ev, &sb, id, i);
+    snprintf(subject, sizeof subject, fmt, i % jobs);
+    /* a window full for long on a slow disk stalls nats.c: wait for the
+     * acks in flight, then the same report again */
+    if (bus_append_async(c, subject, &ev, BUS_APPEND_NOCHECK) &&
+        (bus_append_flush(c, 300000, NULL) ||
+         bus_append_async(c, subject, &ev, BUS_APPEND_NOCHECK)))
       bench_die("publish", bus_last_error());
   }
-  if (bus_append_flush(c, 60000, NULL))
+  if (bus_append_flush(c, 300000, NULL))
     bench_die("flush", bus_last_error());
+  double dt = bench_now_s() - t0;
   msgpack_sbuffer_destroy(&sb);
+  return n / dt;
+}
+
+/* n reports as atomic batches of BUS_ATOMIC_MAX to LARK_RUNS; reports/s. */
+static double
+publish_atomic(bus_conn *c, const char *fmt, int n, int jobs) {
+  static msgpack_sbuffer sb[BUS_ATOMIC_MAX];
+  static bus_event ev[BUS_ATOMIC_MAX];
+  static bus_atomic_item it[BUS_ATOMIC_MAX];
+  static char id[BUS_ATOMIC_MAX][33], subject[BUS_ATOMIC_MAX][64];
+  for (int k = 0; k < BUS_ATOMIC_MAX; k++)
+    msgpack_sbuffer_init(&sb[k]);
+  double t0 = bench_now_s();
+  for (int i = 0; i < n;) {
+    int m = n - i < BUS_ATOMIC_MAX ? n - i : BUS_ATOMIC_MAX;
+    for (int k = 0; k < m; k++, i++) {
+      make_report(&ev[k], &sb[k], id[k], i);
+      snprintf(subject[k], sizeof subject[k], fmt, i % jobs);
+      it[k] = (bus_atomic_item){subject[k], &ev[k], BUS_APPEND_NOCHECK};
+    }
+    if (bus_append_atomic(c, "LARK_RUNS", it, (size_t)m, NULL))
+      bench_die("atomic", bus_last_error());
+  }
+  double dt = bench_now_s() - t0;
+  for (int k = 0; k < BUS_ATOMIC_MAX; k++)
+    msgpack_sbuffer_destroy(&sb[k]);
+  return n / dt;
+}
+
+/* A connection with the default JetStream wait (a batch of 1,000 on a
+ * busy syncing server may take longer than the tests' 500 ms). */
+static bus_conn *
+connect_to(const lt_natsd *srv) {
+  bus_conn *c = NULL;
+  bus_conn_opts o;
+  bus_conn_opts_init(&o);
+  o.url = srv->url;
+  o.name = "bench";
+  if (bus_conn_open(&c, &o))
+    bench_die("connect", bus_last_error());
+  return c;
+}
+
+/* The queued reports through the appender, until all are in LARK_RUNS. */
+static double
+run_appender(const lt_natsd *srv, bus_conn *c, int n, reports_stats *st) {
+  uint64_t base = 0, last = 0;
+  bus_stream_last_seq(c, "LARK_RUNS", &base);
+  bus_conn *ac = connect_to(srv);
+  reports *r;
+  double t0 = bench_now_s();
+  if (reports_start(ac, NULL, &r))
+    bench_die("appender", bus_last_error());
+  while (last < base + (uint64_t)n && bench_now_s() - t0 < 300) {
+    usleep(5000);
+    bus_stream_last_seq(c, "LARK_RUNS", &last);
+  }
+  double took = bench_now_s() - t0;
+  reports_get_stats(r, st);
+  reports_stop(r);
+  bus_conn_close(ac);
+  if (last != base + (uint64_t)n)
+    bench_die("appender", last < base + (uint64_t)n ? "not every report landed"
+                                                    : "a report landed twice");
+  return n / took;
+}
+
+static void
+measure(const char *conf, int n, int jobs, rates *out) {
+  lt_natsd srv;
+  if (lt_natsd_start(&srv, conf, NULL))
+    bench_die("broker", "cannot start nats-server");
+  bus_conn *c = connect_to(&srv);
+  if (lt_streams(c, 120000))
+    bench_die("streams", bus_last_error());
+  out->raw_async = publish(c, "lark.run.raw-%d", n, jobs);
+  out->raw_atomic = publish_atomic(c, "lark.run.atomic-%d", n, jobs);
+  /* queued before the start: the appender's rate alone */
+  out->queue = publish(c, "lark.rep.bench.job-%d", n, jobs);
+  out->appender = run_appender(&srv, c, n, &out->st);
+  bus_conn_close(c);
+  lt_natsd_stop(&srv);
+}
+
+static int
+write_always_conf(char *dir, size_t cap, char *conf, size_t ccap) {
+  lt_tmpdir(dir, cap, "reports");
+  snprintf(conf, ccap, "%s/always.conf", dir);
+  FILE *f = fopen(conf, "w");
+  if (!f)
+    return -1;
+  fputs("jetstream { sync_interval: always }\n", f);
+  return fclose(f);
+}
+
+static void
+row(const char *what, double lazy, double always) {
+  printf("  %-40s %10.0f %10.0f\n", what, lazy, always);
 }
 
 int
@@ -54,38 +179,25 @@ main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--jobs"))
       jobs = atoi(argv[i + 1]);
   }
-  lt_natsd srv;
-  bus_conn *c, *ac;
-  if (lt_natsd_start(&srv, NULL, NULL) || lt_connect(&srv, &c) ||
-      lt_connect(&srv, &ac))
-    bench_die("broker", bus_last_error());
-  if (lt_streams(c, 120000))
-    bench_die("streams", bus_last_error());
-  double t0 = bench_now_s();
-  publish(c, "lark.run.raw-%d", n, jobs);
-  double raw = bench_now_s() - t0;
-  uint64_t base = 0, last = 0;
-  bus_stream_last_seq(c, "LARK_RUNS", &base);
-  publish(c, "lark.rep.bench.job-%d", n, jobs); /* queued before the start */
-  reports *r;
-  reports_opts o;
-  reports_opts_init(&o);
-  t0 = bench_now_s();
-  if (reports_start(ac, &o, &r))
-    bench_die("appender", bus_last_error());
-  while (last < base + (uint64_t)n && bench_now_s() - t0 < 300) {
-    usleep(20000);
-    bus_stream_last_seq(c, "LARK_RUNS", &last);
-  }
-  double took = bench_now_s() - t0;
-  reports_stop(r);
-  if (last < base + (uint64_t)n)
-    bench_die("appender", "not every report landed");
-  printf("reports: %d over %d jobs\n", n, jobs);
-  printf("  raw JetStream publish to LARK_RUNS   %9.0f /s\n", n / raw);
-  printf("  lark-reports appender (queued->runs) %9.0f /s\n", n / took);
-  bus_conn_close(ac);
-  bus_conn_close(c);
-  lt_natsd_stop(&srv);
+  char dir[256], conf[400];
+  if (write_always_conf(dir, sizeof dir, conf, sizeof conf))
+    bench_die("config", "cannot write the sync-always config");
+  rates lazy = {0}, always = {0};
+  measure(NULL, n, jobs, &lazy);
+  measure(conf, n, jobs, &always);
+  lt_rmtree(dir);
+  printf("reports: %d over %d jobs; reports/s\n", n, jobs);
+  printf("  %-40s %10s %10s\n", "", "lazy", "always");
+  row("raw: async publish to LARK_RUNS", lazy.raw_async, always.raw_async);
+  row("raw: atomic batches of 1000 to LARK_RUNS", lazy.raw_atomic,
+      always.raw_atomic);
+  row("queueing into LARK_REPORTS (async)", lazy.queue, always.queue);
+  row("lark-reports appender (queued->runs)", lazy.appender, always.appender);
+  printf("  appender batches one by one: %llu lazy, %llu always; "
+         "retries %llu, %llu\n",
+         (unsigned long long)lazy.st.singles,
+         (unsigned long long)always.st.singles,
+         (unsigned long long)lazy.st.retries,
+         (unsigned long long)always.st.retries);
   return 0;
 }

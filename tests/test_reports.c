@@ -7,7 +7,9 @@
  * holding back the reports after them; with LARK_RUNS gone the reports
  * wait in the work queue (retried, not refused) and all land once it is
  * back; lark-reports killed with SIGKILL and started again loses and
- * doubles nothing; a burst over several jobs lands complete and in order.
+ * doubles nothing; a burst over several jobs lands complete and in order;
+ * a batch holding a report already stored (a batch redelivered after it
+ * landed, or one id twice) lands each report once, in order.
  */
 #include <criterion/criterion.h>
 #include <signal.h>
@@ -328,4 +330,97 @@ Test(reports, a_burst_lands_complete_and_in_order_per_job) {
     cr_expect(g.actors_same);
     cr_expect_str_eq(g.actor, "dave");
   }
+}
+
+/* A report with a given id, published without a Nats-Msg-Id: LARK_REPORTS
+ * keeps it even when it holds that id already (a user's retry after the
+ * first copy was taken), so the appender sees the id twice. */
+static void
+send_again(const char *subject, const char *id, int64_t i) {
+  msgpack_sbuffer data, body;
+  msgpack_sbuffer_init(&data);
+  msgpack_sbuffer_init(&body);
+  pack_report(&data, "metric", i, 0);
+  bus_event ev = {.v = BUS_SCHEMA_VERSION,
+                  .type = "run.reported",
+                  .id = id,
+                  .ts = 1,
+                  .actor = "x",
+                  .cause = "",
+                  .data_mp = data.data,
+                  .data_mp_len = data.size};
+  cr_assert_eq(bus_event_encode(&ev, &body), 0, "%s", bus_last_error());
+  cr_assert_eq(bus_conn_publish(conn, subject, body.data, body.size), 0);
+  msgpack_sbuffer_destroy(&body);
+  msgpack_sbuffer_destroy(&data);
+}
+
+/* Wait until LARK_REPORTS has taken messages up to seq. */
+static void
+wait_reports_seq(uint64_t seq) {
+  for (int t = 0; t < 100 && stream_msgs_on("LARK_REPORTS") < seq; t++)
+    usleep(50000);
+  cr_assert_geq(stream_msgs_on("LARK_REPORTS"), seq);
+}
+
+/* Wait until the appender has settled n reports (appended or refused). */
+static reports_stats
+wait_settled(uint64_t n) {
+  reports_stats st;
+  for (int t = 0; t < 300; t++) {
+    reports_get_stats(app, &st);
+    if (st.appended + st.refused >= n)
+      break;
+    usleep(100000);
+  }
+  return st;
+}
+
+Test(reports, a_batch_holding_a_landed_report_lands_it_once) {
+  static got g;
+  char x[33], w[33], id[33];
+  const char *subject = "lark.rep.erin.job-e";
+  /* the first copy lands as a batch of its own */
+  start_app();
+  cr_assert_eq(send_rep(subject, "run.reported", "e", 0, 0, x, 0), 0);
+  cr_assert(wait_runs("job-e", 1, 30, &g), "the first report did not land");
+  reports_stop(app);
+  app = NULL;
+  bus_conn_close(app_conn);
+  app_conn = NULL;
+  /* a batch that had landed coming again, with new reports behind it: the
+   * atomic batch is refused whole as a duplicate, and goes one by one */
+  uint64_t seq = stream_msgs_on("LARK_REPORTS");
+  send_again(subject, x, 0);
+  for (int k = 1; k <= 4; k++)
+    cr_assert_eq(send_rep(subject, "run.reported", "e", k, 0, id, 0), 0);
+  wait_reports_seq(seq + 5);
+  start_app();
+  reports_stats st = wait_settled(5);
+  cr_expect_eq(st.appended, 5);
+  cr_expect_eq(st.duplicates, 1, "the landed report was not seen as such");
+  cr_expect_geq(st.singles, 1, "the batch did not go one by one");
+  cr_expect_eq(st.refused, 0);
+  /* one id twice in one batch, neither stored before */
+  reports_stop(app);
+  app = NULL;
+  bus_conn_close(app_conn);
+  app_conn = NULL;
+  seq = stream_msgs_on("LARK_REPORTS");
+  cr_assert_eq(send_rep(subject, "run.reported", "e", 5, 0, w, 0), 0);
+  send_again(subject, w, 5);
+  cr_assert_eq(send_rep(subject, "run.reported", "e", 6, 0, id, 0), 0);
+  wait_reports_seq(seq + 3);
+  start_app();
+  st = wait_settled(3);
+  cr_expect_eq(st.appended, 3);
+  cr_expect_eq(st.duplicates, 1, "the second copy was not seen as such");
+  cr_assert(wait_runs("job-e", 7, 30, &g), "landed %zu of 7", g.n);
+  usleep(300000);
+  read_runs("job-e", &g);
+  cr_expect_eq(g.n, 7, "a report landed twice");
+  for (size_t k = 0; k < g.n; k++)
+    cr_expect_eq(g.i[k], (int64_t)k, "report %zu out of place", k);
+  cr_expect_str_eq(g.actor, "erin");
+  cr_expect_eq(stream_msgs_on("LARK_RUNS"), 7);
 }

@@ -7,20 +7,35 @@
  *   body's actor is never read. Its ts is the broker's storage time of
  *   the report, its cause the report's id.
  * - A report is acknowledged only once its event is stored: a fetched
- *   batch is appended asynchronously, flushed, and only then acknowledged
- *   (each message: a work queue takes explicit acks only). A broker
- *   failure (no responders, timeout, anything the flush reports) appends
- *   the whole batch again after a backoff, for as long as it takes; each
- * event's Nats-Msg-Id is derived from the user and the report's id, so what
- *   already landed is dropped by the duplicate window, and a crash before
- *   the ack (redelivery after ack_wait) doubles nothing either.
+ *   batch (at most BUS_ATOMIC_MAX) is appended as one atomic batch to
+ *   LARK_RUNS and only then acknowledged (each message: a work queue
+ *   takes explicit acks only). The platform's single server syncs every
+ *   message before its ack, so asynchronous appends would pay one fsync
+ *   per report; an atomic batch pays a few for the whole batch.
+ * - Each event's Nats-Msg-Id is derived from the user and the report's
+ *   id. A batch holding a report already stored within the duplicate
+ *   window (a batch redelivered after it landed and before its ack, or
+ *   retried after a commit that timed out but landed) is refused whole
+ *   (BUS_EEXISTS); that batch then goes one report at a time with the
+ *   ordinary append, which answers a duplicate as a duplicate, so nothing
+ *   is lost or doubled. The same is done for a batch the broker answers
+ *   but will not take whole (BUS_EBROKER: atomic batches not allowed on
+ *   LARK_RUNS, too many batches in flight, a batch broken by a
+ *   reconnection; BUS_ETOO_BIG: a server limit below BUS_ATOMIC_MAX):
+ *   slower, never stuck.
+ * - A broker failure (no responders, a missing stream, a lost connection,
+ *   a timeout: the batch may or may not be stored) appends the same batch
+ *   again after a backoff, for as long as it takes; a repeat that had
+ *   landed is told by BUS_EEXISTS.
  * - A report that can never be stored (undecodable, not a run.reported,
  *   a bad user or job name, too big for LARK_RUNS) is refused: logged,
  *   counted, acknowledged with its batch, never retried.
- * - Order: one thread appends in delivery order on one connection, so a
- *   job's reports keep the order the broker took them in; only a batch
- *   appended again after a partial failure may put the reports that had
- *   failed after ones that had landed.
+ * - Order: one thread appends in delivery order on one connection, a batch
+ *   lands whole and contiguous, and one report at a time goes in order,
+ *   stopping at a failure and going on from that report; so a job's
+ *   reports keep the order the broker took them in. Only a crash can
+ *   change it: reports fetched by a killed appender come again after
+ *   ack_wait, behind newer ones when they had not landed.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -32,9 +47,13 @@
 
 #define PREFIX "lark.rep."
 #define FILTER "lark.rep.>"
+#define RUNS "LARK_RUNS"
 /* Room for the headers LARK_RUNS counts in its limit: Nats-Msg-Id (32),
- * Lark-Type (run.reported) and the framing. */
-#define HEADER_ROOM 256
+ * Lark-Type (run.reported), the batch's own (Nats-Batch-Id, -Sequence,
+ * -Commit, Nats-Expected-Stream: about 130 bytes) and the framing. */
+#define HEADER_ROOM 512
+#define BACKOFF_MIN_MS 50
+#define BACKOFF_MAX_MS 2000
 
 typedef struct staged {
   char subject[BUS_SUBJECT_MAX];
@@ -51,6 +70,7 @@ struct reports {
   pthread_mutex_t mu;
   reports_stats st;
   staged *staged;
+  bus_atomic_item *items; /* staged[i] as batch items */
   msgpack_sbuffer sb;
   int32_t runs_max;
 };
@@ -59,7 +79,7 @@ void
 reports_opts_init(reports_opts *o) {
   memset(o, 0, sizeof *o);
   o->durable = "reports";
-  o->batch = 1024;
+  o->batch = BUS_ATOMIC_MAX;
   o->ack_wait_ns = INT64_C(10000000000);
 }
 
@@ -132,36 +152,113 @@ nap_ms(reports *r, int ms) {
   }
 }
 
-/* Append s[0..n) and wait until all are stored; 0, or <0 when told to
- * stop first (then nothing is acknowledged). */
+/* What one batch came to, added to the stats once it is acknowledged. */
+typedef struct tally {
+  uint64_t appended, refused, duplicates, singles;
+} tally;
+
+/*
+ * After a broker failure: log it, count it (at once: a retry shows while
+ * the batch waits), wait *backoff ms (doubled for next time, up to
+ * BACKOFF_MAX_MS). Non-zero when told to stop (then nothing of the batch
+ * is acknowledged).
+ */
 static int
-append_all(reports *r, const staged *s, size_t n) {
-  for (int backoff = 50;; backoff = backoff < 2000 ? backoff * 2 : 2000) {
-    int rc = 0;
-    for (size_t i = 0; rc == 0 && i < n; i++)
-      rc = bus_append_async(r->c, s[i].subject, &s[i].ev, BUS_APPEND_NOCHECK);
-    int frc = bus_append_flush(r->c, 30000, NULL);
-    if (rc == 0)
-      rc = frc;
-    if (rc == 0)
-      return 0;
-    say(r, FILTER, "appending again: %s", bus_last_error());
-    pthread_mutex_lock(&r->mu);
-    r->st.retries++;
-    pthread_mutex_unlock(&r->mu);
-    if (r->stop)
+backoff_wait(reports *r, int *backoff, const char *what) {
+  say(r, FILTER, what, bus_last_error());
+  pthread_mutex_lock(&r->mu);
+  r->st.retries++;
+  pthread_mutex_unlock(&r->mu);
+  if (!r->stop)
+    nap_ms(r, *backoff);
+  *backoff = *backoff < BACKOFF_MAX_MS / 2 ? *backoff * 2 : BACKOFF_MAX_MS;
+  return r->stop;
+}
+
+/* A single append refused for the event itself: retrying cannot help. */
+static int
+event_refused(int rc) {
+  return rc == BUS_ETOO_BIG || rc == BUS_EINVAL;
+}
+
+/*
+ * Append s[0..n) one at a time with the ordinary append, in order: a
+ * report already stored is answered as a duplicate (counted, not stored
+ * again); a broker failure waits and retries the same report, so none
+ * lands behind a later one. 0, or <0 when told to stop first.
+ */
+static int
+append_each(reports *r, const staged *s, size_t n, tally *t) {
+  int backoff = BACKOFF_MIN_MS;
+  t->singles++;
+  for (size_t i = 0; i < n;) {
+    int dup = 0;
+    int rc = bus_append(r->c, s[i].subject, &s[i].ev, BUS_APPEND_NOCHECK, NULL,
+                        &dup);
+    if (rc == 0 || event_refused(rc)) {
+      if (rc)
+        say(r, s[i].subject, "refused by the broker: %s", bus_last_error());
+      t->refused += rc != 0;
+      t->appended += rc == 0;
+      t->duplicates += rc == 0 && dup;
+      i++;
+      backoff = BACKOFF_MIN_MS;
+    } else if (backoff_wait(r, &backoff, "appending again: %s")) {
       return rc;
-    nap_ms(r, backoff);
-    if (r->stop)
+    }
+  }
+  return 0;
+}
+
+/* Whether a refused atomic batch should go one report at a time: the
+ * broker answered and would take its events, only not as this batch. */
+static int
+batch_refused(int rc) {
+  return rc == BUS_EEXISTS || rc == BUS_EBROKER || rc == BUS_ETOO_BIG;
+}
+
+/*
+ * Append s[0..n) as one atomic batch and wait until it is stored; retried
+ * whole after a broker failure (a timeout included: the retry tells, by
+ * BUS_EEXISTS, that it had landed). 0, or <0 when told to stop first.
+ */
+static int
+append_batch(reports *r, const staged *s, size_t n, tally *t) {
+  for (size_t i = 0; i < n; i++)
+    r->items[i] = (bus_atomic_item){s[i].subject, &s[i].ev, BUS_APPEND_NOCHECK};
+  for (int backoff = BACKOFF_MIN_MS;;) {
+    int rc = n ? bus_append_atomic(r->c, RUNS, r->items, n, NULL) : 0;
+    if (rc == 0) {
+      t->appended += n;
+      return 0;
+    }
+    if (batch_refused(rc)) {
+      if (rc != BUS_EEXISTS) /* a redelivery is expected, this is not */
+        say(r, FILTER, "one report at a time: %s", bus_last_error());
+      return append_each(r, s, n, t);
+    }
+    if (backoff_wait(r, &backoff, "appending the batch again: %s"))
       return rc;
   }
+}
+
+static void
+add_tally(reports *r, const tally *t, uint64_t last) {
+  pthread_mutex_lock(&r->mu);
+  r->st.appended += t->appended;
+  r->st.refused += t->refused;
+  r->st.duplicates += t->duplicates;
+  r->st.singles += t->singles;
+  r->st.last_seq = last;
+  pthread_mutex_unlock(&r->mu);
 }
 
 /* Stage, append and acknowledge one fetched batch. */
 static void
 handle_batch(reports *r, bus_batch *b) {
   size_t n = 0, len = bus_batch_len(b);
-  uint64_t refused = 0, last = 0;
+  uint64_t last = 0;
+  tally t = {0};
   for (size_t i = 0; i < len; i++) {
     const char *subject;
     bus_batch_meta(b, i, &subject, &last, NULL);
@@ -169,20 +266,16 @@ handle_batch(reports *r, bus_batch *b) {
       n++;
       continue;
     }
-    refused++;
+    t.refused++;
     say(r, subject, "refused: %s", bus_last_error());
   }
-  if (append_all(r, r->staged, n) < 0)
+  if (append_batch(r, r->staged, n, &t) < 0)
     return; /* stopping: redelivered to the next appender */
   int rc = bus_batch_ack(b);
   if (rc)
     say(r, FILTER, "ack: %s (the batch comes again; its appends are dups)",
         bus_last_error());
-  pthread_mutex_lock(&r->mu);
-  r->st.appended += n;
-  r->st.refused += refused;
-  r->st.last_seq = last;
-  pthread_mutex_unlock(&r->mu);
+  add_tally(r, &t, last);
 }
 
 /* Open the consumer, waiting for its stream (`larkctl init` makes it). */
@@ -248,18 +341,21 @@ reports_start(bus_conn *c, const reports_opts *o, reports **out) {
     reports_opts_init(&r->o);
   if (!r->o.durable)
     r->o.durable = "reports";
-  if (r->o.batch <= 0)
-    r->o.batch = 1024;
+  /* one fetched batch is one atomic batch */
+  if (r->o.batch <= 0 || r->o.batch > BUS_ATOMIC_MAX)
+    r->o.batch = BUS_ATOMIC_MAX;
   if (r->o.ack_wait_ns <= 0)
     r->o.ack_wait_ns = INT64_C(10000000000);
   r->runs_max = bus_stream_msg_max("LARK_RUNS");
   r->staged = calloc((size_t)r->o.batch, sizeof *r->staged);
+  r->items = calloc((size_t)r->o.batch, sizeof *r->items);
   msgpack_sbuffer_init(&r->sb);
   pthread_mutex_init(&r->mu, NULL);
-  if (!r->staged || pthread_create(&r->th, NULL, run, r)) {
+  if (!r->staged || !r->items || pthread_create(&r->th, NULL, run, r)) {
     pthread_mutex_destroy(&r->mu);
     msgpack_sbuffer_destroy(&r->sb);
     free(r->staged);
+    free(r->items);
     free(r);
     return bus_error(BUS_EINVAL, "cannot start the appender");
   }
@@ -283,5 +379,6 @@ reports_stop(reports *r) {
   pthread_mutex_destroy(&r->mu);
   msgpack_sbuffer_destroy(&r->sb);
   free(r->staged);
+  free(r->items);
   free(r);
 }

@@ -16,7 +16,8 @@
 
 typedef struct reports_opts {
   const char *durable; /* the consumer on LARK_REPORTS; default "reports" */
-  int batch;           /* reports fetched at once; default 1024 */
+  int batch;           /* reports fetched at once, appended as one atomic
+                          batch; default and at most BUS_ATOMIC_MAX */
   int64_t ack_wait_ns; /* redelivery after a crash; default 10 s */
   /* one line about a refused report or a retry; may be NULL */
   void (*log)(const char *subject, const char *msg, void *ud);
@@ -26,10 +27,15 @@ typedef struct reports_opts {
 void reports_opts_init(reports_opts *o);
 
 typedef struct reports_stats {
-  uint64_t appended; /* reports stored in LARK_RUNS */
-  uint64_t refused;  /* invalid reports, acknowledged and dropped */
-  uint64_t retries;  /* batches appended again after a broker failure */
-  uint64_t last_seq; /* LARK_REPORTS sequence of the last report settled */
+  uint64_t appended;   /* reports stored in LARK_RUNS */
+  uint64_t refused;    /* invalid reports, acknowledged and dropped */
+  uint64_t retries;    /* appends tried again after a broker failure */
+  uint64_t singles;    /* batches appended one report at a time: one that
+                          held a report already stored (a redelivery), or
+                          one the broker would not take whole */
+  uint64_t duplicates; /* reports found already stored (counted in
+                          appended too) */
+  uint64_t last_seq;   /* LARK_REPORTS sequence of the last report settled */
 } reports_stats;
 
 typedef struct reports reports;
