@@ -424,3 +424,38 @@ Test(reports, a_batch_holding_a_landed_report_lands_it_once) {
   cr_expect_str_eq(g.actor, "erin");
   cr_expect_eq(stream_msgs_on("LARK_RUNS"), 7);
 }
+
+/* The broker is killed (-9) and restarted while lark-reports works
+ * through a backlog: every report lands, once. */
+Test(reports, survives_a_broker_restart) {
+  static got g;
+  char id[33], data[512], log[512];
+  enum { N = 3000 };
+  for (int k = 0; k < N; k++)
+    cr_assert_eq(
+        send_rep("lark.rep.erin.job-r", "run.reported", "e", k, 0, id, 1), 0);
+  cr_assert_eq(bus_append_flush(conn, 30000, NULL), 0, "%s", bus_last_error());
+  snprintf(data, sizeof data, "%s/data", dir);
+  snprintf(log, sizeof log, "%s/lark-reports.log", dir);
+  pid_t pid = lt_start_service("lark-reports", srv.url, data, log, NULL);
+  cr_assert(pid > 0);
+  for (int t = 0; t < 600; t++) {
+    read_runs("job-r", &g);
+    if (g.n > 0)
+      break;
+    usleep(20000);
+  }
+  cr_assert_eq(lt_natsd_kill_restart(&srv), 0);
+  usleep(3000 * 1000); /* the test's own connection back before it reads */
+  int ok = 0;
+  for (int t = 0; t < 90 && !ok; t++) {
+    ok = wait_runs("job-r", N, 1, &g);
+    cr_assert_eq(kill(pid, 0), 0, "lark-reports died: see %s", log);
+  }
+  lt_kill(pid, SIGTERM);
+  cr_assert(ok, "landed %zu of %d (see %s)", g.n, N, log);
+  usleep(500000);
+  read_runs("job-r", &g);
+  cr_expect_eq(g.n, N, "a report landed twice");
+  cr_expect_str_eq(g.actor, "erin");
+}
