@@ -274,28 +274,33 @@ consumer_info(bus_consumer *k, jsConsumerInfo **ci, jsErrCode *jerr) {
   return natsSubscription_GetConsumerInfo(ci, k->sub, &jo, jerr);
 }
 
-int
-bus_consumer_pending(bus_consumer *k, uint64_t *pending) {
+/* The consumer's counts: not yet delivered, and delivered unacked. */
+static int
+consumer_counts(bus_consumer *k, uint64_t *pending, uint64_t *ack_pending) {
   jsConsumerInfo *ci = NULL;
   jsErrCode jerr = 0;
   natsStatus s = consumer_info(k, &ci, &jerr);
   if (s != NATS_OK)
     return bus__nats_err(s, jerr, k->stream);
   *pending = ci->NumPending;
+  *ack_pending = (uint64_t)ci->NumAckPending;
   jsConsumerInfo_Destroy(ci);
   return 0;
 }
 
 int
+bus_consumer_pending(bus_consumer *k, uint64_t *pending) {
+  uint64_t unacked = 0;
+  return consumer_counts(k, pending, &unacked);
+}
+
+int
 bus__consumer_lag(bus_consumer *k, uint64_t *lag) {
-  jsConsumerInfo *ci = NULL;
-  jsErrCode jerr = 0;
-  natsStatus s = consumer_info(k, &ci, &jerr);
-  if (s != NATS_OK)
-    return bus__nats_err(s, jerr, k->stream);
-  *lag = ci->NumPending + (uint64_t)ci->NumAckPending;
-  jsConsumerInfo_Destroy(ci);
-  return 0;
+  uint64_t pending = 0, unacked = 0;
+  int rc = consumer_counts(k, &pending, &unacked);
+  if (rc == 0)
+    *lag = pending + unacked;
+  return rc;
 }
 
 /* ------------------------------------------------------------------ batch */
