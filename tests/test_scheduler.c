@@ -420,6 +420,53 @@ Test(scheduler, silent_node_goes_notready_and_its_pod_runs_elsewhere) {
   cr_expect_str_eq(n, "Ready", "a node registered by hand stays Ready");
 }
 
+/*
+ * A node falls silent with one pod of its Job ended and two running: the
+ * two fail for the lost node and wait for attempt 1. The node's queued
+ * report of attempt 0 (Succeeded) comes after it was given up on and
+ * changes nothing; each retried pod is placed, one job.placed at a time
+ * (the Job's other pod has ended), and the Job succeeds with them.
+ */
+Test(scheduler, late_report_of_a_lost_attempt_and_every_retry_is_placed) {
+  edge_register("edge-l");
+  edge_beat("edge-l");
+  cr_assert(wait_field("node", "edge-l", "status", "Ready"));
+  job("late", 3, 0, 1);
+  const char *pods[] = {"late-a-0", "late-a-1", "late-a-2"};
+  for (int i = 0; i < 3; i++)
+    cr_assert(wait_field("pod", pods[i], "node", "edge-l"));
+  report("edge-l", "late-a-0", "Succeeded", 0, 0);
+  report("edge-l", "late-a-1", "Running", 0, 0);
+  report("edge-l", "late-a-2", "Running", 0, 0);
+  cr_assert(wait_field("pod", "late-a-0", "phase", "Succeeded"));
+  cr_assert(wait_field("pod", "late-a-2", "phase", "Running"));
+  node("gpu-9", 1); /* registered by hand: stays Ready */
+  cr_assert(wait_field("node", "edge-l", "status", "NotReady"));
+  cr_assert(wait_field("pod", "late-a-1", "attempt", "1"));
+  /* delivered late: attempt 0, after the node was given up on */
+  report("edge-l", "late-a-1", "Succeeded", 0, 0);
+  report("edge-l", "late-a-2", "Succeeded", 0, 0);
+  for (int i = 1; i < 3; i++) {
+    cr_assert(wait_field("pod", pods[i], "node", "gpu-9"), "%s retried",
+              pods[i]);
+    cr_assert(wait_field("pod", pods[i], "attempt", "1"));
+  }
+  char phase[64];
+  field("job", "late", "phase", phase, sizeof phase);
+  cr_expect_str_neq(phase, "Succeeded", "a lost attempt's report counted");
+  for (int i = 1; i < 3; i++) {
+    report("gpu-9", pods[i], "Running", 1, 0);
+    report("gpu-9", pods[i], "Succeeded", 1, 0);
+  }
+  cr_expect(wait_field("job", "late", "phase", "Succeeded"));
+  cr_expect(wait_field("task", "late-a", "phase", "Succeeded"));
+  bus_status live;
+  lark_replay_result res;
+  cr_expect_eq(
+      lark_replay_verify(conn, lark_view_find("scheduler"), NULL, &live, &res),
+      0, "live scheduler differs from its replay: %s", bus_last_error());
+}
+
 static pid_t
 start_dag(void) {
   char data[512], log[512];

@@ -45,6 +45,33 @@ sched_queue_job(bus_txn *t, const job_rec *j, int on) {
             : bus_txn_del(t, "queue", key, 8 + n);
 }
 
+int
+sched_pod_waiting(const pod_rec *p) {
+  return !p->bound && !strcmp(p->desired, "Running") &&
+         strcmp(p->phase, "Succeeded") && strcmp(p->phase, "Failed");
+}
+
+static int
+find_waiting(bus_txn *t, pod_rec *p, void *ud) {
+  (void)t;
+  *(int *)ud |= sched_pod_waiting(p);
+  return 0;
+}
+
+/*
+ * Whether the Job still has a pod to place, read from its pods rather than
+ * from the j.bound and j.ended counters: a pod that ended while bound
+ * stays in j.bound (its binding is kept for describe) and is counted in
+ * j.ended too. With pods sent back to Pending for a retry and placed one
+ * job.placed at a time, the sum reached j.pods while a retried pod was
+ * still unplaced, and the Job left the queue for good, Running forever.
+ */
+static int
+job_waits(bus_txn *t, const char *job, int *waits) {
+  *waits = 0;
+  return sched_each_pod(t, job, find_waiting, waits);
+}
+
 /* Queue the pod's desired state for its node, keyed by the event's seq so
  * decide sends them in order and only once (its cursor is in _effects). */
 int
@@ -632,7 +659,10 @@ apply_job_placed(bus_txn *t, const bus_event *ev) {
        i++)
     rc = bind_one(t, &j, &bs->via.array.ptr[i], why, ev->seq);
   j.reason[0] = 0;
-  if (!rc && j.bound + j.ended >= j.pods)
+  int waits = 0;
+  if (!rc)
+    rc = job_waits(t, name, &waits);
+  if (!rc && !waits)
     rc = sched_queue_job(t, &j, 0);
   return rc ? rc : sched_job_put(t, &j);
 }

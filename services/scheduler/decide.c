@@ -115,8 +115,7 @@ count_pod(bus_txn *t, pod_rec *p, void *ud) {
   waiting *w = ud;
   if (w->n < SCHED_MAX_PODS)
     w->attempts[w->n] = p->attempt;
-  if (!p->bound && !strcmp(p->desired, "Running") &&
-      strcmp(p->phase, "Succeeded") && strcmp(p->phase, "Failed")) {
+  if (sched_pod_waiting(p)) {
     if (!w->unbound++) {
       w->first = *p;
       w->first_unbound = w->n;

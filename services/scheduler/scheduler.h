@@ -143,6 +143,10 @@ const char *sched_owner_of(const char *kind, const char *name, void *ud);
 /* Pod bookkeeping shared by apply paths. */
 int sched_pod_release(bus_txn *t, pod_rec *p);
 int sched_queue_job(bus_txn *t, const job_rec *j, int on);
+/* 1 when the pod waits for a placement: unbound, meant to run, not ended.
+ * The one test of it: decide places these, apply keeps a Job queued while
+ * it has one. */
+int sched_pod_waiting(const pod_rec *p);
 int sched_outgoing(bus_txn *t, pod_rec *p, uint64_t seq);
 int sched_touch(bus_txn *t, const char *job);
 
