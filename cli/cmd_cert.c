@@ -14,12 +14,16 @@
  * signer answers, PREFIX.pem or PREFIX-cert.pub and PREFIX.pub. The
  * private key never leaves this process except into PREFIX.key, and the
  * memory that held it is wiped. revoke returns once cert.revoked is
- * stored.
+ * stored. revoke and show take a serial as cert list, openssl x509
+ * -serial or ssh-keygen -L print it.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -276,6 +280,84 @@ print_json(const msgpack_object *o) {
   free(j);
 }
 
+#define SERIAL_FORMS                                                           \
+  "a serial as larkctl cert list prints it (16 or 32 hex digits), as "         \
+  "openssl x509 -serial prints it (serial=4A3B..., colons allowed), or as "    \
+  "ssh-keygen -L prints it (Serial: 1234..., a decimal number)"
+
+/* Hex digits of s into out, lower-cased, colons dropped, zero-padded on
+ * the left to the platform's widths: 16 digits for SSH serials, 32 for
+ * X.509. openssl prints an X.509 serial's minimal bytes, so a serial whose
+ * top byte is small comes out shorter than the platform's form. */
+static int
+serial_from_hex(const char *s, char out[SIGNER_SERIAL_MAX]) {
+  char digits[SIGNER_SERIAL_MAX];
+  size_t n = 0;
+  for (; *s; s++) {
+    if (*s == ':')
+      continue;
+    if (!isxdigit((unsigned char)*s) || n == SIGNER_SERIAL_MAX - 1)
+      return -1;
+    digits[n++] = (char)tolower((unsigned char)*s);
+  }
+  if (!n)
+    return -1;
+  digits[n] = 0;
+  size_t width = n <= 16 ? 16 : 32;
+  memset(out, '0', width - n);
+  memcpy(out + width - n, digits, n + 1);
+  return 0;
+}
+
+/* A decimal SSH serial (ssh-keygen -L) as the signer names it: the
+ * 64-bit value in 16 lower-case hex digits (see ssh_issue). */
+static int
+serial_from_decimal(const char *s, char out[SIGNER_SERIAL_MAX]) {
+  char *end;
+  errno = 0;
+  uint64_t v = strtoull(s, &end, 10);
+  if (errno || *end || !v)
+    return -1;
+  snprintf(out, SIGNER_SERIAL_MAX, "%016" PRIx64, v);
+  return 0;
+}
+
+/* The platform's serial for what a person pasted: larkctl's own form,
+ * openssl's "serial=4A:3B..." in any case, or ssh-keygen's decimal.
+ * Digits alone are ambiguous; 16 or 32 of them are read as hex (larkctl's
+ * form), any other count as decimal. The signer's SSH serials are at
+ * least 2^56, 17 or more decimal digits, so its own never collide. */
+static int
+serial_normalise(const char *in, char out[SIGNER_SERIAL_MAX]) {
+  while (isspace((unsigned char)*in))
+    in++;
+  int hex = 0;
+  if (!strncasecmp(in, "serial=", 7) || !strncasecmp(in, "0x", 2)) {
+    in += in[1] == 'x' || in[1] == 'X' ? 2 : 7;
+    hex = 1;
+  }
+  char s[128];
+  size_t n = strlen(in);
+  while (n && isspace((unsigned char)in[n - 1]))
+    n--;
+  if (n >= sizeof s)
+    return -1;
+  memcpy(s, in, n);
+  s[n] = 0;
+  if (!hex && n != 16 && n != 32 && n && strspn(s, "0123456789") == n)
+    return serial_from_decimal(s, out);
+  return serial_from_hex(s, out);
+}
+
+/* serial_normalise, or a message naming the forms accepted. */
+static int
+serial_arg(const char *cmd, const char *in, char out[SIGNER_SERIAL_MAX]) {
+  if (!serial_normalise(in, out))
+    return CLI_OK;
+  cli_fail(cmd, 0, "%s is not a certificate serial; give " SERIAL_FORMS, in);
+  return CLI_USAGE;
+}
+
 static int
 cert_revoke(int argc, char **argv, lark_cli *cli) {
   const char *serial = NULL, *reason = NULL;
@@ -289,6 +371,10 @@ cert_revoke(int argc, char **argv, lark_cli *cli) {
   }
   if (!serial)
     return cli_usage(USAGE);
+  char norm[SIGNER_SERIAL_MAX];
+  if (serial_arg("cert revoke", serial, norm))
+    return CLI_USAGE;
+  serial = norm;
   const char *kv[] = {"serial", serial, reason ? "reason" : NULL, reason, NULL};
   msgpack_zone z;
   msgpack_zone_init(&z, 1024);
@@ -330,6 +416,11 @@ cert_query(int argc, char **argv, lark_cli *cli) {
   }
   if (!list && !arg)
     return cli_usage(USAGE);
+  char norm[SIGNER_SERIAL_MAX];
+  if (!list && serial_arg("cert show", arg, norm))
+    return CLI_USAGE;
+  if (!list)
+    arg = norm;
   const char *kv[] = {list ? "role" : "serial", arg, NULL};
   msgpack_zone z;
   msgpack_zone_init(&z, 4096);

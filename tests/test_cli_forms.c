@@ -1,0 +1,167 @@
+/*
+ * test_cli_forms.c - larkctl reading and writing values in the forms other
+ * tools use, against a real broker and real services: certificate serials
+ * as openssl and ssh-keygen print them.
+ */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "natsd.h"
+#include "proc.h"
+
+static lt_natsd srv;
+static bus_conn *conn;
+static char dir[256], larkctl[512];
+static pid_t signer;
+static char out[1 << 16], err[8192];
+
+/* Start one service with its view under dir; waits until it answers. */
+static pid_t
+start(const char *name, const char *service) {
+  char data[512], log[512];
+  snprintf(data, sizeof data, "%s/%s", dir, service);
+  snprintf(log, sizeof log, "%s/%s.log", dir, service);
+  pid_t pid = lt_start_service(name, srv.url, data, log, NULL);
+  cr_assert(pid > 0, "%s did not start; see %s", name, log);
+  bus_status st;
+  for (int i = 0; i < 100; i++) {
+    if (bus_status_query(conn, service, 200, &st) == 0)
+      return pid;
+    usleep(100 * 1000);
+  }
+  cr_assert_fail("%s does not answer; see %s", name, log);
+  return pid;
+}
+
+static void
+setup(void) {
+  cr_assert_eq(lt_natsd_start(&srv, NULL, NULL), 0);
+  cr_assert_eq(lt_connect(&srv, &conn), 0, "%s", bus_last_error());
+  cr_assert_eq(lt_streams(conn, 1000), 0, "%s", bus_last_error());
+  lt_tmpdir(dir, sizeof dir, "cli-forms");
+  lt_bin("larkctl", larkctl, sizeof larkctl);
+  setenv("LARK_URL", srv.url, 1);
+  setenv("LARK_DATA", dir, 1);
+  setenv("LARK_JS_WAIT_MS", "500", 1);
+  unsetenv("LARK_USER");
+}
+
+static void
+teardown(void) {
+  if (signer > 0)
+    lt_kill(signer, SIGTERM);
+  signer = 0;
+  bus_conn_close(conn);
+  lt_natsd_stop(&srv);
+  lt_rmtree(dir);
+}
+
+TestSuite(cli_forms, .init = setup, .fini = teardown, .timeout = 120);
+
+/* Run argv[0..] (NULL-terminated); returns the exit code. */
+static int
+run(const char *a0, ...) {
+  char *argv[32];
+  int n = 0;
+  va_list ap;
+  va_start(ap, a0);
+  for (const char *a = a0; a && n < 31; a = va_arg(ap, const char *))
+    argv[n++] = (char *)a;
+  va_end(ap);
+  argv[n] = NULL;
+  return lt_run(argv, out, sizeof out, err, sizeof err);
+}
+
+/* The first line of stdout, without its newline. */
+static void
+first_line(char *buf, size_t cap) {
+  snprintf(buf, cap, "%.*s", (int)strcspn(out, "\n"), out);
+}
+
+/* Ask for a certificate; prefix names its files. */
+static void
+request(const char *role, const char *name, char *prefix, size_t cap) {
+  snprintf(prefix, cap, "%s/%s", dir, name);
+  const char *domain = strcmp(role, "domain") ? NULL : "--domain";
+  cr_assert_eq(run(larkctl, "cert", "request", "--role", role, "--name", name,
+                   "--out", prefix, domain, "d1", NULL),
+               0, "%s", err);
+}
+
+/* ---------------------------------------------------------------- serials */
+
+Test(cli_forms, revoke_takes_the_serial_as_openssl_prints_it) {
+  signer = start("lark-signer", "signer");
+  char prefix[512], pem[600], serial[128];
+  request("admin", "alice", prefix, sizeof prefix);
+  snprintf(pem, sizeof pem, "%s.pem", prefix);
+  cr_assert_eq(
+      run("/usr/bin/openssl", "x509", "-serial", "-noout", "-in", pem, NULL), 0,
+      "%s", err);
+  first_line(serial, sizeof serial);
+  cr_assert(!strncmp(serial, "serial=", 7), "%s", serial);
+  cr_assert_eq(run(larkctl, "cert", "revoke", serial, NULL), 0, "%s", err);
+  cr_assert_eq(run(larkctl, "-o", "json", "cert", "show", serial, NULL), 0,
+               "%s", err);
+  cr_expect(strstr(out, "\"revoked\":{"), "%s", out);
+}
+
+/* "Serial: 1234" from ssh-keygen -L, as the decimal alone. */
+static void
+ssh_serial(const char *cert, char *buf, size_t cap) {
+  cr_assert_eq(run("/usr/bin/ssh-keygen", "-L", "-f", cert, NULL), 0, "%s",
+               err);
+  const char *s = strstr(out, "Serial: ");
+  cr_assert_not_null(s, "%s", out);
+  s += 8;
+  snprintf(buf, cap, "%.*s", (int)strspn(s, "0123456789"), s);
+}
+
+Test(cli_forms, revoke_takes_the_serial_as_ssh_keygen_prints_it) {
+  signer = start("lark-signer", "signer");
+  char prefix[512], cert[600], serial[64];
+  request("domain", "relay-1", prefix, sizeof prefix);
+  snprintf(cert, sizeof cert, "%s-cert.pub", prefix);
+  ssh_serial(cert, serial, sizeof serial);
+  cr_assert_eq(run(larkctl, "cert", "revoke", serial, NULL), 0, "%s", err);
+  cr_expect_eq(run(larkctl, "cert", "revoke", serial, NULL), 1, "%s", out);
+  cr_expect(strstr(err, "already revoked"), "%s", err);
+}
+
+Test(cli_forms, revoke_takes_colons_and_any_case) {
+  signer = start("lark-signer", "signer");
+  char prefix[512], pem[600], serial[128], colons[160] = "SERIAL=";
+  request("peer", "p1", prefix, sizeof prefix);
+  snprintf(pem, sizeof pem, "%s.pem", prefix);
+  cr_assert_eq(
+      run("/usr/bin/openssl", "x509", "-serial", "-noout", "-in", pem, NULL), 0,
+      "%s", err);
+  first_line(serial, sizeof serial);
+  size_t at = strlen(colons);
+  for (const char *p = serial + 7; *p; p += 2) /* 4a:3b:... */
+    at += (size_t)snprintf(colons + at, sizeof colons - at, "%s%c%c",
+                           p == serial + 7 ? "" : ":", p[0] | 0x20, p[1]);
+  cr_assert_eq(run(larkctl, "-o", "json", "cert", "revoke", colons, NULL), 0,
+               "%s", err);
+  cr_expect(strstr(out, "\"seq\""), "%s", out);
+}
+
+Test(cli_forms, an_unreadable_serial_names_the_forms) {
+  const char *bad[] = {"xyz",
+                       "12:zz",
+                       "serial=",
+                       "",
+                       "123456789012345678901234567890", /* > 64 bits */
+                       "0123456789abcdef0123456789abcdef0"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    cr_expect_eq(run(larkctl, "cert", "revoke", bad[i], NULL), 2, "%s", bad[i]);
+    cr_expect(strstr(err, "openssl x509 -serial") && strstr(err, "ssh-keygen"),
+              "%s", err);
+  }
+}
