@@ -53,6 +53,10 @@ char *cli_obj_to_json(const msgpack_object *o);
 /* Pack a JSON value as msgpack (objects, arrays, scalars). */
 #include <jansson.h>
 void cli_json_pack(const json_t *j, msgpack_packer *pk);
+/* j as compact JSON like json_dumps (flags: only JSON_SORT_KEYS is read),
+ * each real in the shortest form that reads back to the same double;
+ * malloc'd, NULL on failure. */
+char *cli_json_dumps(const json_t *j, size_t flags);
 
 /* The user this larkctl acts as: $LARK_USER, else the creds file's name
  * without .nk ("admin" for admin.nk), else "admin". */

@@ -299,10 +299,95 @@ obj_to_json(const msgpack_object *o, int depth) {
   }
 }
 
+/* jansson prints reals with %.17g, so an emitted 0.1 would show as
+ * 0.10000000000000001. The first of %.15g, %.16g, %.17g that strtod reads
+ * back equal is the shortest exact form; ".0" keeps an integral value a
+ * real in JSON. */
+static void
+dump_real(FILE *f, double v) {
+  char buf[40];
+  for (int prec = 15; prec <= 17; prec++) {
+    snprintf(buf, sizeof buf, "%.*g", prec, v);
+    if (strtod(buf, NULL) == v)
+      break;
+  }
+  fprintf(f, "%s%s", buf, strpbrk(buf, ".eEn") ? "" : ".0");
+}
+
+/* Strings, integers, true, false, null: as jansson writes them. */
+static void
+dump_leaf(FILE *f, const json_t *j) {
+  char *s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+  fputs(s ? s : "null", f);
+  free(s);
+}
+
+static int
+key_cmp(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void dump_json(FILE *f, const json_t *j, size_t flags);
+
+static void
+dump_object(FILE *f, const json_t *j, size_t flags) {
+  size_t n = 0, cap = json_object_size(j);
+  const char **keys = malloc((cap ? cap : 1) * sizeof *keys);
+  const char *k;
+  json_t *v;
+  json_object_foreach((json_t *)j, k, v) keys[n++] = k;
+  if (flags & JSON_SORT_KEYS)
+    qsort(keys, n, sizeof *keys, key_cmp);
+  fputc('{', f);
+  for (size_t i = 0; i < n; i++) {
+    json_t *key = json_string(keys[i]);
+    fputs(i ? "," : "", f);
+    dump_leaf(f, key);
+    fputc(':', f);
+    dump_json(f, json_object_get(j, keys[i]), flags);
+    json_decref(key);
+  }
+  fputc('}', f);
+  free(keys);
+}
+
+static void
+dump_json(FILE *f, const json_t *j, size_t flags) {
+  if (json_is_real(j)) {
+    dump_real(f, json_real_value(j));
+  } else if (json_is_object(j)) {
+    dump_object(f, j, flags);
+  } else if (json_is_array(j)) {
+    fputc('[', f);
+    for (size_t i = 0; i < json_array_size(j); i++) {
+      fputs(i ? "," : "", f);
+      dump_json(f, json_array_get(j, i), flags);
+    }
+    fputc(']', f);
+  } else {
+    dump_leaf(f, j);
+  }
+}
+
+char *
+cli_json_dumps(const json_t *j, size_t flags) {
+  char *s = NULL;
+  size_t len = 0;
+  FILE *f = j ? open_memstream(&s, &len) : NULL;
+  if (!f)
+    return NULL;
+  dump_json(f, j, flags);
+  if (fclose(f)) {
+    free(s);
+    return NULL;
+  }
+  return s;
+}
+
 char *
 cli_obj_to_json(const msgpack_object *o) {
   json_t *j = obj_to_json(o, 0);
-  char *s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY | JSON_SORT_KEYS);
+  char *s = cli_json_dumps(j, JSON_SORT_KEYS);
   json_decref(j);
   return s;
 }
