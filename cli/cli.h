@@ -128,6 +128,12 @@ int cli_watch(lark_cli *cli, const struct cli_kind *k,
 int cmd_up(int argc, char **argv, lark_cli *cli);
 int cmd_init(int argc, char **argv, lark_cli *cli);
 int cmd_status(int argc, char **argv, lark_cli *cli);
+/* What status shows of the broker ({url, servers: [{name, version,
+ * jetstream}]}) and of the services ([{name, state, expected, ...}], one
+ * per service that answered within wait_ms or that larkctl up would run);
+ * returns the services' gather result (BUS_EDENIED: nobody was asked). */
+int cli_status_probe(lark_cli *cli, bus_conn *c, int wait_ms, json_t **broker,
+                     json_t **services);
 int cmd_node(int argc, char **argv, lark_cli *cli);
 int cmd_tail(int argc, char **argv, lark_cli *cli);
 int cmd_emit(int argc, char **argv, lark_cli *cli);
@@ -144,5 +150,6 @@ int cmd_cordon(int argc, char **argv, lark_cli *cli);
 int cmd_uncordon(int argc, char **argv, lark_cli *cli);
 int cmd_wait(int argc, char **argv, lark_cli *cli);
 int cmd_cert(int argc, char **argv, lark_cli *cli);
+int cmd_version(int argc, char **argv, lark_cli *cli);
 
 #endif

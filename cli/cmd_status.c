@@ -11,6 +11,7 @@
  * may not send that request (a user's) still see the version of the
  * server they reach: from the INFO line it sends any TCP client.
  */
+#include <errno.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -276,6 +277,31 @@ print_text(json_t *broker, json_t *streams, json_int_t nodes,
   }
 }
 
+/* The broker's servers (who they are, their versions) and every service's
+ * status record; returns the status gather's result. */
+static int
+probe(lark_cli *cli, bus_conn *c, int wait_ms, status_ctx *x) {
+  expect_services(x);
+  bus_conn_gather(c, "$SYS.REQ.SERVER.PING.CONNZ", "{}", 2, 300, on_server, x);
+  info_server(cli->url, x);
+  return bus_conn_gather(c, "lark.sys.status", "", 0, wait_ms, on_status, x);
+}
+
+int
+cli_status_probe(lark_cli *cli, bus_conn *c, int wait_ms, json_t **broker,
+                 json_t **services) {
+  int all_up;
+  status_ctx *x = calloc(1, sizeof *x);
+  *broker = *services = NULL;
+  if (!x)
+    return -ENOMEM;
+  int rc = probe(cli, c, wait_ms, x);
+  *broker = broker_json(x, cli->url);
+  *services = services_json(x, &all_up);
+  free(x);
+  return rc;
+}
+
 static int
 parse_args(int argc, char **argv, int *wait_ms) {
   for (int i = 1; i < argc; i++) {
@@ -303,12 +329,9 @@ cmd_status(int argc, char **argv, lark_cli *cli) {
     free(x);
     return CLI_ERR;
   }
-  expect_services(x);
-  bus_conn_gather(c, "$SYS.REQ.SERVER.PING.CONNZ", "{}", 2, 300, on_server, x);
-  info_server(cli->url, x);
   /* A failed gather is reported but read as "nobody answered": the
    * broker and streams below are still worth showing. */
-  int rc = bus_conn_gather(c, "lark.sys.status", "", 0, wait_ms, on_status, x);
+  int rc = probe(cli, c, wait_ms, x);
   if (rc == BUS_EDENIED) { /* not "every service down": nobody was asked */
     bus_conn_close(c);
     free(x);

@@ -38,6 +38,8 @@ static const cli_cmd commands[] = {
     {"replay", cmd_replay, "rebuild a view from the stream; --verify"},
     {"snapshot", cmd_snapshot, "a compacted copy of a live view"},
     {"cert", cmd_cert, "certificates: request, revoke, list, show, ca"},
+    {"version", cmd_version,
+     "larkctl's, the broker's and the services' versions"},
 };
 
 static void

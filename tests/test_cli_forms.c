@@ -1,7 +1,8 @@
 /*
  * test_cli_forms.c - larkctl reading and writing values in the forms other
  * tools use, against a real broker and real services: certificate serials
- * as openssl and ssh-keygen print them, floats as they were emitted.
+ * as openssl and ssh-keygen print them, floats as they were emitted, and
+ * larkctl version.
  */
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -208,4 +209,39 @@ Test(cli_forms, tail_prints_floats_as_emitted) {
     cr_expect(strstr(out, want[i]), "%s not in %s", want[i], out);
   cr_assert_eq(run(larkctl, "tail", "lark.run.train-1", NULL), 0, "%s", err);
   cr_expect(strstr(out, "\"a\":0.1,") && strstr(out, "\"d\":3.0,"), "%s", out);
+}
+
+/* ---------------------------------------------------------------- version */
+
+Test(cli_forms, version_names_client_broker_and_services) {
+  signer = start("lark-signer", "signer");
+  cr_assert_eq(run(larkctl, "version", NULL), 0, "%s", err);
+  cr_expect(strstr(out, "larkctl ") && strstr(out, "nats-server "), "%s", out);
+  cr_expect(strstr(out, "signer"), "%s", out);
+  cr_assert_eq(run(larkctl, "-o", "json", "version", NULL), 0, "%s", err);
+  json_t *j = json_loads(out, 0, NULL), *svc;
+  cr_assert_not_null(j, "%s", out);
+  json_t *srv = json_array_get(
+      json_object_get(json_object_get(j, "broker"), "servers"), 0);
+  cr_expect(json_string_length(
+                json_object_get(json_object_get(j, "client"), "version")) > 0,
+            "%s", out);
+  cr_expect(json_string_length(json_object_get(srv, "version")) > 0, "%s", out);
+  size_t i;
+  int seen = 0;
+  json_array_foreach(json_object_get(j, "services"), i, svc) seen |=
+      !strcmp(json_string_value(json_object_get(svc, "name")), "signer") &&
+      !strcmp(json_string_value(json_object_get(svc, "state")), "up");
+  cr_expect(seen, "%s", out);
+  json_decref(j);
+  cr_expect_eq(run(larkctl, "version", "extra", NULL), 2);
+}
+
+Test(cli_forms, version_without_a_broker_still_names_the_client) {
+  setenv("LARK_URL", "nats://127.0.0.1:1", 1);
+  cr_expect_eq(run(larkctl, "version", NULL), 1, "%s", out);
+  cr_expect(!strncmp(out, "larkctl ", 8), "%s", out);
+  cr_expect_eq(run(larkctl, "-o", "json", "version", NULL), 1, "%s", out);
+  cr_expect(strstr(out, "\"client\":{") && strstr(out, "\"broker\":null"), "%s",
+            out);
 }
