@@ -9,7 +9,7 @@
  * - Every principal becomes an explicit nkey user of the LARK account and
  *   nothing else is rendered: no authorization block, no no_auth_user, so
  *   the broker refuses anonymous clients (CVE-2023-47090).
- * - A node's rules are exactly DESIGN.md section 6; the only text that
+ * - A node's rules are exactly docs/design.md section 6; the only text that
  *   varies is the node's name, which bus_name_valid has checked, so it is
  *   one subject token and safe inside quotes. A relay's rules vary by its
  *   nkey public key (base32, checked on load) and its cluster (a name).
@@ -549,7 +549,7 @@ static const char *const user_pub[] = {"lark.cmd.%s.>",
  * _INBOX_<the user's key> and nowhere else */
 static const char *const user_sub[] = {"_INBOX_%k.>", NULL};
 
-/* Edge nodes: DESIGN.md section 6, on the node's own stream
+/* Edge nodes: docs/design.md section 6, on the node's own stream
  * LARK_NODE_<node> (bus_node_stream_name). */
 static const char *const node_pub[] = {
     "lark.in.%s.>",

@@ -1,7 +1,7 @@
 /*
  * brokercfg.h - broker configuration and credentials for larkctl (and the
  * tests): nkey credentials under <data>/creds, the accounts file that gives
- * each role its permissions (DESIGN.md section 6), and nats-server configs
+ * each role its permissions (docs/design.md section 6), and nats-server configs
  * rendered from the templates in broker-config/.
  *
  * Layout under a data directory:

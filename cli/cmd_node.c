@@ -3,7 +3,7 @@
  *
  * Adding a node creates its seed (never replacing one that exists),
  * regenerates the accounts file and asks a running broker to reload, so
- * the node can connect at once with exactly its own rights (DESIGN.md
+ * the node can connect at once with exactly its own rights (docs/design.md
  * section 6). The broker keeps running; existing connections stay.
  */
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * slice.c - the slice thread: the node's own desired states, through its
  * pinned durable consumer `edge-<node>` on the node's own stream
  * LARK_NODE_<node> (filter lark.node.<node>.>, deliver last per subject:
- * the current desired state of each pod, then every change; DESIGN.md
+ * the current desired state of each pod, then every change; docs/design.md
  * sections 2 and 6).
  *
  * Each message is stored before it is acked, so a crash between the two

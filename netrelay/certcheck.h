@@ -3,7 +3,7 @@
  * for the relay hub (part of larkrelay).
  *
  * libssh 0.10 accepts a user certificate's signature without checking
- * its CA, principals or validity (DESIGN.md section 10), so the hub does
+ * its CA, principals or validity (docs/design.md section 10), so the hub does
  * it here: a certificate is accepted only when it is an
  * ssh-ed25519-cert-v01@openssh.com user certificate, signed (Ed25519,
  * libsodium) by the platform's SSH CA key, inside its validity window,

@@ -6,7 +6,7 @@
  * MDB_NOSYNC (one sync at the end). It never touches the live view.
  *
  * Verify asks the live service for {seq, digest}, rebuilds to that seq
- * and compares digests (DESIGN.md section 5).
+ * and compares digests (docs/design.md section 5).
  */
 #ifndef LARK_REPLAY_H
 #define LARK_REPLAY_H

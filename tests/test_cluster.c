@@ -1,7 +1,7 @@
 /*
  * test_cluster.c - broker-config's 3-node cluster on loopback: an R3
  * LARK_EVENTS keeps every acknowledged event while one server is killed
- * in the middle of the appends (DESIGN.md section 9).
+ * in the middle of the appends (docs/design.md section 9).
  *
  * Route ports are found by binding port 0 and closing; another process
  * may take one in between, so a cluster that fails to start is retried

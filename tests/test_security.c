@@ -1,7 +1,7 @@
 /*
  * test_security.c - the broker's rules, against a real nats-server started
  * with the config larkctl renders (cli/brokercfg.c): no anonymous access,
- * an edge node can touch nothing but its own slice (DESIGN.md 6), and
+ * an edge node can touch nothing but its own slice (docs/design.md 6), and
  * the relays (roles relay and relay-hub) only read what they follow.
  *
  * Denied operations show up as timeouts (the JetStream wait is 500 ms

@@ -10,7 +10,7 @@
  *   event       the envelope {v, type, id, ts, actor, cause, prev, data}
  *   schema      validation of events and resources against schema/
  *   conn        a broker connection (nkey credentials, reconnect forever)
- *   streams     the platform's streams, defined once (DESIGN.md section 2)
+ *   streams     the platform's streams, defined once (docs/design.md section 2)
  *   append      one event, with the broker's version check, sync or async
  *   consumer    durable pull consumers and ordered replay
  *   view        LMDB views: apply many events per transaction, with the
@@ -112,7 +112,7 @@ int bus_error(int err, const char *fmt, ...)
 #define BUS_SUBJECT_MAX 512
 
 /*
- * The event envelope (DESIGN.md section 4). NATS headers carry Nats-Msg-Id
+ * The event envelope (docs/design.md section 4). NATS headers carry Nats-Msg-Id
  * (= id) and Lark-Type (= type); the body is the msgpack map
  * {v, type, id, ts, actor, cause, prev, data}.
  *
@@ -294,7 +294,7 @@ void bus_conn_unserve(bus_serve *s);
 /* ----------------------------------------------------------------- streams */
 
 /*
- * The platform's streams (DESIGN.md section 2), defined once here.
+ * The platform's streams (docs/design.md section 2), defined once here.
  * bus_streams_ensure creates each one that is missing and updates each one
  * whose settings differ; it is idempotent. Only `larkctl init` calls it.
  */
@@ -512,7 +512,7 @@ void bus_consumer_opts_init(bus_consumer_opts *o);
  * on LARK_NODE_<node>, filter lark.node.<node>.>, deliver last per
  * subject, one ack per batch, its position in the broker's memory (opened
  * again after a broker restart, it hands over every pod's current state).
- * The broker's rules for a node allow exactly this consumer (DESIGN.md
+ * The broker's rules for a node allow exactly this consumer (docs/design.md
  * section 6). opts points into the struct; change a field to try another.
  */
 typedef struct bus_slice {
@@ -527,7 +527,7 @@ int bus_slice_init(bus_slice *s, const char *node);
 
 /*
  * Open a pull consumer. A durable one is created with
- * jsSubOptions.Config.Name == Durable (DESIGN.md section 6), so an edge
+ * jsSubOptions.Config.Name == Durable (docs/design.md section 6), so an edge
  * node's permissions allow it; a named ephemeral one (name set, durable
  * NULL) goes through the same filter-carrying subject,
  * $JS.API.CONSUMER.CREATE.<stream>.<name>.<filter>. Creating a name that
@@ -588,7 +588,7 @@ void bus_batch_data(const bus_batch *b, size_t i, const void **data,
  * Fetch up to max messages, waiting at most timeout_ms for the first (0: a
  * short look at what is there): it returns as soon as any are there, with
  * all there are up to max. The batch is cleared first. Returns 0 with an
- * empty batch when nothing came (a timeout is "nothing yet", DESIGN.md
+ * empty batch when nothing came (a timeout is "nothing yet", docs/design.md
  * section 10). BUS_ECONN when the broker is out of reach; BUS_ENOT_FOUND
  * when the consumer is gone (deleted with its stream, or forgotten by a
  * restarted broker): open it again. The broker does not refuse fetches
@@ -657,7 +657,7 @@ typedef struct bus_txn bus_txn;
  *
  * Before apply, the view checks `prev` for subjects under lark.ev.: an
  * event whose prev is not the aggregate's current version is ignored and
- * counted as stale (DESIGN.md section 3); apply never sees it.
+ * counted as stale (docs/design.md section 3); apply never sees it.
  */
 typedef struct bus_view_def {
   const char *name;

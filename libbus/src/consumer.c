@@ -3,7 +3,7 @@
  *
  * A durable consumer is created with Config.Name == Durable, so nats.c
  * uses the filter-carrying CONSUMER.CREATE subject an edge node may
- * publish (DESIGN.md section 6); the stream is always named, so no
+ * publish (docs/design.md section 6); the stream is always named, so no
  * STREAM.NAMES lookup is needed either. A consumer without a durable name
  * is an ephemeral pull consumer (nats.c 3.4 and server 2.7+ support it).
  * Given a name (Config.Name without Durable: server 2.9.10 makes a named
@@ -515,7 +515,7 @@ bus__batch_drop_head(bus_batch *b, size_t k) {
   b->n = rest;
 }
 
-/* Timeouts and "no messages" are "nothing yet" (DESIGN.md section 10). */
+/* Timeouts and "no messages" are "nothing yet" (docs/design.md section 10). */
 static int
 quiet(natsStatus s) {
   return s == NATS_TIMEOUT || s == NATS_NOT_FOUND;

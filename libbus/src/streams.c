@@ -1,5 +1,5 @@
 /*
- * streams.c - the platform's streams (DESIGN.md section 2), in one table.
+ * streams.c - the platform's streams (docs/design.md section 2), in one table.
  *
  * Every stream's settings come from `table` and the options; nothing else
  * in the tree names a stream's limits. ensure compares the settings it

@@ -13,7 +13,7 @@
  *   _versions by this file, not by apply, so every view checks `prev` the
  *   same way: an event whose prev is not the current version is ignored
  *   and counted. Live and replay see the same stream order, hence the same
- *   winner (DESIGN.md section 3).
+ *   winner (docs/design.md section 3).
  * - apply and decide see the version as it is after the event: the record
  *   is updated before apply runs and restored when apply refuses the event.
  */

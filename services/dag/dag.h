@@ -5,7 +5,7 @@
  * decisions, its queries and the checks a workflow.apply command makes.
  * The binary `lark-dag` wires them to the broker.
  *
- * The rules (docs/scheduler.md, DESIGN.md section 1):
+ * The rules (docs/scheduler.md, docs/design.md section 1):
  *
  * - A Workflow is a list of jobTemplates {name, dependencies, spec}.
  *   Template names are unique; every dependency names a template of the

@@ -1,10 +1,10 @@
 /*
  * ipam.h - virtual networks across clusters: larkipam.
  *
- * lark-ipam owns Domain and DomainPeer (DESIGN.md section 1). A Domain is
+ * lark-ipam owns Domain and DomainPeer (docs/design.md section 1). A Domain is
  * an address range (IPv4 or IPv6 CIDR); every pod of a Job that names it
  * gets one virtual address, all the Job's pods at once in one
- * domain.allocated event on lark.ev.domain.<domain> (DESIGN.md section 3).
+ * domain.allocated event on lark.ev.domain.<domain> (docs/design.md section 3).
  * DomainPeer is the relays' routing table: per (domain, cluster), every
  * routed pod of the domain with its virtual IP, real IP, node and cluster,
  * marked local (same cluster) or hub; it is published on LARK_ROUTES as

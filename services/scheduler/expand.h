@@ -81,7 +81,7 @@ typedef const char *(*sched_exists_fn)(const char *kind, const char *name,
                                        void *ud);
 
 /*
- * The name rule of DESIGN.md section 1: `-` joins derived names, so `a-b`
+ * The name rule of docs/design.md section 1: `-` joins derived names, so `a-b`
  * + `c` and `a` + `b-c` both give the Task `a-b-c`. Refuse job when its
  * name or a derived name (Tasks, Pods) is not valid, is derived twice
  * within the Job, or names an existing object owned by another Job

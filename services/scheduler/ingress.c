@@ -177,7 +177,7 @@ pod_report(sched_ingress *in, const char *node, const bus_event *ev) {
 
 /*
  * A node forgot a Deleted pod: the pod's subject leaves the node's
- * stream, which so holds only pods that still matter (DESIGN.md section
+ * stream, which so holds only pods that still matter (docs/design.md section
  * 2). Only for a pod the view has Deleted on that node, at the version
  * the node acted on when it says one: a late word about an earlier
  * generation purges nothing newer. Purging twice is harmless.

@@ -55,7 +55,7 @@ typedef enum sched_role {
   SCHED_ENV
 } sched_role;
 
-/* Phases of Jobs, Tasks, Workflows and Pods (DESIGN.md section 1). */
+/* Phases of Jobs, Tasks, Workflows and Pods (docs/design.md section 1). */
 typedef enum sched_phase {
   SCHED_PH_NONE = 0, /* "": not yet submitted */
   SCHED_PH_PENDING,

@@ -1,5 +1,5 @@
 /*
- * phase.c - the state machines of DESIGN.md section 1 as a table, and the
+ * phase.c - the state machines of docs/design.md section 1 as a table, and the
  * derivations of Task and Job phases.
  *
  * Invariants: the table is the only place a transition is allowed, so

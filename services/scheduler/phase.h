@@ -1,5 +1,5 @@
 /*
- * phase.h - the state machines of Jobs, Tasks and Workflows (DESIGN.md
+ * phase.h - the state machines of Jobs, Tasks and Workflows (docs/design.md
  * section 1) and the derivation of a Task's and a Job's phase from what
  * their pods report.
  *

@@ -1,6 +1,6 @@
 /*
  * slices.c - each node's own stream, where the scheduler writes the
- * node's desired states (bus_node_stream_*, DESIGN.md sections 2 and 6).
+ * node's desired states (bus_node_stream_*, docs/design.md sections 2 and 6).
  *
  * The scheduler makes a node's stream when it first learns of the node
  * (a registration on the ingress, or an applied Node), before the event

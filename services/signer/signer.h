@@ -1,7 +1,7 @@
 /*
  * signer.h - the platform's certificate authority: larksigner.
  *
- * The signer owns Cert (DESIGN.md section 1). It holds two CA keys made
+ * The signer owns Cert (docs/design.md section 1). It holds two CA keys made
  * once under its data directory: an ECDSA P-256 key for X.509 (roles
  * admin, agent, peer) and an Ed25519 key for OpenSSH user certificates
  * (roles domain, ssh-guest). Clients keep their own private keys: they
