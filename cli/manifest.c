@@ -6,12 +6,12 @@
  * so a schema error's path can be mapped back to the file.
  *
  * Invariants: the tree is never deeper than LARK_MANIFEST_MAX_DEPTH
- * (checked as each container opens, before anything recurses), so every
- * recursive walk here is bounded; the node count and the input size bound
- * memory; YAML aliases never reach the tree, so no value is shared and
- * packing is linear in the input. libyaml is driven event by event (its
- * document loader would build alias graphs first), and every event is
- * deleted on every path.
+ * (checked as each container opens, before anything recurses) plus the
+ * one level task_runtime may add, so every recursive walk here is bounded; the
+ * node count and the input size bound memory; YAML aliases never reach the
+ * tree, so no value is shared and packing is linear in the input. libyaml is
+ * driven event by event (its document loader would build alias graphs first),
+ * and every event is deleted on every path.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -217,6 +217,11 @@ node_add(pctx *p, lark_mnode *parent, lark_mnode *child) {
   return 0;
 }
 
+static int
+eq(const char *s, size_t n, const char *lit) {
+  return strlen(lit) == n && !memcmp(s, lit, n);
+}
+
 /* ---------------------------------------------------------------- packing */
 
 static int
@@ -256,9 +261,129 @@ copy_str(const lark_mnode *map, const char *key, char *out, size_t cap) {
     memcpy(out, v->v.s.p, v->v.s.n + 1);
 }
 
+/* ---------------------------------------------------- task runtimes */
+
+/*
+ * The reference platform writes a task's runtime directly in the task
+ * (`raw: {...}` next to `name`); larkbus has always stored it wrapped,
+ * `runtime: {raw: {...}}`. The wrapped form stays the one stored: every
+ * job.submitted and workflow.submitted already in a log has it, so the
+ * scheduler, lark-dag, the edge and the replay of old events keep one
+ * shape, and the reader alone knows the other.
+ */
+static const char *const task_runtimes[] = {"raw", "kubernetes", "docker"};
+
+static int
+is_runtime_key(const lark_mnode *k) {
+  for (size_t i = 0; i < sizeof task_runtimes / sizeof task_runtimes[0]; i++)
+    if (eq(k->v.s.p, k->v.s.n, task_runtimes[i]))
+      return 1;
+  return 0;
+}
+
+/* A value of map, mutable: the tree is the reader's own until packed. */
+static lark_mnode *
+map_get(lark_mnode *map, const char *key) {
+  if (!map || map->type != MN_MAP)
+    return NULL;
+  for (lark_mnode *k = map->first; k && k->next; k = k->next->next)
+    if (eq(k->v.s.p, k->v.s.n, key))
+      return k->next;
+  return NULL;
+}
+
+/*
+ * One task: a runtime written directly in it becomes `runtime: {<rt>:
+ * value}` in place (the key node renamed, the value wrapped in a new map
+ * at the same position), so both forms pack to the same bytes and a
+ * schema error's path still finds the value's line. This adds one level
+ * below the task, within the depth libbus accepts (see
+ * LARK_MANIFEST_MAX_DEPTH). A task with both forms, or with two runtimes
+ * in either, is refused here, naming it: which one was meant is the
+ * user's call.
+ */
+static int
+task_runtime(pctx *p, lark_mnode *task, const char *who, int index) {
+  if (task->type != MN_MAP)
+    return 0; /* the schema check says what is wrong */
+  char name[BUS_NAME_MAX + 1];
+  copy_str(task, "name", name, sizeof name);
+  if (!name[0])
+    snprintf(name, sizeof name, "(unnamed)");
+  const lark_mnode *wrap = map_find(task, "runtime", 7);
+  lark_mnode *key = NULL;
+  for (lark_mnode *k = task->first; k && k->next; k = k->next->next) {
+    if (!is_runtime_key(k))
+      continue;
+    if (wrap)
+      return fail(p, BUS_EFIELD, index, k->line,
+                  "%stask %s: both runtime and %s given; write the runtime "
+                  "once",
+                  who, name, k->v.s.p);
+    if (key)
+      return fail(p, BUS_EFIELD, index, k->line,
+                  "%stask %s: two runtimes (%s and %s); a task has one", who,
+                  name, key->v.s.p, k->v.s.p);
+    key = k;
+  }
+  if (wrap && wrap->type == MN_MAP && wrap->count > 2)
+    return fail(p, BUS_EFIELD, index, wrap->line,
+                "%stask %s: two runtimes (%s and %s) in runtime; a task has "
+                "one",
+                who, name, wrap->first->v.s.p, wrap->first->next->next->v.s.p);
+  if (!key)
+    return 0;
+  lark_mnode *val = key->next;
+  lark_mnode *m = node_new(p, MN_MAP, key->line);
+  lark_mnode *inner = m ? str_new(p, key->v.s.p, key->v.s.n, key->line) : NULL;
+  if (!inner)
+    return p->rc;
+  m->next = val->next;
+  if (task->last == val)
+    task->last = m;
+  key->next = m;
+  key->v.s.p = "runtime";
+  key->v.s.n = 7;
+  val->next = NULL;
+  m->first = inner;
+  inner->next = val;
+  m->last = val;
+  m->count = 2;
+  return 0;
+}
+
+/* Every task of a Job, or of each template of a Workflow. */
+static int
+normalise_tasks(pctx *p, lark_mnode *root, const char *kind, int index) {
+  lark_mnode *spec = map_get(root, "spec");
+  if (!strcmp(kind, "Job")) {
+    lark_mnode *ts = map_get(spec, "tasks");
+    for (lark_mnode *t = ts && ts->type == MN_SEQ ? ts->first : NULL; t;
+         t = t->next)
+      if (task_runtime(p, t, "", index))
+        return p->rc;
+    return 0;
+  }
+  if (strcmp(kind, "Workflow"))
+    return 0;
+  lark_mnode *jt = map_get(spec, "jobTemplates");
+  for (lark_mnode *j = jt && jt->type == MN_SEQ ? jt->first : NULL; j;
+       j = j->next) {
+    char who[BUS_NAME_MAX + 16], tmpl[BUS_NAME_MAX + 1];
+    copy_str(j, "name", tmpl, sizeof tmpl);
+    snprintf(who, sizeof who, "template %s, ", tmpl);
+    lark_mnode *ts = map_get(map_get(j, "spec"), "tasks");
+    for (lark_mnode *t = ts && ts->type == MN_SEQ ? ts->first : NULL; t;
+         t = t->next)
+      if (task_runtime(p, t, who, index))
+        return p->rc;
+  }
+  return 0;
+}
+
 /* One resource from a mapping node: its identity and its msgpack. */
 static int
-add_doc(pctx *p, const lark_mnode *root, int index) {
+add_doc(pctx *p, lark_mnode *root, int index) {
   if (root->type != MN_MAP)
     return fail(p, BUS_EMALFORMED, index, root->line,
                 "a resource must be a mapping (apiVersion, kind, metadata, "
@@ -282,6 +407,8 @@ add_doc(pctx *p, const lark_mnode *root, int index) {
   copy_str(root, "kind", d->kind, sizeof d->kind);
   copy_str(root, "apiVersion", d->api_version, sizeof d->api_version);
   copy_str(map_find(root, "metadata", 8), "name", d->name, sizeof d->name);
+  if (normalise_tasks(p, root, d->kind, index))
+    return p->rc;
 
   msgpack_sbuffer sb;
   msgpack_sbuffer_init(&sb);
@@ -309,13 +436,13 @@ add_doc(pctx *p, const lark_mnode *root, int index) {
 
 /* A document's top value: a resource, a list of resources, or nothing. */
 static int
-add_top(pctx *p, const lark_mnode *root, int index, int json) {
+add_top(pctx *p, lark_mnode *root, int index, int json) {
   if (root->type == MN_NULL)
     return 0; /* an empty YAML document */
   if (root->type != MN_SEQ)
     return add_doc(p, root, index);
   int i = 0, rc = 0;
-  for (const lark_mnode *c = root->first; c && !rc; c = c->next, i++)
+  for (lark_mnode *c = root->first; c && !rc; c = c->next, i++)
     rc = add_doc(p, c, json ? index + i : index);
   if (json && i > 0)
     p->pos += i - 1;
@@ -325,11 +452,6 @@ add_top(pctx *p, const lark_mnode *root, int index, int json) {
 /* ------------------------------------------------------------------- YAML */
 
 #define YTAG "tag:yaml.org,2002:"
-
-static int
-eq(const char *s, size_t n, const char *lit) {
-  return strlen(lit) == n && !memcmp(s, lit, n);
-}
 
 static int
 is_null(const char *s, size_t n) {

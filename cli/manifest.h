@@ -8,7 +8,9 @@
  *   spec: {...}
  *
  * turned into msgpack resources that bus_schema_check and the services
- * read.
+ * read. A task's runtime written directly in the task, as the reference
+ * platform writes it (`raw: {...}`), is stored as larkbus's `runtime:
+ * {raw: {...}}` (see task_runtime in manifest.c and docs/scheduler.md).
  *
  * Formats. A file whose first non-blank character is '{' or '[' is JSON:
  * one object, an array of objects, or several top-level objects one after

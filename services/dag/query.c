@@ -271,6 +271,57 @@ compare_existing(bus_txn *t, const char *wf, const msgpack_object *resource,
   return rc;
 }
 
+/*
+ * Each task's runtime, as lark-scheduler checks a Job's: one, and one a
+ * node can offer. lark-dag submits its Jobs itself, past the scheduler's
+ * job.apply check, so a Workflow is checked here when applied. Nodes
+ * offer raw and raw+netns only (the Node schema's enum; raw+netns comes
+ * from a domain, not from the task), so a kubernetes or docker task is
+ * refused outright rather than left as a Job no node would ever take.
+ */
+static void
+check_runtimes(const msgpack_object *spec, bus_field_err *errs, int max,
+               int *nerr) {
+  const msgpack_object *jt = bus_obj_get(spec, "jobTemplates");
+  for (uint32_t i = 0;
+       jt && jt->type == MSGPACK_OBJECT_ARRAY && i < jt->via.array.size; i++) {
+    const msgpack_object *tmpl = &jt->via.array.ptr[i];
+    const msgpack_object *ts = bus_obj_get(bus_obj_get(tmpl, "spec"), "tasks");
+    char tn[BUS_NAME_MAX + 1] = "", task[BUS_NAME_MAX + 1] = "", rt[32] = "";
+    bus_obj_str(tmpl, "name", tn, sizeof tn);
+    for (uint32_t j = 0;
+         ts && ts->type == MSGPACK_OBJECT_ARRAY && j < ts->via.array.size;
+         j++) {
+      const msgpack_object *o = bus_obj_get(&ts->via.array.ptr[j], "runtime");
+      char path[96], why[256];
+      bus_obj_str(&ts->via.array.ptr[j], "name", task, sizeof task);
+      snprintf(path, sizeof path,
+               "spec.jobTemplates[%u].spec.tasks[%u].runtime", i, j);
+      const msgpack_object_kv *kv =
+          o && o->type == MSGPACK_OBJECT_MAP && o->via.map.size == 1
+              ? &o->via.map.ptr[0]
+              : NULL;
+      if (!kv || kv->key.type != MSGPACK_OBJECT_STR ||
+          kv->key.via.str.size >= sizeof rt) {
+        snprintf(why, sizeof why,
+                 "template %s, task %s: must be a map with one runtime (raw, "
+                 "kubernetes or docker)",
+                 tn, task);
+        add_detail(errs, max, nerr, path, why);
+        continue;
+      }
+      memcpy(rt, kv->key.via.str.ptr, kv->key.via.str.size);
+      rt[kv->key.via.str.size] = 0;
+      if (strcmp(rt, "raw")) {
+        snprintf(why, sizeof why,
+                 "template %s, task %s needs runtime %s, which no node offers",
+                 tn, task, rt);
+        add_detail(errs, max, nerr, path, why);
+      }
+    }
+  }
+}
+
 int
 dag_check_apply(bus_txn *t, const msgpack_object *resource, bus_field_err *errs,
                 int max, int *nerr, uint64_t *prev) {
@@ -290,6 +341,11 @@ dag_check_apply(bus_txn *t, const msgpack_object *resource, bus_field_err *errs,
       dag_graph_build(bus_obj_get(resource, "spec"), wf, &g, errs, max, nerr);
   if (rc)
     return rc;
+  check_runtimes(bus_obj_get(resource, "spec"), errs, max, nerr);
+  if (*nerr) {
+    dag_graph_free(&g);
+    return bus_error(BUS_EFIELD, "%s", errs[0].reason);
+  }
   if (!(rc = dag__subject(DAG__WF_PREFIX, wf, subject, sizeof subject)))
     rc = bus_txn_version(t, subject, &v);
   int have = 0;

@@ -649,7 +649,8 @@ sched_node_from_msgpack(const msgpack_object *resource, sched_node *out,
 }
 
 /* Runtime of a task: the key of its runtime map ("raw" is the only one
- * larkbus runs; another is kept so apply can name it). */
+ * larkbus runs; kubernetes or docker is kept so apply can name it as
+ * one no node offers). A task naming two is refused, naming the task. */
 static void
 read_task_runtime(errs *e, const msgpack_object *o, sched_template *t,
                   const char *path) {
@@ -661,7 +662,10 @@ read_task_runtime(errs *e, const msgpack_object *o, sched_template *t,
   }
   if (o->type != MSGPACK_OBJECT_MAP || o->via.map.size != 1 ||
       !obj_strcpy(&o->via.map.ptr[0].key, t->runtime, sizeof t->runtime)) {
-    problem(e, BUS_EFIELD, p, "must be a map with one runtime (raw)");
+    problem(e, BUS_EFIELD, p,
+            "task %s: must be a map with one runtime (raw, kubernetes or "
+            "docker)",
+            t->name);
     snprintf(t->runtime, sizeof t->runtime, "raw");
   }
 }
