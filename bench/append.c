@@ -22,29 +22,6 @@
 
 #define BODY 200
 
-/* Event data {text: "xxx..."} sized so the encoded event is BODY bytes. */
-static void
-make_event(bus_event *ev, msgpack_sbuffer *data, char id[33], int text_len) {
-  msgpack_packer pk;
-  char text[BODY];
-  memset(text, 'x', sizeof text);
-  msgpack_sbuffer_clear(data);
-  msgpack_packer_init(&pk, data, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "text", 4);
-  msgpack_pack_str_with_body(&pk, text, (size_t)text_len);
-  memset(ev, 0, sizeof *ev);
-  bus_event_new_id(id);
-  ev->v = BUS_SCHEMA_VERSION;
-  ev->type = "sample.created";
-  ev->id = id;
-  ev->ts = 1700000000000000000;
-  ev->actor = "bench";
-  ev->cause = "";
-  ev->data_mp = data->data;
-  ev->data_mp_len = data->size;
-}
-
 static int
 fit_text(msgpack_sbuffer *data) {
   bus_event ev;
@@ -53,7 +30,7 @@ fit_text(msgpack_sbuffer *data) {
   msgpack_sbuffer_init(&out);
   int len = 100;
   for (int i = 0; i < 4; i++) {
-    make_event(&ev, data, id, len);
+    bench_sample_event(&ev, data, id, (size_t)len);
     out.size = 0;
     if (bus_event_encode(&ev, &out) < 0)
       bench_die("encode", bus_last_error());
@@ -129,7 +106,7 @@ run_bus(const char *url, long n) {
     bench_die("streams", bus_last_error());
   msgpack_sbuffer_init(&data);
   int text_len = fit_text(&data);
-  make_event(&ev, &data, id, text_len);
+  bench_sample_event(&ev, &data, id, (size_t)text_len);
   double t0 = bench_now_s();
   for (long i = 0; i < n; i++) {
     snprintf(subject, sizeof subject, "lark.ev.sample.s%ld", i);

@@ -36,17 +36,6 @@ typedef struct rates {
   double bus[MODES], cli[MODES];
 } rates;
 
-static void
-make_data(msgpack_sbuffer *data) {
-  msgpack_packer pk;
-  char text[BODY - 64];
-  memset(text, 'x', sizeof text);
-  msgpack_packer_init(&pk, data, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "text", 4);
-  msgpack_pack_str_with_body(&pk, text, sizeof text);
-}
-
 typedef struct slot {
   bus_event ev;
   char id[33];
@@ -97,7 +86,7 @@ run_bus(const char *url, long n, int mode, int round) {
   bus_conn *c = connect_bench(url);
   msgpack_sbuffer data;
   msgpack_sbuffer_init(&data);
-  make_data(&data);
+  bench_sample_data(&data, BODY - 64);
   long k = mode_batch[mode] > 1 ? mode_batch[mode] : 1;
   slot *s = calloc((size_t)k, sizeof *s);
   bus_atomic_item *it = calloc((size_t)k, sizeof *it);
@@ -126,14 +115,12 @@ run_bus(const char *url, long n, int mode, int round) {
   return (double)n / dt;
 }
 
-/* `nats bench js pub MODE` on url; msgs/s from its "stats:" line, 0 when
- * the CLI is missing or says nothing usable. */
+/* `nats bench js pub MODE` on url: msgs/s (bench_nats_cli_rate). */
 static double
 run_cli(const char *url, long n, int mode, int round) {
   static const char *const cli_mode[MODES] = {"sync", "async", "atomic",
                                               "atomic"};
-  char cmd[600], line[1024], batch[32] = "";
-  double rate = 0;
+  char cmd[600], batch[32] = "";
   if (mode_batch[mode] > 1)
     snprintf(batch, sizeof batch, "--batch %d", mode_batch[mode]);
   snprintf(cmd, sizeof cmd,
@@ -141,23 +128,7 @@ run_cli(const char *url, long n, int mode, int round) {
            "--size %dB --no-progress --create --multisubject "
            "--stream BENCH_M%d_%d 2>&1",
            url, cli_mode[mode], batch, mode, round, n, BODY, mode, round);
-  FILE *p = popen(cmd, "r");
-  if (!p)
-    return 0;
-  while (fgets(line, sizeof line, p)) {
-    char *s = strstr(line, "stats: ");
-    if (!s)
-      continue;
-    char digits[32];
-    size_t k = 0;
-    for (s += 7; *s && *s != ' ' && k + 1 < sizeof digits; s++)
-      if (*s != ',')
-        digits[k++] = *s;
-    digits[k] = 0;
-    rate = strtod(digits, NULL);
-  }
-  pclose(p);
-  return rate;
+  return bench_nats_cli_rate(cmd);
 }
 
 static void

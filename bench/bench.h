@@ -1,8 +1,9 @@
 /*
  * bench.h - what every benchmark shares: a monotonic clock, a fatal
  * error line naming the benchmark, packing a string pair and a manifest's
- * head, applying Nodes and Jobs through the command path, and starting a
- * service that sits next to the benchmark.
+ * head, applying Nodes and Jobs through the command path, starting a
+ * service that sits next to the benchmark, a sample event of a chosen
+ * size, and the rate the NATS CLI's own benchmark reports.
  */
 #ifndef LARK_BENCH_H
 #define LARK_BENCH_H
@@ -31,6 +32,62 @@ static inline void
 bench_die(const char *what, const char *detail) {
   fprintf(stderr, "%s: %s: %s\n", program_invocation_short_name, what, detail);
   exit(1);
+}
+
+/* Event data {text: "xxx..."} with text_len (at most 4096) x's. */
+static inline void
+bench_sample_data(msgpack_sbuffer *data, size_t text_len) {
+  char text[4096];
+  size_t n = text_len < sizeof text ? text_len : sizeof text;
+  msgpack_packer pk;
+  memset(text, 'x', n);
+  msgpack_sbuffer_clear(data);
+  msgpack_packer_init(&pk, data, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 1);
+  msgpack_pack_str_with_body(&pk, "text", 4);
+  msgpack_pack_str_with_body(&pk, text, n);
+}
+
+/* A sample.created event with a fresh id (into id) around that data. */
+static inline void
+bench_sample_event(bus_event *ev, msgpack_sbuffer *data, char id[33],
+                   size_t text_len) {
+  bench_sample_data(data, text_len);
+  memset(ev, 0, sizeof *ev);
+  bus_event_new_id(id);
+  ev->v = BUS_SCHEMA_VERSION;
+  ev->type = "sample.created";
+  ev->id = id;
+  ev->ts = 1700000000000000000;
+  ev->actor = "bench";
+  ev->cause = "";
+  ev->data_mp = data->data;
+  ev->data_mp_len = data->size;
+}
+
+/* Run a `nats bench ...` command line; msgs/s from its "stats:" line, 0
+ * when the CLI is missing or says nothing usable. */
+static inline double
+bench_nats_cli_rate(const char *cmd) {
+  char line[1024];
+  double rate = 0;
+  FILE *p = popen(cmd, "r");
+  if (!p)
+    return 0;
+  while (fgets(line, sizeof line, p)) {
+    char *s = strstr(line, "stats: ");
+    if (!s)
+      continue;
+    char digits[32];
+    size_t k = 0;
+    for (s += 7; *s && *s != ' ' && k + 1 < sizeof digits; s++)
+      if (*s != ',')
+        digits[k++] = *s;
+    digits[k] = 0;
+    rate = strtod(digits, NULL);
+  }
+  pclose(p);
+  return rate;
 }
 
 static inline void

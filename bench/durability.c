@@ -26,28 +26,6 @@ typedef struct rates {
   double bus_sync, bus_async, cli_sync, cli_async;
 } rates;
 
-static void
-make_event(bus_event *ev, msgpack_sbuffer *data, char id[33]) {
-  msgpack_packer pk;
-  char text[BODY - 64];
-  memset(text, 'x', sizeof text);
-  msgpack_sbuffer_clear(data);
-  msgpack_packer_init(&pk, data, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "text", 4);
-  msgpack_pack_str_with_body(&pk, text, sizeof text);
-  memset(ev, 0, sizeof *ev);
-  bus_event_new_id(id);
-  ev->v = BUS_SCHEMA_VERSION;
-  ev->type = "sample.created";
-  ev->id = id;
-  ev->ts = 1700000000000000000;
-  ev->actor = "bench";
-  ev->cause = "";
-  ev->data_mp = data->data;
-  ev->data_mp_len = data->size;
-}
-
 /* Appends of n events one at a time (sync) or in bulk; events/s. */
 static double
 run_bus(const char *url, long n, int sync, int round) {
@@ -66,7 +44,7 @@ run_bus(const char *url, long n, int sync, int round) {
   if (bus_streams_ensure(c, &so) < 0)
     bench_die("streams", bus_last_error());
   msgpack_sbuffer_init(&data);
-  make_event(&ev, &data, id);
+  bench_sample_event(&ev, &data, id, BODY - 64);
   double t0 = bench_now_s();
   for (long i = 0; i < n; i++) {
     snprintf(subject, sizeof subject, "lark.ev.sample.r%d%c%ld", round,
@@ -85,33 +63,15 @@ run_bus(const char *url, long n, int sync, int round) {
   return (double)n / dt;
 }
 
-/* `nats bench js pub MODE` on url; msgs/s from its "stats:" line, 0 when
- * the CLI is missing or says nothing usable. */
+/* `nats bench js pub MODE` on url: msgs/s (bench_nats_cli_rate). */
 static double
 run_cli(const char *url, long n, const char *mode, int round) {
-  char cmd[512], line[1024];
-  double rate = 0;
+  char cmd[512];
   snprintf(cmd, sizeof cmd,
            "nats --server %s bench js pub %s bench.%s.%d --msgs %ld "
            "--size %dB --no-progress --create --stream BENCH_%s_%d 2>&1",
            url, mode, mode, round, n, BODY, mode, round);
-  FILE *p = popen(cmd, "r");
-  if (!p)
-    return 0;
-  while (fgets(line, sizeof line, p)) {
-    char *s = strstr(line, "stats: ");
-    if (!s)
-      continue;
-    char digits[32];
-    size_t k = 0;
-    for (s += 7; *s && *s != ' ' && k + 1 < sizeof digits; s++)
-      if (*s != ',')
-        digits[k++] = *s;
-    digits[k] = 0;
-    rate = strtod(digits, NULL);
-  }
-  pclose(p);
-  return rate;
+  return bench_nats_cli_rate(cmd);
 }
 
 static void

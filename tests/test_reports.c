@@ -275,25 +275,38 @@ Test(reports, broker_failures_are_retried_not_refused) {
     cr_expect_eq(g.i[k], k);
 }
 
-Test(reports, survives_sigkill_of_the_service) {
-  static got g;
-  char id[33], data[512], log[512];
-  enum { N = 3000 };
-  for (int k = 0; k < N; k++)
-    cr_assert_eq(
-        send_rep("lark.rep.carol.job-d", "run.reported", "c", k, 0, id, 1), 0);
+/* A backlog of n reports on lark.rep.<user>.<job>, then lark-reports
+ * started on it (its data and log under dir, log path into log) and left
+ * to work until something landed (into g). The body names another actor
+ * than the subject. Returns its pid. */
+static pid_t
+start_on_backlog(const char *user, const char *job, int n, got *g,
+                 char log[512]) {
+  char id[33], data[512], subject[BUS_SUBJECT_MAX];
+  snprintf(subject, sizeof subject, "lark.rep.%s.%s", user, job);
+  for (int k = 0; k < n; k++)
+    cr_assert_eq(send_rep(subject, "run.reported", "b", k, 0, id, 1), 0);
   cr_assert_eq(bus_append_flush(conn, 30000, NULL), 0, "%s", bus_last_error());
-  snprintf(data, sizeof data, "%s/data", dir);
-  snprintf(log, sizeof log, "%s/lark-reports.log", dir);
+  snprintf(data, 512, "%s/data", dir);
+  snprintf(log, 512, "%s/lark-reports.log", dir);
   pid_t pid = lt_start_service("lark-reports", srv.url, data, log, NULL);
   cr_assert(pid > 0);
-  /* kill it while it works: some landed, not all */
   for (int t = 0; t < 600; t++) {
-    read_runs("job-d", &g);
-    if (g.n > 0)
+    read_runs(job, g);
+    if (g->n > 0)
       break;
     usleep(20000);
   }
+  return pid;
+}
+
+Test(reports, survives_sigkill_of_the_service) {
+  static got g;
+  char data[512], log[512];
+  enum { N = 3000 };
+  /* kill it while it works: some landed, not all */
+  pid_t pid = start_on_backlog("carol", "job-d", N, &g, log);
+  snprintf(data, sizeof data, "%s/data", dir);
   lt_kill(pid, SIGKILL);
   cr_assert_gt(g.n, 0, "nothing landed before the kill");
   pid = lt_start_service("lark-reports", srv.url, data, log, NULL);
@@ -429,22 +442,9 @@ Test(reports, a_batch_holding_a_landed_report_lands_it_once) {
  * through a backlog: every report lands, once. */
 Test(reports, survives_a_broker_restart) {
   static got g;
-  char id[33], data[512], log[512];
+  char log[512];
   enum { N = 3000 };
-  for (int k = 0; k < N; k++)
-    cr_assert_eq(
-        send_rep("lark.rep.erin.job-r", "run.reported", "e", k, 0, id, 1), 0);
-  cr_assert_eq(bus_append_flush(conn, 30000, NULL), 0, "%s", bus_last_error());
-  snprintf(data, sizeof data, "%s/data", dir);
-  snprintf(log, sizeof log, "%s/lark-reports.log", dir);
-  pid_t pid = lt_start_service("lark-reports", srv.url, data, log, NULL);
-  cr_assert(pid > 0);
-  for (int t = 0; t < 600; t++) {
-    read_runs("job-r", &g);
-    if (g.n > 0)
-      break;
-    usleep(20000);
-  }
+  pid_t pid = start_on_backlog("erin", "job-r", N, &g, log);
   cr_assert_eq(lt_natsd_kill_restart(&srv), 0);
   usleep(3000 * 1000); /* the test's own connection back before it reads */
   int ok = 0;

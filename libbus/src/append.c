@@ -10,6 +10,7 @@
  * failure's code. Flush takes and resets both.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "nats-int.h"
@@ -171,18 +172,27 @@ bus_append_flush(bus_conn *c, int timeout_ms, uint64_t *failed) {
   return rc;
 }
 
+/* A message get that failed: BUS_ENOT_FOUND when there is no such
+ * message, the broker's error otherwise. what names the message. */
+static int
+get_failed(natsStatus s, jsErrCode jerr, const char *what) {
+  if (jerr == JSNoMessageFoundErr || (s == NATS_NOT_FOUND && !jerr))
+    return BUS_ERR(BUS_ENOT_FOUND, "no message %s", what);
+  return bus__nats_err(s, jerr, what);
+}
+
 int
 bus_last_event(bus_conn *c, const char *stream, const char *subject,
                bus_event *ev, msgpack_zone *zone) {
   natsMsg *m = NULL;
   jsOptions jo;
   jsErrCode jerr = 0;
+  char what[BUS_SUBJECT_MAX + 96];
   bus__js_opts(c, &jo);
   natsStatus s = js_GetLastMsg(&m, c->js, stream, subject, &jo, &jerr);
   if (s != NATS_OK) {
-    if (jerr == JSNoMessageFoundErr || (s == NATS_NOT_FOUND && !jerr))
-      return BUS_ERR(BUS_ENOT_FOUND, "no message on %s in %s", subject, stream);
-    return bus__nats_err(s, jerr, subject);
+    snprintf(what, sizeof what, "on %s in %s", subject, stream);
+    return get_failed(s, jerr, what);
   }
   int rc = bus_event_decode(natsMsg_GetData(m),
                             (size_t)natsMsg_GetDataLength(m), ev, zone);
@@ -210,10 +220,9 @@ bus__stream_msg_time(bus_conn *c, const char *stream, uint64_t seq,
   bus__js_opts(c, &jo);
   natsStatus s = js_GetMsg(&m, c->js, stream, seq, &jo, &jerr);
   if (s != NATS_OK) {
-    if (jerr == JSNoMessageFoundErr || (s == NATS_NOT_FOUND && !jerr))
-      return BUS_ERR(BUS_ENOT_FOUND, "no message %llu in %s",
-                     (unsigned long long)seq, stream);
-    return bus__nats_err(s, jerr, stream);
+    char what[96];
+    snprintf(what, sizeof what, "%llu in %s", (unsigned long long)seq, stream);
+    return get_failed(s, jerr, what);
   }
   *ns = natsMsg_GetTime(m);
   natsMsg_Destroy(m);

@@ -126,14 +126,7 @@ static void
 on_request(bus_conn *c, const char *subject, const char *reply,
            const void *data, size_t len, void *ud) {
   cmd_server *s = ud;
-  /* A command is a request: its answer goes to the sender's inbox. A
-   * message without one, or with a $JS.ACK reply, is no command: it is a
-   * stream's content that someone pointed a push consumer at this
-   * subject (the broker does not check a deliver subject against its
-   * consumer's creator; such a message keeps its stream subject, which
-   * the parse would refuse too). Nothing is done, nothing is answered:
-   * an answer to a $JS.ACK reply would acknowledge it. */
-  if (!reply || strncmp(reply, "_INBOX", 6))
+  if (!bus__is_request(reply)) /* stream content pushed here: ignored */
     return;
   msgpack_zone zone;
   msgpack_zone_init(&zone, 2048);

@@ -28,19 +28,6 @@
 
 #define EPHEMERAL_IDLE_NS (10LL * 1000000000LL)
 
-static int64_t
-mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void
-sleep_ms(int ms) {
-  struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
 void
 bus_consumer_opts_init(bus_consumer_opts *o) {
   memset(o, 0, sizeof *o);
@@ -203,7 +190,7 @@ bus_consumer_open(bus_conn *c, const bus_consumer_opts *o, bus_consumer **out) {
   k->ordered = o->ordered;
   k->next_cseq = 1;
   k->reconnects = atomic_load(&c->reconnects);
-  k->checked_ms = mono_ms();
+  k->checked_ms = bus__mono_ms();
   snprintf(k->stream, sizeof k->stream, "%s", o->stream);
   snprintf(k->name, sizeof k->name, "%s", name ? name : "");
   bus__js_opts(c, &jo);
@@ -335,6 +322,7 @@ bus_batch_free(bus_batch *b) {
   msgpack_zone_destroy(&b->zone);
   free(b->evs);
   free(b->status);
+  free(b->cseq);
   free(b);
 }
 
@@ -428,7 +416,10 @@ grow(bus_batch *b, size_t n) {
   int *st = realloc(b->status, n * sizeof *st);
   if (st)
     b->status = st;
-  if (!evs || !st)
+  uint64_t *cs = realloc(b->cseq, n * sizeof *cs);
+  if (cs)
+    b->cseq = cs;
+  if (!evs || !st || !cs)
     return BUS_ERR(-ENOMEM, "out of memory");
   b->cap = n;
   return 0;
@@ -452,7 +443,7 @@ bus__batch_fill(bus_batch *b, natsMsgList *list, bus__meta *last) {
     memset(ev, 0, sizeof *ev);
     b->status[i] = bus_event_decode(
         natsMsg_GetData(m), (size_t)natsMsg_GetDataLength(m), ev, &b->zone);
-    bus__ack_meta(natsMsg_GetReply(m), &meta);
+    b->cseq[i] = bus__ack_meta(natsMsg_GetReply(m), &meta) < 0 ? 0 : meta.cseq;
     ev->subject = natsMsg_GetSubject(m);
     ev->seq = meta.sseq;
     ev->stored_ns = meta.ns;
@@ -474,15 +465,13 @@ bus__batch_fill(bus_batch *b, natsMsgList *list, bus__meta *last) {
 size_t
 bus__batch_in_order(const bus_batch *b, uint64_t applied, uint64_t *next_cseq) {
   for (size_t i = 0; i < b->n; i++) {
-    bus__meta m;
-    if (bus__ack_meta(natsMsg_GetReply(b->list.Msgs[i]), &m) < 0)
+    uint64_t sseq = b->evs[i].seq, cseq = b->cseq[i];
+    if (cseq == 0 || (sseq > applied && cseq != *next_cseq))
       return i;
-    if (m.sseq > applied && m.cseq != *next_cseq)
-      return i;
-    if (m.cseq >= *next_cseq)
-      *next_cseq = m.cseq + 1;
-    if (m.sseq > applied)
-      applied = m.sseq;
+    if (cseq >= *next_cseq)
+      *next_cseq = cseq + 1;
+    if (sseq > applied)
+      applied = sseq;
   }
   return b->n;
 }
@@ -510,6 +499,7 @@ bus__batch_drop_head(bus_batch *b, size_t k) {
   memmove(b->list.Msgs, b->list.Msgs + k, rest * sizeof *b->list.Msgs);
   memmove(b->evs, b->evs + k, rest * sizeof *b->evs);
   memmove(b->status, b->status + k, rest * sizeof *b->status);
+  memmove(b->cseq, b->cseq + k, rest * sizeof *b->cseq);
   for (size_t i = rest; i < b->n; i++)
     b->list.Msgs[i] = NULL;
   b->n = rest;
@@ -579,7 +569,7 @@ bus__fetch(natsSubscription *sub, int max, int timeout_ms, natsMsgList *list) {
 static int
 still_there(bus_consumer *k, int forced) {
   unsigned long now_rc = atomic_load(&k->c->reconnects);
-  int64_t now = mono_ms();
+  int64_t now = bus__mono_ms();
   if (!forced && now_rc == k->reconnects && now - k->checked_ms < CHECK_IDLE_MS)
     return 0;
   jsConsumerInfo *ci = NULL;
@@ -605,15 +595,12 @@ still_there(bus_consumer *k, int forced) {
 static void
 keep_in_order(bus_consumer *k, bus_batch *b) {
   for (size_t i = 0; i < b->n; i++) {
-    bus__meta m;
-    if (bus__ack_meta(natsMsg_GetReply(b->list.Msgs[i]), &m) < 0)
-      continue;
-    if (m.cseq > k->next_cseq) {
+    if (b->cseq[i] > k->next_cseq) {
       bus__batch_truncate(b, i);
       k->broken = 1;
       return;
     }
-    if (m.cseq == k->next_cseq)
+    if (b->cseq[i] == k->next_cseq)
       k->next_cseq++;
   }
 }
@@ -630,14 +617,14 @@ bus_consumer_fetch(bus_consumer *k, int max, int timeout_ms, bus_batch *b) {
   int rc = bus__fetch(k->sub, max > 0 ? max : 1, timeout_ms, &list);
   if (rc == BUS_ENOT_FOUND) {
     if ((rc = still_there(k, 1)) == 0) /* there: JetStream is busy */
-      sleep_ms(timeout_ms > 0 ? timeout_ms : SHORT_MS);
+      bus__sleep_ms(timeout_ms > 0 ? timeout_ms : SHORT_MS);
     return rc;
   }
   if (rc < 0)
     return rc;
   if (list.Count == 0)
     return still_there(k, 0);
-  k->checked_ms = mono_ms();
+  k->checked_ms = bus__mono_ms();
   b->ack_last = k->ack_all;
   if ((rc = bus__batch_fill(b, &list, NULL)) < 0)
     return rc;

@@ -99,6 +99,7 @@ struct bus_batch {
   size_t cap;
   bus_event *evs;
   int *status;
+  uint64_t *cseq; /* each message's consumer sequence; 0: none (no $JS.ACK) */
   msgpack_zone zone;
   int ack_last; /* filled from an AckAll consumer: ack the last only */
 };

@@ -159,12 +159,10 @@ bus_reader_end_seq(const bus_reader *r) {
 static size_t
 first_gap(const bus_batch *b, uint64_t last_cseq) {
   for (size_t i = 0; i < b->n; i++) {
-    bus__meta m;
-    if (bus__ack_meta(natsMsg_GetReply(b->list.Msgs[i]), &m) < 0)
+    uint64_t cseq = b->cseq[i];
+    if (cseq == 0 || (last_cseq && cseq != last_cseq + 1))
       return i;
-    if (last_cseq && m.cseq != last_cseq + 1)
-      return i;
-    last_cseq = m.cseq;
+    last_cseq = cseq;
   }
   return b->n;
 }
@@ -426,8 +424,7 @@ direct_once(bus_reader *r, bus_batch *b) {
 
 static int
 direct_next(bus_reader *r, bus_batch *b, int timeout_ms) {
-  struct timespec t0, now, nap = {0, POLL_MS * 1000000L};
-  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int64_t t0 = bus__mono_ms();
   for (;;) {
     int rc = direct_once(r, b);
     if (rc < 0)
@@ -436,11 +433,8 @@ direct_next(bus_reader *r, bus_batch *b, int timeout_ms) {
       return BUS_EEOF;
     if (bus_batch_len(b) || !r->follow)
       return 0;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    int64_t spent =
-        (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
-    if (spent + POLL_MS > timeout_ms)
+    if (bus__mono_ms() - t0 + POLL_MS > timeout_ms)
       return 0;
-    nanosleep(&nap, NULL);
+    bus__sleep_ms(POLL_MS);
   }
 }

@@ -69,20 +69,6 @@ bus_service_opts_init(bus_service_opts *o) {
   o->poll_ms = 200;
 }
 
-static int64_t
-mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t
-wall_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void
 pack_kv_str(msgpack_packer *pk, const char *k, const char *v) {
   msgpack_pack_str_with_body(pk, k, strlen(k));
@@ -135,7 +121,7 @@ on_status(bus_conn *c, const char *subject, const char *reply, const void *data,
   (void)data;
   (void)len;
   service *s = ud;
-  if (!reply || strncmp(reply, "_INBOX", 6)) /* not a request: see command.c */
+  if (!bus__is_request(reply))
     return;
   msgpack_sbuffer sb;
   msgpack_sbuffer_init(&sb);
@@ -173,7 +159,7 @@ on_snapshot(bus_conn *c, const char *subject, const char *reply,
             const void *data, size_t len, void *ud) {
   (void)subject;
   service *s = ud;
-  if (!reply || strncmp(reply, "_INBOX", 6)) /* not a request: see command.c */
+  if (!bus__is_request(reply))
     return;
   char path[1024] = "";
   msgpack_zone zone;
@@ -360,23 +346,18 @@ reopen(service *s, bus_consumer **kp) {
   return open_consumer(s, kp);
 }
 
-static void
-idle(int ms) {
-  struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
 static int
 run_loop(service *s, bus_consumer **kp, bus_batch *b) {
   bus_consumer *k = *kp;
-  int64_t last_tick = mono_ms(), last_lag = 0;
+  int64_t last_tick = bus__mono_ms(), last_lag = 0;
   int rc = after_batch(s); /* publish what a crash left behind */
   while (!rc && !*s->o->stop) {
     if (bus_conn_closed(s->conn))
       return BUS_ERR(BUS_ECONN, "the broker connection closed for good");
     check_stream(s);
     if (atomic_load(&s->state) == BUS_SERVICE_DIVERGED) {
-      idle(s->o->poll_ms); /* status still answers; nothing is decided */
+      bus__sleep_ms(
+          s->o->poll_ms); /* status still answers; nothing is decided */
       continue;
     }
     int got = step(s, k, b);
@@ -394,11 +375,11 @@ run_loop(service *s, bus_consumer **kp, bus_batch *b) {
       return got;
     if (got)
       rc = after_batch(s);
-    int64_t now = mono_ms();
+    int64_t now = bus__mono_ms();
     measure_lag(s, k, now, &last_lag);
     if (!rc && s->o->tick_ms && now - last_tick >= s->o->tick_ms) {
       last_tick = now;
-      rc = bus_view_tick(s->view, wall_ns());
+      rc = bus_view_tick(s->view, bus__wall_ns());
       if (!rc)
         rc = after_batch(s);
     }

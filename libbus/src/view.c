@@ -452,13 +452,6 @@ is_aggregate(const char *subject) {
 
 /* ---------------------------------------------------------------- apply */
 
-static int64_t
-now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static int
 run_decide(bus_txn *t, const bus_event *cause) {
   if (!t->v->opts.effects || !t->v->def.decide)
@@ -552,7 +545,7 @@ bus_view_apply(bus_view *v, const bus_event *const *evs, size_t n) {
   int rc = bus__txn_begin_write(v, &t);
   if (rc)
     return rc;
-  t.now_ns = v->opts.effects ? now_ns() : 0;
+  t.now_ns = v->opts.effects ? bus__wall_ns() : 0;
   uint64_t before = t.c.applied;
   for (size_t i = 0; i < n && !rc; i++)
     rc = apply_seq(&t, evs[i], evs[i]->seq, evs[i]->stored_ns);
@@ -574,7 +567,7 @@ bus_view_apply_batch(bus_view *v, const bus_batch *b) {
   int rc = bus__txn_begin_write(v, &t);
   if (rc)
     return rc;
-  t.now_ns = v->opts.effects ? now_ns() : 0;
+  t.now_ns = v->opts.effects ? bus__wall_ns() : 0;
   uint64_t before = t.c.applied;
   for (size_t i = 0; i < n && !rc; i++) {
     uint64_t seq;
