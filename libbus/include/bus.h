@@ -806,7 +806,8 @@ int bus_outbox_drain(bus_view *v, bus_conn *c, const char *stream,
  * recreated at start from the view's applied sequence + 1; fetch, apply in
  * one transaction, ack, drain the outbox, tick decide every tick_ms. It
  * answers `lark.sys.status` (everyone) and `lark.sys.status.<name>` with
- * msgpack {name, seq, digest, lag, applied, stale, rejected, outbox}, and
+ * msgpack {name, seq, digest, lag, applied, stale, rejected, outbox,
+ * version}, and
  * `lark.sys.snapshot.<name>` {path} by writing a snapshot of the live view
  * to path on its own host, replying {ok, path, seq} or {error}.
  * Returns when *stop becomes non-zero (checked at least every poll_ms).
@@ -832,6 +833,8 @@ typedef struct bus_service_opts {
    * why: the view holds events the stream no longer has); may be NULL */
   void (*on_state)(int state, const char *why, void *ud);
   void *state_ud;
+  /* the version its status reports; default bus_build_version(), NULL: none */
+  const char *version;
 } bus_service_opts;
 
 /*
@@ -858,9 +861,12 @@ typedef struct bus_status {
   uint64_t seq;
   char digest[65];
   uint64_t lag, applied, stale, rejected, outbox, repositions;
-  char state[16]; /* "up" or "diverged"; "up" when the record has none */
-  char why[256];  /* what a state other than up means */
+  char state[16];   /* "up" or "diverged"; "up" when the record has none */
+  char why[256];    /* what a state other than up means */
+  char version[32]; /* the service's version; "" when it reports none */
 } bus_status;
+/* The project's version (CMake's PROJECT_VERSION) libbus was built as. */
+const char *bus_build_version(void);
 int bus_status_decode(const void *buf, size_t len, bus_status *st);
 /* Ask one service for its status (request to lark.sys.status.<name>). */
 int bus_status_query(bus_conn *c, const char *name, int timeout_ms,

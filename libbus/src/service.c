@@ -67,6 +67,7 @@ bus_service_opts_init(bus_service_opts *o) {
   o->filter = "lark.ev.>";
   o->batch = 512;
   o->poll_ms = 200;
+  o->version = bus_build_version();
 }
 
 static void
@@ -82,7 +83,7 @@ pack_kv_u64(msgpack_packer *pk, const char *k, uint64_t v) {
 }
 
 /* {name, seq, digest, lag, applied, stale, rejected, outbox, state,
- *  repositions[, why]} */
+ *  repositions[, version][, why]} */
 static int
 status_encode(service *s, msgpack_sbuffer *sb) {
   uint8_t d[32];
@@ -98,7 +99,8 @@ status_encode(service *s, msgpack_sbuffer *sb) {
   msgpack_packer pk;
   msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
   int state = atomic_load(&s->state);
-  msgpack_pack_map(&pk, state == BUS_SERVICE_UP ? 10 : 11);
+  int version = s->o->version && *s->o->version;
+  msgpack_pack_map(&pk, 10 + (uint32_t)version + (state != BUS_SERVICE_UP));
   pack_kv_str(&pk, "name", s->o->name);
   pack_kv_u64(&pk, "seq", seq);
   pack_kv_str(&pk, "digest", hex);
@@ -109,6 +111,8 @@ status_encode(service *s, msgpack_sbuffer *sb) {
   pack_kv_u64(&pk, "outbox", st.outbox);
   pack_kv_str(&pk, "state", bus_service_state_name(state));
   pack_kv_u64(&pk, "repositions", atomic_load(&s->repositions));
+  if (version)
+    pack_kv_str(&pk, "version", s->o->version);
   if (state != BUS_SERVICE_UP)
     pack_kv_str(&pk, "why", s->why);
   return 0;

@@ -2,8 +2,8 @@
  * status.c - the status record a service answers with.
  *
  * The record is a msgpack map {name, seq, digest, lag, applied, stale,
- * rejected, outbox}; decoding never trusts it: unknown keys are skipped,
- * strings are truncated to their fields, a non-map is BUS_EMALFORMED.
+ * rejected, outbox, version}; decoding never trusts it: unknown keys are
+ * skipped, strings are truncated to their fields, a non-map is BUS_EMALFORMED.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -50,6 +50,7 @@ set_field(bus_status *st, const msgpack_object_kv *kv) {
       {"digest", offsetof(bus_status, digest), sizeof st->digest},
       {"state", offsetof(bus_status, state), sizeof st->state},
       {"why", offsetof(bus_status, why), sizeof st->why},
+      {"version", offsetof(bus_status, version), sizeof st->version},
   };
   if (kv->key.type != MSGPACK_OBJECT_STR)
     return;
@@ -61,6 +62,11 @@ set_field(bus_status *st, const msgpack_object_kv *kv) {
     if (k->size == strlen(nums[i].name) &&
         memcmp(k->ptr, nums[i].name, k->size) == 0)
       copy_u64(&kv->val, (uint64_t *)(void *)((char *)st + nums[i].off));
+}
+
+const char *
+bus_build_version(void) {
+  return LARK_VERSION;
 }
 
 int

@@ -230,7 +230,8 @@ loop(svc *s, bus_view *v, const svc_view_opts *o) {
     so.repair = repair;
     so.repair_ud = &r;
   }
-  SVC_LOG(s, SVC_INFO, "lark.ev.>", 0, "running as %s", so.name);
+  SVC_LOG(s, SVC_INFO, "lark.ev.>", 0, "running as %s, version %s", so.name,
+          so.version);
   return bus_service_run(s->conn, v, &so);
 }
 

@@ -44,7 +44,7 @@ on_status(bus_conn *c, const char *subject, const char *reply, const void *data,
   msgpack_sbuffer_init(&sb);
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 8);
+  msgpack_pack_map(&pk, 9);
   msgpack_pack_str_with_body(&pk, "name", 4);
   msgpack_pack_str_with_body(&pk, a->name, strlen(a->name));
   pack_u64(&pk, "seq", st.last_seq);
@@ -55,6 +55,9 @@ on_status(bus_conn *c, const char *subject, const char *reply, const void *data,
   pack_u64(&pk, "stale", 0);
   pack_u64(&pk, "rejected", st.refused);
   pack_u64(&pk, "outbox", 0);
+  msgpack_pack_str_with_body(&pk, "version", 7);
+  msgpack_pack_str_with_body(&pk, bus_build_version(),
+                             strlen(bus_build_version()));
   bus_conn_publish(c, reply, sb.data, sb.size);
   msgpack_sbuffer_destroy(&sb);
 }
