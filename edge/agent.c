@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "edge.h"
+#include "fetch.h"
 
 void
 edge_config_init(edge_config *c) {
@@ -29,6 +30,8 @@ edge_config_init(edge_config *c) {
   c->devices = "";
   c->runtimes = "raw";
   c->url = "nats://127.0.0.1:4222";
+  c->artifact_max = EDGE_ARTIFACT_MAX_DEFAULT;
+  c->artifact_timeout_s = EDGE_ARTIFACT_TIMEOUT_DEFAULT;
   c->heartbeat_ms = 2000;
   c->grace_ms = 10000;
   c->log_flush_ms = 200;

@@ -58,6 +58,12 @@ typedef struct edge_config {
   int log_flush_ms; /* default 200 */
   int log_lines;    /* lines per batch at most; default 512 */
   int js_wait_ms;   /* default 2000 */
+  /* pods' artifacts: a CA file trusted for https beside the system's CAs
+   * (an absolute path; NULL: none), the most bytes one may have (default
+   * 4 GiB) and the most seconds a fetch may take (default 1800) */
+  const char *artifact_ca;
+  uint64_t artifact_max;
+  int artifact_timeout_s;
 } edge_config;
 
 void edge_config_init(edge_config *c);
@@ -240,8 +246,9 @@ int edge_net_setup(edge_agent *a, const char *pod, edge_net *n);
  * interface may be there) and a later sweep retries. */
 int edge_net_teardown(edge_agent *a, const char *pod);
 
-/* The pod shim: `lark-edge pod-shim STATUSFILE [--netns NS] -- ARGV...`
- * (NS a namespace's name or the path of its file). */
+/* The pod shim: `lark-edge pod-shim STATUSFILE [OPTIONS] -- ARGV...`:
+ * fetch the artifact, enter the network namespace, run the prepareScript,
+ * then ARGV (shim.c). */
 int edge_shim_main(int argc, char **argv);
 
 /* Make s valid UTF-8 without NUL in place (bad bytes become '?'). */

@@ -6,18 +6,24 @@
  *             [--devices rlinf.io/device=2] [--runtimes raw]
  *             [--pod-cidr 10.88.1.0/24]
  *             [--heartbeat SECONDS] [--grace SECONDS]
+ *             [--artifact-ca FILE] [--artifact-max SIZE]
+ *             [--artifact-timeout SECONDS]
  *
  * Settings come from flags over the environment (LARK_URL, LARK_CREDS,
- * LARK_DATA, LARK_NODE, LARK_POD_CIDR) over defaults. A pod CIDR makes
- * the node offer raw+netns (needs root). `lark-edge pod-shim` is the
- * wrapper the agent runs each pod under (shim.c).
+ * LARK_DATA, LARK_NODE, LARK_POD_CIDR, LARK_ARTIFACT_CA) over defaults. A
+ * pod CIDR makes the node offer raw+netns (needs root). The artifact CA
+ * file is trusted for https artifacts beside the system's CAs. `lark-edge
+ * pod-shim` is the wrapper the agent runs each pod under (shim.c).
  */
+#include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "edge.h"
+#include "fetch.h"
 
 static const char usage[] =
     "usage: lark-edge --node NAME --data DIR [--url URL] [--creds FILE]\n"
@@ -25,7 +31,9 @@ static const char usage[] =
     "[--capacity cpu=N,memory=MiB,gpu=N]\n"
     "                 [--devices name=N,...] [--runtimes raw] "
     "[--heartbeat S] [--grace S]\n"
-    "                 [--pod-cidr a.b.c.d/len]  (raw+netns pods; root)\n";
+    "                 [--pod-cidr a.b.c.d/len]  (raw+netns pods; root)\n"
+    "                 [--artifact-ca FILE] [--artifact-max SIZE] "
+    "[--artifact-timeout S]\n";
 
 static int
 seconds_ms(const char *s, int *out) {
@@ -34,6 +42,38 @@ seconds_ms(const char *s, int *out) {
   if (end == s || *end || v <= 0 || v > 86400)
     return -1;
   *out = (int)(v * 1000);
+  return 0;
+}
+
+/* "4096", "512Mi", "4Gi": bytes, 1 to 1 TiB. */
+static int
+size_bytes(const char *s, uint64_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  int shift = !strcmp(end, "Ki")   ? 10
+              : !strcmp(end, "Mi") ? 20
+              : !strcmp(end, "Gi") ? 30
+              : !strcmp(end, "Ti") ? 40
+              : !*end              ? 0
+                                   : -1;
+  if (end == s || errno || shift < 0 || !v || v > (1ull << (40 - shift)))
+    return -1;
+  *out = (uint64_t)v << shift;
+  return 0;
+}
+
+/* The CA file as an absolute path (pods run elsewhere), readable now. */
+static int
+ca_file(const char *s, const char **out) {
+  static char path[PATH_MAX];
+  FILE *f = realpath(s, path) ? fopen(path, "re") : NULL;
+  if (!f) {
+    fprintf(stderr, "lark-edge: artifact CA %s: %s\n", s, strerror(errno));
+    return -1;
+  }
+  fclose(f);
+  *out = path;
   return 0;
 }
 
@@ -54,14 +94,25 @@ main(int argc, char **argv) {
   c.data = env_or("LARK_DATA", NULL);
   c.node = env_or("LARK_NODE", NULL);
   c.pod_cidr = env_or("LARK_POD_CIDR", NULL);
-  static const struct option opts[] = {
-      {"node", 1, 0, 'n'},    {"cluster", 1, 0, 'c'},
-      {"labels", 1, 0, 'l'},  {"capacity", 1, 0, 'C'},
-      {"devices", 1, 0, 'd'}, {"runtimes", 1, 0, 'r'},
-      {"url", 1, 0, 'u'},     {"creds", 1, 0, 'k'},
-      {"data", 1, 0, 'D'},    {"heartbeat", 1, 0, 'h'},
-      {"grace", 1, 0, 'g'},   {"pod-cidr", 1, 0, 'p'},
-      {"help", 0, 0, '?'},    {0, 0, 0, 0}};
+  static const struct option opts[] = {{"node", 1, 0, 'n'},
+                                       {"cluster", 1, 0, 'c'},
+                                       {"labels", 1, 0, 'l'},
+                                       {"capacity", 1, 0, 'C'},
+                                       {"devices", 1, 0, 'd'},
+                                       {"runtimes", 1, 0, 'r'},
+                                       {"url", 1, 0, 'u'},
+                                       {"creds", 1, 0, 'k'},
+                                       {"data", 1, 0, 'D'},
+                                       {"heartbeat", 1, 0, 'h'},
+                                       {"grace", 1, 0, 'g'},
+                                       {"pod-cidr", 1, 0, 'p'},
+                                       {"artifact-ca", 1, 0, 'A'},
+                                       {"artifact-max", 1, 0, 'M'},
+                                       {"artifact-timeout", 1, 0, 'T'},
+                                       {"help", 0, 0, '?'},
+                                       {0, 0, 0, 0}};
+  const char *ca = env_or("LARK_ARTIFACT_CA", NULL);
+  int timeout_ms = 0;
   int o;
   while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     int bad = 0;
@@ -102,6 +153,16 @@ main(int argc, char **argv) {
     case 'p':
       c.pod_cidr = optarg;
       break;
+    case 'A':
+      ca = optarg;
+      break;
+    case 'M':
+      bad = size_bytes(optarg, &c.artifact_max);
+      break;
+    case 'T':
+      bad = seconds_ms(optarg, &timeout_ms);
+      c.artifact_timeout_s = timeout_ms < 1000 ? 1 : timeout_ms / 1000;
+      break;
     default:
       bad = 1;
     }
@@ -114,5 +175,7 @@ main(int argc, char **argv) {
     fputs(usage, stderr);
     return 2;
   }
+  if (ca && *ca && ca_file(ca, &c.artifact_ca))
+    return 2;
   return edge_agent_run(&c) ? 1 : 0;
 }

@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fetch.h"
 #include "podnet.h"
 #include "proc.h"
 
@@ -221,7 +222,7 @@ ended(edge_proc *p, int code, int sig, const char *why) {
   const char *phase = p->report_stop      ? "Stopped"
                       : code == 0 && !sig ? "Succeeded"
                                           : "Failed";
-  char reason[160] = "";
+  char reason[EDGE_REASON_MAX] = "";
   if (why)
     snprintf(reason, sizeof reason, "%s", why);
   else if (sig)
@@ -243,23 +244,35 @@ ended(edge_proc *p, int code, int sig, const char *why) {
   reconcile_pod(p->a, p->pod);
 }
 
-static void
-on_exit_cb(uv_process_t *h, int64_t status, int sig) {
-  edge_proc *p = h->data;
-  ended(p, sig ? -1 : (int)status, sig, NULL);
-}
-
-/* What the shim wrote: "<code> <signal>". 0 when found. */
+/* What the shim wrote: "<code> <signal>", then the reason a step before
+ * the entrypoint failed, if one did (why, cap bytes; "" else). 0 when
+ * found. */
 static int
-read_status(const edge_proc *p, int *code, int *sig) {
+read_status(const edge_proc *p, int *code, int *sig, char *why, size_t cap) {
   char path[4300];
   snprintf(path, sizeof path, "%s/exit-%u", p->dir, p->attempt);
+  why[0] = 0;
   FILE *f = fopen(path, "re");
   if (!f)
     return -1;
   int n = fscanf(f, "%d %d", code, sig);
+  if (n == 2 && fgetc(f) == '\n' && fgets(why, (int)cap, f)) {
+    why[strcspn(why, "\n")] = 0;
+    edge_utf8_fix(why, strlen(why));
+  }
   fclose(f);
   return n == 2 ? 0 : -1;
+}
+
+static void
+on_exit_cb(uv_process_t *h, int64_t status, int sig) {
+  edge_proc *p = h->data;
+  char why[EDGE_REASON_MAX];
+  int code = -1, fsig = 0;
+  if (!read_status(p, &code, &fsig, why, sizeof why) && why[0])
+    ended(p, fsig ? -1 : code, fsig, why); /* a step before the entrypoint */
+  else
+    ended(p, sig ? -1 : (int)status, sig, NULL);
 }
 
 static void
@@ -268,10 +281,11 @@ on_poll(uv_timer_t *t) {
   if (p->ended || edge_proc_start_ticks(p->pid) == p->ticks)
     return;
   int code = -1, sig = 0;
-  if (read_status(p, &code, &sig))
+  char why[EDGE_REASON_MAX];
+  if (read_status(p, &code, &sig, why, sizeof why))
     ended(p, 1, 0, "lost on agent restart: its exit status is unknown");
   else
-    ended(p, sig ? -1 : code, sig, NULL);
+    ended(p, sig ? -1 : code, sig, why[0] ? why : NULL);
 }
 
 /* ------------------------------------------------------------- stops */
@@ -496,6 +510,95 @@ make_fifo(const edge_proc *p, const char *name, char *path, size_t cap) {
   return 0;
 }
 
+/* The shim's command line, every string owned. */
+typedef struct argb {
+  char **v;
+  size_t n, cap;
+  int failed;
+} argb;
+
+static void
+arg_add(argb *b, const char *s, size_t len) {
+  if (b->n + 2 > b->cap) {
+    size_t cap = b->cap ? b->cap * 2 : 32;
+    char **g = realloc(b->v, cap * sizeof *g);
+    if (!g) {
+      b->failed = 1;
+      return;
+    }
+    b->v = g;
+    b->cap = cap;
+  }
+  if (!(b->v[b->n] = strndup(s, len)))
+    b->failed = 1;
+  else
+    b->v[++b->n] = NULL;
+}
+
+static void
+arg_str(argb *b, const char *s) {
+  arg_add(b, s, strlen(s));
+}
+
+static void
+arg_obj(argb *b, const char *opt, const msgpack_object *o) {
+  if (!o || o->type != MSGPACK_OBJECT_STR || !o->via.str.size)
+    return;
+  if (opt)
+    arg_str(b, opt);
+  arg_add(b, o->via.str.ptr, o->via.str.size);
+}
+
+static void
+arg_free(argb *b) {
+  for (size_t i = 0; i < b->n; i++)
+    free(b->v[i]);
+  free(b->v);
+}
+
+/* `lark-edge pod-shim STATUS [options] -- ARGV`: the entrypoint, or
+ * /bin/sh -c runScript when entry is NULL (shim.c). */
+static int
+shim_argv(const edge_proc *p, const msgpack_object *d,
+          const msgpack_object *entry, const char *status, const char *netns,
+          argb *b) {
+  const edge_config *c = &p->a->cfg;
+  const msgpack_object *art = bus_obj_get(bus_obj_get(d, "raw"), "artifact");
+  char num[32];
+  arg_str(b, p->a->self_exe);
+  arg_str(b, "pod-shim");
+  arg_str(b, status);
+  if (p->netns) { /* the file's path: the shim's environment is the pod's */
+    arg_str(b, "--netns");
+    arg_str(b, netns);
+  }
+  if (art && art->type == MSGPACK_OBJECT_STR && art->via.str.size) {
+    arg_obj(b, "--artifact", art);
+    if (c->artifact_ca && *c->artifact_ca) {
+      arg_str(b, "--ca");
+      arg_str(b, c->artifact_ca);
+    }
+    snprintf(num, sizeof num, "%llu", (unsigned long long)c->artifact_max);
+    arg_str(b, "--max");
+    arg_str(b, num);
+    snprintf(num, sizeof num, "%d", c->artifact_timeout_s);
+    arg_str(b, "--timeout");
+    arg_str(b, num);
+  }
+  arg_obj(b, "--prepare", bus_obj_get(d, "prepareScript"));
+  arg_str(b, "--");
+  if (entry)
+    for (uint32_t i = 0; i < entry->via.array.size; i++)
+      arg_add(b, entry->via.array.ptr[i].via.str.ptr,
+              entry->via.array.ptr[i].via.str.size);
+  else {
+    arg_str(b, "/bin/sh");
+    arg_str(b, "-c");
+    arg_obj(b, NULL, bus_obj_get(d, "runScript"));
+  }
+  return b->failed ? -ENOMEM : 0;
+}
+
 /* Spawn the shim (in namespace file netns when p->netns); fills p->pid
  * and p->ticks. */
 static int
@@ -514,36 +617,21 @@ spawn(edge_proc *p, const msgpack_object *d, const msgpack_object *entry,
     return rc;
   wfd[0] = open(out, O_RDWR | O_CLOEXEC);
   wfd[1] = open(err, O_RDWR | O_CLOEXEC);
-  if (wfd[0] < 0 || wfd[1] < 0) {
-    rc = bus_error(-errno, "open the pod's output");
-    goto out;
-  }
-  size_t n = entry->via.array.size, at = 3;
-  char **argv = calloc(n + 7, sizeof *argv);
+  argb argv = {0};
   envb e = {0};
-  if (!argv) {
-    rc = -ENOMEM;
+  if (wfd[0] < 0 || wfd[1] < 0)
+    rc = bus_error(-errno, "open the pod's output");
+  else if ((rc = shim_argv(p, d, entry, status, netns, &argv)))
+    rc = bus_error(rc, "out of memory");
+  if (rc)
     goto out;
-  }
-  argv[0] = p->a->self_exe;
-  argv[1] = (char *)"pod-shim";
-  argv[2] = status;
-  if (p->netns) { /* the file's path: the shim's environment is the pod's */
-    argv[at++] = (char *)"--netns";
-    argv[at++] = netns;
-  }
-  argv[at++] = (char *)"--";
-  for (size_t i = 0; i < n; i++) {
-    const msgpack_object *s = &entry->via.array.ptr[i];
-    argv[at + i] = strndup(s->via.str.ptr, s->via.str.size);
-  }
   build_env(p, d, &e);
   uv_stdio_container_t stdio[3] = {{.flags = UV_IGNORE},
                                    {.flags = UV_INHERIT_FD, .data.fd = wfd[0]},
                                    {.flags = UV_INHERIT_FD, .data.fd = wfd[1]}};
   uv_process_options_t o = {.exit_cb = on_exit_cb,
                             .file = p->a->self_exe,
-                            .args = argv,
+                            .args = argv.v,
                             .env = e.v,
                             .cwd = cwd,
                             .flags = UV_PROCESS_DETACHED,
@@ -558,11 +646,9 @@ spawn(edge_proc *p, const msgpack_object *d, const msgpack_object *entry,
     p->ticks = edge_proc_start_ticks(p->pid);
   } else
     rc = bus_error(BUS_EINVAL, "spawn: %s", uv_strerror(rc));
-  for (size_t i = 0; i < n; i++)
-    free(argv[at + i]);
-  free(argv);
   env_free(&e);
 out:
+  arg_free(&argv);
   for (int i = 0; i < 2; i++)
     if (wfd[i] >= 0)
       close(wfd[i]);
@@ -583,7 +669,15 @@ mkdirs(const char *path) {
   return mkdir(tmp, 0700) < 0 && errno != EEXIST ? -errno : 0;
 }
 
-/* Why this desired state cannot run here, or NULL. */
+static int
+nonempty_str(const msgpack_object *o) {
+  return o && o->type == MSGPACK_OBJECT_STR && o->via.str.size &&
+         !memchr(o->via.str.ptr, 0, o->via.str.size);
+}
+
+/* Why this desired state cannot run here, or NULL; *entry: its
+ * entrypoint, or NULL when its runScript runs instead. Loop thread only
+ * (the reason may be in a static buffer). */
 static const char *
 unrunnable(const edge_agent *a, const msgpack_object *d,
            const msgpack_object **entry) {
@@ -593,10 +687,26 @@ unrunnable(const edge_agent *a, const msgpack_object *d,
     return "unknown runtime";
   if (strcmp(rt, "raw") && !edge_runtime_offered(&a->cfg, rt))
     return "runtime raw+netns is not offered by this node (no --pod-cidr)";
+  const msgpack_object *art = bus_obj_get(bus_obj_get(d, "raw"), "artifact");
+  lark_artifact parsed;
+  static char bad[400];
+  char r[200];
+  if (art && (art->type != MSGPACK_OBJECT_STR ||
+              (art->via.str.size &&
+               lark_artifact_parse(art->via.str.ptr, art->via.str.size, &parsed,
+                                   r, sizeof r)))) {
+    snprintf(bad, sizeof bad, "artifact: %s",
+             art->type == MSGPACK_OBJECT_STR ? r : "must be a string");
+    return bad;
+  }
   *entry = bus_obj_get(bus_obj_get(d, "raw"), "entrypoint");
   if (!*entry || (*entry)->type != MSGPACK_OBJECT_ARRAY ||
-      !(*entry)->via.array.size)
-    return "no entrypoint";
+      !(*entry)->via.array.size) {
+    *entry = NULL; /* runScript instead */
+    return nonempty_str(bus_obj_get(d, "runScript"))
+               ? NULL
+               : "no entrypoint and no runScript";
+  }
   for (uint32_t i = 0; i < (*entry)->via.array.size; i++) {
     const msgpack_object *s = &(*entry)->via.array.ptr[i];
     if (s->type != MSGPACK_OBJECT_STR ||

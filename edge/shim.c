@@ -1,98 +1,186 @@
 /*
- * shim.c - `lark-edge pod-shim STATUSFILE [--netns NS] -- ARGV...`:
- * what the agent spawns for a pod. It runs ARGV as its child, waits for
- * it, writes "<exit code> <signal>" to STATUSFILE (atomically: a
- * temporary file, then rename) and ends the same way the child did.
+ * shim.c - `lark-edge pod-shim STATUSFILE [OPTIONS] -- ARGV...`: what
+ * the agent spawns for a pod, in the pod's working directory and with its
+ * environment. In order it
  *
- * With --netns (a raw+netns pod) the shim enters the network namespace
- * NS (a name under podnet_rundir(), or the path of a namespace file)
- * before it forks, so the pod and everything it starts live there. A
- * shim that cannot enter it runs nothing: status 127, the reason on
- * stderr (the pod's log).
+ *   1. fetches the artifact (--artifact URL, checked against its
+ *      #sha256= when given; --ca FILE trusted beside the system's CAs,
+ *      --max BYTES, --timeout SECONDS), on the node's network;
+ *   2. enters the pod's network namespace (--netns NS, a name under
+ *      podnet_rundir() or the path of a namespace file);
+ *   3. runs the prepareScript (--prepare SCRIPT) with /bin/sh -c;
+ *   4. runs ARGV (the entrypoint, or /bin/sh -c runScript) as its child,
+ *      waits for it, and ends the same way the child did.
  *
- * The status file is how an agent that restarted learns how a pod it
- * could not wait for ended. The shim ignores SIGTERM, SIGINT and SIGHUP
- * (the agent signals the whole process group: the child gets them) and
- * its child dies with it (PR_SET_PDEATHSIG), so a SIGKILL to the group
- * leaves nothing behind.
+ * It writes "<exit code> <signal>\n" to STATUSFILE (atomically: a
+ * temporary file, then rename), followed by a line with the reason when a
+ * step before ARGV failed; then the exit code is the failed step's (-1
+ * when it has none, as for a fetch). The status file is how the agent,
+ * or an agent that restarted, learns how a pod ended and why. A failed
+ * step runs nothing after it; its reason is on stderr too (the pod's
+ * log).
+ *
+ * The shim itself outlives SIGTERM, SIGINT and SIGHUP (the agent signals
+ * the whole process group: the child gets them); one that comes before
+ * ARGV started stops it there, a fetch included. Its children die with
+ * it (PR_SET_PDEATHSIG), so a SIGKILL to the group leaves nothing behind.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
+
 #include "edge.h"
+#include "fetch.h"
 #include "podnet.h"
 
+static volatile sig_atomic_t stopped;
+
 static void
-write_status(const char *path, int code, int sig) {
+on_stop(int sig) {
+  stopped = sig;
+}
+
+typedef struct shim_args {
+  const char *status, *netns, *artifact, *prepare;
+  edge_fetch_opts fetch;
+  char **argv; /* ARGV, NULL-terminated */
+} shim_args;
+
+static void
+write_status(const char *path, int code, int sig, const char *reason) {
   char tmp[4400];
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
   FILE *f = fopen(tmp, "we");
   if (!f)
     return;
   fprintf(f, "%d %d\n", code, sig);
+  if (reason && *reason)
+    fprintf(f, "%s\n", reason);
   if (fclose(f) == 0)
     rename(tmp, path);
 }
 
-/* Enter network namespace ns (a name or a file's path); 0 or -1 with the
- * reason on stderr. */
+/* A step failed: say why (status file and the pod's stderr) and end. */
 static int
-enter_netns(const char *ns) {
+fail(const shim_args *a, int code, int sig, const char *why) {
+  fprintf(stderr, "lark-edge: %s\n", why);
+  write_status(a->status, code, sig, why);
+  return code >= 0 ? (code ? code : 1) : sig ? 128 + sig : 127;
+}
+
+/* Enter network namespace ns (a name or a file's path); 0 or -1 with the
+ * reason in why. */
+static int
+enter_netns(const char *ns, char *why, size_t cap) {
   int fd =
       strchr(ns, '/') ? open(ns, O_RDONLY | O_CLOEXEC) : podnet_ns_open(ns);
   if (fd < 0) {
-    fprintf(stderr, "lark-edge: cannot open network namespace %s: %s\n", ns,
-            strchr(ns, '/') ? strerror(errno) : bus_last_error());
+    snprintf(why, cap, "cannot open network namespace %.300s: %s", ns,
+             strchr(ns, '/') ? strerror(errno) : bus_last_error());
     return -1;
   }
   int rc = setns(fd, CLONE_NEWNET);
   if (rc < 0)
-    fprintf(stderr, "lark-edge: cannot enter network namespace %s: %s\n", ns,
-            strerror(errno));
+    snprintf(why, cap, "cannot enter network namespace %.300s: %s", ns,
+             strerror(errno));
   close(fd);
   return rc;
 }
 
-int
-edge_shim_main(int argc, char **argv) {
-  const char *netns = NULL, *status = argc > 2 ? argv[2] : NULL;
-  if (argc >= 5 && !strcmp(argv[3], "--netns")) {
-    netns = argv[4];
-    argv += 2; /* ARGV at argv + 4 again, the status file before it */
-    argc -= 2;
+static int
+parse_args(int argc, char **argv, shim_args *a) {
+  memset(a, 0, sizeof *a);
+  a->fetch.max_bytes = EDGE_ARTIFACT_MAX_DEFAULT;
+  a->fetch.timeout_s = EDGE_ARTIFACT_TIMEOUT_DEFAULT;
+  a->fetch.stop = &stopped;
+  if (argc < 3)
+    return -1;
+  a->status = argv[2];
+  int i = 3;
+  for (; i + 1 < argc && strcmp(argv[i], "--"); i += 2) {
+    const char *o = argv[i], *v = argv[i + 1];
+    if (!strcmp(o, "--netns"))
+      a->netns = v;
+    else if (!strcmp(o, "--artifact"))
+      a->artifact = v;
+    else if (!strcmp(o, "--ca"))
+      a->fetch.ca_file = v;
+    else if (!strcmp(o, "--max"))
+      a->fetch.max_bytes = strtoull(v, NULL, 10);
+    else if (!strcmp(o, "--timeout"))
+      a->fetch.timeout_s = strtol(v, NULL, 10);
+    else if (!strcmp(o, "--prepare"))
+      a->prepare = v;
+    else
+      return -1;
   }
-  if (argc < 5 || strcmp(argv[3], "--")) {
-    fprintf(stderr,
-            "usage: lark-edge pod-shim STATUSFILE [--netns NS] -- ARGV...\n");
-    return 2;
+  if (i + 1 >= argc || strcmp(argv[i], "--"))
+    return -1;
+  a->argv = argv + i + 1;
+  return 0;
+}
+
+/* Steps 1 to 3; 0, or the shim's exit code after fail(). */
+static int
+prepare_pod(const shim_args *a) {
+  char why[EDGE_REASON_MAX];
+  if (a->artifact && *a->artifact) {
+    lark_artifact art;
+    char r[200];
+    if (lark_artifact_parse(a->artifact, strlen(a->artifact), &art, r,
+                            sizeof r)) {
+      snprintf(why, sizeof why, "artifact: %s (%.300s)", r, a->artifact);
+      return fail(a, -1, 0, why);
+    }
+    int rc = curl_global_init(CURL_GLOBAL_DEFAULT) ? -1 : 0;
+    if (rc)
+      snprintf(why, sizeof why, "cannot fetch artifacts: curl_global_init");
+    else
+      rc = edge_fetch(&art, &a->fetch, why, sizeof why);
+    curl_global_cleanup();
+    if (rc)
+      return fail(a, -1, stopped, why);
   }
-  if (netns && enter_netns(netns) < 0) {
-    write_status(status, 127, 0);
-    return 127;
+  if (a->netns && enter_netns(a->netns, why, sizeof why) < 0)
+    return fail(a, -1, 0, why);
+  if (!stopped && a->prepare && *a->prepare) {
+    int code, sig;
+    if (edge_prepare(a->prepare, &code, &sig, why, sizeof why))
+      return fail(a, code, sig, why);
   }
-  signal(SIGTERM, SIG_IGN);
-  signal(SIGINT, SIG_IGN);
-  signal(SIGHUP, SIG_IGN);
+  if (stopped) {
+    snprintf(why, sizeof why, "stopped before it started");
+    return fail(a, -1, stopped, why);
+  }
+  return 0;
+}
+
+/* Step 4: ARGV as the child; ends as it did. */
+static int
+run_pod(const shim_args *a) {
   pid_t pid = fork();
   if (pid < 0) {
-    perror("lark-edge pod-shim: fork");
-    write_status(status, 127, 0);
-    return 127;
+    char why[128];
+    snprintf(why, sizeof why, "fork: %s", strerror(errno));
+    return fail(a, -1, 0, why);
   }
   if (pid == 0) {
     signal(SIGTERM, SIG_DFL);
     signal(SIGINT, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    execvp(argv[4], argv + 4);
-    fprintf(stderr, "lark-edge: cannot run %s: %s\n", argv[4], strerror(errno));
+    execvp(a->argv[0], a->argv);
+    fprintf(stderr, "lark-edge: cannot run %s: %s\n", a->argv[0],
+            strerror(errno));
     _exit(127);
   }
   int st = 0;
@@ -100,12 +188,31 @@ edge_shim_main(int argc, char **argv) {
     ;
   if (WIFSIGNALED(st)) {
     int sig = WTERMSIG(st);
-    write_status(status, -1, sig);
+    write_status(a->status, -1, sig, NULL);
     signal(sig, SIG_DFL);
     kill(getpid(), sig);
     return 128 + sig;
   }
   int code = WIFEXITED(st) ? WEXITSTATUS(st) : 1;
-  write_status(status, code, 0);
+  write_status(a->status, code, 0, NULL);
   return code;
+}
+
+int
+edge_shim_main(int argc, char **argv) {
+  shim_args a;
+  if (parse_args(argc, argv, &a) < 0) {
+    fprintf(stderr,
+            "usage: lark-edge pod-shim STATUSFILE [--netns NS] [--artifact "
+            "URL [--ca FILE] [--max BYTES] [--timeout S]] [--prepare SCRIPT] "
+            "-- ARGV...\n");
+    return 2;
+  }
+  struct sigaction sa = {.sa_handler = on_stop, .sa_flags = SA_RESTART};
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
+  int rc = prepare_pod(&a);
+  return rc ? rc : run_pod(&a);
 }

@@ -431,7 +431,7 @@ Test(schema, collects_several) {
       check("Job",
             JOB("{\"strategy\": \"x\", \"bogus\": 1, \"tasks\": [{\"name\": "
                 "\"Bad\", \"role\": \"Env\", \"replicas\": 0, \"runtime\": "
-                "{\"raw\": {}}}]}"),
+                "{\"raw\": {\"entrypoint\": \"x\"}}}]}"),
             errs, 8, &n);
   cr_assert_eq(rc, BUS_EFIELD, "%s", bus_err_name(rc));
   cr_assert_eq(n, 5, "n = %d", n);
@@ -447,7 +447,7 @@ Test(schema, collects_several) {
   rc = check("Job",
              JOB("{\"strategy\": \"x\", \"bogus\": 1, \"tasks\": [{\"name\": "
                  "\"Bad\", \"role\": \"Env\", \"replicas\": 0, \"runtime\": "
-                 "{\"raw\": {}}}]}"),
+                 "{\"raw\": {\"entrypoint\": \"x\"}}}]}"),
              errs, 2, &n);
   cr_assert_eq(rc, BUS_EFIELD);
   cr_assert_eq(n, 5);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "artifact.h"
 #include "dag-int.h"
 
 static void
@@ -271,6 +272,22 @@ compare_existing(bus_txn *t, const char *wf, const msgpack_object *resource,
   return rc;
 }
 
+/* What a raw task needs to run on a node, as lark-scheduler checks it
+ * (artifact.h): its artifact's form, an entrypoint or a runScript. */
+static void
+check_runnable(const msgpack_object *task, const msgpack_object *spec,
+               uint32_t i, uint32_t j, bus_field_err *errs, int max,
+               int *nerr) {
+  char field[64], why[200], path[160], reason[300], tn[BUS_NAME_MAX + 1] = "";
+  if (!lark_task_runnable(task, spec, field, sizeof field, why, sizeof why))
+    return;
+  bus_obj_str(task, "name", tn, sizeof tn);
+  snprintf(path, sizeof path, "spec.jobTemplates[%u].spec.tasks[%u].%s", i, j,
+           field);
+  snprintf(reason, sizeof reason, "task %s: %s", tn, why);
+  add_detail(errs, max, nerr, path, reason);
+}
+
 /*
  * Each task's runtime, as lark-scheduler checks a Job's: one, and one a
  * node can offer. lark-dag submits its Jobs itself, past the scheduler's
@@ -317,7 +334,9 @@ check_runtimes(const msgpack_object *spec, bus_field_err *errs, int max,
                  "template %s, task %s needs runtime %s, which no node offers",
                  tn, task, rt);
         add_detail(errs, max, nerr, path, why);
-      }
+      } else
+        check_runnable(&ts->via.array.ptr[j], bus_obj_get(tmpl, "spec"), i, j,
+                       errs, max, nerr);
     }
   }
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "artifact.h"
 #include "expand.h"
 #include "scheduler.h"
 
@@ -165,6 +166,32 @@ compare_existing(bus_txn *t, const char *name, const msgpack_object *res,
   return 0;
 }
 
+/* What each task needs to run on a node (artifact.h): its artifact's
+ * form, and an entrypoint or a runScript. Adds to errs[*n..]. */
+static int
+check_runnable(const msgpack_object *res, bus_field_err *errs, int *n) {
+  const msgpack_object *spec = bus_obj_get(res, "spec");
+  const msgpack_object *ts = bus_obj_get(spec, "tasks");
+  int found = 0;
+  for (uint32_t i = 0;
+       ts && ts->type == MSGPACK_OBJECT_ARRAY && i < ts->via.array.size; i++) {
+    const msgpack_object *task = &ts->via.array.ptr[i];
+    char field[64], why[200], name[SCHED_NAME_SZ] = "";
+    if (!lark_task_runnable(task, spec, field, sizeof field, why, sizeof why))
+      continue;
+    found++;
+    if (*n >= MAX_ERRS)
+      continue;
+    bus_obj_str(task, "name", name, sizeof name);
+    snprintf(errs[*n].path, sizeof errs[*n].path, "spec.tasks[%u].%.60s", i,
+             field);
+    snprintf(errs[*n].reason, sizeof errs[*n].reason, "task %.63s: %.88s", name,
+             why);
+    (*n)++;
+  }
+  return found ? BUS_EFIELD : 0;
+}
+
 /* A name collision leaves its reason, naming both Jobs, in message. */
 static int
 check_new_job(bus_txn *t, const msgpack_object *res, bus_field_err *errs,
@@ -184,6 +211,8 @@ check_new_job(bus_txn *t, const msgpack_object *res, bus_field_err *errs,
     rc = sched_job_runtimes_check(&job, offered ? offered : SCHED_RT_ALL, errs,
                                   MAX_ERRS, n);
   }
+  if (!rc && (rc = check_runnable(res, errs, n)))
+    snprintf(message, cap, "%s", errs[0].reason);
   sched_job_clear(&job);
   return rc;
 }

@@ -420,13 +420,37 @@ pack_env(msgpack_packer *pk, const pod_rec *p, const task_rec *tr,
   pack_kv(pk, "RLARK_HEAD_TASK", head_addr);
 }
 
-/* The pod's raw runtime and working directory, from its Job's spec. */
+/* The task's script (prepareScript, runScript), else its Job's; NULL
+ * when neither gives a non-empty one. */
+static const msgpack_object *
+task_script(const msgpack_object *spec, const task_rec *tr, const char *key) {
+  const msgpack_object *s = bus_obj_get(spec, "spec");
+  const msgpack_object *tasks = bus_obj_get(s, "tasks");
+  const msgpack_object *v = NULL;
+  if (tasks && tasks->type == MSGPACK_OBJECT_ARRAY &&
+      (uint32_t)tr->index < tasks->via.array.size)
+    v = bus_obj_get(&tasks->via.array.ptr[tr->index], key);
+  if (!v || v->type != MSGPACK_OBJECT_STR || !v->via.str.size)
+    v = bus_obj_get(s, key);
+  return v && v->type == MSGPACK_OBJECT_STR && v->via.str.size ? v : NULL;
+}
+
+/* The pod's raw runtime, working directory and scripts (those given),
+ * from its Job's spec. */
 static void
 pack_runtime(msgpack_packer *pk, const msgpack_object *spec,
              const task_rec *tr) {
   const msgpack_object *s = bus_obj_get(spec, "spec");
   const msgpack_object *tasks = bus_obj_get(s, "tasks");
   const msgpack_object *raw = NULL, *wd = bus_obj_get(s, "workingDir");
+  static const char *const scripts[] = {"prepareScript", "runScript"};
+  for (int i = 0; i < 2; i++) {
+    const msgpack_object *v = task_script(spec, tr, scripts[i]);
+    if (v) {
+      msgpack_pack_str_with_body(pk, scripts[i], strlen(scripts[i]));
+      msgpack_pack_object(pk, *v);
+    }
+  }
   if (tasks && tasks->type == MSGPACK_OBJECT_ARRAY &&
       (uint32_t)tr->index < tasks->via.array.size)
     raw = bus_obj_get(bus_obj_get(&tasks->via.array.ptr[tr->index], "runtime"),
@@ -473,7 +497,11 @@ pack_desired(bus_txn *t, const pod_rec *p, const job_rec *j, uint64_t version,
     msgpack_unpack(spec, len, NULL, &z, &so);
   msgpack_packer pk;
   msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, (uint32_t)(7 + (run ? 4 : 0) + (j->domain[0] ? 1 : 0)));
+  uint32_t n = 7 + (run ? 4 : 0) + (j->domain[0] ? 1 : 0);
+  if (run)
+    n += (task_script(&so, &tr, "prepareScript") != NULL) +
+         (task_script(&so, &tr, "runScript") != NULL);
+  msgpack_pack_map(&pk, n);
   pack_kv(&pk, "pod", p->name);
   msgpack_pack_str_with_body(&pk, "version", 7);
   msgpack_pack_uint64(&pk, version);

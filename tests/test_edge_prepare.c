@@ -1,0 +1,463 @@
+/*
+ * test_edge_prepare.c - a task's artifact, prepareScript and runScript,
+ * run by real lark-edge agents beside a real lark-scheduler and broker:
+ * file://, http:// (python3 -m http.server on loopback) and https://
+ * (openssl s_server -WWW, with a CA made here and trusted by one node
+ * only) artifacts reach the entrypoint; a wrong sha256, a 404, a refused
+ * connection, a missing file, an untrusted server and a node's size limit
+ * fail the pod with a reason naming the cause, and nothing of the pod
+ * runs then; a prepareScript prepares or fails the pod; a runScript runs
+ * when there is no entrypoint; job.apply refuses malformed artifacts and
+ * a task with nothing to run.
+ *
+ * Two nodes: edge-1 (label ca=yes) trusts the test's CA; edge-2 (ca=no)
+ * does not, and takes artifacts of at most 1 KiB.
+ */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "brokercfg.h"
+#include "cmd_check.h"
+#include "natsd.h"
+#include "proc.h"
+
+static lt_natsd srv;
+static bus_conn *conn;
+static char dir[256];
+static pid_t sched, edges[2], server;
+static const char content[] = "weights v1\n";
+
+static void
+creds(const char *name, lark_role role, char *path, size_t cap) {
+  cr_assert_eq(lark_creds_ensure(dir, name, role, NULL, NULL), 0, "%s",
+               lark_cfg_error());
+  if (path)
+    lark_creds_path(dir, name, path, cap);
+}
+
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int
+sh(const char *fmt, ...) {
+  char out[4096], err[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  int rc = lt_vsh(out, sizeof out, err, sizeof err, fmt, ap);
+  va_end(ap);
+  if (rc)
+    cr_log_error("sh failed (%d): %s", rc, err);
+  return rc;
+}
+
+/* A loopback port nothing listens on (now). */
+static int
+free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  cr_assert(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+            getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+/* Wait up to 10 s for something to listen on port. */
+static int
+listening(int port) {
+  for (int i = 0; i < 100; i++, usleep(100 * 1000)) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    close(fd);
+    if (ok)
+      return 1;
+  }
+  return 0;
+}
+
+static pid_t
+start_edge(int i) {
+  char bin[512], data[512], log[512], node[32], cr[512], ca[512];
+  lt_bin("lark-edge", bin, sizeof bin);
+  snprintf(node, sizeof node, "edge-%d", i + 1);
+  snprintf(data, sizeof data, "%s/%s", dir, node);
+  snprintf(log, sizeof log, "%s/%s.log", dir, node);
+  snprintf(ca, sizeof ca, "%s/ca.pem", dir);
+  lark_creds_path(dir, node, cr, sizeof cr);
+  char *argv[] = {bin,
+                  (char *)"--url",
+                  srv.url,
+                  (char *)"--creds",
+                  cr,
+                  (char *)"--data",
+                  data,
+                  (char *)"--node",
+                  node,
+                  (char *)"--capacity",
+                  (char *)"cpu=16,memory=16Gi",
+                  (char *)"--labels",
+                  (char *)(i ? "ca=no" : "ca=yes"),
+                  (char *)"--heartbeat",
+                  (char *)"0.5",
+                  (char *)"--grace",
+                  (char *)"1",
+                  (char *)(i ? "--artifact-max" : "--artifact-ca"),
+                  i ? (char *)"1Ki" : ca,
+                  NULL};
+  pid_t pid = lt_spawn(argv, log);
+  cr_assert(pid > 0);
+  return pid;
+}
+
+/* A throwaway CA and a server certificate for 127.0.0.1 signed by it. */
+static void
+make_ca(void) {
+  cr_assert_eq(
+      sh("cd %s && printf 'subjectAltName=IP:127.0.0.1\\n' > san.ext && "
+         "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
+         "-nodes -keyout ca.key -out ca.pem -days 1 -subj /CN=lark-test-ca "
+         "2>/dev/null && "
+         "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+         "-keyout srv.key -out srv.csr -subj /CN=127.0.0.1 2>/dev/null && "
+         "openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key "
+         "-CAcreateserial -out srv.pem -days 1 -extfile san.ext 2>/dev/null",
+         dir),
+      0);
+}
+
+static void
+setup(void) {
+  char conf[512], accounts[512], cr[512], bin[512], data[512], log[512];
+  lt_tmpdir(dir, sizeof dir, "edgeprep");
+  creds("admin", LARK_ROLE_ADMIN, NULL, 0);
+  creds("lark-scheduler", LARK_ROLE_SERVICE, cr, sizeof cr);
+  creds("edge-1", LARK_ROLE_NODE, NULL, 0);
+  creds("edge-2", LARK_ROLE_NODE, NULL, 0);
+  lark_principal *p = NULL;
+  size_t n = 0;
+  snprintf(accounts, sizeof accounts, "%s/accounts.conf", dir);
+  snprintf(conf, sizeof conf, "%s/nats.conf", dir);
+  cr_assert_eq(lark_creds_load(dir, &p, &n), 0);
+  cr_assert_eq(lark_render_accounts(p, n, accounts), 0, "%s", lark_cfg_error());
+  free(p);
+  lark_broker_opts o;
+  lark_broker_opts_init(&o);
+  o.run_dir = dir;
+  cr_assert_eq(lark_render_conf("single", &o, conf), 0, "%s", lark_cfg_error());
+  cr_assert_eq(lt_natsd_start(&srv, conf, NULL), 0);
+  char admin[512];
+  lark_creds_path(dir, "admin", admin, sizeof admin);
+  bus_conn_opts co;
+  bus_conn_opts_init(&co);
+  co.url = srv.url;
+  co.creds = admin;
+  cr_assert_eq(bus_conn_open(&conn, &co), 0, "%s", bus_last_error());
+  cr_assert_eq(lt_streams(conn, 2000), 0, "%s", bus_last_error());
+  lt_bin("lark-scheduler", bin, sizeof bin);
+  snprintf(data, sizeof data, "%s/scheduler", dir);
+  snprintf(log, sizeof log, "%s/scheduler.log", dir);
+  char *argv[] = {bin, (char *)"--url",  srv.url, (char *)"--creds",
+                  cr,  (char *)"--data", data,    NULL};
+  sched = lt_spawn(argv, log);
+  cr_assert(sched > 0);
+  make_ca();
+  /* what the servers serve: www/model.txt, and 2 KiB in www/big.bin */
+  cr_assert_eq(sh("mkdir -p %s/www && printf '%s' > %s/www/model.txt && "
+                  "head -c 2048 /dev/zero > %s/www/big.bin",
+                  dir, content, dir, dir),
+               0);
+  edges[0] = start_edge(0);
+  edges[1] = start_edge(1);
+}
+
+static void
+teardown(void) {
+  if (server > 0)
+    lt_kill(server, SIGTERM);
+  for (int i = 0; i < 2; i++)
+    if (edges[i] > 0)
+      lt_kill(edges[i], SIGTERM);
+  if (sched > 0)
+    lt_kill(sched, SIGTERM);
+  bus_conn_close(conn);
+  lt_natsd_stop(&srv);
+  if (!getenv("LARK_KEEP"))
+    lt_rmtree(dir);
+}
+
+TestSuite(edge_prepare, .init = setup, .fini = teardown, .timeout = 150);
+
+/* ------------------------------------------------------------ helpers */
+
+/* Serve DIR/www on a free loopback port: plain http (python3), or https
+ * with the test CA's server certificate (openssl s_server -WWW). */
+static int
+serve(int tls) {
+  char cmd[1024], log[512];
+  int port = free_port();
+  snprintf(log, sizeof log, "%s/server.log", dir);
+  if (tls)
+    snprintf(cmd, sizeof cmd,
+             "cd %s/www && exec openssl s_server -quiet -WWW -accept "
+             "127.0.0.1:%d -cert ../srv.pem -key ../srv.key",
+             dir, port);
+  else
+    snprintf(cmd, sizeof cmd,
+             "exec python3 -m http.server --bind 127.0.0.1 --directory "
+             "%s/www %d",
+             dir, port);
+  char *argv[] = {(char *)"/bin/sh", (char *)"-c", cmd, NULL};
+  server = lt_spawn(argv, log);
+  cr_assert(server > 0);
+  cr_assert(listening(port), "no server on port %d (see %s)", port, log);
+  return port;
+}
+
+/* Apply a Job of one task; task is the JSON of the task's other fields
+ * (runtime and scripts), job the JSON of other spec fields (may be "").
+ * The pod lands on edge-1, or edge-2 when node2. Returns the reply's
+ * error message ("" when it was taken) in msg. */
+static void
+apply(const char *name, int node2, const char *job, const char *task, char *msg,
+      size_t cap) {
+  char text[16384];
+  snprintf(text, sizeof text,
+           "{\"resource\":{\"apiVersion\":\"rlinf.io/v1alpha1\","
+           "\"kind\":\"Job\",\"metadata\":{\"name\":\"%s\"},\"spec\":{%s%s"
+           "\"tasks\":[{\"name\":\"a\",\"role\":\"Actor\","
+           "\"nodeSelector\":{\"ca\":\"%s\"},"
+           "\"resources\":{\"cpu\":1,\"memory\":64},%s}]}}}",
+           name, job, job[0] ? "," : "", node2 ? "no" : "yes", task);
+  json_error_t e;
+  json_t *body = json_loads(text, 0, &e);
+  cr_assert_not_null(body, "bad test json: %s: %s", e.text, text);
+  msgpack_zone z;
+  msgpack_zone_init(&z, 4096);
+  msgpack_object r = lt_must_command_json(conn, "job", "apply", body, &z);
+  msg[0] = 0;
+  const msgpack_object *err = bus_obj_get(&r, "error");
+  if (err) {
+    const msgpack_object *d = bus_obj_get(err, "details");
+    bus_obj_str(err, "message", msg, cap);
+    if (d && d->type == MSGPACK_OBJECT_ARRAY && d->via.array.size) {
+      size_t n = strlen(msg);
+      snprintf(msg + n, cap - n, " | ");
+      bus_obj_str(&d->via.array.ptr[0], "reason", msg + n + 3, cap - n - 3);
+    }
+  }
+  msgpack_zone_destroy(&z);
+}
+
+static void
+must_apply(const char *name, int node2, const char *job, const char *task) {
+  char msg[512];
+  apply(name, node2, job, task, msg, sizeof msg);
+  cr_assert_str_empty(msg, "job %s refused: %s", name, msg);
+}
+
+/* Wait for pod's phase to be want (up to seconds); its reason in why. */
+static int
+pod_ends(const char *pod, const char *want, char *why, size_t cap) {
+  char got[64] = "";
+  int ok =
+      lt_wait_field(conn, "pod", NULL, pod, "phase", want, 40, got, sizeof got);
+  lt_field(conn, "pod", NULL, pod, "reason", why, cap);
+  if (!ok)
+    cr_log_error("pod %s is %s, not %s (reason: %s)", pod, got, want, why);
+  return ok;
+}
+
+static char *
+slurp(const char *name) {
+  static char buf[4096];
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return NULL;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = 0;
+  fclose(f);
+  return buf;
+}
+
+/* A raw runtime whose entrypoint copies file to DIR/<out>. */
+static void
+cat_task(char *buf, size_t cap, const char *artifact, const char *file,
+         const char *out) {
+  snprintf(buf, cap,
+           "\"runtime\":{\"raw\":{\"artifact\":\"%s\",\"entrypoint\":"
+           "[\"sh\",\"-c\",\"cat %s > %s/%s\"]}}",
+           artifact, file, dir, out);
+}
+
+static const char *
+sha256_of(const char *file) {
+  static char hex[65];
+  char out[256], err[256];
+  cr_assert_eq(
+      lt_sh(out, sizeof out, err, sizeof err, "sha256sum %s/www/%s", dir, file),
+      0, "%s", err);
+  snprintf(hex, sizeof hex, "%.64s", out);
+  return hex;
+}
+
+/* ------------------------------------------------------------- tests */
+
+Test(edge_prepare, file_and_http_artifacts_reach_the_entrypoint_or_fail_it) {
+  char t[2048], url[1024], why[512];
+  int port = serve(0), closed = free_port();
+  snprintf(url, sizeof url, "file://%s/www/model.txt", dir);
+  cat_task(t, sizeof t, url, "model.txt", "fileart.out");
+  must_apply("fileart", 0, "", t);
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/model.txt#sha256=%s", port,
+           sha256_of("model.txt"));
+  cat_task(t, sizeof t, url, "model.txt", "httpart.out");
+  must_apply("httpart", 0, "", t);
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/model.txt#sha256=%064d", port,
+           0);
+  cat_task(t, sizeof t, url, "model.txt", "badsum.ran");
+  must_apply("badsum", 0, "", t);
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/nope.txt", port);
+  cat_task(t, sizeof t, url, "nope.txt", "missing.ran");
+  must_apply("missing", 0, "", t);
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/model.txt", closed);
+  cat_task(t, sizeof t, url, "model.txt", "refused.ran");
+  must_apply("refused", 0, "", t);
+  snprintf(url, sizeof url, "file://%s/www/absent.txt", dir);
+  cat_task(t, sizeof t, url, "absent.txt", "nofile.ran");
+  must_apply("nofile", 0, "", t);
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/big.bin", port);
+  cat_task(t, sizeof t, url, "big.bin", "big.ran");
+  must_apply("big", 1, "", t); /* edge-2: at most 1 KiB */
+
+  cr_assert(pod_ends("fileart-a-0", "Succeeded", why, sizeof why));
+  cr_expect_str_eq(slurp("fileart.out"), content);
+  cr_assert(pod_ends("httpart-a-0", "Succeeded", why, sizeof why));
+  cr_expect_str_eq(slurp("httpart.out"), content);
+  cr_expect(pod_ends("badsum-a-0", "Failed", why, sizeof why));
+  cr_expect(strstr(why, "sha256 mismatch") &&
+                strstr(why, sha256_of("model.txt")),
+            "%s", why);
+  cr_expect(pod_ends("missing-a-0", "Failed", why, sizeof why));
+  cr_expect(strstr(why, "cannot fetch artifact") && strstr(why, "404"), "%s",
+            why);
+  cr_expect(pod_ends("refused-a-0", "Failed", why, sizeof why));
+  cr_expect(strstr(why, "cannot fetch artifact") &&
+                strstr(why, "Failed to connect"),
+            "%s", why);
+  cr_expect(pod_ends("nofile-a-0", "Failed", why, sizeof why));
+  cr_expect(strstr(why, "cannot fetch artifact") && strstr(why, "absent.txt"),
+            "%s", why);
+  cr_expect(pod_ends("big-a-0", "Failed", why, sizeof why));
+  cr_expect(strstr(why, "limit of 1024 bytes"), "%s", why);
+  const char *never[] = {"badsum.ran", "missing.ran", "refused.ran",
+                         "nofile.ran", "big.ran"};
+  for (size_t i = 0; i < sizeof never / sizeof *never; i++)
+    cr_expect_null(slurp(never[i]), "%s: the entrypoint ran", never[i]);
+}
+
+Test(edge_prepare, https_artifacts_need_the_node_ca) {
+  char t[2048], url[1024], why[512];
+  int port = serve(1);
+  snprintf(url, sizeof url, "https://127.0.0.1:%d/model.txt", port);
+  cat_task(t, sizeof t, url, "model.txt", "tls.out");
+  must_apply("tlsok", 0, "", t);
+  cr_assert(pod_ends("tlsok-a-0", "Succeeded", why, sizeof why));
+  cr_expect_str_eq(slurp("tls.out"), content);
+  cat_task(t, sizeof t, url, "model.txt", "untrusted.ran");
+  must_apply("tlsno", 1, "", t); /* edge-2 does not trust the CA */
+  cr_assert(pod_ends("tlsno-a-0", "Failed", why, sizeof why));
+  cr_expect(strstr(why, "cannot fetch artifact") && strstr(why, "certificate"),
+            "%s", why);
+  cr_expect_null(slurp("untrusted.ran"));
+}
+
+Test(edge_prepare, apply_refuses_bad_artifacts_and_tasks_with_nothing_to_run) {
+  char msg[512];
+  apply("s3", 0, "",
+        "\"runtime\":{\"raw\":{\"artifact\":\"s3://b/a.tgz\","
+        "\"entrypoint\":[\"true\"]}}",
+        msg, sizeof msg);
+  cr_expect(strstr(msg, "must be a file://, http:// or https:// URL"), "%s",
+            msg);
+  apply("md5", 0, "",
+        "\"runtime\":{\"raw\":{\"artifact\":\"http://h/a.tgz#md5=00\","
+        "\"entrypoint\":[\"true\"]}}",
+        msg, sizeof msg);
+  cr_expect(strstr(msg, "#sha256=<64 hex digits>"), "%s", msg);
+  apply("dirurl", 0, "",
+        "\"runtime\":{\"raw\":{\"artifact\":\"https://h/d/\","
+        "\"entrypoint\":[\"true\"]}}",
+        msg, sizeof msg);
+  cr_expect(strstr(msg, "must end in a file name"), "%s", msg);
+  apply("idle", 0, "", "\"runtime\":{\"raw\":{\"entrypoint\":[]}}", msg,
+        sizeof msg);
+  cr_expect(strstr(msg, "no entrypoint and no runScript"), "%s", msg);
+}
+
+Test(edge_prepare, prepare_and_run_scripts) {
+  char t[4096], url[1024], why[512];
+  /* the artifact is there for the prepareScript, which prepares what the
+   * entrypoint reads, and prints to the pod's log */
+  snprintf(url, sizeof url, "file://%s/www/model.txt", dir);
+  snprintf(t, sizeof t,
+           "\"prepareScript\":\"test -s model.txt && cp model.txt staged.txt "
+           "&& echo prepared\","
+           "\"runtime\":{\"raw\":{\"artifact\":\"%s\",\"entrypoint\":"
+           "[\"sh\",\"-c\",\"cat staged.txt > %s/prep.out\"]}}",
+           url, dir);
+  must_apply("prep", 0, "", t);
+  snprintf(t, sizeof t,
+           "\"prepareScript\":\"echo starting; echo broken setup >&2; exit 4\","
+           "\"runtime\":{\"raw\":{\"entrypoint\":"
+           "[\"sh\",\"-c\",\"touch %s/prepfail.ran\"]}}",
+           dir);
+  must_apply("prepfail", 0, "", t);
+  /* no entrypoint: the runScript, with the task's environment */
+  snprintf(t, sizeof t,
+           "\"runScript\":\"echo \\\"$GREETING from $LARK_POD\\\" > "
+           "%s/runscript.out\","
+           "\"runtime\":{\"raw\":{\"environment\":"
+           "[{\"name\":\"GREETING\",\"value\":\"hi there\"}]}}",
+           dir);
+  must_apply("runscript", 0, "", t);
+  /* the Job's runScript for a task that gives none, after the Job's
+   * prepareScript */
+  snprintf(url, sizeof url,
+           "\"prepareScript\":\"echo job-prep > p.txt\","
+           "\"runScript\":\"cat p.txt > %s/jobrun.out\"",
+           dir);
+  must_apply("jobrun", 0, url, "\"runtime\":{\"raw\":{\"entrypoint\":[]}}");
+
+  cr_assert(pod_ends("prep-a-0", "Succeeded", why, sizeof why));
+  cr_expect_str_eq(slurp("prep.out"), content);
+  cr_assert(pod_ends("prepfail-a-0", "Failed", why, sizeof why));
+  cr_expect(strstr(why, "prepareScript failed: exit status 4: broken setup"),
+            "%s", why);
+  msgpack_zone z;
+  msgpack_zone_init(&z, 1024);
+  bus_event ev;
+  cr_assert_eq(
+      bus_last_event(conn, "LARK_EVENTS", "lark.ev.pod.prepfail-a-0", &ev, &z),
+      0, "%s", bus_last_error());
+  cr_expect_eq(bus_obj_int(&ev.data, "exitCode", -2), 4,
+               "the prepareScript's exit code");
+  msgpack_zone_destroy(&z);
+  cr_expect_null(slurp("prepfail.ran"), "the entrypoint ran");
+  cr_assert(pod_ends("runscript-a-0", "Succeeded", why, sizeof why));
+  cr_expect_str_eq(slurp("runscript.out"), "hi there from runscript-a-0\n");
+  cr_assert(pod_ends("jobrun-a-0", "Succeeded", why, sizeof why));
+  cr_expect_str_eq(slurp("jobrun.out"), "job-prep\n");
+}
