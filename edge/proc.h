@@ -66,6 +66,17 @@ void edge_proc_flush(edge_proc *p);
 int edge_sock_listen(edge_proc *p);
 void edge_sock_close(edge_proc *p);
 
+/* Queue n messages in one store transaction (one sync), in order, all or
+ * none, and wake the sender (sender.c; edge_store_enqueue_n, store.c). */
+int edge_send_n(edge_agent *a, const edge_msg *msgs, size_t n);
+int edge_store_enqueue_n(edge_store *s, const edge_msg *msgs, size_t n);
+/* The oldest queued messages, at most max, into q (each freed with
+ * edge_queued_free), how many into *n: as edge_store_peek, which is this
+ * with max 1; an unreadable one is handed over only first. Then drop
+ * every queued message up to key in one transaction (store.c). */
+int edge_store_peek_n(edge_store *s, edge_queued *q, size_t max, size_t *n);
+int edge_store_drop_upto(edge_store *s, uint64_t key);
+
 /* pods.c */
 void edge_proc_handle_closed(uv_handle_t *h);
 /* One embedded handle of p closed (frees p after the last). */

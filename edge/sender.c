@@ -6,8 +6,14 @@
  * cut-off loses nothing; it is sent again with the id it was made with,
  * so the ingress (dedupe window) and the scheduler (event ids derived
  * from it) apply it once. Order holds because the next message is not
- * tried before the one ahead of it landed. A message the broker refuses
- * as malformed is dropped with a log line: it would block the queue
+ * tried before the one ahead of it landed, with one exception: a run of
+ * consecutive run reports (a pod's metrics, the bulk) goes as async
+ * appends on the one connection, up to SEND_BATCH, their acks awaited
+ * together and the lot deleted in one transaction. The broker stores
+ * them in the order sent; should one fail while later ones landed, the
+ * failed one is sent alone and may land after them (the later ones, sent
+ * again, are dropped as duplicates). A message the broker refuses as
+ * malformed is dropped with a log line: it would block the queue
  * forever. Heartbeats are not queued: a late heartbeat says nothing.
  */
 #include <errno.h>
@@ -15,7 +21,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "edge.h"
+#include "proc.h"
+
+enum { SEND_BATCH = 256 };
 
 static int64_t
 mono_ms(void) {
@@ -40,9 +48,14 @@ edge_sender_wake(edge_agent *a) {
 
 int
 edge_send(edge_agent *a, const edge_msg *m) {
-  int rc = edge_store_enqueue(a->store, m);
+  return edge_send_n(a, m, 1);
+}
+
+int
+edge_send_n(edge_agent *a, const edge_msg *msgs, size_t n) {
+  int rc = edge_store_enqueue_n(a->store, msgs, n);
   if (rc)
-    edge_logf("error", m->subject, "cannot queue %s: %s", m->type,
+    edge_logf("error", msgs->subject, "cannot queue %s: %s", msgs->type,
               bus_last_error());
   else
     edge_sender_wake(a);
@@ -124,17 +137,64 @@ send_one(edge_agent *a) {
   return rc ? rc : 1;
 }
 
+/* Send the first m queued messages as async appends and await their
+ * acks together; drop them once all are stored. */
+static int
+send_reports(edge_agent *a, edge_queued *q, size_t m) {
+  int rc = 0;
+  for (size_t i = 0; i < m && !rc; i++) {
+    bus_event ev = {.v = BUS_SCHEMA_VERSION,
+                    .type = q[i].type,
+                    .id = q[i].id,
+                    .ts = q[i].ts,
+                    .actor = a->cfg.node,
+                    .cause = "",
+                    .data_mp = q[i].data,
+                    .data_mp_len = q[i].len};
+    rc = bus_append_async(a->conn, q[i].subject, &ev, BUS_APPEND_NOCHECK);
+  }
+  int flushed = bus_append_flush(a->conn, 0, NULL);
+  rc = rc ? rc : flushed;
+  if (rc == 0)
+    rc = edge_store_drop_upto(a->store, q[m - 1].key);
+  if (rc)
+    edge_logf("warn", q[0].subject, "%zu reports: %s (%s); one at a time", m,
+              bus_strerror(rc), bus_last_error());
+  return rc;
+}
+
+/* Send the oldest queued messages together when at least two run reports
+ * lead the queue, else as send_one (and as send_one, one at a time, when
+ * they fail). 1: sent, 0: nothing queued, <0: could not (kept). */
+static int
+send_some(edge_agent *a, edge_queued *q) {
+  size_t n = 0, m = 0;
+  if (edge_store_peek_n(a->store, q, SEND_BATCH, &n))
+    return send_one(a); /* it says what is wrong, or that nothing is */
+  while (m < n && !strcmp(q[m].type, "run.reported"))
+    m++;
+  int rc = m >= 2 ? send_reports(a, q, m) : -1;
+  for (size_t i = 0; i < n; i++)
+    edge_queued_free(&q[i]);
+  return rc == 0 ? 1 : send_one(a);
+}
+
 static void *
 run(void *arg) {
   edge_agent *a = arg;
   int64_t next_hb = 0;
   int backoff = 50;
+  edge_queued *q = calloc(SEND_BATCH, sizeof *q);
+  if (!q) {
+    edge_logf("error", "-", "sender: out of memory");
+    return NULL;
+  }
   while (!atomic_load(&a->stop)) {
     if (mono_ms() >= next_hb) {
       next_hb = mono_ms() + a->cfg.heartbeat_ms;
       heartbeat(a);
     }
-    int rc = send_one(a);
+    int rc = send_some(a, q);
     if (rc == 1) {
       backoff = 50;
       continue;
@@ -149,6 +209,7 @@ run(void *arg) {
     int64_t wait = next_hb - mono_ms();
     nap(a, wait < 1 ? 1 : wait > 500 ? 500 : (int)wait);
   }
+  free(q);
   return NULL;
 }
 

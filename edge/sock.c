@@ -8,9 +8,12 @@
  *       -> a line of the pod's log
  *
  * Each line gets "ok\n" once it is queued in the store (so it survives a
- * cut-off), or "error: <why>\n". The pod's identity is the socket it came
- * through, never the payload. Anything malformed is answered and
- * dropped; a line over 64 KiB closes the connection.
+ * cut-off), or "error: <why>\n", in the order the lines came. A client
+ * may write many lines before reading the answers: the reports among the
+ * lines of one read are queued in one store transaction (one sync), and
+ * only then are that read's lines answered, together. The pod's identity
+ * is the socket it came through, never the payload. Anything malformed is
+ * answered and dropped; a line over 64 KiB closes the connection.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -20,11 +23,30 @@
 
 #include "proc.h"
 
-enum { SOCK_LINE_MAX = 65536, VALUES_MAX = 256, VALUE_STR_MAX = 1024 };
+enum {
+  SOCK_LINE_MAX = 65536,
+  SOCK_READ_MAX = 65536,
+  VALUES_MAX = 256,
+  VALUE_STR_MAX = 1024
+};
+
+/* The lines of one read: each one's answer in order (why NULL: ok), and
+ * the reports among them, queued together before any line is answered. */
+typedef struct sock_line {
+  const char *why;
+  int report;
+} sock_line;
+
+typedef struct sock_batch {
+  sock_line *lines;
+  size_t nlines, lcap;
+  msgpack_sbuffer *reports;
+  size_t nreports, rcap;
+} sock_batch;
 
 typedef struct reply_req {
   uv_write_t w;
-  char text[300];
+  char text[]; /* the answers */
 } reply_req;
 
 static void
@@ -33,16 +55,15 @@ on_written(uv_write_t *w, int status) {
   free(w->data);
 }
 
+/* Send r's first len bytes of answers; r is freed once written. */
 static void
-reply(edge_client *c, const char *fmt, const char *detail) {
-  reply_req *r = malloc(sizeof *r);
-  if (!r || c->closing) {
+reply_send(edge_client *c, reply_req *r, size_t len) {
+  if (c->closing || !len) {
     free(r);
     return;
   }
-  snprintf(r->text, sizeof r->text, fmt, detail);
   r->w.data = r;
-  uv_buf_t b = uv_buf_init(r->text, (unsigned)strlen(r->text));
+  uv_buf_t b = uv_buf_init(r->text, (unsigned)len);
   if (uv_write(&r->w, (uv_stream_t *)&c->pipe, &b, 1, on_written))
     free(r);
 }
@@ -97,8 +118,9 @@ pack_value(msgpack_packer *pk, const json_t *v) {
   }
 }
 
+/* A report's data {kind, values} into sb, or why not. */
 static const char *
-run_report(edge_proc *p, const json_t *o) {
+run_report(const json_t *o, msgpack_sbuffer *sb) {
   const char *kind = json_string_value(json_object_get(o, "kind"));
   const json_t *values = json_object_get(o, "values");
   if (!kind || !bus_name_valid(kind, 32))
@@ -110,10 +132,8 @@ run_report(edge_proc *p, const json_t *o) {
   const char *why = NULL;
   if (!json_is_object(values) || json_object_size(values) > VALUES_MAX)
     why = "values must be an object of at most 256 entries";
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
   msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 2);
   msgpack_pack_str_with_body(&pk, "kind", 4);
   msgpack_pack_str_with_body(&pk, kind, strlen(kind));
@@ -132,74 +152,159 @@ run_report(edge_proc *p, const json_t *o) {
         break;
     }
   }
-  if (!why && edge_proc_send(p, "sched.run", "run.reported", &sb))
-    why = "cannot queue the report";
-  msgpack_sbuffer_destroy(&sb);
   json_decref((json_t *)values);
   return why;
 }
 
-static const char *
-handle_line(edge_proc *p, const char *line, size_t len) {
+static int
+batch_grow(sock_batch *b) {
+  if (b->nlines == b->lcap) {
+    size_t cap = b->lcap ? b->lcap * 2 : 64;
+    sock_line *g = realloc(b->lines, cap * sizeof *g);
+    if (!g)
+      return -1;
+    b->lines = g;
+    b->lcap = cap;
+  }
+  if (b->nreports == b->rcap) {
+    size_t cap = b->rcap ? b->rcap * 2 : 64;
+    msgpack_sbuffer *g = realloc(b->reports, cap * sizeof *g);
+    if (!g)
+      return -1;
+    b->reports = g;
+    b->rcap = cap;
+  }
+  return 0;
+}
+
+/* One line into b: its answer, and its report when it is one. */
+static void
+handle_line(edge_proc *p, sock_batch *b, const char *line, size_t len) {
   json_error_t err;
   json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &err);
-  const char *why = NULL;
+  sock_line *l = &b->lines[b->nlines++];
+  *l = (sock_line){NULL, 0};
   if (!o || !json_is_object(o))
-    why = "not a JSON object";
+    l->why = "not a JSON object";
   else if (json_is_string(json_object_get(o, "type")) &&
            !strcmp(json_string_value(json_object_get(o, "type")), "log")) {
     const char *text = json_string_value(json_object_get(o, "text"));
     const char *st = json_string_value(json_object_get(o, "stream"));
     if (!text)
-      why = "a log needs text";
+      l->why = "a log needs text";
     else
       edge_proc_log(p, st && !strcmp(st, "stderr") ? "stderr" : "stdout", text,
                     json_string_length(json_object_get(o, "text")));
-  } else
-    why = run_report(p, o);
+  } else {
+    msgpack_sbuffer *sb = &b->reports[b->nreports];
+    msgpack_sbuffer_init(sb);
+    if ((l->why = run_report(o, sb)))
+      msgpack_sbuffer_destroy(sb);
+    else {
+      l->report = 1;
+      b->nreports++;
+    }
+  }
   json_decref(o);
-  return why;
 }
 
+/* Queue b's reports in one transaction; NULL, or why they were not. */
+static const char *
+batch_store(edge_proc *p, sock_batch *b) {
+  if (!b->nreports)
+    return NULL;
+  char subject[BUS_SUBJECT_MAX];
+  snprintf(subject, sizeof subject, "lark.in.%s.sched.run.%s", p->a->cfg.node,
+           p->pod);
+  edge_msg *m = calloc(b->nreports, sizeof *m);
+  int rc = m ? 0 : -1;
+  for (size_t i = 0; m && i < b->nreports; i++)
+    m[i] = (edge_msg){subject, "run.reported", b->reports[i].data,
+                      b->reports[i].size};
+  if (m)
+    rc = edge_send_n(p->a, m, b->nreports);
+  free(m);
+  return rc ? "cannot queue the report" : NULL;
+}
+
+/* Store b's reports, answer each of its lines in order, and empty b. */
 static void
-on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
-  (void)h, (void)hint;
-  static char chunk[16384];
-  *buf = uv_buf_init(chunk, sizeof chunk);
+batch_answer(edge_client *c, sock_batch *b) {
+  const char *stored = batch_store(c->p, b);
+  size_t len = 0;
+  for (size_t i = 0; i < b->nlines; i++) {
+    const char *why = b->lines[i].report ? stored : b->lines[i].why;
+    len += why ? strlen(why) + 8 : 3;
+  }
+  reply_req *r = malloc(sizeof *r + len + 1);
+  char *at = r ? r->text : NULL;
+  for (size_t i = 0; r && i < b->nlines; i++) {
+    const char *why = b->lines[i].report ? stored : b->lines[i].why;
+    at += why ? sprintf(at, "error: %s\n", why) : sprintf(at, "ok\n");
+  }
+  if (r)
+    reply_send(c, r, len);
+  for (size_t i = 0; i < b->nreports; i++)
+    msgpack_sbuffer_destroy(&b->reports[i]);
+  b->nlines = b->nreports = 0;
+}
+
+/* Add byte ch to c's line; -1 when the line is too long or memory ran
+ * out (the connection is to be closed). */
+static int
+line_add(edge_client *c, char ch) {
+  if (c->len == SOCK_LINE_MAX)
+    return -1;
+  if (c->len == c->cap) {
+    size_t cap = c->cap ? c->cap * 2 : 256;
+    char *g = realloc(c->buf, cap);
+    if (!g)
+      return -1;
+    c->buf = g;
+    c->cap = cap;
+  }
+  c->buf[c->len++] = ch;
+  return 0;
 }
 
 static void
 take(edge_client *c, const char *b, size_t n) {
-  for (size_t i = 0; i < n && !c->closing; i++) {
+  sock_batch batch = {0};
+  int close_it = 0;
+  if (c->closing)
+    return;
+  for (size_t i = 0; i < n && !close_it; i++) {
     if (b[i] != '\n') {
-      if (c->len == SOCK_LINE_MAX) {
-        reply(c, "error: %s\n", "line longer than 64 KiB");
-        client_close(c);
-        return;
+      if (line_add(c, b[i])) {
+        close_it = 1;
+        if (c->len == SOCK_LINE_MAX && batch_grow(&batch) == 0)
+          batch.lines[batch.nlines++] =
+              (sock_line){"line longer than 64 KiB", 0};
       }
-      if (c->len == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 256;
-        char *g = realloc(c->buf, cap);
-        if (!g) {
-          client_close(c);
-          return;
-        }
-        c->buf = g;
-        c->cap = cap;
-      }
-      c->buf[c->len++] = b[i];
       continue;
     }
     size_t l = c->len && c->buf[c->len - 1] == '\r' ? c->len - 1 : c->len;
     c->len = 0;
     if (!l)
       continue;
-    const char *why = handle_line(c->p, c->buf, l);
-    if (why)
-      reply(c, "error: %s\n", why);
-    else
-      reply(c, "%sok\n", "");
+    if (batch_grow(&batch)) {
+      close_it = 1;
+      break;
+    }
+    handle_line(c->p, &batch, c->buf, l);
   }
+  batch_answer(c, &batch);
+  free(batch.lines);
+  free(batch.reports);
+  if (close_it)
+    client_close(c);
+}
+
+static void
+on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
+  (void)h, (void)hint;
+  static char chunk[SOCK_READ_MAX];
+  *buf = uv_buf_init(chunk, sizeof chunk);
 }
 
 static void

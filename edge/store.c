@@ -556,16 +556,22 @@ edge_store_net_each(edge_store *s, edge_net_cb cb, void *ud) {
 /* ------------------------------------------------------------ outbox */
 
 int
-edge_store_enqueue(edge_store *s, const edge_msg *msg) {
+edge_store_enqueue_n(edge_store *s, const edge_msg *msgs, size_t n) {
   MDB_txn *t;
   int rc = mdb_txn_begin(s->env, NULL, 0, &t);
   if (rc)
     return fail(rc, "begin");
-  if ((rc = queue_in(s, t, msg))) {
-    mdb_txn_abort(t);
-    return rc;
-  }
+  for (size_t i = 0; i < n; i++)
+    if ((rc = queue_in(s, t, &msgs[i]))) {
+      mdb_txn_abort(t);
+      return rc;
+    }
   return (rc = mdb_txn_commit(t)) ? fail(rc, "commit") : 0;
+}
+
+int
+edge_store_enqueue(edge_store *s, const edge_msg *msg) {
+  return edge_store_enqueue_n(s, msg, 1);
 }
 
 static int
@@ -604,10 +610,11 @@ out:
 }
 
 int
-edge_store_peek(edge_store *s, edge_queued *q) {
+edge_store_peek_n(edge_store *s, edge_queued *q, size_t max, size_t *n) {
   MDB_txn *t;
   MDB_cursor *c;
   MDB_val k, v;
+  *n = 0;
   memset(q, 0, sizeof *q);
   int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t);
   if (rc)
@@ -616,15 +623,34 @@ edge_store_peek(edge_store *s, edge_queued *q) {
     mdb_txn_abort(t);
     return fail(rc, "cursor");
   }
-  rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
-  if (rc == 0 && k.mv_size == 8) {
-    q->key = get_be64(k.mv_data);
-    rc = decode_queued(v.mv_data, v.mv_size, q);
-  } else
-    rc = rc == MDB_NOTFOUND ? BUS_ENOT_FOUND : fail(rc, "peek");
+  MDB_cursor_op op = MDB_FIRST;
+  int dec = 0; /* an unreadable one is handed over only first */
+  while (*n < max && !dec) {
+    rc = mdb_cursor_get(c, &k, &v, op);
+    op = MDB_NEXT;
+    if (rc || k.mv_size != 8)
+      break;
+    edge_queued *e = &q[*n];
+    memset(e, 0, sizeof *e);
+    e->key = get_be64(k.mv_data);
+    if (!(dec = decode_queued(v.mv_data, v.mv_size, e)))
+      ++*n;
+  }
+  if (*n)
+    rc = 0;
+  else if (dec)
+    rc = dec;
+  else
+    rc = rc && rc != MDB_NOTFOUND ? fail(rc, "peek") : BUS_ENOT_FOUND;
   mdb_cursor_close(c);
   mdb_txn_abort(t);
   return rc;
+}
+
+int
+edge_store_peek(edge_store *s, edge_queued *q) {
+  size_t n;
+  return edge_store_peek_n(s, q, 1, &n);
 }
 
 void
@@ -643,6 +669,30 @@ edge_store_drop(edge_store *s, uint64_t key) {
   if (rc)
     return fail(rc, "begin");
   if ((rc = mdb_del(t, s->outbox, &k, NULL)) && rc != MDB_NOTFOUND) {
+    mdb_txn_abort(t);
+    return fail(rc, "drop");
+  }
+  return (rc = mdb_txn_commit(t)) ? fail(rc, "commit") : 0;
+}
+
+int
+edge_store_drop_upto(edge_store *s, uint64_t key) {
+  MDB_txn *t;
+  MDB_cursor *c;
+  MDB_val k, v;
+  int rc = mdb_txn_begin(s->env, NULL, 0, &t);
+  if (rc)
+    return fail(rc, "begin");
+  if ((rc = mdb_cursor_open(t, s->outbox, &c))) {
+    mdb_txn_abort(t);
+    return fail(rc, "cursor");
+  }
+  while ((rc = mdb_cursor_get(c, &k, &v, MDB_FIRST)) == 0 && k.mv_size == 8 &&
+         get_be64(k.mv_data) <= key)
+    if ((rc = mdb_cursor_del(c, 0)))
+      break;
+  mdb_cursor_close(c);
+  if (rc && rc != MDB_NOTFOUND) {
     mdb_txn_abort(t);
     return fail(rc, "drop");
   }

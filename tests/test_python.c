@@ -8,7 +8,8 @@
  * land exactly once with that user as the actor, across a broker killed
  * and restarted mid-stream, and from a fork()ed child too. Inside a pod it
  * speaks the socket protocol of its docstring to a listener played by this
- * test: the exact line sent, "ok" accepted, "error: ..." raised. The example
+ * test: the exact line sent, "ok" accepted, "error: ..." raised at flush,
+ * lines pipelined (all written before any answer). The example
  * Job manifest is valid against the schema, and the example script runs to the
  * end.
  */
@@ -579,16 +580,81 @@ Test(python, emit_inside_a_pod_speaks_the_socket_protocol) {
                    "one line: newlines inside strings are escaped");
 
   pod_emit("error: pod is not running\n",
-           "try:\n  larkbus.emit('metric', step=1)\n"
+           "try:\n  larkbus.emit('metric', step=1)\n  larkbus.flush()\n"
            "except larkbus.LarkError as e:\n  print(e, file=sys.stderr)\n"
            "  sys.exit(3)\n",
            &rc, line, err, sizeof err);
-  cr_expect_eq(rc, 3, "an error reply raises LarkError");
-  cr_expect(strstr(err, "pod is not running"), "%s", err);
+  cr_expect_eq(rc, 3, "an error reply raises LarkError at flush");
+  cr_expect(strstr(err, "1 report(s) refused: pod is not running"), "%s", err);
 
-  pod_emit("", "larkbus.emit('metric', step=1)", &rc, line, err, sizeof err);
+  pod_emit("error: pod is not running\n", "larkbus.emit('metric', step=1)", &rc,
+           line, err, sizeof err);
+  cr_expect_eq(rc, 0);
+  cr_expect(strstr(err, "larkbus: 1 report(s) refused"),
+            "unflushed at exit, said on stderr: %s", err);
+
+  pod_emit("", "larkbus.emit('metric', step=1)\nlarkbus.flush()", &rc, line,
+           err, sizeof err);
   cr_expect_neq(rc, 0, "no reply is an error");
-  cr_expect(strstr(err, "unexpected reply"), "%s", err);
+  cr_expect(strstr(err, "1 report(s) not confirmed"), "%s", err);
+
+  pod_emit("ok\n", "larkbus.emit('metric', step=[1, 2])", &rc, line, err,
+           sizeof err);
+  cr_expect_neq(rc, 0, "what the node refuses is refused at emit");
+  cr_expect(strstr(err, "numbers, strings, booleans or null"), "%s", err);
+}
+
+/* A pod's socket that reads lines until it holds k->hold of them, then
+ * answers them all at once: "ok", but "error: no" for line k->bad. */
+typedef struct holder {
+  int fd, hold, bad, lines;
+} holder;
+
+static void *
+serve_held(void *arg) {
+  holder *k = arg;
+  int c = accept(k->fd, NULL, NULL);
+  char ch;
+  while (c >= 0 && k->lines < k->hold && read(c, &ch, 1) == 1)
+    k->lines += ch == '\n';
+  for (int i = 0; c >= 0 && i < k->lines; i++) {
+    const char *a = i == k->bad ? "error: no\n" : "ok\n";
+    if (write(c, a, strlen(a)) < 0)
+      break;
+  }
+  if (c >= 0)
+    close(c);
+  return NULL;
+}
+
+Test(python, a_pod_pipelines_its_lines_and_flush_waits_for_every_answer) {
+  char path[512], out[1024], err[4096];
+  snprintf(path, sizeof path, "%s/pod.sock", dir);
+  unlink(path);
+  holder k = {.hold = 100, .bad = 42};
+  k.fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  memcpy(sa.sun_path, path, strlen(path) + 1);
+  cr_assert_eq(bind(k.fd, (struct sockaddr *)&sa, sizeof sa), 0);
+  cr_assert_eq(listen(k.fd, 4), 0);
+  pthread_t th;
+  pthread_create(&th, NULL, serve_held, &k);
+  setenv("LARK_SOCKET", path, 1);
+  /* emit waiting for each answer would wait forever on the first */
+  int rc = python("for i in range(100):\n"
+                  "    larkbus.emit('metric', step=i)\n"
+                  "try:\n"
+                  "    larkbus.flush()\n"
+                  "except larkbus.LarkError as e:\n"
+                  "    print(e)\n",
+                  out, sizeof out, err, sizeof err);
+  shutdown(k.fd, SHUT_RDWR);
+  pthread_join(th, NULL);
+  close(k.fd);
+  unsetenv("LARK_SOCKET");
+  cr_expect_eq(rc, 0, "%s", err);
+  cr_expect_eq(k.lines, 100, "every line written before any answer");
+  cr_expect(strstr(out, "1 report(s) refused: no"), "%s", out);
 }
 
 Test(python, example_job_is_valid) {

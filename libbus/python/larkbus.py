@@ -22,9 +22,21 @@ Inside a pod (``LARK_SOCKET`` is set by lark-edge)
     * the server answers one line: ``"ok\\n"`` when the report was accepted,
       or ``"error: <message>\\n"``;
     * a client may send several lines on one connection, each answered in
-      order. ``emit`` keeps its connection open across calls (a new one
-      after fork() or once the server has closed it) and returns once the
-      line is answered, so ``flush`` has nothing to wait for.
+      order, and may send more before the answers come (pipelining); the
+      node stores a line before it answers ``ok``, and answers all it has
+      read at once after storing them together.
+
+    ``emit`` keeps its connection open across calls (a new one after
+    fork() or once the server has closed it), writes the line and returns
+    without waiting for its answer, reading the answers that have come; at
+    most 1024 lines wait for theirs (emit then waits). ``flush`` returns
+    once every line written is answered ``ok``, and raises naming those
+    answered ``error:`` and those left unanswered when a connection ended
+    (a node's agent restarted: whether it stored them is not known, and
+    they are not sent again, which could double them). What the node
+    would refuse (more than 256 values, a value that is not a number,
+    string of at most 1024 bytes, boolean or null) is refused at emit.
+    At exit the module flushes as outside a pod.
 
     lark-edge stamps the pod's identity (job, pod, node) on what arrives on
     the socket; the script never names its job.
@@ -89,6 +101,7 @@ _TIMEOUT_S = 10.0       # connecting, and a pod's answer
 _ACK_WAIT_S = 5.0       # a report without an ack is sent again after this
 _RETRY_S = 0.5          # after "unavailable" (503), send again after this
 _MAX_INFLIGHT = 8192
+_POD_WINDOW = 1024      # a pod's lines written and not yet answered
 
 
 class LarkError(Exception):
@@ -636,66 +649,154 @@ class _Broker:
 
 # ------------------------------------------------------------ a pod's socket
 
+def _check_pod_values(values):
+    """What the node refuses, refused here at emit: at most 256 values,
+    names of at most 253 bytes, each a number, a string of at most 1024
+    bytes, a boolean or null."""
+    if len(values) > 256:
+        raise LarkError("values must be at most 256 entries")
+    for k, v in values.items():
+        if len(k.encode("utf-8")) > 253:
+            raise LarkError("the name %r is longer than 253 bytes" % (k,))
+        if v is None or isinstance(v, (bool, float)):
+            continue
+        if isinstance(v, int):
+            if not -(1 << 63) <= v < 1 << 63:
+                raise LarkError("%s=%d does not fit in 64 bits" % (k, v))
+        elif isinstance(v, str):
+            if len(v.encode("utf-8")) > 1024:
+                raise LarkError("%s: a string value is longer than 1024 "
+                                "bytes" % k)
+        else:
+            raise LarkError("%s: values must be numbers, strings, booleans "
+                            "or null" % k)
+
+
 class _Pod:
-    """The connection to $LARK_SOCKET, kept open across reports."""
+    """The connection to $LARK_SOCKET, kept open across reports. Lines are
+    pipelined: each is written at once, at most _POD_WINDOW wait for their
+    answers, which come in order; flush waits for every answer."""
 
     def __init__(self, path):
         self.path = path
         self.pid = os.getpid()
         self.sock = None
         self.rbuf = b""
+        self.waiting = 0        # lines on this connection not yet answered
+        self.refused = 0        # answered "error: ...", since the last flush
+        self.unsure = 0         # unanswered when their connection ended
+        self.why = ""           # the first reason of either
 
     def _open(self):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             s.settimeout(_TIMEOUT_S)
             s.connect(self.path)
+            s.settimeout(None)      # blocking; waits go through select
         except OSError:
             s.close()
             raise
-        self.sock, self.rbuf = s, b""
+        self.sock, self.rbuf, self.waiting = s, b"", 0
 
-    def _drop(self):
+    def _lost(self, why):
+        # the connection ended with lines unanswered: whether the node
+        # stored them is not known, so they are neither sent again (that
+        # could double them) nor taken as stored
+        if self.waiting:
+            self.unsure += self.waiting
+            self.why = self.why or "LARK_SOCKET %s: %s" % (self.path, why)
         if self.sock is not None:
             self.sock.close()
-        self.sock, self.rbuf = None, b""
+        self.sock, self.rbuf, self.waiting = None, b"", 0
 
-    def _stale(self):
-        # the server closed an idle connection (an edge restart): readable
-        # with nothing pending means EOF or garbage; open a new one
+    def _answers(self, chunk):
+        self.rbuf += chunk
+        while self.sock is not None:
+            reply, nl, rest = self.rbuf.partition(b"\n")
+            if not nl:
+                return
+            self.rbuf = rest
+            text = reply.decode("utf-8", "replace")
+            if self.waiting and text == "ok":
+                self.waiting -= 1
+            elif self.waiting and text.startswith("error:"):
+                self.waiting -= 1
+                self.refused += 1
+                self.why = self.why or (text[6:].strip() or "refused")
+            else:
+                self._lost("unexpected reply %r" % text)
+
+    def _read(self, wait):
+        """Take the answers there are, waiting up to wait seconds for some
+        (0: not at all). False when none came."""
         try:
-            r, _, _ = select.select([self.sock], [], [], 0)
-        except (OSError, ValueError):
+            if wait:
+                r, _, _ = select.select([self.sock], [], [], wait)
+                if not r:
+                    return False
+                chunk = self.sock.recv(65536)
+            else:
+                chunk = self.sock.recv(65536, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return False
+        except OSError as e:
+            self._lost(str(e))
             return True
-        return bool(r)
+        if not chunk:
+            self._lost("the node closed the connection")
+        else:
+            self._answers(chunk)
+        return True
+
+    def _write(self, data):
+        if self.sock is not None:
+            self._read(0)                   # answers, or the end of it
+        if self.sock is None:
+            self._open()
+        while self.sock is not None and self.waiting >= _POD_WINDOW:
+            if not self._read(_TIMEOUT_S):
+                raise LarkError("LARK_SOCKET %s: no answer in %gs"
+                                % (self.path, _TIMEOUT_S))
+        if self.sock is None:
+            self._open()
+        self.sock.sendall(data)
+        self.waiting += 1
 
     def send(self, line):
         data = line.encode("utf-8") + b"\n"
         try:
-            if self.sock is not None and self._stale():
-                self._drop()
-            if self.sock is None:
-                self._open()
-            self.sock.sendall(data)
-            while b"\n" not in self.rbuf:
-                chunk = self.sock.recv(4096)
-                if not chunk:
-                    break
-                self.rbuf += chunk
+            self._write(data)
         except OSError as e:
-            self._drop()
-            raise LarkError("LARK_SOCKET %s: %s" % (self.path, e)) from None
-        reply, nl, self.rbuf = self.rbuf.partition(b"\n")
-        if not nl:
-            self._drop()
-        text = reply.decode("utf-8", "replace")
-        if nl and text == "ok":
-            return
-        if nl and text.startswith("error:"):
-            raise LarkError(text[6:].strip() or "refused")
-        self._drop()
-        raise LarkError("LARK_SOCKET %s: unexpected reply %r"
-                        % (self.path, text))
+            # a failed sendall never wrote the newline: the node has not
+            # taken this line, so it goes once on a new connection
+            self._lost(str(e))
+            try:
+                self._open()
+                self.sock.sendall(data)
+                self.waiting += 1
+            except OSError as e2:
+                self._lost(str(e2))
+                raise LarkError("LARK_SOCKET %s: %s" % (self.path, e2)) \
+                    from None
+
+    def flush(self, timeout):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.sock is not None and self.waiting:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                break
+            self._read(min(left, _TIMEOUT_S) if left is not None
+                       else _TIMEOUT_S)
+        refused, unsure, why = self.refused, self.unsure, self.why
+        self.refused, self.unsure, self.why = 0, 0, ""
+        if refused:
+            raise LarkError("%d report(s) refused: %s" % (refused, why))
+        if unsure:
+            raise LarkError("%d report(s) not confirmed: %s"
+                            % (unsure, why))
+        if self.waiting:
+            raise LarkError("%d report(s) not answered after %gs"
+                            % (self.waiting, timeout))
 
 
 # --------------------------------------------------------------- the module
@@ -741,20 +842,29 @@ def _via_socket(path, kind, values):
     except (TypeError, ValueError) as e:
         raise LarkError("values must be JSON numbers, strings, lists or "
                         "maps: %s" % e) from None
+    _check_pod_values(values)
     with _lock:
         if _pod is None or _pod.path != path or _pod.pid != os.getpid():
             _pod = _Pod(path)
         _pod.send(line)
 
 
+def _pod_flush(timeout):
+    p = _pod
+    if p is None or p.pid != os.getpid():
+        return
+    with _lock:
+        p.flush(timeout)
+
+
 def emit(kind, job=None, **values):
     """Report ``values`` under ``kind`` ("metric", "progress", ...).
 
-    Inside a pod through ``$LARK_SOCKET`` (returns once accepted);
-    elsewhere on the module's broker connection for ``job`` (default
-    ``$LARK_JOB``), returning once the report is sent: ``flush`` waits for
-    the broker's acks. Raises LarkError when the report is refused or
-    cannot be sent.
+    Inside a pod through ``$LARK_SOCKET``, elsewhere on the module's
+    broker connection for ``job`` (default ``$LARK_JOB``); either way it
+    returns once the report is sent, and ``flush`` waits until it is
+    stored. Raises LarkError when the report is refused here or cannot be
+    sent.
     """
     _check_kind(kind)
     path = os.environ.get("LARK_SOCKET")
@@ -772,9 +882,11 @@ def emit(kind, job=None, **values):
 
 def flush(timeout=None):
     """Return once every report emitted so far by this process is stored
-    (its JetStream ack received); wait at most ``timeout`` seconds (None:
-    as long as it takes). Raises LarkError naming reports the broker
-    refused, or how many are still unacknowledged when time ran out."""
+    (its JetStream ack received; in a pod, the node's ``ok``); wait at
+    most ``timeout`` seconds (None: as long as it takes). Raises LarkError
+    naming reports refused, or how many are still unacknowledged when time
+    ran out (in a pod also those whose connection ended unanswered)."""
+    _pod_flush(timeout)
     b = _broker
     if b is None or b.pid != os.getpid():
         return
@@ -782,13 +894,17 @@ def flush(timeout=None):
 
 
 def _at_exit():
-    b = _broker
-    if b is None or b.pid != os.getpid():
-        return
     try:
         t = float(os.environ.get("LARK_FLUSH_TIMEOUT", "30"))
     except ValueError:
         t = 30.0
+    try:
+        _pod_flush(t)
+    except LarkError as e:
+        print("larkbus: %s" % e, file=sys.stderr)
+    b = _broker
+    if b is None or b.pid != os.getpid():
+        return
     try:
         b.flush(t)
     except LarkError as e:
