@@ -461,3 +461,25 @@ Test(edge_prepare, prepare_and_run_scripts) {
   cr_assert(pod_ends("jobrun-a-0", "Succeeded", why, sizeof why));
   cr_expect_str_eq(slurp("jobrun.out"), "job-prep\n");
 }
+
+Test(edge_prepare, a_failed_prepare_is_reported_by_the_agent_that_readopts) {
+  char t[2048], why[512], got[64];
+  snprintf(t, sizeof t,
+           "\"prepareScript\":\"sleep 2; echo gave up >&2; exit 5\","
+           "\"runtime\":{\"raw\":{\"entrypoint\":"
+           "[\"sh\",\"-c\",\"touch %s/slowprep.ran\"]}}",
+           dir);
+  must_apply("slowprep", 0, "", t);
+  cr_assert(lt_wait_field(conn, "pod", NULL, "slowprep-a-0", "phase", "Running",
+                          40, got, sizeof got),
+            "pod is %s", got);
+  /* the agent goes while the shim prepares; the next one adopts it */
+  lt_kill(edges[0], SIGTERM);
+  edges[0] = start_edge(0);
+  cr_assert(pod_ends("slowprep-a-0", "Failed", why, sizeof why));
+  cr_expect(strstr(why, "prepareScript failed: exit status 5: gave up"), "%s",
+            why);
+  lt_field(conn, "pod", NULL, "slowprep-a-0", "attempt", got, sizeof got);
+  cr_expect_str_eq(got, "0", "started once");
+  cr_expect_null(slurp("slowprep.ran"), "the entrypoint ran");
+}
