@@ -15,13 +15,19 @@
 #include "bus.h"
 
 enum { CLI_OK = 0, CLI_ERR = 1, CLI_USAGE = 2 };
-enum { CLI_OUT_TEXT = 0, CLI_OUT_JSON = 1, CLI_OUT_WIDE = 2 };
+enum {
+  CLI_OUT_TEXT = 0,
+  CLI_OUT_JSON = 1,
+  CLI_OUT_WIDE = 2,
+  CLI_OUT_YAML = 3, /* get, describe, version: the JSON form as YAML */
+  CLI_OUT_NAME = 4  /* get, describe: kind/name per line */
+};
 
 typedef struct lark_cli {
   const char *url;   /* --url, else $LARK_URL, else <data>/url */
   const char *creds; /* --creds, else $LARK_CREDS, else <data>/creds/admin.nk */
   const char *data;  /* --data, else $LARK_DATA, else ./.lark */
-  int output;        /* -o json|wide */
+  int output;        /* -o json|wide|yaml|name */
   int verbose;
   char url_buf[512];
   char creds_buf[512];
@@ -57,6 +63,26 @@ void cli_json_pack(const json_t *j, msgpack_packer *pk);
  * each real in the shortest form that reads back to the same double;
  * malloc'd, NULL on failure. */
 char *cli_json_dumps(const json_t *j, size_t flags);
+/* v in the shortest form strtod reads back equal ("0.1", "3.0", "1e-07"). */
+void cli_real_text(double v, char *buf, size_t cap);
+/* The msgpack object as a jansson value (new reference). */
+json_t *cli_obj_json(const msgpack_object *o);
+
+/*
+ * yaml_out.c: j as a YAML document (libyaml's emitter; keys sorted, reals
+ * in their shortest form, strings that would read back as another type
+ * quoted), malloc'd, NULL on failure; and j printed on stdout as -o json
+ * (one line) or -o yaml asks. Returns CLI_OK or CLI_ERR.
+ */
+char *cli_yaml_dumps(const json_t *j);
+int cli_print_doc(const json_t *j, int output);
+
+/* objprint.c: a map as describe shows it: "Key: value" lines, nested maps
+ * indented, Unix-nanosecond times as RFC 3339 with their age, lists of
+ * maps as tables, lists of scalars joined by ", ". */
+void cli_describe_print(const msgpack_object *o, int indent);
+/* A duration in kubectl's short form: 45s, 12m, 5h, 3d. */
+void cli_age(int64_t ts_ns, char *out, size_t cap);
 
 /* The user this larkctl acts as: $LARK_USER, else the creds file's name
  * without .nk ("admin" for admin.nk), else "admin". */
@@ -151,5 +177,6 @@ int cmd_uncordon(int argc, char **argv, lark_cli *cli);
 int cmd_wait(int argc, char **argv, lark_cli *cli);
 int cmd_cert(int argc, char **argv, lark_cli *cli);
 int cmd_version(int argc, char **argv, lark_cli *cli);
+int cmd_completion(int argc, char **argv, lark_cli *cli);
 
 #endif

@@ -48,7 +48,7 @@ print_invalid_json(const lark_manifest *m, const lark_doc *d,
                                        "reason", errs[i].reason, "line",
                                        lark_doc_line(d, errs[i].path)));
   json_object_set_new(o, "errors", a);
-  char *line = json_dumps(o, JSON_COMPACT);
+  char *line = cli_json_dumps(o, 0);
   puts(line ? line : "{}");
   free(line);
   json_decref(o);

@@ -435,7 +435,7 @@ cert_query(int argc, char **argv, lark_cli *cli) {
   else if (res && list)
     cli_print_table(res, &cert_kind, cli->output);
   else if (res)
-    cli_print_object(res, 0);
+    cli_describe_print(res, 0);
   msgpack_zone_destroy(&z);
   return rc;
 }

@@ -1,17 +1,22 @@
 /*
  * cmd_describe.c - larkctl describe: one object and its event history.
  *
- *   larkctl describe KIND NAME [--at TIME] [--limit N] [-o json]
+ *   larkctl describe KIND NAME [--at TIME] [--limit N] [-o json|yaml|name]
  *
- * The object comes from the service that owns its kind (or the catalog);
- * the history, oldest first (the newest N with --limit), from the catalog.
+ * The object comes from the service that owns its kind (or the catalog),
+ * printed as kubectl prints one (objprint.c): times as times, lists of
+ * maps as tables. The Events, oldest first (the newest N with --limit),
+ * are the catalog's history of the aggregate; a pod's are its whole story
+ * from the subjects that carry it (podstory.c). -o json and -o yaml print
+ * {object, history[, events]}.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "kinds.h"
 
-#define USAGE "larkctl describe KIND NAME [--at TIME] [--limit N] [-o json]"
+#define USAGE                                                                  \
+  "larkctl describe KIND NAME [--at TIME] [--limit N] [-o json|yaml|name]"
 
 typedef struct args {
   const char *kind, *name;
@@ -21,20 +26,24 @@ typedef struct args {
 
 static void
 print_history(const msgpack_object *h) {
-  printf("\nEvents:\n  %-8s %-24s %-22s %-4s %-16s %s\n", "SEQ", "TIME", "TYPE",
-         "GEN", "ACTOR", "CAUSE");
-  for (uint32_t i = 0;
-       h && h->type == MSGPACK_OBJECT_ARRAY && i < h->via.array.size; i++) {
+  printf("\nEvents:\n");
+  if (!h || h->type != MSGPACK_OBJECT_ARRAY || !h->via.array.size) {
+    printf("  <none>\n");
+    return;
+  }
+  printf("  %-24s %-5s %-22s %-16s %-8s %-4s %s\n", "TIME", "AGE", "TYPE",
+         "FROM", "SEQ", "GEN", "CAUSE");
+  for (uint32_t i = 0; i < h->via.array.size; i++) {
     const msgpack_object *e = &h->via.array.ptr[i];
-    char type[96], actor[96], cause[160], when[40];
+    char type[96], actor[96], cause[160], when[40], age[16];
     bus_obj_str(e, "type", type, sizeof type);
     bus_obj_str(e, "actor", actor, sizeof actor);
     bus_obj_str(e, "cause", cause, sizeof cause);
     cli_format_time(bus_obj_int(e, "ts", 0), when, sizeof when);
-    printf("  %-8lld %-24s %-22s %-4lld %-16s %s\n",
-           (long long)bus_obj_int(e, "seq", 0), when, type,
-           (long long)bus_obj_int(e, "generation", 0), actor[0] ? actor : "-",
-           cause[0] ? cause : "-");
+    cli_age(bus_obj_int(e, "ts", 0), age, sizeof age);
+    printf("  %-24s %-5s %-22s %-16s %-8lld %-4lld %s\n", when, age, type,
+           actor[0] ? actor : "-", (long long)bus_obj_int(e, "seq", 0),
+           (long long)bus_obj_int(e, "generation", 0), cause[0] ? cause : "-");
   }
 }
 
@@ -65,19 +74,58 @@ catalog_entry(lark_cli *cli, const char *kind, const args *a,
   return rc;
 }
 
+/* A pod's story (podstory.c), from its Job's submission: the Job says
+ * when that was and which Domain its pods are in. */
 static int
-print(const msgpack_object *object, const msgpack_object *history, int output) {
-  if (output == CLI_OUT_JSON) {
-    char *o = object ? cli_obj_to_json(object) : NULL;
-    char *h = history ? cli_obj_to_json(history) : NULL;
-    printf("{\"object\":%s,\"history\":%s}\n", o ? o : "null", h ? h : "[]");
-    free(o);
-    free(h);
+pod_story(lark_cli *cli, const args *a, const msgpack_object *pod,
+          json_t **events) {
+  char job[BUS_NAME_MAX + 1] = "", domain[BUS_NAME_MAX + 1] = "";
+  bus_obj_str(pod, "job", job, sizeof job);
+  msgpack_zone zone;
+  msgpack_zone_init(&zone, 2048);
+  msgpack_sbuffer req;
+  msgpack_sbuffer_init(&req);
+  pack_req(&req, "name", job, "kind", "job", 0);
+  msgpack_object res;
+  int64_t since = 1;
+  cli_quiet(1); /* a pod whose Job is gone still has a story */
+  if (cli_query(cli, "scheduler", "job", "describe", &req, a->at, &zone,
+                &res) == CLI_OK) {
+    const msgpack_object *j = bus_obj_get(&res, "job");
+    bus_obj_str(j, "domain", domain, sizeof domain);
+    since = bus_obj_int(j, "ts", 0) > 1000000000
+                ? bus_obj_int(j, "ts", 0) - 1000000000
+                : 1;
+  }
+  cli_quiet(0);
+  msgpack_sbuffer_destroy(&req);
+  msgpack_zone_destroy(&zone);
+  return cli_pod_story(cli, a->name, job, domain, since, a->at, events);
+}
+
+static int
+print(const char *kind, const args *a, const msgpack_object *object,
+      const msgpack_object *history, json_t *events, int output) {
+  if (output == CLI_OUT_NAME) {
+    printf("%s/%s\n", kind, a->name);
     return CLI_OK;
   }
+  if (output == CLI_OUT_JSON || output == CLI_OUT_YAML) {
+    json_t *all = json_pack(
+        "{s:o, s:o}", "object", object ? cli_obj_json(object) : json_null(),
+        "history", history ? cli_obj_json(history) : json_array());
+    if (events)
+      json_object_set(all, "events", events);
+    int rc = cli_print_doc(all, output);
+    json_decref(all);
+    return rc;
+  }
   if (object)
-    cli_print_object(object, 0);
-  print_history(history);
+    cli_describe_print(object, 0);
+  if (events)
+    cli_print_story(events);
+  else
+    print_history(history);
   return CLI_OK;
 }
 
@@ -104,11 +152,16 @@ describe(lark_cli *cli, const args *a) {
     cli_quiet(k != NULL); /* derived objects may have no history */
     have_cat = catalog_entry(cli, kind, a, &zone, &cat) == CLI_OK;
     cli_quiet(0);
+    json_t *events = NULL;
     if (!k && !have_cat)
       rc = CLI_ERR;
-    else
-      rc = print(k ? &owned : bus_obj_get(&cat, "aggregate"),
-                 have_cat ? bus_obj_get(&cat, "history") : NULL, cli->output);
+    else if (k && !strcmp(k->kind, "pod"))
+      rc = pod_story(cli, a, &owned, &events);
+    if (rc == CLI_OK)
+      rc = print(kind, a, k ? &owned : bus_obj_get(&cat, "aggregate"),
+                 have_cat ? bus_obj_get(&cat, "history") : NULL, events,
+                 cli->output);
+    json_decref(events);
   }
   msgpack_zone_destroy(&zone);
   return rc;

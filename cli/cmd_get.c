@@ -1,13 +1,16 @@
 /*
  * cmd_get.c - larkctl get: resources, live or as they were.
  *
- *   larkctl get [KIND [NAME]] [--at TIME] [--limit N] [-w] [-o json|wide]
+ *   larkctl get [KIND [NAME]] [--at TIME] [--limit N] [-w]
+ *               [-o json|yaml|wide|name]
  *   larkctl get routes DOMAIN [--cluster C]     what C's relay sees
  *
  * A kind owned by a service (see kinds.c) is listed by that service; any
  * other kind, and `get` alone, lists the catalog's aggregates. KIND may be
  * singular, plural or short. --at shows the platform as it was at TIME.
  * -w (--watch) then prints a row for each change until Ctrl-C (watch.c).
+ * -o wide adds columns; for pods, the virtual IP lark-ipam gave each
+ * (podvip.c). -o name prints kind/name per line, -o yaml the JSON form.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +23,8 @@
   "a time (2026-11-29T10:00:00Z, 2026-11-29, unix seconds, or a duration "     \
   "back from now: 30s, 5m, 2h, 1d)"
 #define USAGE                                                                  \
-  "larkctl get [KIND [NAME]] [--at TIME] [--limit N] [-w] [-o json|wide]\n"    \
+  "larkctl get [KIND [NAME]] [--at TIME] [--limit N] [-w] "                    \
+  "[-o json|yaml|wide|name]\n"                                                 \
   "       larkctl get routes|domainpeers DOMAIN [--cluster C]"
 
 static void
@@ -90,6 +94,8 @@ cmd_get(int argc, char **argv, lark_cli *cli) {
   msgpack_object items;
   int rc =
       cli_query(cli, show->view, show->kind, "list", &req, at, &zone, &items);
+  if (rc == CLI_OK && cli->output == CLI_OUT_WIDE && !strcmp(show->kind, "pod"))
+    cli_pod_vips(cli, at, &items, &zone);
   if (rc == CLI_OK)
     cli_print_table(&items, show, cli->output);
   if (rc == CLI_OK && watch)

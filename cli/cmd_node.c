@@ -58,7 +58,7 @@ node_list(lark_cli *cli) {
       printf("%-24s %s\n", p[i].name, p[i].pub);
   }
   if (cli->output == CLI_OUT_JSON) {
-    char *s = json_dumps(a, JSON_COMPACT);
+    char *s = cli_json_dumps(a, 0);
     if (s)
       puts(s);
     free(s);

@@ -203,6 +203,8 @@ services_json(const status_ctx *x, int *all_up) {
                   r->up ? r->st.state : "down", "expected", r->expected);
     if (r->up && r->st.why[0])
       json_object_set_new(o, "why", json_string(r->st.why));
+    if (r->up && r->st.version[0])
+      json_object_set_new(o, "version", json_string(r->st.version));
     if (r->up)
       json_object_set_new(o, "repositions",
                           json_integer((json_int_t)r->st.repositions));
@@ -349,7 +351,7 @@ cmd_status(int argc, char **argv, lark_cli *cli) {
     json_t *all = json_pack("{s:o, s:o, s:I, s:o, s:b}", "broker", broker,
                             "streams", streams, "node_streams", nodes,
                             "services", services, "ok", all_up);
-    char *s = json_dumps(all, JSON_COMPACT);
+    char *s = cli_json_dumps(all, 0);
     if (s)
       puts(s);
     free(s);

@@ -3,10 +3,11 @@
  * what the services say of themselves.
  *
  * The broker and the services are found as `larkctl status` finds them
- * (cli_status_probe). A service's status record carries no version, so
- * each service is listed with the state it answered with; "down" for one
- * larkctl up would run that did not answer. Exit 0 when the broker
- * answered, 1 otherwise, larkctl's own version printed either way.
+ * (cli_status_probe). Each service's status record carries the version
+ * it was built as; one that answers without (an older build) says so,
+ * and one larkctl up would run that did not answer is "down". Exit 0
+ * when the broker answered, 1 otherwise, larkctl's own version printed
+ * either way. -o json and -o yaml print the same record.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,7 @@
 
 #include "cli.h"
 
-static const char usage_line[] = "larkctl version [-o json]";
+static const char usage_line[] = "larkctl version [-o json|yaml]";
 
 /* name, state and version (when a service reports one) of each service. */
 static json_t *
@@ -56,13 +57,17 @@ print_text(json_t *broker, json_t *services) {
 
 /* broker and services are NULL when the broker did not answer. */
 static void
-print_json(json_t *broker, json_t *services) {
+print_json(json_t *broker, json_t *services, int output) {
   json_t *all = json_pack("{s:{s:s, s:s}, s:O?, s:O?}", "client", "name",
                           "larkctl", "version", LARK_VERSION, "broker", broker,
                           "services", services);
-  char *s = cli_json_dumps(all, 0);
-  puts(s ? s : "null");
-  free(s);
+  if (output == CLI_OUT_YAML) {
+    cli_print_doc(all, output);
+  } else {
+    char *s = cli_json_dumps(all, 0);
+    puts(s ? s : "null");
+    free(s);
+  }
   json_decref(all);
 }
 
@@ -78,8 +83,8 @@ cmd_version(int argc, char **argv, lark_cli *cli) {
     versions = service_versions(services);
     bus_conn_close(c);
   }
-  if (cli->output == CLI_OUT_JSON)
-    print_json(broker, versions);
+  if (cli->output == CLI_OUT_JSON || cli->output == CLI_OUT_YAML)
+    print_json(broker, versions, cli->output);
   else if (broker)
     print_text(broker, versions);
   else

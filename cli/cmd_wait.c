@@ -148,7 +148,7 @@ report(lark_cli *cli, const wait_args *a, const seen *s, int met,
       json_object_set_new(o, "reason", json_string(s->reason));
     if (!met)
       json_object_set_new(o, "error", json_string(why));
-    char *line = json_dumps(o, JSON_COMPACT);
+    char *line = cli_json_dumps(o, 0);
     puts(line ? line : "{}");
     free(line);
     json_decref(o);

@@ -303,15 +303,22 @@ obj_to_json(const msgpack_object *o, int depth) {
  * 0.10000000000000001. The first of %.15g, %.16g, %.17g that strtod reads
  * back equal is the shortest exact form; ".0" keeps an integral value a
  * real in JSON. */
-static void
-dump_real(FILE *f, double v) {
-  char buf[40];
+void
+cli_real_text(double v, char *buf, size_t cap) {
+  char b[40];
   for (int prec = 15; prec <= 17; prec++) {
-    snprintf(buf, sizeof buf, "%.*g", prec, v);
-    if (strtod(buf, NULL) == v)
+    snprintf(b, sizeof b, "%.*g", prec, v);
+    if (strtod(b, NULL) == v)
       break;
   }
-  fprintf(f, "%s%s", buf, strpbrk(buf, ".eEn") ? "" : ".0");
+  snprintf(buf, cap, "%s%s", b, strpbrk(b, ".eEn") ? "" : ".0");
+}
+
+static void
+dump_real(FILE *f, double v) {
+  char buf[48];
+  cli_real_text(v, buf, sizeof buf);
+  fputs(buf, f);
 }
 
 /* Strings, integers, true, false, null: as jansson writes them. */
@@ -382,6 +389,11 @@ cli_json_dumps(const json_t *j, size_t flags) {
     return NULL;
   }
   return s;
+}
+
+json_t *
+cli_obj_json(const msgpack_object *o) {
+  return obj_to_json(o, 0);
 }
 
 char *

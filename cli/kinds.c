@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "kinds.h"
 
@@ -54,6 +53,7 @@ static const cli_col pod_cols[] = {
     {"REASON", "reason", COL_STR, 0}, {NULL, NULL, 0, 0}};
 static const cli_col pod_wide[] = {{"GPUS", "gpus", COL_JSON, 10},
                                    {"IP", "localIP", COL_STR, 15},
+                                   {"VIRTUAL-IP", "virtualIP", COL_STR, 15},
                                    {"DESIRED", "desired", COL_STR, 8},
                                    {NULL, NULL, 0, 0}};
 static const cli_col node_cols[] = {
@@ -108,6 +108,11 @@ static const cli_kind kinds[] = {
 };
 
 const cli_kind *
+cli_kind_at(size_t i) {
+  return i < sizeof kinds / sizeof kinds[0] - 1 ? &kinds[i] : NULL;
+}
+
+const cli_kind *
 cli_kind_find(const char *name) {
   for (const cli_kind *k = kinds; k->kind; k++)
     if (!strcmp(name, k->kind) || !strcmp(name, k->plural) ||
@@ -133,23 +138,6 @@ get_path(const msgpack_object *o, const char *path) {
 }
 
 static void
-age(int64_t ts, char *out, size_t cap) {
-  struct timespec now;
-  clock_gettime(CLOCK_REALTIME, &now);
-  int64_t s = (now.tv_sec * 1000000000LL + now.tv_nsec - ts) / 1000000000LL;
-  if (s < 0)
-    s = 0;
-  if (s < 120)
-    snprintf(out, cap, "%llds", (long long)s);
-  else if (s < 7200)
-    snprintf(out, cap, "%lldm", (long long)(s / 60));
-  else if (s < 172800)
-    snprintf(out, cap, "%lldh", (long long)(s / 3600));
-  else
-    snprintf(out, cap, "%lldd", (long long)(s / 86400));
-}
-
-static void
 cell(const msgpack_object *item, const cli_col *c) {
   const msgpack_object *v = get_path(item, c->key);
   char buf[512] = "-";
@@ -158,7 +146,7 @@ cell(const msgpack_object *item, const cli_col *c) {
                 : v->type == MSGPACK_OBJECT_NEGATIVE_INTEGER ? v->via.i64
                                                              : 0;
     if (c->fmt == COL_AGE)
-      age(n, buf, sizeof buf);
+      cli_age(n, buf, sizeof buf);
     else if (c->fmt == COL_TIME)
       cli_format_time(n, buf, sizeof buf);
     else if (v->type == MSGPACK_OBJECT_STR)
@@ -178,12 +166,33 @@ header(const cli_col *cols) {
     printf("%-*s ", c->width, c->header);
 }
 
+/* -o name: kind/name, kubectl's form; the catalog's rows name their
+ * own kind, a route its pod. */
+static void
+print_names(const msgpack_object *items, const cli_kind *k) {
+  for (uint32_t i = 0;
+       items->type == MSGPACK_OBJECT_ARRAY && i < items->via.array.size; i++) {
+    const msgpack_object *it = &items->via.array.ptr[i];
+    char kind[128], name[512];
+    if (k != &cli_catalog_kind || !bus_obj_str(it, "kind", kind, sizeof kind))
+      snprintf(kind, sizeof kind, "%s", k->kind);
+    if (bus_obj_str(it, "name", name, sizeof name) ||
+        bus_obj_str(it, "id", name, sizeof name) ||
+        bus_obj_str(it, "pod", name, sizeof name))
+      printf("%s/%s\n", kind, name);
+  }
+}
+
 void
 cli_print_table(const msgpack_object *items, const cli_kind *k, int output) {
-  if (output == CLI_OUT_JSON) {
-    char *j = cli_obj_to_json(items);
-    puts(j ? j : "[]");
-    free(j);
+  if (output == CLI_OUT_JSON || output == CLI_OUT_YAML) {
+    json_t *j = cli_obj_json(items);
+    cli_print_doc(j, output);
+    json_decref(j);
+    return;
+  }
+  if (output == CLI_OUT_NAME) {
+    print_names(items, k);
     return;
   }
   int wide = output == CLI_OUT_WIDE;
@@ -205,31 +214,6 @@ cli_print_row(const msgpack_object *item, const cli_kind *k, int wide) {
     cell(item, c);
   for (const cli_col *c = wide ? k->wide : NULL; c && c->header; c++)
     cell(item, c);
-}
-
-void
-cli_print_object(const msgpack_object *o, int indent) {
-  if (o->type != MSGPACK_OBJECT_MAP) {
-    char *j = cli_obj_to_json(o);
-    printf("%*s%s\n", indent, "", j ? j : "-");
-    free(j);
-    return;
-  }
-  for (uint32_t i = 0; i < o->via.map.size; i++) {
-    const msgpack_object_kv *kv = &o->via.map.ptr[i];
-    if (kv->key.type != MSGPACK_OBJECT_STR)
-      continue;
-    printf("%*s%.*s:", indent, "", (int)kv->key.via.str.size,
-           kv->key.via.str.ptr);
-    if (kv->val.type == MSGPACK_OBJECT_MAP && kv->val.via.map.size) {
-      putchar('\n');
-      cli_print_object(&kv->val, indent + 2);
-    } else {
-      char *j = cli_obj_to_json(&kv->val);
-      printf(" %s\n", j ? j : "-");
-      free(j);
-    }
-  }
 }
 
 const char *

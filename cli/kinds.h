@@ -30,6 +30,8 @@ typedef struct cli_kind {
   const cli_col *wide; /* extra columns for -o wide; may be NULL */
 } cli_kind;
 
+/* The i-th kind owned by a service; NULL past the last. */
+const cli_kind *cli_kind_at(size_t i);
 /* The row for a name, singular, plural or short; NULL when unknown. */
 const cli_kind *cli_kind_find(const char *name);
 
@@ -41,8 +43,6 @@ void cli_print_table(const msgpack_object *items, const cli_kind *k,
                      int output);
 /* Print one item's cells (no newline), as the table does. */
 void cli_print_row(const msgpack_object *item, const cli_kind *k, int wide);
-/* Print a map as indented "key: value" lines (describe). */
-void cli_print_object(const msgpack_object *o, int indent);
 
 /*
  * Ask the view behind kind k: verb with request req (a packed map; may be
@@ -53,6 +53,23 @@ void cli_print_object(const msgpack_object *o, int indent);
 int cli_query(lark_cli *cli, const char *view, const char *kind,
               const char *verb, const msgpack_sbuffer *req, int64_t at_ns,
               msgpack_zone *zone, msgpack_object *result);
+
+/* podvip.c: add "virtualIP" to each pod of items (a `get pods` list)
+ * that holds an address in a Domain, as lark-ipam knows it (at at_ns,
+ * when set); pods without one, or no answer, leave items as they were. */
+void cli_pod_vips(lark_cli *cli, int64_t at_ns, msgpack_object *items,
+                  msgpack_zone *zone);
+
+/* podstory.c: what happened to pod (of job, in domain, "" for none)
+ * since its Job's submission (since, Unix ns) up to at (0: now): a new
+ * array of {seq, time, type, reason, from, message}, oldest first, read
+ * from LARK_EVENTS by direct gets. Returns a CLI exit code. */
+int cli_pod_story(lark_cli *cli, const char *pod, const char *job,
+                  const char *domain, int64_t since, int64_t at,
+                  json_t **events);
+/* The story as describe's Events table: TIME AGE TYPE REASON FROM
+ * MESSAGE. */
+void cli_print_story(const json_t *events);
 
 /* "samples" -> "sample" for kinds only the catalog knows. */
 const char *cli_kind_singular(const char *kind, char *buf, size_t cap);

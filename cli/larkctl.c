@@ -40,12 +40,14 @@ static const cli_cmd commands[] = {
     {"cert", cmd_cert, "certificates: request, revoke, list, show, ca"},
     {"version", cmd_version,
      "larkctl's, the broker's and the services' versions"},
+    {"completion", cmd_completion,
+     "shell completion: completion bash (source it, or install it)"},
 };
 
 static void
 usage(FILE *f) {
   fprintf(f, "usage: larkctl [--url URL] [--creds FILE] [--data DIR] "
-             "[-o json|wide] COMMAND [ARGS]\n\ncommands:\n");
+             "[-o json|yaml|wide|name] COMMAND [ARGS]\n\ncommands:\n");
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
 }
@@ -56,6 +58,10 @@ set_output(lark_cli *cli, const char *v) {
     cli->output = CLI_OUT_JSON;
   else if (!strcmp(v, "wide"))
     cli->output = CLI_OUT_WIDE;
+  else if (!strcmp(v, "yaml"))
+    cli->output = CLI_OUT_YAML;
+  else if (!strcmp(v, "name"))
+    cli->output = CLI_OUT_NAME;
   else if (!strcmp(v, "text"))
     cli->output = CLI_OUT_TEXT;
   else
@@ -103,6 +109,18 @@ take_globals(int argc, char **argv, lark_cli *cli) {
   return out;
 }
 
+/* -o yaml and -o name are what get, describe (and, for yaml, version)
+ * print; elsewhere they would silently print text. */
+static int
+output_fits(const char *cmd, int output) {
+  if (output == CLI_OUT_YAML)
+    return !strcmp(cmd, "get") || !strcmp(cmd, "describe") ||
+           !strcmp(cmd, "version");
+  if (output == CLI_OUT_NAME)
+    return !strcmp(cmd, "get") || !strcmp(cmd, "describe");
+  return 1;
+}
+
 int
 main(int argc, char **argv) {
   lark_cli cli;
@@ -122,6 +140,12 @@ main(int argc, char **argv) {
     cli.data = getenv("LARK_DATA");
   if (!cli.data)
     cli.data = "./.lark";
+  if (!output_fits(argv[0], cli.output)) {
+    fprintf(stderr, "larkctl %s: -o %s is for get, describe%s\n", argv[0],
+            cli.output == CLI_OUT_YAML ? "yaml" : "name",
+            cli.output == CLI_OUT_YAML ? " and version" : "");
+    return CLI_USAGE;
+  }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (!strcmp(argv[0], commands[i].name))
       return commands[i].run(argc, argv, &cli);

@@ -54,7 +54,7 @@ static void
 print_row(const watch *w, json_t *row, const char *event) {
   if (w->cli->output == CLI_OUT_JSON) {
     json_t *o = json_pack("{s:s, s:O}", "event", event, "object", row);
-    char *line = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    char *line = cli_json_dumps(o, JSON_SORT_KEYS);
     puts(line ? line : "{}");
     free(line);
     json_decref(o);
@@ -84,11 +84,11 @@ static char *
 identity(json_t *row) {
   if (!json_object_get(row, "kind") && !json_object_get(row, "name") &&
       !json_object_get(row, "id"))
-    return json_dumps(row, JSON_COMPACT | JSON_SORT_KEYS);
+    return cli_json_dumps(row, JSON_SORT_KEYS);
   json_t *id =
       json_pack("[O?, O?, O?]", json_object_get(row, "kind"),
                 json_object_get(row, "name"), json_object_get(row, "id"));
-  char *s = id ? json_dumps(id, JSON_COMPACT) : NULL;
+  char *s = id ? cli_json_dumps(id, 0) : NULL;
   json_decref(id);
   return s;
 }
