@@ -564,3 +564,103 @@ Test(scheduler, a_report_the_broker_cannot_store_yet_is_kept) {
   cr_expect_eq(runs, 1, "the pod's report was dropped");
   cr_expect(wait_field("job", "keep", "phase", "Succeeded"));
 }
+
+/* A pod's run report through node_name's ingress, as lark-edge sends it:
+ * {kind: metric, values: {step}}, with the given id. */
+static void
+run_says(const char *node_name, const char *pod, int step, const char *id) {
+  char subject[256];
+  snprintf(subject, sizeof subject, "lark.in.%s.sched.run.%s", node_name, pod);
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 2);
+  msgpack_pack_str_with_body(&pk, "kind", 4);
+  msgpack_pack_str_with_body(&pk, "metric", 6);
+  msgpack_pack_str_with_body(&pk, "values", 6);
+  msgpack_pack_map(&pk, 1);
+  msgpack_pack_str_with_body(&pk, "step", 4);
+  msgpack_pack_int32(&pk, step);
+  bus_event ev = {.type = "run.reported",
+                  .id = id,
+                  .ts = 1,
+                  .actor = node_name,
+                  .cause = "",
+                  .data_mp = sb.data,
+                  .data_mp_len = sb.size};
+  cr_assert_eq(bus_append_async(conn, subject, &ev, BUS_APPEND_NOCHECK), 0,
+               "%s", bus_last_error());
+  msgpack_sbuffer_destroy(&sb);
+}
+
+/* Every run report of job in LARK_RUNS, checked to be steps 0..n-1 in
+ * order, each once, with the pod as actor; returns how many there are. */
+static size_t
+runs_in_order(const char *job, const char *actor, int n) {
+  char filter[128];
+  snprintf(filter, sizeof filter, "lark.run.%s", job);
+  bus_reader_opts o;
+  bus_reader_opts_init(&o);
+  o.stream = "LARK_RUNS";
+  o.filter = filter;
+  bus_reader *r;
+  bus_batch *b;
+  cr_assert_eq(bus_reader_open(conn, &o, &r), 0, "%s", bus_last_error());
+  cr_assert_eq(bus_batch_new(&b), 0);
+  size_t seen = 0;
+  int rc;
+  do {
+    rc = bus_reader_next(r, b, 2000);
+    for (size_t i = 0; i < bus_batch_len(b); i++, seen++) {
+      const bus_event *ev = bus_batch_event(b, i);
+      cr_assert(ev);
+      const msgpack_object *values = bus_obj_get(&ev->data, "values");
+      cr_expect_eq(bus_obj_int(values, "step", -1), (int64_t)seen,
+                   "report %zu out of order", seen);
+      cr_expect_str_eq(ev->actor, actor);
+    }
+  } while (rc == 0);
+  cr_assert_eq(rc, BUS_EEOF, "%s", bus_last_error());
+  bus_batch_free(b);
+  bus_reader_close(r);
+  cr_expect_eq(seen, (size_t)n, "%zu reports stored, not %d", seen, n);
+  return seen;
+}
+
+Test(scheduler, run_reports_land_once_in_order_and_strangers_are_refused) {
+  node("gpu-1", 0);
+  node("gpu-2", 0);
+  job("rl", 1, 0, 0);
+  char on[64] = "", id10[33] = "";
+  for (int i = 0; i < 100 && !on[0]; i++, usleep(100 * 1000))
+    field("pod", "rl-a-0", "node", on, sizeof on);
+  cr_assert(on[0], "rl-a-0 was not placed");
+  const char *other = strcmp(on, "gpu-1") ? "gpu-1" : "gpu-2";
+  /* the scheduler paused: what follows is fetched in full batches */
+  cr_assert_eq(kill(sched[0], SIGSTOP), 0);
+  enum { N = 700 };
+  for (int step = 0; step < N; step++) {
+    char id[33];
+    bus_event_new_id(id);
+    if (step == 10)
+      memcpy(id10, id, sizeof id);
+    run_says(on, "rl-a-0", step, id);
+    if (step == 200) { /* another node cannot speak for the pod */
+      bus_event_new_id(id);
+      run_says(other, "rl-a-0", 9999, id);
+    }
+    if (step == 300) /* the node sends an earlier report again */
+      run_says(on, "rl-a-0", 10, id10);
+    if (step == 400) /* and a phase between the reports */
+      report(on, "rl-a-0", "Running", 0, 0);
+  }
+  cr_assert_eq(bus_append_flush(conn, 10000, NULL), 0, "%s", bus_last_error());
+  cr_assert_eq(kill(sched[0], SIGCONT), 0);
+  uint64_t last = 0;
+  for (int i = 0; i < 200 && last < N; i++, usleep(100 * 1000))
+    cr_assert_eq(bus_stream_last_seq(conn, "LARK_RUNS", &last), 0);
+  cr_expect(wait_field("job", "rl", "phase", "Running"));
+  usleep(500 * 1000); /* room for a stray one to land */
+  runs_in_order("rl", "pod:rl-a-0", N);
+}

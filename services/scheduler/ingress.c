@@ -10,6 +10,8 @@
  * readiness becomes an event.
  *
  * One thread: fetch, handle, ack; once a second, look for silent nodes.
+ * Pods' run reports are stored a batch at a time (ingress_runs.c); what
+ * else a batch holds is handled between them, in the batch's order.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -17,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "scheduler.h"
+#include "ingress-int.h"
 
 #define MAX_NODES 4096
 
@@ -30,8 +32,9 @@ struct sched_ingress {
   bus_conn *c;
   bus_view *v;
   int timeout_ms;
-  volatile int stop;
+  atomic_int stop;
   pthread_t th;
+  sched_runs runs;
   seen nodes[MAX_NODES];
   int nnodes;
   int64_t started_ms;
@@ -64,9 +67,9 @@ seen_of(sched_ingress *in, const char *node) {
   return s;
 }
 
-static void
-logf_(const char *subject, const char *fmt, const char *detail) {
-  fprintf(stderr, "lark-scheduler ingress subject=%s %s%s\n", subject, fmt,
+void
+sched_ingress_log(const char *subject, const char *what, const char *detail) {
+  fprintf(stderr, "lark-scheduler ingress subject=%s %s%s\n", subject, what,
           detail ? detail : "");
 }
 
@@ -199,34 +202,7 @@ pod_forgotten(sched_ingress *in, const char *node, const bus_event *ev) {
   if ((rc = bus_node_stream_name(node, stream, sizeof stream)) == 0)
     rc = bus_purge_subject(in->c, stream, subject);
   if (rc == 0)
-    logf_(subject, "purged: the node forgot the pod", NULL);
-  return rc;
-}
-
-/* A training script's report, through its node. */
-static int
-run_report(sched_ingress *in, const char *node, const char *pod,
-           const bus_event *ev) {
-  pod_rec p;
-  bus_txn *t;
-  int rc = bus_view_read(in->v, &t);
-  if (!rc) {
-    rc = sched_pod_get(t, pod, &p);
-    bus_txn_end(t);
-  }
-  if (rc || strcmp(p.node, node) || !p.bound)
-    return bus_error(BUS_EDENIED, "pod %s is not on %s", pod, node);
-  char subject[BUS_SUBJECT_MAX], actor[SCHED_DNAME_SZ + 8];
-  snprintf(subject, sizeof subject, "lark.run.%s", p.job);
-  snprintf(actor, sizeof actor, "pod:%s", pod);
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_object(&pk, ev->data);
-  rc = append_for(in, subject, "run.reported", actor, ev->id, 0,
-                  BUS_APPEND_NOCHECK, &sb);
-  msgpack_sbuffer_destroy(&sb);
+    sched_ingress_log(subject, "purged: the node forgot the pod", NULL);
   return rc;
 }
 
@@ -304,18 +280,31 @@ registration(sched_ingress *in, const char *node, const bus_event *ev) {
 
 /* ------------------------------------------------------------ routing */
 
-/* lark.in.<node>.sched.<what>[.<pod>] */
+/* lark.in.<node>.sched.<what>[.<pod>]: node and what, or an error. */
 static int
-handle(sched_ingress *in, const char *subject, const bus_event *ev) {
-  char node[SCHED_NAME_SZ];
+route(const char *subject, char node[SCHED_NAME_SZ], const char **what) {
   const char *p = subject + 8, *dot = strchr(p, '.');
   if (strncmp(subject, "lark.in.", 8) || !dot)
     return bus_error(BUS_EINVAL, "not an ingress subject");
-  sched_copy(node, sizeof node, p, (size_t)(dot - p));
-  const char *what = dot + 1;
-  if (strncmp(what, "sched.", 6))
+  sched_copy(node, SCHED_NAME_SZ, p, (size_t)(dot - p));
+  if (strncmp(dot + 1, "sched.", 6))
     return bus_error(BUS_EINVAL, "not for the scheduler");
-  what += 6;
+  *what = dot + 7;
+  return 0;
+}
+
+static int
+is_run_report(const bus_event *ev, const char *what) {
+  return !strcmp(ev->type, "run.reported") && !strncmp(what, "run.", 4);
+}
+
+static int
+handle(sched_ingress *in, const char *subject, const bus_event *ev) {
+  char node[SCHED_NAME_SZ];
+  const char *what;
+  int rc = route(subject, node, &what);
+  if (rc)
+    return rc;
   if (!strcmp(ev->type, "node.heartbeat"))
     return heartbeat(in, node);
   if (!strcmp(ev->type, "node.registered"))
@@ -324,8 +313,6 @@ handle(sched_ingress *in, const char *subject, const bus_event *ev) {
     return pod_report(in, node, ev);
   if (!strcmp(ev->type, "pod.forgotten"))
     return pod_forgotten(in, node, ev);
-  if (!strcmp(ev->type, "run.reported") && !strncmp(what, "run.", 4))
-    return run_report(in, node, what + 4, ev);
   return bus_error(BUS_EINVAL, "unexpected %s", ev->type);
 }
 
@@ -336,24 +323,52 @@ handle(sched_ingress *in, const char *subject, const bus_event *ev) {
  * by the rules. Handling it in place keeps the node's reports in order; a
  * repeat lands once (ids derive from the message's, appends carry prev).
  */
-static int
-transient(int rc) {
+int
+sched_ingress_transient(int rc) {
   return rc == BUS_ETIMEOUT || rc == BUS_ECONN || rc == BUS_ENO_STREAM;
+}
+
+int
+sched_ingress_nap(const atomic_int *stop, int *delay_ms, const char *subject) {
+  sched_ingress_log(subject,
+                    "not stored yet, trying again: ", bus_last_error());
+  struct timespec ts = {*delay_ms / 1000, (*delay_ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+  *delay_ms = *delay_ms < 1000 ? *delay_ms * 2 : 2000;
+  return atomic_load(stop);
 }
 
 static int
 handle_until_stored(sched_ingress *in, const char *subject,
                     const bus_event *ev) {
-  int delay_ms = 50;
+  int delay_ms = SCHED_INGRESS_NAP_MS;
   for (;;) {
     int rc = handle(in, subject, ev);
-    if (!transient(rc) || in->stop)
+    if (!sched_ingress_transient(rc) ||
+        sched_ingress_nap(&in->stop, &delay_ms, subject))
       return rc;
-    logf_(subject, "not stored yet, trying again: ", bus_last_error());
-    struct timespec ts = {0, delay_ms * 1000000L};
-    nanosleep(&ts, NULL);
-    delay_ms = delay_ms < 1000 ? delay_ms * 2 : 2000;
   }
+}
+
+/* Message i of b: a run report is staged (the staged ones are stored
+ * first when full), anything else is handled once those before it are
+ * stored. A transient error only when told to stop meanwhile. */
+static int
+take(sched_ingress *in, bus_batch *b, size_t i) {
+  const char *subject, *what = NULL;
+  char node[SCHED_NAME_SZ];
+  bus_batch_meta(b, i, &subject, NULL, NULL);
+  const bus_event *ev = bus_batch_event(b, i);
+  int rc = ev ? 0 : bus_batch_status(b, i);
+  int run = !rc && !route(subject, node, &what) && is_run_report(ev, what);
+  if (!rc && (!run || sched_runs_full(&in->runs)))
+    rc = sched_runs_flush(&in->runs, &in->stop);
+  if (!rc)
+    rc = run ? sched_runs_stage(&in->runs, in->v, node, what + 4, ev)
+             : handle_until_stored(in, subject, ev);
+  if (rc && !sched_ingress_transient(rc))
+    sched_ingress_log(subject, "refused: ", bus_last_error());
+  return rc;
 }
 
 static void
@@ -400,31 +415,33 @@ run(void *arg) {
   co.durable = "scheduler-ingress";
   co.filter = "lark.in.*.sched.>";
   if (bus_consumer_open(in->c, &co, &k) || bus_batch_new(&b)) {
-    logf_("lark.in.*.sched.>", "cannot consume: ", bus_last_error());
+    sched_ingress_log("lark.in.*.sched.>",
+                      "cannot consume: ", bus_last_error());
     goto out;
   }
   int64_t last_scan = 0;
-  while (!in->stop) {
+  while (!atomic_load(&in->stop)) {
     if (bus_consumer_fetch(k, 256, 200, b) == BUS_ENOT_FOUND) {
       /* the durable is gone: make it again (a work queue keeps the rest) */
-      logf_("lark.in.*.sched.>", "opening it again: ", bus_last_error());
+      sched_ingress_log("lark.in.*.sched.>",
+                        "opening it again: ", bus_last_error());
       bus_consumer_close(k);
       k = NULL;
       if (bus_consumer_open(in->c, &co, &k)) {
-        logf_("lark.in.*.sched.>", "cannot consume: ", bus_last_error());
+        sched_ingress_log("lark.in.*.sched.>",
+                          "cannot consume: ", bus_last_error());
         break;
       }
     }
     int rc = 0;
-    for (size_t i = 0; i < bus_batch_len(b) && !transient(rc); i++) {
-      const char *subject;
-      bus_batch_meta(b, i, &subject, NULL, NULL);
-      const bus_event *ev = bus_batch_event(b, i);
-      rc = ev ? handle_until_stored(in, subject, ev) : bus_batch_status(b, i);
-      if (rc && !transient(rc))
-        logf_(subject, "refused: ", bus_last_error());
-    }
-    if (!transient(rc)) /* stopped while retrying: the batch comes again */
+    for (size_t i = 0; i < bus_batch_len(b) && !sched_ingress_transient(rc);
+         i++)
+      rc = take(in, b, i);
+    if (!sched_ingress_transient(rc))
+      rc = sched_runs_flush(&in->runs, &in->stop);
+    else
+      in->runs.n = 0;
+    if (!sched_ingress_transient(rc)) /* stopped: the batch comes again */
       bus_batch_ack(b);
     if (mono_ms() - last_scan > 1000) {
       last_scan = mono_ms();
@@ -445,6 +462,7 @@ sched_ingress_start(bus_conn *c, bus_view *v, int timeout_ms,
     return bus_error(BUS_EINVAL, "out of memory");
   in->c = c;
   in->v = v;
+  in->runs.c = c;
   in->timeout_ms = timeout_ms > 0 ? timeout_ms : 15000;
   in->started_ms = mono_ms();
   bus_txn *t;
@@ -464,7 +482,7 @@ void
 sched_ingress_stop(sched_ingress *in) {
   if (!in)
     return;
-  in->stop = 1;
+  atomic_store(&in->stop, 1);
   pthread_join(in->th, NULL);
   free(in);
 }

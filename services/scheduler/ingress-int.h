@@ -1,0 +1,50 @@
+/*
+ * ingress-int.h - the ingress's parts: the routing loop (ingress.c) and
+ * the run reports it stores a batch at a time (ingress_runs.c).
+ */
+#ifndef LARK_SCHED_INGRESS_INT_H
+#define LARK_SCHED_INGRESS_INT_H
+
+#include <stdatomic.h>
+
+#include "scheduler.h"
+
+/* A broker that does not answer now has refused nothing: wait, ask again.
+ * The first wait; each doubles, up to 2 s. */
+#define SCHED_INGRESS_NAP_MS 50
+
+int sched_ingress_transient(int rc);
+void sched_ingress_log(const char *subject, const char *what,
+                       const char *detail);
+/* Log why (bus_last_error()), sleep *delay_ms and double it; non-zero when
+ * told to stop meanwhile. */
+int sched_ingress_nap(const atomic_int *stop, int *delay_ms,
+                      const char *subject);
+
+/* Run reports staged from one fetched batch, in their order. */
+#define SCHED_RUNS_MAX 256
+
+typedef struct sched_run {
+  char subject[BUS_SUBJECT_MAX];
+  char actor[SCHED_DNAME_SZ + 8];
+  char id[33];
+  bus_event ev; /* its data points into the fetched batch */
+} sched_run;
+
+typedef struct sched_runs {
+  bus_conn *c;
+  size_t n;
+  sched_run runs[SCHED_RUNS_MAX];
+  bus_atomic_item items[SCHED_RUNS_MAX];
+} sched_runs;
+
+/* Stage pod's report in, when the view has the pod bound to node;
+ * BUS_EDENIED otherwise (nothing staged). */
+int sched_runs_stage(sched_runs *r, bus_view *v, const char *node,
+                     const char *pod, const bus_event *in);
+int sched_runs_full(const sched_runs *r);
+/* Store what is staged, in order; 0 once stored or refused for good, a
+ * transient error when told to stop first (the batch is not to be acked). */
+int sched_runs_flush(sched_runs *r, const atomic_int *stop);
+
+#endif
