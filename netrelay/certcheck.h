@@ -15,11 +15,9 @@
  * "<name> role=<r> domain=<d> ...". Either may be missing, but where
  * both are present they must agree.
  *
- * Revocation: a relay_revoked set holds revoked serials (single or
- * ranges), key ids and SHA-256 hashes of plain keys; it is filled from
- * an OpenSSH KRL (the signer's revoked_keys, or one ssh-keygen -k wrote)
- * or from cert.revoked events. A set is not locked: share it between
- * threads read-only, and swap it whole to update it.
+ * The wire format (the certificate's fields, the signed byte range) is
+ * sshwire's; the signature is verified here with libsodium. Revocation
+ * is an sshwire_krl set (revoked.h fills the hub's).
  *
  * Functions return 0 or a negative BUS_E* code: BUS_EMALFORMED for input
  * that does not parse, BUS_EDENIED for a certificate refused, -ENOMEM.
@@ -33,6 +31,7 @@
 #include <stdint.h>
 
 #include "bus.h"
+#include "sshwire.h"
 
 #define RELAY_MAX_PRINCIPALS 16
 #define RELAY_NAME_MAX 64 /* a signer name: [a-z0-9-], at most 63 */
@@ -75,46 +74,16 @@ int relay_cert_decode(const char *line, size_t len, uint8_t **blob, size_t *n);
 int relay_cert_parse(const uint8_t *blob, size_t len, relay_cert *out,
                      char *why, size_t cap);
 
-/* ------------------------------------------------------------ revocation */
-
-typedef struct relay_revoked relay_revoked;
-
-int relay_revoked_new(relay_revoked **out);
-void relay_revoked_free(relay_revoked *r);
-/* Revoke serials lo..hi (inclusive). */
-int relay_revoked_add_range(relay_revoked *r, uint64_t lo, uint64_t hi);
-/*
- * Apply one cert.revoked event: an SSH serial (16 hex digits) is added;
- * an X.509 serial (32 digits) or another type is ignored (returns 0).
- * BUS_EFIELD for a serial that is not hex.
- */
-int relay_revoked_apply(relay_revoked *r, const bus_event *ev);
-/*
- * Add what an OpenSSH KRL revokes for certificates of ca_pk (sections
- * for other CAs are skipped): serial lists, ranges and bitmaps, key ids,
- * explicit keys and SHA-256 fingerprints. BUS_EMALFORMED for a KRL that
- * does not parse; BUS_EFIELD (with why) for SHA-1 fingerprint or
- * signature sections, which are not supported: the caller keeps its
- * previous set rather than trust half a list.
- */
-int relay_revoked_load_krl(relay_revoked *r, const uint8_t ca_pk[32],
-                           const uint8_t *krl, size_t len, char *why,
-                           size_t cap);
-/* A new set from a KRL file; an empty file is an empty set. */
-int relay_revoked_load_file(const char *path, const uint8_t ca_pk[32],
-                            relay_revoked **out, char *why, size_t cap);
-/* Whether c is revoked (by serial, key id or key). NULL r: no. */
-int relay_revoked_has(const relay_revoked *r, const relay_cert *c);
-/* Whether a serial is revoked. */
-int relay_revoked_has_serial(const relay_revoked *r, uint64_t serial);
+/* Whether c is revoked in r (by serial, key id or key). NULL r: no. */
+int relay_cert_revoked(const sshwire_krl *r, const relay_cert *c);
 
 /* ----------------------------------------------------------------- check */
 
 typedef struct relay_check {
-  const uint8_t *ca_pk;         /* 32 bytes: the platform's SSH CA key */
-  uint64_t now;                 /* unix seconds */
-  const char *role;             /* e.g. "domain" */
-  const relay_revoked *revoked; /* may be NULL */
+  const uint8_t *ca_pk;       /* 32 bytes: the platform's SSH CA key */
+  uint64_t now;               /* unix seconds */
+  const char *role;           /* e.g. "domain" */
+  const sshwire_krl *revoked; /* may be NULL */
 } relay_check;
 
 /*

@@ -1,7 +1,7 @@
 /*
  * hub-int.h - what the hub's files share (hub.c: server and sessions;
  * hubfwd.c: relay registrations and forwarded channels; hubbus.c: what
- * the hub follows on the bus and the routes policy).
+ * the hub follows on the bus and the routes policy; hublog.c: its log).
  *
  * Locking: hub.mu guards the revoked sets, the session count, the
  * registry of relays and every session's queue of forwarding requests.
@@ -21,6 +21,7 @@
 #include "bridge.h"
 #include "hub.h"
 #include "relay-int.h"
+#include "revoked.h"
 #include "routes.h"
 
 #define HUB_HOST_MAX 64
@@ -32,11 +33,11 @@ typedef struct hub {
   relay_hub_opts o;
   uint8_t ca_pk[32];
   pthread_mutex_t mu;
-  relay_revoked *rev;    /* from the KRL file; under mu, swapped whole */
-  relay_revoked *ev_rev; /* from cert.revoked events; under mu */
-  struct stat rev_st;    /* of the KRL file last loaded */
-  int sessions;          /* under mu */
-  hub_reg *regs;         /* under mu */
+  sshwire_krl *rev;    /* from the KRL file; under mu, swapped whole */
+  sshwire_krl *ev_rev; /* from cert.revoked events; under mu */
+  struct stat rev_st;  /* of the KRL file last loaded */
+  int sessions;        /* under mu */
+  hub_reg *regs;       /* under mu */
   volatile sig_atomic_t *stop;
   int failed;           /* stopped because the broker connection closed */
   relay_routes *routes; /* NULL without a bus: the allow-list decides */
@@ -70,6 +71,7 @@ typedef struct hub_target {
   int port;
 } hub_target;
 
+/* One line to the hub's log callback, if any (hublog.c). */
 void hub__log(hub *h, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Whether the session's certificate still stands; why says why not. */

@@ -26,7 +26,6 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,18 +42,6 @@
 #define MAX_CHANNELS 256
 
 /* ---------------------------------------------------------------- util */
-
-void
-hub__log(hub *h, const char *fmt, ...) {
-  char line[1024];
-  va_list ap;
-  if (!h->o.log)
-    return;
-  va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  h->o.log(h->o.log_ud, line);
-}
 
 static uint64_t
 now_s(void) {
@@ -89,17 +76,17 @@ reload(hub *h, int force) {
       st.st_mtim.tv_sec == h->rev_st.st_mtim.tv_sec &&
       st.st_mtim.tv_nsec == h->rev_st.st_mtim.tv_nsec)
     return;
-  relay_revoked *r;
+  sshwire_krl *r;
   if (relay_revoked_load_file(h->o.revoked, h->ca_pk, &r, why, sizeof why)) {
     hub__log(h, "hub: keeping the previous revoked set: %s", why);
     h->rev_st = st; /* do not retry a bad file every round */
     return;
   }
   pthread_mutex_lock(&h->mu);
-  relay_revoked *old = h->rev;
+  sshwire_krl *old = h->rev;
   h->rev = r;
   pthread_mutex_unlock(&h->mu);
-  relay_revoked_free(old);
+  sshwire_krl_free(old);
   h->rev_st = st;
   hub__log(h, "hub: revoked set loaded from %s", h->o.revoked);
 }
@@ -108,8 +95,8 @@ int
 hub__still_valid(sess *s, char *why, size_t cap) {
   hub *h = s->h;
   pthread_mutex_lock(&h->mu);
-  int revoked = relay_revoked_has(h->rev, &s->cert) ||
-                relay_revoked_has(h->ev_rev, &s->cert);
+  int revoked = relay_cert_revoked(h->rev, &s->cert) ||
+                relay_cert_revoked(h->ev_rev, &s->cert);
   pthread_mutex_unlock(&h->mu);
   if (revoked)
     snprintf(why, cap, "certificate revoked");
@@ -145,7 +132,7 @@ check_key(sess *s, ssh_key key, relay_cert *c, char *why, size_t cap) {
     pthread_mutex_lock(&s->h->mu);
     chk.revoked = s->h->rev;
     rc = relay_cert_check(&chk, blob, n, c, why, cap);
-    if (!rc && relay_revoked_has(s->h->ev_rev, c)) {
+    if (!rc && relay_cert_revoked(s->h->ev_rev, c)) {
       snprintf(why, cap, "certificate revoked");
       rc = BUS_EDENIED;
     }
@@ -618,7 +605,7 @@ out:
   pthread_mutex_unlock(&h->mu);
   if (!left) {
     hub__bus_free(h);
-    relay_revoked_free(h->rev);
+    sshwire_krl_free(h->rev);
     pthread_mutex_destroy(&h->mu);
     free(h);
     ssh_finalize();

@@ -59,8 +59,7 @@ hub__bus_start(hub *h) {
   int rc;
   if (!h->o.bus)
     return 0;
-  if ((rc = relay_revoked_new(&h->ev_rev)) ||
-      (rc = relay_routes_new(&h->routes)))
+  if ((rc = sshwire_krl_new(&h->ev_rev)) || (rc = relay_routes_new(&h->routes)))
     return rc;
   relay__tail_hooks k = {.stream = "LARK_EVENTS",
                          .filter = "lark.ev.cert.>",
@@ -89,7 +88,7 @@ void
 hub__bus_free(hub *h) {
   relay_routes_free(h->routes);
   h->routes = NULL;
-  relay_revoked_free(h->ev_rev);
+  sshwire_krl_free(h->ev_rev);
   h->ev_rev = NULL;
 }
 

@@ -25,6 +25,7 @@
 
 #include "hub.h"
 #include "node.h"
+#include "revoked.h"
 
 static volatile sig_atomic_t stop_flag, reload_flag;
 
@@ -186,7 +187,7 @@ cmd_check(int argc, char **argv) {
   uint8_t pk[32], *blob = NULL;
   size_t n;
   char why[256] = "";
-  relay_revoked *rev = NULL;
+  sshwire_krl *rev = NULL;
   relay_cert c;
   if (!ca || !cert)
     return usage();
@@ -207,7 +208,7 @@ cmd_check(int argc, char **argv) {
     printf("refused: %s\n", why);
   else
     printf("ok %s %llu\n", c.domain, (unsigned long long)c.serial);
-  relay_revoked_free(rev);
+  sshwire_krl_free(rev);
   free(blob);
   return rc ? 1 : 0;
 }

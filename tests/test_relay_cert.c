@@ -18,6 +18,7 @@
 #include "certcheck.h"
 #include "natsd.h"
 #include "proc.h"
+#include "revoked.h"
 #include "signer.h"
 
 static char dir[256];
@@ -93,7 +94,7 @@ make(const spec *p, const uint8_t pk[32], const uint8_t sk[64], uint8_t **blob,
 }
 
 static int
-check(const uint8_t *blob, size_t n, const relay_revoked *rev, char *why,
+check(const uint8_t *blob, size_t n, const sshwire_krl *rev, char *why,
       size_t cap) {
   relay_cert c;
   relay_check chk = {
@@ -150,14 +151,14 @@ Test(relay_cert, signer_issued_certificate_is_accepted) {
   snprintf(path, sizeof path, "%s/revoked_keys", dir);
   cr_assert_eq(signer_krl_write(path, ca_pk, serials, 2, 1, (int64_t)now_s()),
                0);
-  relay_revoked *rev;
+  sshwire_krl *rev;
   cr_assert_eq(relay_revoked_load_file(path, ca_pk, &rev, why, sizeof why), 0,
                "%s", why);
   chk.revoked = rev;
   cr_expect_eq(relay_cert_check(&chk, blob, n, &c, why, sizeof why),
                BUS_EDENIED);
   cr_expect_str_eq(why, "certificate revoked");
-  relay_revoked_free(rev);
+  sshwire_krl_free(rev);
   /* a KRL under another CA's key revokes nothing of ours */
   uint8_t other[32] = {1};
   cr_assert_eq(signer_krl_write(path, other, serials, 2, 2, 0), 0);
@@ -165,7 +166,7 @@ Test(relay_cert, signer_issued_certificate_is_accepted) {
   chk.revoked = rev;
   cr_expect_eq(relay_cert_check(&chk, blob, n, &c, why, sizeof why), 0, "%s",
                why);
-  relay_revoked_free(rev);
+  sshwire_krl_free(rev);
   free(blob);
   sodium_memzero(sk, sizeof sk);
   signer_cert_clear(&sc);
@@ -343,12 +344,12 @@ Test(relay_cert, ssh_keygen_certificates_and_krls) {
     fclose(f);
     cr_assert_eq(sh("ssh-keygen -k -f %s -s %s/ca.pub %s", krl, dir, sp), 0,
                  "%s", err);
-    relay_revoked *rev;
+    sshwire_krl *rev;
     cr_assert_eq(relay_revoked_load_file(krl, ca_pk, &rev, why, sizeof why), 0,
                  "%s", why);
     cr_expect_eq(check(blob, n, rev, why, sizeof why), i == 2 ? 0 : BUS_EDENIED,
                  "%s", specs[i]);
-    relay_revoked_free(rev);
+    sshwire_krl_free(rev);
   }
   free(blob);
 }
@@ -360,11 +361,11 @@ Test(relay_cert, ssh_keygen_krl_by_key) {
   keygen_cert("-I 'r1 role=domain domain=d1' -n domain:d1 -z 5", &blob, &n);
   snprintf(krl, sizeof krl, "%s/krl", dir);
   cr_assert_eq(sh("ssh-keygen -q -k -f %s %s/u.pub", krl, dir), 0, "%s", err);
-  relay_revoked *rev;
+  sshwire_krl *rev;
   cr_assert_eq(relay_revoked_load_file(krl, ca_pk, &rev, why, sizeof why), 0,
                "%s", why);
   cr_expect_eq(check(blob, n, rev, why, sizeof why), BUS_EDENIED);
-  relay_revoked_free(rev);
+  sshwire_krl_free(rev);
   free(blob);
 }
 
@@ -386,11 +387,11 @@ Test(relay_cert, revoked_events) {
   uint8_t *blob;
   size_t n;
   char why[256] = "";
-  relay_revoked *rev;
+  sshwire_krl *rev;
   spec_init(&p, "d1");
   p.s.serial = 0x7a00000000000001ULL;
   make(&p, ca_pk, ca_sk, &blob, &n);
-  cr_assert_eq(relay_revoked_new(&rev), 0);
+  cr_assert_eq(sshwire_krl_new(&rev), 0);
   msgpack_zone z;
   msgpack_zone_init(&z, 1024);
   msgpack_sbuffer sb;
@@ -409,7 +410,7 @@ Test(relay_cert, revoked_events) {
   cr_expect_eq(check(blob, n, rev, why, sizeof why), BUS_EDENIED);
   cr_expect_str_eq(why, "certificate revoked");
   msgpack_zone_destroy(&z);
-  relay_revoked_free(rev);
+  sshwire_krl_free(rev);
   free(blob);
 }
 
@@ -452,14 +453,14 @@ Test(relay_cert, hostile_blobs_are_refused) {
       relay_cert_decode("ssh-ed25519-cert-v01@openssh.com !!", 35, &b2, &n2),
       0);
   cr_expect_neq(relay_ca_parse("ssh-rsa AAAA", 12, ca_pk), 0);
-  relay_revoked *rev;
-  cr_assert_eq(relay_revoked_new(&rev), 0);
+  sshwire_krl *rev;
+  cr_assert_eq(sshwire_krl_new(&rev), 0);
   for (int i = 0; i < 2000; i++) {
     randombytes_buf(junk, sizeof junk);
     memcpy(junk, "SSHKRL\n\0\0\0\0\1", 12);
     size_t l = 12 + randombytes_uniform(sizeof junk - 12);
-    relay_revoked_load_krl(rev, ca_pk, junk, l, NULL, 0);
+    sshwire_krl_parse(rev, ca_pk, junk, l, NULL, NULL, 0);
   }
-  relay_revoked_free(rev);
+  sshwire_krl_free(rev);
   free(blob);
 }

@@ -19,8 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sodium.h>
-
 #include "signer-int.h"
 
 #define NS 1000000000LL
@@ -67,16 +65,6 @@ signer_validity(const signer_limits *l, int64_t now_ns, int64_t want_ns,
   *not_before = now_ns - l->backdate_ns;
   *not_after = now_ns + v;
   return 0;
-}
-
-void
-signer__serial_hex(const uint8_t *b, size_t n, char *out) {
-  static const char hex[] = "0123456789abcdef";
-  for (size_t i = 0; i < n; i++) {
-    out[2 * i] = hex[b[i] >> 4];
-    out[2 * i + 1] = hex[b[i] & 15];
-  }
-  out[2 * n] = 0;
 }
 
 static int
@@ -138,7 +126,7 @@ ssh_names(const signer_req *r, signer_cert *c, const char **k, const char **v,
 static int
 ssh_issue(const signer_ca *ca, const signer_req *r, signer_cert *c, char *err,
           size_t cap) {
-  uint8_t pk[32], sb[8];
+  uint8_t pk[32];
   const char *k[4], *v[4], *pr[SIGNER_MAX_PRINCIPALS];
   if (signer_ssh_pub_parse(r->ssh_key, r->ssh_key_len, pk)) {
     snprintf(err, cap, "sshKey: an \"ssh-ed25519 AAAA...\" public key");
@@ -148,12 +136,7 @@ ssh_issue(const signer_ca *ca, const signer_req *r, signer_cert *c, char *err,
   ssh_names(r, c, k, v, n);
   for (int i = 0; i < c->nprincipals; i++)
     pr[i] = c->principals[i];
-  do
-    randombytes_buf(sb, sizeof sb);
-  while (!(sb[0] & 0x7f)); /* never 0, never above INT64_MAX */
-  sb[0] &= 0x7f;
-  signer__serial_hex(sb, sizeof sb, c->serial);
-  uint64_t serial = strtoull(c->serial, NULL, 16);
+  uint64_t serial = signer__serial_ssh(c->serial);
   signer_ssh_cert_spec s = {.pk = pk,
                             .serial = serial,
                             .key_id = c->subject,

@@ -29,7 +29,13 @@ int signer__x509_issue(const signer_ca *ca, const signer_req *req,
 /* PEM of an object into a malloc'd string. */
 char *signer__x509_pem(X509 *x);
 
-/* 16 random hex digits (SSH, u64) or 32 (X.509, top bit clear). */
+/* serial.c: n bytes as 2n lower-case hex digits and a NUL. */
 void signer__serial_hex(const uint8_t *b, size_t n, char *out);
+/* A random SSH serial (never 0, never above INT64_MAX) and its 16 hex
+ * digits. */
+uint64_t signer__serial_ssh(char hex[SIGNER_SERIAL_MAX]);
+/* 16 random bytes for an X.509 serial (top bits 01: positive, never
+ * shorter than 16 bytes) and their 32 hex digits. */
+void signer__serial_x509(uint8_t b[16], char hex[SIGNER_SERIAL_MAX]);
 
 #endif

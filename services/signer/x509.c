@@ -72,14 +72,12 @@ add_ext(X509 *x, X509 *issuer, int nid, const char *value) {
 static int
 set_serial(X509 *x, char hex[SIGNER_SERIAL_MAX]) {
   uint8_t b[16];
-  randombytes_buf(b, sizeof b);
-  b[0] = (uint8_t)((b[0] & 0x7f) | 0x40);
+  signer__serial_x509(b, hex);
   BIGNUM *bn = BN_bin2bn(b, sizeof b, NULL);
   ASN1_INTEGER *ai = bn ? BN_to_ASN1_INTEGER(bn, NULL) : NULL;
   int ok = ai && X509_set_serialNumber(x, ai);
   ASN1_INTEGER_free(ai);
   BN_free(bn);
-  signer__serial_hex(b, sizeof b, hex);
   return ok ? 0 : -ENOMEM;
 }
 
