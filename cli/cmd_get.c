@@ -33,6 +33,18 @@ pack_kv(msgpack_packer *pk, const char *k, const char *v) {
   msgpack_pack_str_with_body(pk, v, strlen(v));
 }
 
+/* Whether name names one object, which then must be there (as kubectl
+ * says NotFound). For pods and tasks it may name their Job (or Task), for
+ * routes and domain peers their Domain: a filter, which may match none. */
+static int
+names_one(const cli_kind *k, const char *name) {
+  static const char *const filters[] = {"pod", "task", "route", "domainpeer"};
+  for (size_t i = 0; name && i < sizeof filters / sizeof *filters; i++)
+    if (!strcmp(k->kind, filters[i]))
+      return 0;
+  return name != NULL;
+}
+
 int
 cmd_get(int argc, char **argv, lark_cli *cli) {
   const char *kind = NULL, *name = NULL, *cluster = NULL;
@@ -96,8 +108,14 @@ cmd_get(int argc, char **argv, lark_cli *cli) {
       cli_query(cli, show->view, show->kind, "list", &req, at, &zone, &items);
   if (rc == CLI_OK && cli->output == CLI_OUT_WIDE && !strcmp(show->kind, "pod"))
     cli_pod_vips(cli, at, &items, &zone);
-  if (rc == CLI_OK)
+  if (rc == CLI_OK && names_one(show, name) && !watch &&
+      items.type == MSGPACK_OBJECT_ARRAY && items.via.array.size == 0) {
+    fprintf(stderr, "larkctl get: %s/%s: not found\n", k ? k->kind : single,
+            name);
+    rc = CLI_ERR;
+  } else if (rc == CLI_OK) {
     cli_print_table(&items, show, cli->output);
+  }
   if (rc == CLI_OK && watch)
     rc = cli_watch(cli, show, &req, &items);
   msgpack_zone_destroy(&zone);

@@ -357,4 +357,27 @@ Test(reference_shape, a_reference_workflow_runs_on_a_real_platform,
             "%s", out);
   cr_expect(strstr(out, "task env needs runtime docker, which no node offers"),
             "%s", out);
+
+  /* an artifact the edge cannot fetch, and a task with nothing to run,
+   * refused by lark-dag before any Job is made */
+  cr_assert_eq(write_file(path, "apiVersion: rlinf.io/v1alpha1\nkind: "
+                                "Workflow\nmetadata: {name: awf}\nspec:\n"
+                                "  jobTemplates:\n  - name: t\n    spec:\n"
+                                "      tasks:\n      - name: get\n"
+                                "        role: Env\n"
+                                "        raw: {artifact: 's3://b/k', "
+                                "entrypoint: [/bin/true]}\n"
+                                "      - name: idle\n"
+                                "        role: Env\n"
+                                "        raw: {artifact: ''}\n"),
+               0);
+  cr_assert_neq(larkctl_run("apply -f %s", path), 0, "%s", out);
+  cr_expect(strstr(out, "jobTemplates[0].spec.tasks[0].runtime.raw.artifact: "
+                        "task get: artifact: must be a file://"),
+            "%s", out);
+  cr_expect(strstr(out, "jobTemplates[0].spec.tasks[1].runtime.raw.entrypoint: "
+                        "task idle: no entrypoint and no runScript"),
+            "%s", out);
+  cr_assert_neq(larkctl_run("get workflow awf"), 0, "awf was stored: %s", out);
+  cr_expect(strstr(out, "workflow/awf: not found"), "%s", out);
 }
