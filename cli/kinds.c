@@ -168,19 +168,22 @@ header(const cli_col *cols) {
 
 /* -o name: kind/name, kubectl's form; the catalog's rows name their
  * own kind, a route its pod. */
+void
+cli_print_name(const msgpack_object *it, const cli_kind *k) {
+  char kind[128], name[512];
+  if (k != &cli_catalog_kind || !bus_obj_str(it, "kind", kind, sizeof kind))
+    snprintf(kind, sizeof kind, "%s", k->kind);
+  if (bus_obj_str(it, "name", name, sizeof name) ||
+      bus_obj_str(it, "id", name, sizeof name) ||
+      bus_obj_str(it, "pod", name, sizeof name))
+    printf("%s/%s\n", kind, name);
+}
+
 static void
 print_names(const msgpack_object *items, const cli_kind *k) {
   for (uint32_t i = 0;
-       items->type == MSGPACK_OBJECT_ARRAY && i < items->via.array.size; i++) {
-    const msgpack_object *it = &items->via.array.ptr[i];
-    char kind[128], name[512];
-    if (k != &cli_catalog_kind || !bus_obj_str(it, "kind", kind, sizeof kind))
-      snprintf(kind, sizeof kind, "%s", k->kind);
-    if (bus_obj_str(it, "name", name, sizeof name) ||
-        bus_obj_str(it, "id", name, sizeof name) ||
-        bus_obj_str(it, "pod", name, sizeof name))
-      printf("%s/%s\n", kind, name);
-  }
+       items->type == MSGPACK_OBJECT_ARRAY && i < items->via.array.size; i++)
+    cli_print_name(&items->via.array.ptr[i], k);
 }
 
 void

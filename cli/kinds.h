@@ -38,11 +38,14 @@ const cli_kind *cli_kind_find(const char *name);
 /* The catalog's columns (`larkctl get` with no kind, or an unowned kind). */
 extern const cli_kind cli_catalog_kind;
 
-/* Print items (an array of maps) as a table, -o json or -o wide. */
+/* Print items (an array of maps) as a table, or as -o json|yaml|wide|name
+ * asks. */
 void cli_print_table(const msgpack_object *items, const cli_kind *k,
                      int output);
 /* Print one item's cells (no newline), as the table does. */
 void cli_print_row(const msgpack_object *item, const cli_kind *k, int wide);
+/* Print one item as -o name does: "kind/name" and a newline. */
+void cli_print_name(const msgpack_object *item, const cli_kind *k);
 
 /*
  * Ask the view behind kind k: verb with request req (a packed map; may be

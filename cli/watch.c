@@ -50,14 +50,26 @@ mono_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* A change as -o json (a line) or -o yaml (a document) prints it:
+ * {event, object}. */
+static void
+print_change(const watch *w, json_t *row, const char *event) {
+  json_t *o = json_pack("{s:s, s:O}", "event", event, "object", row);
+  char *text = w->cli->output == CLI_OUT_YAML
+                   ? cli_yaml_dumps(o)
+                   : cli_json_dumps(o, JSON_SORT_KEYS);
+  if (w->cli->output == CLI_OUT_YAML)
+    printf("---\n%s", text ? text : "{}\n");
+  else
+    puts(text ? text : "{}");
+  free(text);
+  json_decref(o);
+}
+
 static void
 print_row(const watch *w, json_t *row, const char *event) {
-  if (w->cli->output == CLI_OUT_JSON) {
-    json_t *o = json_pack("{s:s, s:O}", "event", event, "object", row);
-    char *line = cli_json_dumps(o, JSON_SORT_KEYS);
-    puts(line ? line : "{}");
-    free(line);
-    json_decref(o);
+  if (w->cli->output == CLI_OUT_JSON || w->cli->output == CLI_OUT_YAML) {
+    print_change(w, row, event);
   } else {
     /* the row as get prints it: through the same printer, in msgpack */
     msgpack_sbuffer sb;
@@ -68,13 +80,18 @@ print_row(const watch *w, json_t *row, const char *event) {
     msgpack_zone z;
     msgpack_zone_init(&z, 1024);
     msgpack_object o;
-    if (msgpack_unpack(sb.data, sb.size, NULL, &z, &o) >= 0)
+    int name = w->cli->output == CLI_OUT_NAME,
+        ok = msgpack_unpack(sb.data, sb.size, NULL, &z, &o) >= 0;
+    if (ok && name)
+      cli_print_name(&o, w->k); /* kubectl -w -o name: deleted ones too */
+    else if (ok)
       cli_print_row(&o, w->k, w->cli->output == CLI_OUT_WIDE);
     msgpack_zone_destroy(&z);
     msgpack_sbuffer_destroy(&sb);
-    if (!strcmp(event, "DELETED"))
+    if (!name && !strcmp(event, "DELETED"))
       printf("(deleted)");
-    putchar('\n');
+    if (!name)
+      putchar('\n');
   }
   fflush(stdout);
 }
@@ -183,7 +200,7 @@ cli_watch(lark_cli *cli, const cli_kind *k, const msgpack_sbuffer *req,
   o.filter = "lark.ev.>";
   o.from_seq = end + 1;
   o.follow = 1;
-  o.direct = 1; /* a user may make no consumer (cli/brokercfg.c) */
+  o.direct = 1; /* a user may make no consumer (deploy/policy.c) */
   if (!brc)
     brc = bus_batch_new(&b);
   if (!brc)

@@ -583,3 +583,34 @@ Test(apply, a_command_the_broker_could_not_store_yet_is_sent_again) {
   cr_assert_eq(count_seen(), 3, "sent %d times", count_seen());
   cr_expect_str_eq(seen[0].key, seen[2].key, "the same key each time");
 }
+
+/* -w with -o name prints kind/name per change, with -o yaml a document
+ * {event, object} per change. */
+Test(apply, get_watch_in_the_name_and_yaml_forms) {
+  char log_name[512], log_yaml[512];
+  snprintf(log_name, sizeof log_name, "%s/watch-name.log", dir);
+  snprintf(log_yaml, sizeof log_yaml, "%s/watch-yaml.log", dir);
+  char *by_name[] = {larkctl,      (char *)"get", (char *)"samples",
+                     (char *)"-w", (char *)"-o",  (char *)"name",
+                     NULL};
+  char *by_yaml[] = {larkctl,      (char *)"get", (char *)"samples",
+                     (char *)"-w", (char *)"-o",  (char *)"yaml",
+                     NULL};
+  pid_t pn = lt_spawn(by_name, log_name), py = lt_spawn(by_yaml, log_yaml);
+  sleep_ms(1200);
+  pthread_mutex_lock(&mu);
+  catalog_version = 2;
+  catalog_b = 1;
+  pthread_mutex_unlock(&mu);
+  append_sample("a");
+  sleep_ms(2000);
+  lt_kill(pn, SIGINT);
+  lt_kill(py, SIGINT);
+  read_file(log_name, out, sizeof out);
+  /* the first list, then a changed and b added */
+  cr_expect_str_eq(out, "sample/a\nsample/a\nsample/b\n");
+  read_file(log_yaml, out, sizeof out);
+  cr_expect(strstr(out, "---\nevent: MODIFIED\nobject:\n"), "%s", out);
+  cr_expect(strstr(out, "---\nevent: ADDED\nobject:\n"), "%s", out);
+  cr_expect(!strstr(out, "KIND"), "a table row in the yaml form: %s", out);
+}
