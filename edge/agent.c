@@ -2,7 +2,8 @@
  * agent.c - the agent's wiring: the store, the broker connection (the
  * node's credentials, inbox prefix _INBOX_<node>), the registration, the
  * adoption of what a previous agent left running, the loop and its two
- * threads (edge.h).
+ * threads (agent.h). The top of edge/: it calls the parts below and ties
+ * the one upward call (a process that ended, to pods.c) with a hook.
  *
  * The agent starts without the broker (the connection retries in the
  * background): pods run from the store's desired states, reports queue.
@@ -10,7 +11,6 @@
  * pods keep running in their own sessions and are adopted next time.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +18,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "edge.h"
 #include "fetch.h"
+#include "lifetime.h"
+#include "log.h"
+#include "netns.h"
+#include "output.h"
+#include "pods.h"
+#include "sender.h"
+#include "slice.h"
 
 void
 edge_config_init(edge_config *c) {
@@ -39,22 +45,6 @@ edge_config_init(edge_config *c) {
   c->js_wait_ms = 2000;
 }
 
-void
-edge_logf(const char *level, const char *subject, const char *fmt, ...) {
-  char msg[1024], when[32];
-  struct timespec ts;
-  struct tm tm;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  clock_gettime(CLOCK_REALTIME, &ts);
-  gmtime_r(&ts.tv_sec, &tm);
-  strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
-  fprintf(stderr, "%s.%03ldZ %s lark-edge subject=%s %s\n", when,
-          ts.tv_nsec / 1000000, level, subject, msg);
-}
-
 static void
 on_wake(uv_async_t *h) {
   edge_agent *a = h->data;
@@ -65,7 +55,7 @@ on_wake(uv_async_t *h) {
 static void
 on_flush(uv_timer_t *t) {
   edge_agent *a = t->data;
-  edge_pods_flush_logs(a);
+  edge_output_flush_all(a);
   if (!a->conn_lost && a->conn && bus_conn_closed(a->conn)) {
     /* nats.c gave up (credentials refused twice): exit non-zero, so the
      * supervisor starts a fresh agent, which re-adopts the pods */
@@ -159,6 +149,7 @@ static int
 prepare(edge_agent *a, const edge_config *cfg) {
   char path[4200];
   a->cfg = *cfg;
+  a->pod_ended = edge_pods_reconcile_one;
   int rc = runtimes(a);
   if (rc)
     return rc;
@@ -194,8 +185,8 @@ shutdown_agent(edge_agent *a) {
     pthread_join(a->slice_th, NULL);
   if (a->sender_started)
     pthread_join(a->sender_th, NULL);
-  edge_pods_flush_logs(a);
-  edge_pods_close(a);
+  edge_output_flush_all(a);
+  edge_procs_close(a);
   uv_close((uv_handle_t *)&a->wake, NULL);
   uv_close((uv_handle_t *)&a->flush, NULL);
   for (int i = 0; i < 2; i++)
@@ -235,8 +226,8 @@ edge_agent_run(const edge_config *cfg) {
     edge_logf("error", "-", "%s", bus_last_error());
     uv_stop(a->loop);
   } else {
-    edge_pods_adopt(a);
-    edge_pods_sweep_nets(a);
+    edge_procs_adopt(a);
+    edge_net_sweep(a);
     edge_pods_reconcile(a);
     if (!(rc = connect_broker(a)) && !(rc = edge_slice_start(a)))
       rc = edge_sender_start(a);

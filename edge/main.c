@@ -83,6 +83,82 @@ env_or(const char *name, const char *def) {
   return v && *v ? v : def;
 }
 
+static const struct option opts[] = {{"node", 1, 0, 'n'},
+                                     {"cluster", 1, 0, 'c'},
+                                     {"labels", 1, 0, 'l'},
+                                     {"capacity", 1, 0, 'C'},
+                                     {"devices", 1, 0, 'd'},
+                                     {"runtimes", 1, 0, 'r'},
+                                     {"url", 1, 0, 'u'},
+                                     {"creds", 1, 0, 'k'},
+                                     {"data", 1, 0, 'D'},
+                                     {"heartbeat", 1, 0, 'h'},
+                                     {"grace", 1, 0, 'g'},
+                                     {"pod-cidr", 1, 0, 'p'},
+                                     {"artifact-ca", 1, 0, 'A'},
+                                     {"artifact-max", 1, 0, 'M'},
+                                     {"artifact-timeout", 1, 0, 'T'},
+                                     {"help", 0, 0, '?'},
+                                     {0, 0, 0, 0}};
+
+/* Option o with value arg into c (the artifact CA's name into *ca); 1
+ * when it is unknown or its value is bad. */
+static int
+set_opt(edge_config *c, int o, const char *arg, const char **ca) {
+  int bad = 0, timeout_ms = 0;
+  switch (o) {
+  case 'n':
+    c->node = arg;
+    break;
+  case 'c':
+    c->cluster = arg;
+    break;
+  case 'l':
+    c->labels = arg;
+    break;
+  case 'C':
+    c->capacity = arg;
+    break;
+  case 'd':
+    c->devices = arg;
+    break;
+  case 'r':
+    c->runtimes = arg;
+    break;
+  case 'u':
+    c->url = arg;
+    break;
+  case 'k':
+    c->creds = arg;
+    break;
+  case 'D':
+    c->data = arg;
+    break;
+  case 'h':
+    bad = seconds_ms(arg, &c->heartbeat_ms);
+    break;
+  case 'g':
+    bad = seconds_ms(arg, &c->grace_ms);
+    break;
+  case 'p':
+    c->pod_cidr = arg;
+    break;
+  case 'A':
+    *ca = arg;
+    break;
+  case 'M':
+    bad = size_bytes(arg, &c->artifact_max);
+    break;
+  case 'T':
+    bad = seconds_ms(arg, &timeout_ms);
+    c->artifact_timeout_s = timeout_ms < 1000 ? 1 : timeout_ms / 1000;
+    break;
+  default:
+    bad = 1;
+  }
+  return bad;
+}
+
 int
 main(int argc, char **argv) {
   if (argc > 1 && !strcmp(argv[1], "pod-shim"))
@@ -94,83 +170,13 @@ main(int argc, char **argv) {
   c.data = env_or("LARK_DATA", NULL);
   c.node = env_or("LARK_NODE", NULL);
   c.pod_cidr = env_or("LARK_POD_CIDR", NULL);
-  static const struct option opts[] = {{"node", 1, 0, 'n'},
-                                       {"cluster", 1, 0, 'c'},
-                                       {"labels", 1, 0, 'l'},
-                                       {"capacity", 1, 0, 'C'},
-                                       {"devices", 1, 0, 'd'},
-                                       {"runtimes", 1, 0, 'r'},
-                                       {"url", 1, 0, 'u'},
-                                       {"creds", 1, 0, 'k'},
-                                       {"data", 1, 0, 'D'},
-                                       {"heartbeat", 1, 0, 'h'},
-                                       {"grace", 1, 0, 'g'},
-                                       {"pod-cidr", 1, 0, 'p'},
-                                       {"artifact-ca", 1, 0, 'A'},
-                                       {"artifact-max", 1, 0, 'M'},
-                                       {"artifact-timeout", 1, 0, 'T'},
-                                       {"help", 0, 0, '?'},
-                                       {0, 0, 0, 0}};
   const char *ca = env_or("LARK_ARTIFACT_CA", NULL);
-  int timeout_ms = 0;
   int o;
-  while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-    int bad = 0;
-    switch (o) {
-    case 'n':
-      c.node = optarg;
-      break;
-    case 'c':
-      c.cluster = optarg;
-      break;
-    case 'l':
-      c.labels = optarg;
-      break;
-    case 'C':
-      c.capacity = optarg;
-      break;
-    case 'd':
-      c.devices = optarg;
-      break;
-    case 'r':
-      c.runtimes = optarg;
-      break;
-    case 'u':
-      c.url = optarg;
-      break;
-    case 'k':
-      c.creds = optarg;
-      break;
-    case 'D':
-      c.data = optarg;
-      break;
-    case 'h':
-      bad = seconds_ms(optarg, &c.heartbeat_ms);
-      break;
-    case 'g':
-      bad = seconds_ms(optarg, &c.grace_ms);
-      break;
-    case 'p':
-      c.pod_cidr = optarg;
-      break;
-    case 'A':
-      ca = optarg;
-      break;
-    case 'M':
-      bad = size_bytes(optarg, &c.artifact_max);
-      break;
-    case 'T':
-      bad = seconds_ms(optarg, &timeout_ms);
-      c.artifact_timeout_s = timeout_ms < 1000 ? 1 : timeout_ms / 1000;
-      break;
-    default:
-      bad = 1;
-    }
-    if (bad) {
+  while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1)
+    if (set_opt(&c, o, optarg, &ca)) {
       fputs(usage, stderr);
       return 2;
     }
-  }
   if (!c.node || !c.data || optind != argc) {
     fputs(usage, stderr);
     return 2;

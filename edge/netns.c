@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "log.h"
+#include "netns.h"
 #include "podnet.h"
 #include "proc.h"
 
@@ -51,4 +53,17 @@ edge_net_teardown(edge_agent *a, const char *pod) {
     edge_logf("error", pod, "cannot remove its network (kept for later): %s",
               bus_last_error());
   return rc;
+}
+
+static void
+sweep_one(const char *pod, const edge_net *n, void *ud) {
+  edge_agent *a = ud;
+  (void)n;
+  if (!edge_proc_find_live(a, pod))
+    edge_net_teardown(a, pod);
+}
+
+void
+edge_net_sweep(edge_agent *a) {
+  edge_store_net_each(a->store, sweep_one, a);
 }

@@ -208,3 +208,16 @@ edge_node_resource(const edge_config *cfg, msgpack_sbuffer *sb) {
   pack_capacity(&pk, &r, cfg->devices, ndev);
   return 0;
 }
+
+int
+edge_runtime_offered(const edge_config *cfg, const char *rt) {
+  size_t n = strlen(rt);
+  for (const char *s = cfg->runtimes; s && *s;) {
+    const char *end = strchr(s, ',');
+    size_t len = end ? (size_t)(end - s) : strlen(s);
+    if (len == n && !strncmp(s, rt, n))
+      return 1;
+    s = end ? end + 1 : s + len;
+  }
+  return 0;
+}

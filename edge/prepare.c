@@ -15,6 +15,7 @@
 
 #include "edge.h"
 #include "fetch.h"
+#include "utf8.h"
 
 enum { TAIL = 512 };
 

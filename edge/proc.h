@@ -1,15 +1,18 @@
 /*
  * proc.h - private to edge/: one process the agent runs or adopted (one
- * attempt of one pod), its output streams and its socket. Loop thread
- * only.
+ * attempt of one pod), its output streams and its socket (proc.c: the
+ * record itself; lifetime.c: the process's life). Loop thread only.
  *
- * An edge_proc is freed when it has ended and every handle it embeds has
- * been closed (the count in `handles` falls to 0 in a close callback).
+ * An edge_proc is freed when it is finishing and every handle it embeds
+ * has been closed (the count in `handles` falls to 0 in a close
+ * callback). proc.c uses nothing in edge/ but the agent's state.
  */
 #ifndef LARK_EDGE_PROC_H
 #define LARK_EDGE_PROC_H
 
-#include "edge.h"
+#include <sys/types.h>
+
+#include "agent.h"
 
 typedef struct edge_stream {
   uv_pipe_t pipe;
@@ -54,35 +57,22 @@ struct edge_proc {
   uint32_t nlines;
 };
 
-/* logs.c */
-int edge_stream_open(edge_proc *p, edge_stream *s, const char *path,
-                     const char *name);
-void edge_stream_close(edge_stream *s);
-void edge_proc_log(edge_proc *p, const char *stream, const char *text,
-                   size_t len);
-void edge_proc_flush(edge_proc *p);
-
-/* sock.c */
-int edge_sock_listen(edge_proc *p);
-void edge_sock_close(edge_proc *p);
-
-/* Queue n messages in one store transaction (one sync), in order, all or
- * none, and wake the sender (sender.c; edge_store_enqueue_n, store.c). */
-int edge_send_n(edge_agent *a, const edge_msg *msgs, size_t n);
-int edge_store_enqueue_n(edge_store *s, const edge_msg *msgs, size_t n);
-/* The oldest queued messages, at most max, into q (each freed with
- * edge_queued_free), how many into *n: as edge_store_peek, which is this
- * with max 1; an unreadable one is handed over only first. Then drop
- * every queued message up to key in one transaction (store.c). */
-int edge_store_peek_n(edge_store *s, edge_queued *q, size_t max, size_t *n);
-int edge_store_drop_upto(edge_store *s, uint64_t key);
-
-/* pods.c */
+/* A new record for pod's attempt, first in a->procs. NULL: no memory. */
+edge_proc *edge_proc_new(edge_agent *a, const char *pod, const char *job,
+                         uint32_t attempt);
+/* The live (not ended) process of pod, or NULL. */
+edge_proc *edge_proc_find_live(edge_agent *a, const char *pod);
+/* A uv close callback for a handle embedded in an edge_proc (h->data). */
 void edge_proc_handle_closed(uv_handle_t *h);
-/* One embedded handle of p closed (frees p after the last). */
+/* One embedded handle of p closed (frees p after the last, once it is
+ * finishing). */
 void edge_proc_unref(edge_proc *p);
-/* Queue a message for this pod's node; loop. */
-int edge_proc_send(edge_proc *p, const char *what, const char *type,
-                   const msgpack_sbuffer *sb);
+/* Close h when *has says it is open, and say it is not. */
+void edge_proc_close_handle(uv_handle_t *h, int *has);
+/* Free p now when it is finishing and holds no handle. */
+void edge_proc_maybe_free(edge_proc *p);
+
+/* /proc/<pid>/stat start time; 0 when the process is gone. */
+uint64_t edge_proc_start_ticks(pid_t pid);
 
 #endif

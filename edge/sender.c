@@ -21,7 +21,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "proc.h"
+#include "log.h"
+#include "sender.h"
 
 enum { SEND_BATCH = 256 };
 

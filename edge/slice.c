@@ -22,7 +22,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "edge.h"
+#include "log.h"
+#include "slice.h"
 
 /*
  * A fetch returns as soon as desired states are there; this is how long

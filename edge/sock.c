@@ -15,34 +15,17 @@
  * is the socket it came through, never the payload. Anything malformed is
  * answered and dropped; a line over 64 KiB closes the connection.
  */
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "proc.h"
+#include "output.h"
+#include "sender.h"
+#include "sock.h"
+#include "sockline.h"
 
-enum {
-  SOCK_LINE_MAX = 65536,
-  SOCK_READ_MAX = 65536,
-  VALUES_MAX = 256,
-  VALUE_STR_MAX = 1024
-};
-
-/* The lines of one read: each one's answer in order (why NULL: ok), and
- * the reports among them, queued together before any line is answered. */
-typedef struct sock_line {
-  const char *why;
-  int report;
-} sock_line;
-
-typedef struct sock_batch {
-  sock_line *lines;
-  size_t nlines, lcap;
-  msgpack_sbuffer *reports;
-  size_t nreports, rcap;
-} sock_batch;
+enum { SOCK_LINE_MAX = 65536, SOCK_READ_MAX = 65536 };
 
 typedef struct reply_req {
   uv_write_t w;
@@ -90,127 +73,14 @@ client_close(edge_client *c) {
   uv_close((uv_handle_t *)&c->pipe, client_closed);
 }
 
-static const char *
-pack_value(msgpack_packer *pk, const json_t *v) {
-  switch (json_typeof(v)) {
-  case JSON_INTEGER:
-    msgpack_pack_int64(pk, json_integer_value(v));
-    return NULL;
-  case JSON_REAL:
-    msgpack_pack_double(pk, json_real_value(v));
-    return NULL;
-  case JSON_TRUE:
-    msgpack_pack_true(pk);
-    return NULL;
-  case JSON_FALSE:
-    msgpack_pack_false(pk);
-    return NULL;
-  case JSON_NULL:
-    msgpack_pack_nil(pk);
-    return NULL;
-  case JSON_STRING:
-    if (json_string_length(v) > VALUE_STR_MAX)
-      return "a string value is longer than 1024 bytes";
-    msgpack_pack_str_with_body(pk, json_string_value(v), json_string_length(v));
-    return NULL;
-  default:
-    return "values must be numbers, strings, booleans or null";
-  }
-}
-
-/* A report's data {kind, values} into sb, or why not. */
-static const char *
-run_report(const json_t *o, msgpack_sbuffer *sb) {
-  const char *kind = json_string_value(json_object_get(o, "kind"));
-  const json_t *values = json_object_get(o, "values");
-  if (!kind || !bus_name_valid(kind, 32))
-    return "kind must be a name of at most 32 characters ([a-z0-9-])";
-  if (!values)
-    values = json_object();
-  else
-    json_incref((json_t *)values);
-  const char *why = NULL;
-  if (!json_is_object(values) || json_object_size(values) > VALUES_MAX)
-    why = "values must be an object of at most 256 entries";
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 2);
-  msgpack_pack_str_with_body(&pk, "kind", 4);
-  msgpack_pack_str_with_body(&pk, kind, strlen(kind));
-  msgpack_pack_str_with_body(&pk, "values", 6);
-  if (!why) {
-    const char *k;
-    json_t *v;
-    msgpack_pack_map(&pk, (uint32_t)json_object_size(values));
-    json_object_foreach((json_t *)values, k, v) {
-      if (strlen(k) > 253) {
-        why = "a value's name is longer than 253 bytes";
-        break;
-      }
-      msgpack_pack_str_with_body(&pk, k, strlen(k));
-      if ((why = pack_value(&pk, v)))
-        break;
-    }
-  }
-  json_decref((json_t *)values);
-  return why;
-}
-
-static int
-batch_grow(sock_batch *b) {
-  if (b->nlines == b->lcap) {
-    size_t cap = b->lcap ? b->lcap * 2 : 64;
-    sock_line *g = realloc(b->lines, cap * sizeof *g);
-    if (!g)
-      return -1;
-    b->lines = g;
-    b->lcap = cap;
-  }
-  if (b->nreports == b->rcap) {
-    size_t cap = b->rcap ? b->rcap * 2 : 64;
-    msgpack_sbuffer *g = realloc(b->reports, cap * sizeof *g);
-    if (!g)
-      return -1;
-    b->reports = g;
-    b->rcap = cap;
-  }
-  return 0;
-}
-
-/* One line into b: its answer, and its report when it is one. */
 static void
-handle_line(edge_proc *p, sock_batch *b, const char *line, size_t len) {
-  json_error_t err;
-  json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &err);
-  sock_line *l = &b->lines[b->nlines++];
-  *l = (sock_line){NULL, 0};
-  if (!o || !json_is_object(o))
-    l->why = "not a JSON object";
-  else if (json_is_string(json_object_get(o, "type")) &&
-           !strcmp(json_string_value(json_object_get(o, "type")), "log")) {
-    const char *text = json_string_value(json_object_get(o, "text"));
-    const char *st = json_string_value(json_object_get(o, "stream"));
-    if (!text)
-      l->why = "a log needs text";
-    else
-      edge_proc_log(p, st && !strcmp(st, "stderr") ? "stderr" : "stdout", text,
-                    json_string_length(json_object_get(o, "text")));
-  } else {
-    msgpack_sbuffer *sb = &b->reports[b->nreports];
-    msgpack_sbuffer_init(sb);
-    if ((l->why = run_report(o, sb)))
-      msgpack_sbuffer_destroy(sb);
-    else {
-      l->report = 1;
-      b->nreports++;
-    }
-  }
-  json_decref(o);
+log_line(void *ud, const char *stream, const char *text, size_t len) {
+  edge_proc_log(ud, stream, text, len);
 }
 
 /* Queue b's reports in one transaction; NULL, or why they were not. */
 static const char *
-batch_store(edge_proc *p, sock_batch *b) {
+batch_store(edge_proc *p, edge_sock_batch *b) {
   if (!b->nreports)
     return NULL;
   char subject[BUS_SUBJECT_MAX];
@@ -229,7 +99,7 @@ batch_store(edge_proc *p, sock_batch *b) {
 
 /* Store b's reports, answer each of its lines in order, and empty b. */
 static void
-batch_answer(edge_client *c, sock_batch *b) {
+batch_answer(edge_client *c, edge_sock_batch *b) {
   const char *stored = batch_store(c->p, b);
   size_t len = 0;
   for (size_t i = 0; i < b->nlines; i++) {
@@ -244,9 +114,7 @@ batch_answer(edge_client *c, sock_batch *b) {
   }
   if (r)
     reply_send(c, r, len);
-  for (size_t i = 0; i < b->nreports; i++)
-    msgpack_sbuffer_destroy(&b->reports[i]);
-  b->nlines = b->nreports = 0;
+  edge_sock_batch_clear(b);
 }
 
 /* Add byte ch to c's line; -1 when the line is too long or memory ran
@@ -269,7 +137,7 @@ line_add(edge_client *c, char ch) {
 
 static void
 take(edge_client *c, const char *b, size_t n) {
-  sock_batch batch = {0};
+  edge_sock_batch batch = {0};
   int close_it = 0;
   if (c->closing)
     return;
@@ -277,9 +145,9 @@ take(edge_client *c, const char *b, size_t n) {
     if (b[i] != '\n') {
       if (line_add(c, b[i])) {
         close_it = 1;
-        if (c->len == SOCK_LINE_MAX && batch_grow(&batch) == 0)
+        if (c->len == SOCK_LINE_MAX && edge_sock_batch_grow(&batch) == 0)
           batch.lines[batch.nlines++] =
-              (sock_line){"line longer than 64 KiB", 0};
+              (edge_sock_line){"line longer than 64 KiB", 0};
       }
       continue;
     }
@@ -287,11 +155,11 @@ take(edge_client *c, const char *b, size_t n) {
     c->len = 0;
     if (!l)
       continue;
-    if (batch_grow(&batch)) {
+    if (edge_sock_batch_grow(&batch)) {
       close_it = 1;
       break;
     }
-    handle_line(c->p, &batch, c->buf, l);
+    edge_sock_line_parse(&batch, c->buf, l, log_line, c->p);
   }
   batch_answer(c, &batch);
   free(batch.lines);

@@ -27,6 +27,7 @@
 #include "natsd.h"
 #include "podnet.h"
 #include "proc.h"
+#include "store.h"
 
 static lt_natsd srv;
 static char names[8][64]; /* pods of this run */

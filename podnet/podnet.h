@@ -1,8 +1,8 @@
 /*
  * podnet.h - pods' network namespaces, veth pairs, addresses and routes,
- * with libnl-3 (netlink; nothing here runs `ip`). Part of larkrelay; used
- * by lark-edge (the raw+netns runtime) and lark-relay node (virtual
- * addresses, routes and capture sockets inside a pod's namespace).
+ * with libnl-3 (netlink; nothing here runs `ip`). A library of its own
+ * (podnet/), used by lark-edge (the raw+netns runtime) and lark-relay node
+ * (virtual addresses, routes and capture sockets inside a pod's namespace).
  *
  * A pod's namespace is a named one, as iproute2 keeps them: a file
  * <rundir>/<name> (default rundir /run/netns) bind-mounted on the
@@ -20,8 +20,8 @@
  * in a short-lived thread of its own, so the caller's thread never
  * changes namespace.
  */
-#ifndef LARK_RELAY_PODNET_H
-#define LARK_RELAY_PODNET_H
+#ifndef LARK_PODNET_H
+#define LARK_PODNET_H
 
 #include <stddef.h>
 

@@ -1,5 +1,5 @@
 /*
- * logs.c - a pod's stdout and stderr: read, split into lines, batched as
+ * output.c - a pod's stdout and stderr: read, split into lines, batched as
  * log.batch {pod, attempt, lines: [{ts, stream, text}]} on
  * lark.in.<node>.logs.<pod>.
  *
@@ -19,59 +19,28 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "proc.h"
+#include "output.h"
+#include "sender.h"
+#include "utf8.h"
 
 enum { BATCH_BYTES = 256 * 1024 };
-
-size_t
-edge_utf8_cut(const char *s, size_t len, size_t max) {
-  if (len <= max)
-    return len;
-  size_t n = max;
-  /* back off continuation bytes, then the lead byte they belong to */
-  while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80 && max - n < 4)
-    n--;
-  return n ? n : max;
-}
-
-static size_t
-seq_len(const unsigned char *s, size_t left) {
-  unsigned c = s[0];
-  size_t n = c < 0x80         ? 1
-             : (c >> 5) == 6  ? 2
-             : (c >> 4) == 14 ? 3
-             : (c >> 3) == 30 ? 4
-                              : 0;
-  if (!n || n > left || (n == 2 && c < 0xC2) || (n == 4 && c > 0xF4))
-    return 0;
-  for (size_t i = 1; i < n; i++)
-    if ((s[i] & 0xC0) != 0x80)
-      return 0;
-  if (n == 3 && ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] > 0x9F)))
-    return 0;
-  if (n == 4 && ((c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] > 0x8F)))
-    return 0;
-  return n;
-}
-
-void
-edge_utf8_fix(char *s, size_t len) {
-  unsigned char *u = (unsigned char *)s;
-  for (size_t i = 0; i < len;) {
-    size_t n = u[i] ? seq_len(u + i, len - i) : 0;
-    if (!n) {
-      u[i++] = '?';
-      continue;
-    }
-    i += n;
-  }
-}
 
 static int64_t
 wall_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Queue a message for this pod's node. */
+static int
+proc_send(edge_proc *p, const char *what, const char *type,
+          const msgpack_sbuffer *sb) {
+  char subject[BUS_SUBJECT_MAX];
+  snprintf(subject, sizeof subject, "lark.in.%s.%s.%s", p->a->cfg.node, what,
+           p->pod);
+  edge_msg m = {subject, type, sb->data, sb->size};
+  return edge_send(p->a, &m);
 }
 
 void
@@ -90,7 +59,7 @@ edge_proc_flush(edge_proc *p) {
   msgpack_pack_str_with_body(&pk, "lines", 5);
   msgpack_pack_array(&pk, p->nlines);
   msgpack_sbuffer_write(&sb, p->lines.data, p->lines.size);
-  edge_proc_send(p, "logs", "log.batch", &sb);
+  proc_send(p, "logs", "log.batch", &sb);
   msgpack_sbuffer_destroy(&sb);
   msgpack_sbuffer_clear(&p->lines);
   p->nlines = 0;
@@ -205,4 +174,10 @@ edge_stream_close(edge_stream *s) {
     return;
   s->open = 0;
   uv_close((uv_handle_t *)&s->pipe, edge_proc_handle_closed);
+}
+
+void
+edge_output_flush_all(edge_agent *a) {
+  for (edge_proc *p = a->procs; p; p = p->next)
+    edge_proc_flush(p);
 }

@@ -1,0 +1,58 @@
+/*
+ * agent.h - private to edge/: the state of one running agent, shared by
+ * the parts of edge/ (edge.h lists them). Declarations only: each part's
+ * functions are in its own header.
+ *
+ * Threads
+ *   loop    the libuv loop: pods, their output, their sockets, timers.
+ *           Everything marked "loop" runs only there.
+ *   slice   fetches the node's slice, stores each desired state in the
+ *           local store, acks it, and wakes the loop (slice.h).
+ *   sender  sends the store's outbox, oldest first, and the heartbeats
+ *           (sender.h).
+ *
+ * The slice acks a desired state only after it is stored; the sender
+ * deletes a report only after the broker acked it (store.h).
+ */
+#ifndef LARK_EDGE_AGENT_H
+#define LARK_EDGE_AGENT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include <uv.h>
+
+#include "edge.h"
+#include "store.h"
+
+typedef struct edge_agent edge_agent;
+typedef struct edge_proc edge_proc;
+
+struct edge_agent {
+  edge_config cfg;
+  char self_exe[4096];
+  char pods_dir[4096];
+  uv_loop_t *loop;
+  uv_async_t wake; /* slice -> loop: desired states changed */
+  uv_signal_t sigs[2];
+  uv_timer_t flush; /* log batches */
+  edge_store *store;
+  bus_conn *conn;
+  edge_proc *procs; /* live and ending processes */
+  atomic_int npods; /* live processes, for heartbeats */
+  atomic_int stop;  /* threads stop */
+  int conn_lost;    /* the broker connection closed for good */
+  atomic_int dirty; /* desired states changed since last reconcile */
+  pthread_t slice_th, sender_th;
+  int slice_started, sender_started;
+  char runtimes[256]; /* cfg.runtimes points here */
+  pthread_mutex_t mu; /* sender wake-up */
+  pthread_cond_t cv;
+  int closing;
+  /* A pod's process ended (its end recorded): bring the pod in line with
+   * its desired state again. Set by the agent (edge_pods_reconcile_one),
+   * so lifetime.c calls up without depending on pods.c. Loop. */
+  void (*pod_ended)(edge_agent *a, const char *pod);
+};
+
+#endif

@@ -1,0 +1,39 @@
+/*
+ * shimcmd.h - private to edge/: what the pod shim is started with, from
+ * the pod's desired state: its command line and its environment
+ * (shimcmd.c). Pure: it reads the process record and the agent's
+ * configuration, and changes nothing.
+ */
+#ifndef LARK_EDGE_SHIMCMD_H
+#define LARK_EDGE_SHIMCMD_H
+
+#include "proc.h"
+
+/* An environment: NULL-terminated "NAME=value" strings, each owned. */
+typedef struct edge_env {
+  char **v;
+  size_t n, cap;
+} edge_env;
+
+/* A command line, every string owned. */
+typedef struct edge_args {
+  char **v;
+  size_t n, cap;
+  int failed;
+} edge_args;
+
+/* Environment: the agent's (without its own LARK_ and NATS settings),
+ * raw.environment, the desired state d's env map, then what the node
+ * knows (devices, LARK_POD, LARK_SOCKET, ...). */
+void edge_shim_env(edge_proc *p, const msgpack_object *d, edge_env *e);
+void edge_env_free(edge_env *e);
+
+/* `lark-edge pod-shim STATUS [options] -- ARGV`: the entrypoint, or
+ * /bin/sh -c runScript when entry is NULL (shim.c); netns is the
+ * namespace's file when p->netns. -ENOMEM when memory ran out. */
+int edge_shim_argv(const edge_proc *p, const msgpack_object *d,
+                   const msgpack_object *entry, const char *status,
+                   const char *netns, edge_args *b);
+void edge_args_free(edge_args *b);
+
+#endif

@@ -1,0 +1,15 @@
+/*
+ * sock.h - private to edge/: LARK_SOCKET, where a pod's scripts report
+ * (sock.c). Uses the process record, output and the sender. Loop.
+ */
+#ifndef LARK_EDGE_SOCK_H
+#define LARK_EDGE_SOCK_H
+
+#include "proc.h"
+
+/* Unix-socket path for a pod into out; BUS_EINVAL if it cannot fit. */
+int edge_sock_path(const edge_agent *a, const char *pod, char *out, size_t cap);
+int edge_sock_listen(edge_proc *p);
+void edge_sock_close(edge_proc *p);
+
+#endif

@@ -1,0 +1,128 @@
+/*
+ * store.h - private to edge/ (and its tests): the node's local store
+ * (LMDB), its memory across cut-offs and restarts: desired states, what
+ * was started (a run record per pod, made before the process is spawned,
+ * so an attempt is never started twice), the networks raw+netns pods
+ * hold, and every report not yet acknowledged by the broker, with its id
+ * fixed when it was made. Any thread. The bottom of edge/: it uses
+ * nothing else here (store.c, store_net.c, store_queue.c).
+ */
+#ifndef LARK_EDGE_STORE_H
+#define LARK_EDGE_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bus.h"
+
+typedef struct edge_store edge_store;
+
+enum { EDGE_RUN_STARTING = 1, EDGE_RUN_RUNNING = 2, EDGE_RUN_ENDED = 3 };
+
+/* What was started for a pod: made before the spawn, so a crash between
+ * the two leaves STARTING and the attempt is never started again. */
+typedef struct edge_run {
+  uint32_t attempt;
+  int32_t state;
+  int32_t pid;
+  int32_t pad;
+  uint64_t start_ticks; /* /proc/<pid>/stat start time: no pid reuse */
+} edge_run;
+
+/* A message to send: built by the loop, sent by the sender. */
+typedef struct edge_msg {
+  const char *subject;
+  const char *type;
+  const void *data; /* one msgpack map */
+  size_t len;
+} edge_msg;
+
+int edge_store_open(edge_store **out, const char *dir);
+void edge_store_close(edge_store *s);
+
+/* Store data (a pod.desired map) for pod when seq is newer than what is
+ * there; *stored (may be NULL) says whether it was. */
+int edge_store_desired_put(edge_store *s, const char *pod, uint64_t seq,
+                           const void *data, size_t len, int *stored);
+/* Visit every desired state (copied: cb may write the store). */
+typedef void (*edge_desired_cb)(const char *pod, const void *data, size_t len,
+                                void *ud);
+int edge_store_desired_each(edge_store *s, edge_desired_cb cb, void *ud);
+int edge_store_desired_get(edge_store *s, const char *pod, void **data,
+                           size_t *len);
+
+/* BUS_ENOT_FOUND when absent. */
+int edge_store_run_get(edge_store *s, const char *pod, edge_run *r);
+/* Put r (or delete it when r is NULL) and queue msg (may be NULL), in one
+ * transaction. The message gets a new id now, kept until it is sent. */
+int edge_store_run_put(edge_store *s, const char *pod, const edge_run *r,
+                       const edge_msg *msg);
+/* Forget pod: its run and its desired state go, and msg (may be NULL) is
+ * queued, in one transaction. */
+int edge_store_forget(edge_store *s, const char *pod, const edge_msg *msg);
+typedef void (*edge_run_cb)(const char *pod, const edge_run *r, void *ud);
+int edge_store_run_each(edge_store *s, edge_run_cb cb, void *ud);
+
+/* A raw+netns pod's network as it was made: the names are recorded, so
+ * whoever removes it removes exactly that, and its /30 (node end
+ * host_ip, the pod's localIP pod_ip) stays its own until it is freed. */
+typedef struct edge_net {
+  char ns[64];      /* PODNET_NS_MAX */
+  char host_if[16]; /* PODNET_IFNAME_MAX */
+  char host_ip[16];
+  char pod_ip[16];
+  int32_t plen;
+  int32_t pad;
+} edge_net;
+
+/*
+ * The network pod holds, or a new one: the lowest /30 of cidr whose pod
+ * address no other pod holds, the namespace podnet_ns_name(pod) and a
+ * host interface podnet_host_ifname(pod, salt) with the first salt no
+ * other pod holds. Claimed in one transaction. -ENOSPC when cidr has no
+ * free /30, BUS_EINVAL for a malformed cidr.
+ */
+int edge_store_net_claim(edge_store *s, const char *pod, const char *cidr,
+                         edge_net *n);
+/* BUS_ENOT_FOUND when pod holds none. */
+int edge_store_net_get(edge_store *s, const char *pod, edge_net *n);
+/* Free it (0 when there was none). */
+int edge_store_net_del(edge_store *s, const char *pod);
+typedef void (*edge_net_cb)(const char *pod, const edge_net *n, void *ud);
+int edge_store_net_each(edge_store *s, edge_net_cb cb, void *ud);
+
+/* "a.b.c.d/len" (IPv4, len 8..30, no host bits) into its first address
+ * (host order) and length; BUS_EINVAL with the reason else. */
+int edge_cidr_parse(const char *cidr, uint32_t *base, int *plen);
+
+/* Queue a message (a new id and the time now, fixed from here on). */
+int edge_store_enqueue(edge_store *s, const edge_msg *msg);
+
+/* The oldest queued message, decoded into ev (strings in buf, data points
+ * into buf: valid until the next call). BUS_ENOT_FOUND when empty. */
+typedef struct edge_queued {
+  uint64_t key;
+  char subject[BUS_SUBJECT_MAX];
+  char type[64];
+  char id[65];
+  int64_t ts;
+  void *data;
+  size_t len;
+} edge_queued;
+int edge_store_peek(edge_store *s, edge_queued *q);
+void edge_queued_free(edge_queued *q);
+int edge_store_drop(edge_store *s, uint64_t key);
+/* Messages queued. */
+uint64_t edge_store_queued(edge_store *s);
+
+/* Queue n messages in one store transaction (one sync), in order, all or
+ * none. */
+int edge_store_enqueue_n(edge_store *s, const edge_msg *msgs, size_t n);
+/* The oldest queued messages, at most max, into q (each freed with
+ * edge_queued_free), how many into *n: as edge_store_peek, which is this
+ * with max 1; an unreadable one is handed over only first. */
+int edge_store_peek_n(edge_store *s, edge_queued *q, size_t max, size_t *n);
+/* Drop every queued message up to key in one transaction. */
+int edge_store_drop_upto(edge_store *s, uint64_t key);
+
+#endif

@@ -1,0 +1,71 @@
+/*
+ * store_int.h - private to the store's files (store.c, store_net.c,
+ * store_queue.c): the store's handle, LMDB's codes translated, keys, and
+ * the helpers more than one of them uses.
+ */
+#ifndef LARK_EDGE_STORE_INT_H
+#define LARK_EDGE_STORE_INT_H
+
+#include <lmdb.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "edge.h"
+#include "store.h"
+
+struct edge_store {
+  MDB_env *env;
+  MDB_dbi desired, runs, outbox, nets;
+  pthread_mutex_t mu; /* next_key */
+  uint64_t next_key;
+};
+
+/* BUS_ESTORE with LMDB's text for rc in bus_last_error(). */
+static inline int
+edge_store__fail(int rc, const char *what) {
+  return bus_error(BUS_ESTORE, "edge store: %s: %s", what, mdb_strerror(rc));
+}
+
+static inline void
+put_be64(unsigned char *p, uint64_t v) {
+  for (int i = 7; i >= 0; i--, v >>= 8)
+    p[i] = (unsigned char)v;
+}
+
+static inline uint64_t
+get_be64(const unsigned char *p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++)
+    v = v << 8 | p[i];
+  return v;
+}
+
+static inline MDB_val
+key_of(const char *pod) {
+  MDB_val k = {strlen(pod), (void *)pod};
+  return k;
+}
+
+/*
+ * Every (pod, value) of a table, copied out of one read transaction so
+ * the caller may write the store while it goes through them. conv turns
+ * a stored value into vsize bytes (0: skip the record). Each item is
+ * ITEM_VAL_OFF + vsize bytes, rounded up: the pod's name, then the value.
+ */
+#define ITEM_VAL_OFF ((EDGE_POD_SZ + 15) / 16 * 16)
+
+typedef int (*conv_fn)(const MDB_val *v, void *out);
+
+typedef struct table_copy {
+  unsigned char *items;
+  size_t n, stride;
+} table_copy;
+
+int edge_store__copy_table(edge_store *s, MDB_dbi dbi, size_t vsize,
+                           conv_fn conv, table_copy *all);
+
+/* Queue m in t (store_queue.c): a new id and the time now, fixed from
+ * here on. */
+int edge_store__queue_in(edge_store *s, MDB_txn *t, const edge_msg *m);
+
+#endif

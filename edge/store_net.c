@@ -1,0 +1,172 @@
+/*
+ * store_net.c - the networks raw+netns pods hold (store.h): each pod's
+ * /30 of the node's pod CIDR and its names, claimed and freed in single
+ * transactions, so no /30 is ever held by two pods.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "podnet.h"
+#include "store_int.h"
+
+/* -------------------------------------------------------------- nets */
+
+int
+edge_cidr_parse(const char *cidr, uint32_t *base, int *plen) {
+  char buf[32];
+  struct in_addr in;
+  const char *slash = cidr ? strchr(cidr, '/') : NULL;
+  if (!slash || (size_t)(slash - cidr) >= sizeof buf)
+    return bus_error(BUS_EINVAL, "pod CIDR %s: expected a.b.c.d/len",
+                     cidr ? cidr : "(none)");
+  memcpy(buf, cidr, (size_t)(slash - cidr));
+  buf[slash - cidr] = 0;
+  char *end;
+  long len = strtol(slash + 1, &end, 10);
+  if (inet_pton(AF_INET, buf, &in) != 1 || end == slash + 1 || *end)
+    return bus_error(BUS_EINVAL, "pod CIDR %s: expected a.b.c.d/len", cidr);
+  if (len < 8 || len > 30)
+    return bus_error(BUS_EINVAL,
+                     "pod CIDR %s: the length must be 8 to 30 (a /30 per pod)",
+                     cidr);
+  uint32_t a = ntohl(in.s_addr), mask = ~0u << (32 - len);
+  if (a & ~mask)
+    return bus_error(BUS_EINVAL, "pod CIDR %s has host bits set", cidr);
+  *base = a;
+  *plen = (int)len;
+  return 0;
+}
+
+static void
+ip_text(uint32_t a, char out[16]) {
+  struct in_addr in = {htonl(a)};
+  inet_ntop(AF_INET, &in, out, 16);
+}
+
+static int
+net_of(const MDB_val *v, void *out) {
+  edge_net *n = out;
+  if (v->mv_size != sizeof *n)
+    return 0;
+  memcpy(n, v->mv_data, sizeof *n);
+  n->ns[sizeof n->ns - 1] = n->host_if[sizeof n->host_if - 1] = 0;
+  n->host_ip[sizeof n->host_ip - 1] = n->pod_ip[sizeof n->pod_ip - 1] = 0;
+  return 1;
+}
+
+/* Whether another pod's record (than pod) holds this pod address or host
+ * interface. */
+static int
+net_taken(MDB_txn *t, MDB_dbi dbi, const char *pod, const char *pod_ip,
+          const char *host_if, int *err) {
+  MDB_cursor *c;
+  MDB_val k, v;
+  edge_net n;
+  int taken = 0;
+  if ((*err = mdb_cursor_open(t, dbi, &c)))
+    return 1;
+  for (int op = MDB_FIRST; !taken && mdb_cursor_get(c, &k, &v, op) == 0;
+       op = MDB_NEXT) {
+    if (!net_of(&v, &n) ||
+        (k.mv_size == strlen(pod) && !memcmp(k.mv_data, pod, k.mv_size)))
+      continue;
+    taken = (pod_ip && !strcmp(n.pod_ip, pod_ip)) ||
+            (host_if && !strcmp(n.host_if, host_if));
+  }
+  mdb_cursor_close(c);
+  return taken;
+}
+
+int
+edge_store_net_claim(edge_store *s, const char *pod, const char *cidr,
+                     edge_net *out) {
+  uint32_t base;
+  int plen, err = 0;
+  int rc = edge_cidr_parse(cidr, &base, &plen);
+  if (rc)
+    return rc;
+  MDB_txn *t;
+  MDB_val k = key_of(pod), v;
+  if ((rc = mdb_txn_begin(s->env, NULL, 0, &t)))
+    return edge_store__fail(rc, "begin");
+  if (mdb_get(t, s->nets, &k, &v) == 0 && net_of(&v, out)) {
+    mdb_txn_abort(t); /* it holds one already: the same again */
+    return 0;
+  }
+  edge_net n;
+  memset(&n, 0, sizeof n);
+  uint32_t blocks = 1u << (30 - plen), i;
+  for (i = 0; i < blocks; i++) {
+    ip_text(base + 4 * i + 2, n.pod_ip);
+    if (!net_taken(t, s->nets, pod, n.pod_ip, NULL, &err) || err)
+      break;
+  }
+  if (err || i == blocks) {
+    mdb_txn_abort(t);
+    return err ? edge_store__fail(err, "nets")
+               : bus_error(-ENOSPC, "pod CIDR %s has no free /30 (%u in use)",
+                           cidr, blocks);
+  }
+  ip_text(base + 4 * i + 1, n.host_ip);
+  n.plen = 30;
+  podnet_ns_name(pod, n.ns);
+  for (unsigned salt = 0;; salt++) {
+    podnet_host_ifname(pod, salt, n.host_if);
+    if (!net_taken(t, s->nets, pod, NULL, n.host_if, &err) || err)
+      break;
+  }
+  v.mv_size = sizeof n;
+  v.mv_data = &n;
+  if (err || (err = mdb_put(t, s->nets, &k, &v, 0))) {
+    mdb_txn_abort(t);
+    return edge_store__fail(err, "claim a network");
+  }
+  if ((rc = mdb_txn_commit(t)))
+    return edge_store__fail(rc, "commit");
+  *out = n;
+  return 0;
+}
+
+int
+edge_store_net_get(edge_store *s, const char *pod, edge_net *n) {
+  MDB_txn *t;
+  MDB_val k = key_of(pod), v;
+  int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t);
+  if (rc)
+    return edge_store__fail(rc, "read");
+  rc = mdb_get(t, s->nets, &k, &v);
+  if (rc == 0 && !net_of(&v, n))
+    rc = MDB_NOTFOUND;
+  mdb_txn_abort(t);
+  if (rc == MDB_NOTFOUND)
+    return BUS_ENOT_FOUND;
+  return rc ? edge_store__fail(rc, "get net") : 0;
+}
+
+int
+edge_store_net_del(edge_store *s, const char *pod) {
+  MDB_txn *t;
+  MDB_val k = key_of(pod);
+  int rc = mdb_txn_begin(s->env, NULL, 0, &t);
+  if (rc)
+    return edge_store__fail(rc, "begin");
+  if ((rc = mdb_del(t, s->nets, &k, NULL)) && rc != MDB_NOTFOUND) {
+    mdb_txn_abort(t);
+    return edge_store__fail(rc, "free a network");
+  }
+  return (rc = mdb_txn_commit(t)) ? edge_store__fail(rc, "commit") : 0;
+}
+
+int
+edge_store_net_each(edge_store *s, edge_net_cb cb, void *ud) {
+  table_copy all;
+  int rc = edge_store__copy_table(s, s->nets, sizeof(edge_net), net_of, &all);
+  for (size_t i = 0; !rc && i < all.n; i++) {
+    unsigned char *it = all.items + i * all.stride;
+    cb((const char *)it, (const edge_net *)(it + ITEM_VAL_OFF), ud);
+  }
+  free(all.items);
+  return rc;
+}
