@@ -89,16 +89,6 @@ void cli_age(int64_t ts_ns, char *out, size_t cap);
 const char *cli_user(lark_cli *cli);
 
 /*
- * A query or command to a service: request lark.cmd.<user>.<kind>.<verb>
- * with body (msgpack, may be NULL), the reply unpacked into zone as *out.
- * A reply {error: {code, message}} is printed and returns CLI_ERR; no
- * reply prints that the service is not answering.
- */
-int cli_call(lark_cli *cli, bus_conn *c, const char *kind, const char *verb,
-             const msgpack_sbuffer *body, msgpack_zone *zone,
-             msgpack_object *out);
-
-/*
  * Commands to the services that own kinds (command.c): apply, delete,
  * stop, resume, cordon, uncordon, describe.
  */
@@ -108,6 +98,16 @@ typedef struct cli_verb {
   const char *const *kinds; /* command kinds it takes, NULL-terminated */
   const char *usage;
 } cli_verb;
+
+/*
+ * A query or command to a service (command.c): request
+ * lark.cmd.<user>.<kind>.<verb> with body (msgpack, may be NULL), the reply
+ * unpacked into zone as *out. A reply {error: {code, message}} is printed and
+ * returns CLI_ERR; no reply prints that the service is not answering.
+ */
+int cli_call(lark_cli *cli, bus_conn *c, const char *kind, const char *verb,
+             const msgpack_sbuffer *body, msgpack_zone *zone,
+             msgpack_object *out);
 
 /* The service answering a command kind: "lark-scheduler" for "job". */
 const char *cli_service_of(const char *kind);
@@ -153,6 +153,9 @@ int cli_watch(lark_cli *cli, const struct cli_kind *k,
 /* Subcommands. */
 int cmd_up(int argc, char **argv, lark_cli *cli);
 int cmd_init(int argc, char **argv, lark_cli *cli);
+/* cmd_init.c: create or update the streams on c and print the outcome
+ * per stream; `larkctl up` runs it in-process. */
+int cli_init_streams(bus_conn *c, const bus_streams_opts *o, int output);
 int cmd_status(int argc, char **argv, lark_cli *cli);
 /* What status shows of the broker ({url, servers: [{name, version,
  * jetstream}]}) and of the services ([{name, state, expected, ...}], one

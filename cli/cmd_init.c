@@ -11,7 +11,7 @@
 
 #include <jansson.h>
 
-#include "brokercfg.h"
+#include "deploy.h"
 #include "cli.h"
 
 static const char *const outcome_names[] = {"unchanged", "created", "updated"};

@@ -12,7 +12,7 @@
 
 #include <jansson.h>
 
-#include "brokercfg.h"
+#include "deploy.h"
 #include "cli.h"
 
 static const char usage_line[] = "larkctl node add NAME | larkctl node list";

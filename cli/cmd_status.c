@@ -22,7 +22,7 @@
 
 #include <jansson.h>
 
-#include "brokercfg.h"
+#include "deploy.h"
 #include "cli.h"
 
 enum { MAX_SERVICES = 64, MAX_SERVERS = 8 };

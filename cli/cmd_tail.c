@@ -187,7 +187,7 @@ open_source(bus_conn *c, source *s, const char *stream, const char *filter,
   bus_reader_opts o = *base;
   o.stream = stream;
   o.filter = filter;
-  o.direct = 1; /* a user may make no consumer (cli/brokercfg.c) */
+  o.direct = 1; /* a user may make no consumer (deploy/policy.c) */
   s->stream = stream;
   int rc = bus_batch_new(&s->b);
   if (!rc)

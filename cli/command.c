@@ -1,7 +1,8 @@
 /*
  * command.c - commands larkctl sends to the services that own kinds
  * (apply, delete, stop, resume, cordon, uncordon, and the describe polls
- * of wait), and how their replies print.
+ * of wait), the queries of get, describe and cert (cli_call), and how
+ * their replies print. It uses common.c; common.c uses nothing here.
  *
  * Every command carries a fresh idempotency key; a request that times out
  * is sent once more with the same key, so it lands at most once, and one
@@ -128,6 +129,38 @@ cli_command_fail(lark_cli *cli, const char *cmd, int rc, const char *kind,
                     "(it is idempotent); is %s running?",
                     subject, svc);
   return cli_fail(cmd, rc, "%s", subject);
+}
+
+/* A query to a service: one request, no retry; the error of a reply
+ * that has one is printed. */
+int
+cli_call(lark_cli *cli, bus_conn *c, const char *kind, const char *verb,
+         const msgpack_sbuffer *body, msgpack_zone *zone, msgpack_object *out) {
+  char subject[BUS_SUBJECT_MAX];
+  snprintf(subject, sizeof subject, "lark.cmd.%s.%s.%s", cli_user(cli), kind,
+           verb);
+  void *reply = NULL;
+  size_t len = 0;
+  int rc = bus_conn_request(c, subject, body ? body->data : NULL,
+                            body ? body->size : 0, 5000, &reply, &len);
+  if (rc)
+    return cli_command_fail(cli, verb, rc, kind, verb);
+  /* unpacked strings point into the buffer: keep it in the zone */
+  void *keep = msgpack_zone_malloc(zone, len ? len : 1);
+  if (keep)
+    memcpy(keep, reply, len);
+  free(reply);
+  int urc = keep ? msgpack_unpack(keep, len, NULL, zone, out) : -1;
+  if (urc < 0 || out->type != MSGPACK_OBJECT_MAP)
+    return cli_fail(verb, 0, "malformed reply on %s", subject);
+  const msgpack_object *err = bus_obj_get(out, "error");
+  if (err) {
+    char code[64] = "", msg[512] = "";
+    bus_obj_str(err, "code", code, sizeof code);
+    bus_obj_str(err, "message", msg, sizeof msg);
+    return cli_fail(verb, 0, "%s: %s", code, msg);
+  }
+  return CLI_OK;
 }
 
 static const char *

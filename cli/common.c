@@ -461,33 +461,3 @@ cli_user(lark_cli *cli) {
     *dot = 0;
   return bus_name_valid(user, BUS_NAME_MAX) ? user : "admin";
 }
-
-int
-cli_call(lark_cli *cli, bus_conn *c, const char *kind, const char *verb,
-         const msgpack_sbuffer *body, msgpack_zone *zone, msgpack_object *out) {
-  char subject[BUS_SUBJECT_MAX];
-  snprintf(subject, sizeof subject, "lark.cmd.%s.%s.%s", cli_user(cli), kind,
-           verb);
-  void *reply = NULL;
-  size_t len = 0;
-  int rc = bus_conn_request(c, subject, body ? body->data : NULL,
-                            body ? body->size : 0, 5000, &reply, &len);
-  if (rc)
-    return cli_command_fail(cli, verb, rc, kind, verb);
-  /* unpacked strings point into the buffer: keep it in the zone */
-  void *keep = msgpack_zone_malloc(zone, len ? len : 1);
-  if (keep)
-    memcpy(keep, reply, len);
-  free(reply);
-  int urc = keep ? msgpack_unpack(keep, len, NULL, zone, out) : -1;
-  if (urc < 0 || out->type != MSGPACK_OBJECT_MAP)
-    return cli_fail(verb, 0, "malformed reply on %s", subject);
-  const msgpack_object *err = bus_obj_get(out, "error");
-  if (err) {
-    char code[64] = "", msg[512] = "";
-    bus_obj_str(err, "code", code, sizeof code);
-    bus_obj_str(err, "message", msg, sizeof msg);
-    return cli_fail(verb, 0, "%s: %s", code, msg);
-  }
-  return CLI_OK;
-}

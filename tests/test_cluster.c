@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "brokercfg.h"
+#include "deploy.h"
 #include "natsd.h"
 
 enum { NSERVERS = 3, BEFORE = 300, DURING = 300 };

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "brokercfg.h"
+#include "deploy.h"
 #include "cmd_check.h"
 #include "json.h"
 #include "natsd.h"

@@ -25,7 +25,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "brokercfg.h"
+#include "deploy.h"
 #include "cmd_check.h"
 #include "natsd.h"
 #include "proc.h"

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "brokercfg.h"
+#include "deploy.h"
 #include "natsd.h"
 #include "proc.h"
 

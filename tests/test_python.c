@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "brokercfg.h"
+#include "deploy.h"
 #include "manifest.h"
 #include "natsd.h"
 #include "proc.h"

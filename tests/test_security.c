@@ -1,6 +1,6 @@
 /*
  * test_security.c - the broker's rules, against a real nats-server started
- * with the config larkctl renders (cli/brokercfg.c): no anonymous access,
+ * with the config larkctl renders (deploy/policy.c): no anonymous access,
  * an edge node can touch nothing but its own slice (docs/design.md 6), and
  * the relays (roles relay and relay-hub) only read what they follow.
  *
@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "brokercfg.h"
+#include "deploy.h"
 #include "json.h"
 #include "natsd.h"
 #include "proc.h"

@@ -1,0 +1,42 @@
+/*
+ * deploy-int.h - what the deploy part's files share among themselves
+ * (deploy.h is what the rest of the tree sees): the error sentence, a
+ * growing string, whole-file reads and atomic writes, and a clock.
+ */
+#ifndef LARK_DEPLOY_INT_H
+#define LARK_DEPLOY_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "deploy.h"
+
+/* Set the thread's error sentence (lark_cfg_error) and return err. */
+int dpl_fail(int err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The same, followed by ": <bus_strerror(err)> (<bus_last_error()>)",
+ * as larkctl prints a failure of libbus. */
+int dpl_fail_bus(int err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* A growing NUL-terminated string; oom set once an allocation failed. */
+typedef struct sbuf {
+  char *p;
+  size_t len, cap;
+  int oom;
+} sbuf;
+
+void dpl_sb_addn(sbuf *b, const char *s, size_t n);
+void dpl_sb_add(sbuf *b, const char *s);
+void dpl_sb_printf(sbuf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Write data to path through a temporary file and rename, mode 0600. */
+int dpl_write_atomic(const char *path, const char *data, size_t len);
+/* The whole file, malloc'd and NUL-terminated; -errno on failure. */
+int dpl_read_all(const char *path, char **out, size_t *len);
+
+int64_t dpl_mono_ms(void);
+void dpl_sleep_ms(int ms);
+
+#endif

@@ -1,0 +1,131 @@
+/*
+ * services.c - the platform's services and edge agents under `larkctl up`:
+ * every service binary found next to larkctl runs as
+ *   lark-<name> --url URL --creds <data>/creds/lark-<name>.nk
+ *               --data <data>/views/lark-<name>
+ * and each local node as `lark-edge ... --node node-<i>` with the node's own
+ * credentials, logs in <data>/logs/<name>.log. Ready means answering:
+ * every service started here answers its status request.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "deploy-int.h"
+
+const char *const lark_up_services[] = {
+    "lark-catalog", "lark-scheduler", "lark-dag",     "lark-ipam",
+    "lark-signer",  "lark-logs",      "lark-reports", NULL};
+
+static lark_proc *
+add_service(lark_up *u, const char *name, const char *bin, const char *node) {
+  char path[PATH_MAX + 64];
+  lark_proc *k = lark_sup_add(&u->sup, name, name);
+  if (!k)
+    return NULL;
+  snprintf(path, sizeof path, "%s/%s", u->bin_dir, bin);
+  lark_proc_arg(k, path);
+  lark_proc_arg(k, "--url");
+  lark_proc_arg(k, u->url);
+  lark_proc_arg(k, "--creds");
+  lark_creds_path(u->data, name, path, sizeof path);
+  lark_proc_arg(k, path);
+  lark_proc_arg(k, "--data");
+  snprintf(path, sizeof path, "%s/views/%s", u->data, name);
+  lark_proc_arg(k, path);
+  if (node) {
+    lark_proc_arg(k, "--node");
+    lark_proc_arg(k, node);
+  }
+  return k;
+}
+
+/* With --relay, node i is cluster c<i>, labelled so, with its pod range. */
+static void
+edge_pod_network(lark_up *u, lark_proc *k, int i) {
+  char v[64];
+  if (!k || !u->relay)
+    return;
+  snprintf(v, sizeof v, "c%d", i);
+  lark_proc_arg(k, "--cluster");
+  lark_proc_arg(k, v);
+  snprintf(v, sizeof v, "rlark.io/cluster=c%d", i);
+  lark_proc_arg(k, "--labels");
+  lark_proc_arg(k, v);
+  snprintf(v, sizeof v, "%u.%u.%d.0/24", u->pod_a, u->pod_b, i);
+  lark_proc_arg(k, "--pod-cidr");
+  lark_proc_arg(k, v);
+}
+
+/* Start what exists next to larkctl; list the names in out. */
+int
+lark_up_services_start(lark_up *u, char *out, size_t cap) {
+  size_t first = u->sup.n, len = 0;
+  char node[32];
+  for (size_t i = 0; lark_up_services[i]; i++)
+    if (lark_bin_exists(u->bin_dir, lark_up_services[i]))
+      add_service(u, lark_up_services[i], lark_up_services[i], NULL);
+  for (int i = 1;
+       i <= u->nodes && lark_bin_exists(u->bin_dir, LARK_EDGE_BINARY); i++) {
+    snprintf(node, sizeof node, "node-%d", i);
+    edge_pod_network(u, add_service(u, node, LARK_EDGE_BINARY, node), i);
+  }
+  snprintf(out, cap, "none");
+  for (size_t i = first; i < u->sup.n; i++) {
+    if (lark_proc_start(&u->sup.procs[i]) < 0)
+      return dpl_fail(BUS_EINVAL, "cannot start %s: %s", u->sup.procs[i].name,
+                      strerror(errno));
+    len += (size_t)snprintf(out + len, len < cap ? cap - len : 0, "%s%s",
+                            i > first ? ", " : "", u->sup.procs[i].name);
+  }
+  return 0;
+}
+
+/*
+ * Ready means answering: every service started here answers its status
+ * request (it serves its commands before its status, so an answer means
+ * both are served). Waits up to a minute, while the supervisor's restarts
+ * go on; says which services stayed silent.
+ */
+int
+lark_up_wait_ready(lark_up *u) {
+  char creds[PATH_MAX], silent[512] = "";
+  bus_conn_opts co;
+  bus_conn *c = NULL;
+  bus_conn_opts_init(&co);
+  lark_creds_path(u->data, "admin", creds, sizeof creds);
+  co.url = u->url;
+  co.creds = creds;
+  co.name = "larkctl-up";
+  int rc = bus_conn_open(&c, &co);
+  if (rc < 0)
+    return dpl_fail_bus(rc, "cannot connect to %s", u->url);
+  int64_t deadline = dpl_mono_ms() + 60000;
+  do {
+    size_t len = 0;
+    silent[0] = 0;
+    for (size_t i = 0; i < u->sup.n && !lark_sup_stopping(); i++) {
+      const lark_proc *k = &u->sup.procs[i];
+      bus_status st;
+      if (k->broker || strncmp(k->name, "lark-", 5) ||
+          bus_status_query(c, k->name + 5, 500, &st) == 0)
+        continue;
+      len += (size_t)snprintf(silent + len,
+                              len < sizeof silent ? sizeof silent - len : 0,
+                              "%s%s", len ? ", " : "", k->name);
+    }
+    if (!silent[0] || lark_sup_stopping())
+      break;
+    lark_sup_reap(&u->sup);
+    lark_sup_restart_due(&u->sup);
+    dpl_sleep_ms(200);
+  } while (dpl_mono_ms() < deadline);
+  bus_conn_close(c);
+  if (silent[0] && !lark_sup_stopping())
+    return dpl_fail(BUS_EINVAL,
+                    "no status answer after 60 s from: %s (see their "
+                    "logs in %s/logs)",
+                    silent, u->data);
+  return 0;
+}
