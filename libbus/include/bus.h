@@ -601,6 +601,42 @@ int bus_consumer_fetch(bus_consumer *k, int max, int timeout_ms, bus_batch *b);
  * an ack_all consumer, one ack of the last message does it. */
 int bus_batch_ack(bus_batch *b);
 
+/* ------------------------------------------------------------------ worker */
+
+/*
+ * A thread that takes batches from a durable consumer for as long as it
+ * runs, for a part that works a queue (an ingress, an appender): it opens
+ * the consumer (trying once a second while the stream is not there yet),
+ * opens it again when a fetch says the broker lost it, and waits a fetch's
+ * wait after any other failed fetch. handle gets each batch that holds
+ * messages, in the worker's thread, and acks it (bus_batch_ack) once done
+ * with it; a batch left unacked comes again after the consumer's ack wait.
+ * tick, when set, runs after every fetch (timed work). log, when set, gets
+ * one line for each wait and reopening. The batch is valid until handle
+ * returns.
+ */
+typedef struct bus_worker bus_worker;
+
+typedef struct bus_worker_opts {
+  bus_consumer_opts consumer; /* its stream and durable are required */
+  int batch;                  /* messages per fetch; default 256 */
+  int wait_ms;                /* a fetch's wait; default 200 */
+  void (*handle)(bus_worker *w, bus_batch *b, void *ud);
+  void (*tick)(bus_worker *w, void *ud);
+  void (*log)(const char *line, void *ud);
+  void *ud;
+} bus_worker_opts;
+
+void bus_worker_opts_init(bus_worker_opts *o);
+int bus_worker_start(bus_conn *c, const bus_worker_opts *o, bus_worker **out);
+/* Set once bus_worker_stop was called: a handler retrying in place gives up
+ * (and leaves its batch unacked). */
+int bus_worker_stopping(const bus_worker *w);
+/* Sleep ms, or less when told to stop. */
+void bus_worker_nap(const bus_worker *w, int ms);
+/* Stop: the current handle returns, the thread is joined, w is freed. */
+void bus_worker_stop(bus_worker *w);
+
 /* ------------------------------------------------------------------ replay */
 
 /*
@@ -709,6 +745,17 @@ typedef struct bus_view_stats {
 
 int bus_view_stats_get(bus_view *v, bus_view_stats *s);
 const char *bus_view_name(const bus_view *v);
+
+/*
+ * Wait until the view has applied stream sequence seq (its applied
+ * sequence is seq or more). Every commit of the view (the service loop's,
+ * after each batch) wakes the waiters with the sequence it committed: no
+ * polling. 0 at once when already applied; BUS_ETIMEOUT after timeout_ms,
+ * with bus_last_error() naming the sequence waited for and the one
+ * applied. Any thread may wait, several at once; a waiter holds no lock
+ * the service loop needs.
+ */
+int bus_view_wait_applied(bus_view *v, uint64_t seq, int timeout_ms);
 
 /*
  * SHA-256 over (table, key, value) in key order of every view table (the
@@ -919,6 +966,105 @@ typedef void (*bus_cmd_cb)(bus_conn *c, const bus_cmd *cmd, void *ud);
 int bus_cmd_serve(bus_conn *c, const char *kind, bus_cmd_cb cb, void *ud,
                   bus_serve **out);
 
+/*
+ * The event id of a command, one rule for every service:
+ *   BLAKE2b-128("larkbus command id v1", kind, verb, user, key)
+ * each field length-prefixed, as 32 hex digits; kind, verb and user come
+ * from the subject, key from the body. The same command sent again (a
+ * retry: same user, kind, verb and key) gets the same id, so the broker
+ * drops the second append inside its duplicate window and answers with
+ * the first one's sequence; the same key from another user, or for
+ * another verb, is another command. A command without a key gets a fresh
+ * random id: it is not deduplicated.
+ */
+void bus_cmd_event_id(const bus_cmd *cmd, char out[33]);
+
+/*
+ * Append the one event a command decides: type on subject, id from
+ * bus_cmd_event_id, ts now, actor the subject's user, cause the key, prev
+ * with the broker's check (BUS_APPEND_CHECK). data is the packed msgpack
+ * map of the event's data (NULL: {}). *seq and *dup as bus_append (a
+ * duplicate is the first attempt's sequence, *dup = 1); either may be
+ * NULL.
+ */
+int bus_cmd_append(bus_conn *c, const bus_cmd *cmd, const char *subject,
+                   const char *type, uint64_t prev, const void *data,
+                   size_t len, uint64_t *seq, int *dup);
+
+/*
+ * Wait until v has applied everything stream held when this was called
+ * (its last sequence, asked of the broker): a command checked against the
+ * view after this sees every event stored before it came. For a view
+ * fed the whole stream (a filtered one may never reach its last
+ * sequence). As bus_view_wait_applied; the broker's errors as
+ * bus_stream_last_seq.
+ */
+int bus_view_catch_up(bus_conn *c, bus_view *v, const char *stream,
+                      int timeout_ms);
+
+/* ------------------------------------------------------- verbs of a service */
+
+/*
+ * A service declares its verbs in one table and serves them with one call.
+ * Flags, checked before the handler runs:
+ *   BUS_VERB_ADMIN     only user admin: others get DENIED "only admin may
+ *                      <verb>"
+ *   BUS_VERB_CATCH_UP  first wait until the view has applied everything
+ *                      the stream held when the command came
+ *                      (bus_view_catch_up, up to wait_ms; past that the
+ *                      handler runs anyway and apply refuses what slips by)
+ *   BUS_VERB_SERIAL    one at a time with the other SERIAL verbs of its
+ *                      kind (a check and its append are not interleaved
+ *                      with another's)
+ * A handler replies itself (bus_cmd_reply_ok or _error) and returns 0 or
+ * the error it replied; a query entry is answered from the view by
+ * bus_query_answer. Entries are matched in order; kind NULL matches every
+ * kind served, verb NULL every verb (a fallback, put last).
+ */
+enum { BUS_VERB_ADMIN = 1, BUS_VERB_CATCH_UP = 2, BUS_VERB_SERIAL = 4 };
+
+typedef int (*bus_verb_fn)(bus_conn *c, const bus_cmd *cmd, bus_view *v,
+                           void *ud);
+typedef int (*bus_query_fn)(bus_txn *t, const char *kind, const char *verb,
+                            const msgpack_object *req, msgpack_packer *pk,
+                            void *ud);
+
+typedef struct bus_verb {
+  const char *kind;   /* NULL: every kind of the table */
+  const char *verb;   /* NULL: every verb */
+  bus_verb_fn fn;     /* a command: replies itself */
+  bus_query_fn query; /* or a read of the view */
+  unsigned flags;     /* BUS_VERB_* */
+} bus_verb;
+
+typedef struct bus_verbs {
+  const char *const *kinds; /* lark.cmd.*.<kind>.* served; NULL-terminated */
+  const bus_verb *verbs;    /* ends with an entry with neither fn nor query */
+  const char *unknown;      /* INVAL message for a verb not in the table */
+  const char *stream;       /* CATCH_UP's stream; NULL: LARK_EVENTS */
+  int wait_ms;              /* CATCH_UP's deadline; 0: 5000 */
+  /* after each command (logging); rc as the handler's; may be NULL */
+  void (*on_done)(const bus_cmd *cmd, int rc, void *ud);
+} bus_verbs;
+
+/* Run one parsed command through the table, in the calling thread. */
+int bus_verbs_dispatch(const bus_verbs *t, bus_conn *c, bus_view *v, void *ud,
+                       const bus_cmd *cmd);
+
+/*
+ * Serve the table's kinds (queue group lark-<kind>) with `workers`
+ * threads of its own (0: 4). nats.c's delivery thread only queues a
+ * request, so a command waiting for the view (CATCH_UP, or
+ * bus_view_wait_applied in a handler) holds up no other command nor the
+ * delivery of other messages. t, v and ud must outlive the server.
+ * bus_cmd_server_stop ends the subscriptions, lets each worker finish the
+ * command it holds, drops what is still queued (unanswered) and frees.
+ */
+typedef struct bus_cmd_server bus_cmd_server;
+int bus_verbs_serve(bus_conn *c, const bus_verbs *t, bus_view *v, void *ud,
+                    int workers, bus_cmd_server **out);
+void bus_cmd_server_stop(bus_cmd_server *s);
+
 /* ----------------------------------------------------------------- queries */
 
 /*
@@ -927,13 +1073,9 @@ int bus_cmd_serve(bus_conn *c, const char *kind, bus_cmd_cb cb, void *ud,
  * replay for --at). The function packs only the result value (an array
  * for "list", a map for "describe", ...) into pk and returns 0, or returns
  * an error code (BUS_ENOT_FOUND, BUS_EINVAL ...) with detail in
- * bus_last_error(); then nothing it packed is used.
- */
-typedef int (*bus_query_fn)(bus_txn *t, const char *kind, const char *verb,
-                            const msgpack_object *req, msgpack_packer *pk,
-                            void *ud);
-
-/*
+ * bus_last_error(); then nothing it packed is used. (bus_query_fn is
+ * declared with the verbs above.)
+ *
  * Run q in one read transaction of v and pack the whole reply into out:
  * {ok: true, result: <value>} or {error: {code, message, details: []}}.
  */

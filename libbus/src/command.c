@@ -6,6 +6,7 @@
  * Replies have one shape for every service, so larkctl prints every
  * refusal the same way (code, message, and each field's path and reason).
  */
+#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +58,83 @@ bus_cmd_parse(const char *subject, const char *reply, const void *data,
       off != len || cmd->body.type != MSGPACK_OBJECT_MAP)
     return BUS_ERR(BUS_EMALFORMED, "command body is not one msgpack map");
   bus_obj_str(&cmd->body, "key", cmd->key, sizeof cmd->key);
+  return 0;
+}
+
+/* One field of the id: its length (4 bytes, little-endian), its bytes. */
+static void
+id_field(crypto_generichash_state *st, const char *s) {
+  size_t n = strlen(s);
+  unsigned char len[4] = {(unsigned char)n, (unsigned char)(n >> 8),
+                          (unsigned char)(n >> 16), (unsigned char)(n >> 24)};
+  crypto_generichash_update(st, len, sizeof len);
+  crypto_generichash_update(st, (const unsigned char *)s, n);
+}
+
+void
+bus_cmd_event_id(const bus_cmd *cmd, char out[33]) {
+  static const char tag[] = "larkbus command id v1";
+  if (!cmd->key[0]) {
+    bus_event_new_id(out); /* also starts libsodium */
+    return;
+  }
+  unsigned char raw[16];
+  crypto_generichash_state st;
+  if (sodium_init() < 0) { /* cannot fail once started; never a fixed id */
+    bus_event_new_id(out);
+    return;
+  }
+  crypto_generichash_init(&st, NULL, 0, sizeof raw);
+  crypto_generichash_update(&st, (const unsigned char *)tag, sizeof tag);
+  id_field(&st, cmd->kind);
+  id_field(&st, cmd->verb);
+  id_field(&st, cmd->user);
+  id_field(&st, cmd->key);
+  crypto_generichash_final(&st, raw, sizeof raw);
+  sodium_bin2hex(out, 33, raw, sizeof raw);
+}
+
+/*
+ * The broker checks the version before it looks for a duplicate, so the
+ * retry of a command that landed meets a conflict on its own event: the
+ * subject's last message tells it (same id: the first attempt's).
+ */
+static int
+landed(bus_conn *c, const char *subject, const char *id, uint64_t *seq) {
+  msgpack_zone zone;
+  msgpack_zone_init(&zone, 4096);
+  bus_event last;
+  int same = bus_last_event(c, "LARK_EVENTS", subject, &last, &zone) == 0 &&
+             last.id && !strcmp(last.id, id);
+  if (same && seq)
+    *seq = last.seq;
+  msgpack_zone_destroy(&zone);
+  return same;
+}
+
+int
+bus_cmd_append(bus_conn *c, const bus_cmd *cmd, const char *subject,
+               const char *type, uint64_t prev, const void *data, size_t len,
+               uint64_t *seq, int *dup) {
+  char id[33], why[512];
+  bus_cmd_event_id(cmd, id);
+  bus_event ev = {.v = BUS_SCHEMA_VERSION,
+                  .type = type,
+                  .id = id,
+                  .ts = bus__wall_ns(),
+                  .actor = cmd->user,
+                  .cause = cmd->key,
+                  .prev = prev,
+                  .data_mp = data ? data : "\x80",
+                  .data_mp_len = data ? len : 1};
+  int rc = bus_append(c, subject, &ev, BUS_APPEND_CHECK, seq, dup);
+  if (rc != BUS_ECONFLICT || !cmd->key[0])
+    return rc;
+  snprintf(why, sizeof why, "%s", bus_last_error());
+  if (!landed(c, subject, id, seq))
+    return BUS_ERR(rc, "%s", why);
+  if (dup)
+    *dup = 1;
   return 0;
 }
 

@@ -11,6 +11,7 @@
 #define LARK_VIEW_INT_H
 
 #include <lmdb.h>
+#include <pthread.h>
 
 #include "bus-int.h"
 
@@ -39,6 +40,10 @@ struct bus_view {
   bus__table tables[BUS__VIEW_MAX_TABLES];
   int ntables;
   bus__counters c; /* as last committed */
+  /* applied.c: the applied sequence as last committed, for waiters */
+  pthread_mutex_t applied_mu;
+  pthread_cond_t applied_cv;
+  uint64_t applied_seq; /* under applied_mu */
 };
 
 struct bus_txn {
@@ -60,6 +65,12 @@ int bus__table_dbi(bus_view *v, const char *name, MDB_dbi *dbi);
 int bus__txn_begin_write(bus_view *v, bus_txn *t);
 int bus__txn_commit(bus_txn *t);
 void bus__txn_abort(bus_txn *t);
+
+/* applied.c: set up and tear down the waiters' lock (at open, close);
+ * publish v->c.applied_seq to them (after each commit). */
+void bus__view_applied_init(bus_view *v);
+void bus__view_applied_destroy(bus_view *v);
+void bus__view_applied_signal(bus_view *v);
 
 /* Big-endian u64 keys sort numerically. */
 void bus__put_be64(unsigned char *p, uint64_t x);

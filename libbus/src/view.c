@@ -218,6 +218,7 @@ bus_view_open(bus_view **out, const bus_view_def *def, const bus_view_opts *o) {
     return -ENOMEM;
   v->def = *def;
   v->opts = *o;
+  bus__view_applied_init(v);
   v->dir = strdup(o->dir);
   int rc = v->dir ? mkdir_p(o->dir) : -ENOMEM;
   if (rc)
@@ -243,6 +244,7 @@ out:
     return rc;
   }
   v->opts.dir = v->dir;
+  bus__view_applied_signal(v);
   *out = v;
   return 0;
 }
@@ -253,6 +255,7 @@ bus_view_close(bus_view *v) {
     return;
   if (v->env)
     mdb_env_close(v->env);
+  bus__view_applied_destroy(v);
   free(v->dir);
   free(v);
 }
@@ -292,6 +295,7 @@ bus__txn_commit(bus_txn *t) {
   if (rc)
     return bus__mdb_err(rc, "commit");
   t->v->c = t->c;
+  bus__view_applied_signal(t->v); /* wake who waits for this sequence */
   return 0;
 }
 

@@ -242,6 +242,7 @@ svc_run_view(svc *s, const svc_view_opts *o) {
   vo.dir = s->data;
   bus_view *v = NULL;
   bus_serve *serves[SVC_MAX_KINDS] = {NULL};
+  bus_cmd_server *verbs = NULL;
   int rc = bus_view_open(&v, &o->def, &vo), started = 0;
   if (rc) {
     SVC_LOG(s, SVC_ERROR, "-", 0, "open view %s: %s (%s)", s->data,
@@ -250,7 +251,10 @@ svc_run_view(svc *s, const svc_view_opts *o) {
   }
   if (o->view)
     *o->view = v;
-  if (!(rc = serve_kinds(s, o, serves)) && o->start)
+  rc = serve_kinds(s, o, serves);
+  if (!rc && o->verbs)
+    rc = bus_verbs_serve(s->conn, o->verbs, v, o->ud, o->workers, &verbs);
+  if (!rc && o->start)
     started = !(rc = o->start(s, v, o->ud));
   if (!rc)
     rc = loop(s, v, o);
@@ -261,6 +265,7 @@ svc_run_view(svc *s, const svc_view_opts *o) {
     o->stop(s, v, o->ud);
   for (int i = 0; i < SVC_MAX_KINDS; i++)
     bus_conn_unserve(serves[i]);
+  bus_cmd_server_stop(verbs);
   bus_view_close(v);
   return rc;
 }

@@ -61,6 +61,10 @@ typedef struct svc_view_opts {
   bus_view_def def;
   const char *const *kinds; /* lark.cmd.*.<kind>.* served; NULL-terminated */
   bus_cmd_cb on_command;    /* their handler, called with ud */
+  /* or the service's table of verbs (its own kinds), served by
+   * bus_verbs_serve with the view and ud by `workers` threads (0: 4) */
+  const bus_verbs *verbs;
+  int workers;
   void *ud;
   bus_view **view; /* set to the open view while it runs (handlers read it) */
   int tick_ms;     /* decide's timer ticks; 0: none */

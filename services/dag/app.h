@@ -15,10 +15,11 @@ typedef struct dag_app {
 
 /*
  * lark.cmd.<user>.workflow.<verb>: apply, stop, resume, delete, list,
- * describe. Runs in nats.c's delivery thread; ud is the dag_app. Appends
- * go straight to the stream with the broker's check; after a conflict
- * (the view was behind) the command is checked again against the view.
+ * describe; the table for bus_verbs_serve, with the view and the dag_app
+ * as ud. Appends go straight to the stream with the broker's check; after
+ * a conflict (the view was behind) the command is checked again once the
+ * view has caught up.
  */
-void dag_cmd_handle(bus_conn *c, const bus_cmd *cmd, void *ud);
+extern const bus_verbs dag_verbs;
 
 #endif

@@ -4,31 +4,25 @@
  *
  * Invariants, and why they hold:
  * - The actor is the subject's user, never the body's (bus_cmd_parse).
- * - A command lands at most once: its event id is derived from the
- *   command's key, so a retried command is dropped by the broker's dedupe
- *   window and answered with the original's seq.
+ * - A command lands at most once: its event id is libbus's one rule
+ *   (bus_cmd_event_id: kind, verb, user and key), so a retried command is
+ *   dropped by the broker's dedupe window and answered with the
+ *   original's seq.
  * - Every append carries the version the check read (prev) and the
  *   broker's check, so two applies of one name cannot both create it; the
- *   loser re-reads the view (which catches up with the winner) and gets
- *   "unchanged" or the differences.
+ *   loser waits until the view has caught up with the stream (the
+ *   winner included), then reads it again and gets "unchanged" or the
+ *   differences.
+ * - The verbs are the table at the end, served by bus_verbs_serve.
  */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "app.h"
 
 #define MAX_DETAILS 32
 #define ATTEMPTS 60
-#define RETRY_US (50 * 1000)
-
-static int64_t
-now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+#define CATCH_MS 3000 /* how long one catch-up may take */
 
 static void
 reply_ok(bus_conn *c, const bus_cmd *cmd, uint64_t seq, const char *name,
@@ -45,30 +39,22 @@ reply_ok(bus_conn *c, const bus_cmd *cmd, uint64_t seq, const char *name,
   msgpack_sbuffer_destroy(&sb);
 }
 
-/* Append one workflow event for cmd; *seq and *dup as bus_append. */
+/* Append one workflow event for cmd; *seq as bus_append. */
 static int
 append(bus_conn *c, const bus_cmd *cmd, const char *name, const char *type,
        uint64_t prev, const msgpack_object *data, uint64_t *seq) {
-  char subject[BUS_SUBJECT_MAX], id[33];
+  char subject[BUS_SUBJECT_MAX];
   snprintf(subject, sizeof subject, "lark.ev.workflow.%s", name);
-  if (cmd->key[0])
-    bus_event_derive_id(cmd->key, 0, id);
-  else
-    bus_event_new_id(id);
-  bus_event ev;
-  memset(&ev, 0, sizeof ev);
-  ev.v = BUS_SCHEMA_VERSION;
-  ev.type = type;
-  ev.id = id;
-  ev.ts = now_ns();
-  ev.actor = cmd->user;
-  ev.cause = cmd->key;
-  ev.prev = prev;
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   if (data)
-    ev.data = *data;
-  else
-    ev.data.type = MSGPACK_OBJECT_NIL;
-  return bus_append(c, subject, &ev, BUS_APPEND_CHECK, seq, NULL);
+    msgpack_pack_object(&pk, *data);
+  int rc = bus_cmd_append(c, cmd, subject, type, prev, data ? sb.data : NULL,
+                          sb.size, seq, NULL);
+  msgpack_sbuffer_destroy(&sb);
+  return rc;
 }
 
 /* Run the view check under a read transaction. */
@@ -84,8 +70,10 @@ check_apply(dag_app *a, const msgpack_object *res, bus_field_err *errs, int *n,
   return rc;
 }
 
-static void
-do_apply(dag_app *a, bus_conn *c, const bus_cmd *cmd) {
+static int
+do_apply(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
+  (void)v;
+  dag_app *a = ud;
   bus_field_err errs[MAX_DETAILS];
   char name[BUS_NAME_MAX + 1] = "";
   int n = 0, rc;
@@ -94,36 +82,37 @@ do_apply(dag_app *a, bus_conn *c, const bus_cmd *cmd) {
   if (!res || res->type != MSGPACK_OBJECT_MAP) {
     bus_field_err e = {"resource", "required: the Workflow resource"};
     bus_cmd_reply_error(c, cmd, BUS_EMISSING, "no resource", &e, 1);
-    return;
+    return BUS_EMISSING;
   }
   if ((rc = bus_schema_check("Workflow", res, errs, MAX_DETAILS, &n))) {
     bus_cmd_reply_error(c, cmd, rc, "invalid Workflow", errs,
                         n < MAX_DETAILS ? n : MAX_DETAILS);
-    return;
+    return rc;
   }
   bus_obj_str(bus_obj_get(res, "metadata"), "name", name, sizeof name);
   for (int i = 0; i < ATTEMPTS; i++) {
     rc = check_apply(a, res, errs, &n, &prev);
     if (rc == DAG_APPLY_UNCHANGED) {
       reply_ok(c, cmd, prev, name, 1);
-      return;
+      return 0;
     }
     if (rc == 0)
       rc = append(c, cmd, name, "workflow.submitted", prev, res, &seq);
     if (rc != BUS_ECONFLICT)
       break;
-    usleep(RETRY_US); /* the view is behind the stream: let it catch up */
+    bus_view_catch_up(c, a->view, NULL, CATCH_MS); /* the view is behind */
   }
   if (rc) {
     bus_cmd_reply_error(c, cmd, rc, bus_last_error(), errs,
                         n < MAX_DETAILS ? n : MAX_DETAILS);
     SVC_LOG(&a->s, SVC_INFO, "lark.cmd", 0, "%s workflow.apply %s: %s",
             cmd->user, name, bus_err_name(rc));
-    return;
+    return rc;
   }
   reply_ok(c, cmd, seq, name, 0);
   SVC_LOG(&a->s, SVC_INFO, "lark.ev.workflow", seq, "%s applied workflow %s",
           cmd->user, name);
+  return 0;
 }
 
 static int
@@ -139,8 +128,10 @@ check_verb(dag_app *a, const char *name, const char *verb, const char **type,
 }
 
 /* stop, resume, delete {key, name} */
-static void
-do_verb(dag_app *a, bus_conn *c, const bus_cmd *cmd) {
+static int
+do_verb(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
+  (void)v;
+  dag_app *a = ud;
   char name[BUS_NAME_MAX + 2] = "";
   const char *type = NULL;
   uint64_t prev = 0, seq = 0;
@@ -148,53 +139,46 @@ do_verb(dag_app *a, bus_conn *c, const bus_cmd *cmd) {
   if (!bus_obj_str(&cmd->body, "name", name, sizeof name)) {
     bus_field_err e = {"name", "required: the Workflow's name"};
     bus_cmd_reply_error(c, cmd, rc, "no name", &e, 1);
-    return;
+    return rc;
   }
   for (int i = 0; i < ATTEMPTS; i++) {
     rc = check_verb(a, name, cmd->verb, &type, &prev);
     if (rc == DAG_APPLY_UNCHANGED) {
       reply_ok(c, cmd, prev, name, 1);
-      return;
+      return 0;
     }
     if (rc == 0)
       rc = append(c, cmd, name, type, prev, NULL, &seq);
     if (rc != BUS_ECONFLICT)
       break;
-    usleep(RETRY_US);
+    bus_view_catch_up(c, a->view, NULL, CATCH_MS);
   }
   if (rc) {
     bus_cmd_reply_error(c, cmd, rc, bus_last_error(), NULL, 0);
-    return;
+    return rc;
   }
   reply_ok(c, cmd, seq, name, 0);
   SVC_LOG(&a->s, SVC_INFO, "lark.ev.workflow", seq, "%s %s workflow %s",
           cmd->user, cmd->verb, name);
+  return 0;
 }
 
-static void
-do_query(dag_app *a, bus_conn *c, const bus_cmd *cmd) {
-  if (!cmd->reply)
-    return;
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  bus_query_answer(a->view, dag_query, cmd->kind, cmd->verb, &cmd->body, &sb,
-                   NULL);
-  bus_conn_publish(c, cmd->reply, sb.data, sb.size);
-  msgpack_sbuffer_destroy(&sb);
-}
+/* ---------------------------------------------------------------- verbs */
 
-void
-dag_cmd_handle(bus_conn *c, const bus_cmd *cmd, void *ud) {
-  dag_app *a = ud;
-  if (!strcmp(cmd->verb, "apply"))
-    do_apply(a, c, cmd);
-  else if (!strcmp(cmd->verb, "stop") || !strcmp(cmd->verb, "resume") ||
-           !strcmp(cmd->verb, "delete"))
-    do_verb(a, c, cmd);
-  else if (!strcmp(cmd->verb, "list") || !strcmp(cmd->verb, "describe"))
-    do_query(a, c, cmd);
-  else
-    bus_cmd_reply_error(c, cmd, BUS_EINVAL,
-                        "verbs: apply, stop, resume, delete, list, describe",
-                        NULL, 0);
-}
+/* Writes one at a time, as the one workflow queue took them before. */
+static const bus_verb verbs[] = {
+    {NULL, "apply", do_apply, NULL, BUS_VERB_SERIAL},
+    {NULL, "stop", do_verb, NULL, BUS_VERB_SERIAL},
+    {NULL, "resume", do_verb, NULL, BUS_VERB_SERIAL},
+    {NULL, "delete", do_verb, NULL, BUS_VERB_SERIAL},
+    {NULL, "list", NULL, dag_query, 0},
+    {NULL, "describe", NULL, dag_query, 0},
+    {0},
+};
+
+static const char *const kinds[] = {"workflow", NULL};
+
+const bus_verbs dag_verbs = {
+    .kinds = kinds,
+    .verbs = verbs,
+    .unknown = "verbs: apply, stop, resume, delete, list, describe"};

@@ -13,14 +13,12 @@
 #include "app.h"
 
 static const char *const streams[] = {"LARK_EVENTS", NULL};
-static const char *const kinds[] = {"workflow", NULL};
 
 int
 main(int argc, char **argv) {
   dag_app a;
   memset(&a, 0, sizeof a);
-  svc_view_opts o = {
-      .kinds = kinds, .on_command = dag_cmd_handle, .ud = &a, .view = &a.view};
+  svc_view_opts o = {.verbs = &dag_verbs, .ud = &a, .view = &a.view};
   dag_view_def(&o.def);
   return svc_main(&a.s, "dag", argc, argv, streams, &o);
 }

@@ -8,42 +8,23 @@
  * saw. Every creation and deletion goes through that one subject, so of
  * two overlapping creations racing, the broker refuses the second; it is
  * checked again once the view has caught up, and then refused for the
- * overlap. The event id derives from the user and the command's key: a
- * retried command lands once.
+ * overlap. The event id is libbus's one rule (bus_cmd_event_id): a
+ * retried command lands once. The verbs are the table at the end.
  */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "ipam-int.h"
 
 #define MAX_ERRS 16
-#define RETRIES 40 /* conflicts retried, 50 ms apart */
-
-static int64_t
-now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+#define RETRIES 40    /* conflicts retried, each after the view caught up */
+#define CATCH_MS 2000 /* how long one catch-up may take */
 
 static int
 append(bus_conn *c, const bus_cmd *cmd, const char *type, uint64_t prev,
        const msgpack_sbuffer *sb, uint64_t *seq, int *dup) {
-  char src[BUS_SUBJECT_MAX + 200], id[33];
-  snprintf(src, sizeof src, "cmd:%s:%s:%s", cmd->user, type,
-           cmd->key[0] ? cmd->key : IPAM_DOMAINS_SUBJECT);
-  bus_event_derive_id(src, 0, id);
-  bus_event ev = {.type = type,
-                  .id = id,
-                  .ts = now_ns(),
-                  .actor = cmd->user,
-                  .cause = cmd->key,
-                  .prev = prev,
-                  .data_mp = sb->data,
-                  .data_mp_len = sb->size};
-  return bus_append(c, IPAM_DOMAINS_SUBJECT, &ev, BUS_APPEND_CHECK, seq, dup);
+  return bus_cmd_append(c, cmd, IPAM_DOMAINS_SUBJECT, type, prev, sb->data,
+                        sb->size, seq, dup);
 }
 
 static void
@@ -181,7 +162,8 @@ pack_domain(msgpack_sbuffer *sb, const check *ck) {
 }
 
 static int
-cmd_apply(bus_conn *c, const bus_cmd *cmd, bus_view *v) {
+cmd_apply(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
+  (void)ud;
   check ck;
   memset(&ck, 0, sizeof ck);
   int rc = validate(c, cmd, bus_obj_get(&cmd->body, "resource"), &ck);
@@ -201,7 +183,7 @@ cmd_apply(bus_conn *c, const bus_cmd *cmd, bus_view *v) {
     rc = append(c, cmd, "domain.created", again.prev, &sb, &seq, &dup);
     if (rc != BUS_ECONFLICT)
       break;
-    usleep(50 * 1000); /* someone else's creation: wait for the view */
+    bus_view_catch_up(c, v, NULL, CATCH_MS); /* someone else's creation */
   }
   msgpack_sbuffer_destroy(&sb);
   if (!rc && ck.err)
@@ -215,7 +197,8 @@ cmd_apply(bus_conn *c, const bus_cmd *cmd, bus_view *v) {
 /* --------------------------------------------------------------- delete */
 
 static int
-cmd_delete(bus_conn *c, const bus_cmd *cmd, bus_view *v) {
+cmd_delete(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
+  (void)ud;
   char name[IPAM_NAME_SZ] = "";
   if (!bus_obj_str(&cmd->body, "name", name, sizeof name) ||
       !bus_name_valid(name, BUS_NAME_MAX))
@@ -252,7 +235,7 @@ cmd_delete(bus_conn *c, const bus_cmd *cmd, bus_view *v) {
     rc = append(c, cmd, "domain.deleted", ver.seq, &sb, &seq, NULL);
     msgpack_sbuffer_destroy(&sb);
     if (rc == BUS_ECONFLICT)
-      usleep(50 * 1000);
+      bus_view_catch_up(c, v, NULL, CATCH_MS);
   }
   if (rc)
     return bus_cmd_reply_error(c, cmd, rc, bus_last_error(), NULL, 0), rc;
@@ -260,20 +243,15 @@ cmd_delete(bus_conn *c, const bus_cmd *cmd, bus_view *v) {
   return 0;
 }
 
-/* ---------------------------------------------------------------- entry */
+/* ---------------------------------------------------------------- verbs */
 
-int
-ipam_command(bus_conn *c, const bus_cmd *cmd, bus_view *v) {
-  if (!strcmp(cmd->kind, "domain") && !strcmp(cmd->verb, "apply"))
-    return cmd_apply(c, cmd, v);
-  if (!strcmp(cmd->kind, "domain") && !strcmp(cmd->verb, "delete"))
-    return cmd_delete(c, cmd, v);
-  if (!cmd->reply)
-    return 0;
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  bus_query_answer(v, ipam_query, cmd->kind, cmd->verb, &cmd->body, &sb, NULL);
-  int rc = bus_conn_publish(c, cmd->reply, sb.data, sb.size);
-  msgpack_sbuffer_destroy(&sb);
-  return rc;
-}
+static const bus_verb verbs[] = {
+    {"domain", "apply", cmd_apply, NULL, BUS_VERB_SERIAL},
+    {"domain", "delete", cmd_delete, NULL, BUS_VERB_SERIAL},
+    {NULL, NULL, NULL, ipam_query, 0}, /* every other verb reads */
+    {0},
+};
+
+static const char *const kinds[] = {"domain", "domainpeer", "route", NULL};
+
+const bus_verbs ipam_verbs = {.kinds = kinds, .verbs = verbs};

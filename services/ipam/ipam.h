@@ -145,7 +145,8 @@ int ipam_query(bus_txn *t, const char *kind, const char *verb,
 /* ------------------------------------------------------------- commands */
 
 /*
- * Answer lark.cmd.<user>.domain.<verb>:
+ * The table of lark-ipam's verbs (served by bus_verbs_serve with the view):
+ * lark.cmd.<user>.domain.<verb>:
  *   apply  {key, resource: <Domain>} -> {ok, seq, result: created|unchanged}
  *          refused (details {path, reason}) when the resource or its CIDR
  *          is invalid, or the CIDR overlaps another domain's; a changed
@@ -155,8 +156,8 @@ int ipam_query(bus_txn *t, const char *kind, const char *verb,
  * and lark.cmd.<user>.domainpeer.* and .route.* (queries). domain.created
  * and domain.deleted go on lark.ev.ipam.domains with prev = that
  * subject's version, so creations are serialised: on a conflict the
- * check is redone on the newer view (up to about two seconds).
+ * check is redone once the view has caught up with the stream.
  */
-int ipam_command(bus_conn *c, const bus_cmd *cmd, bus_view *v);
+extern const bus_verbs ipam_verbs;
 
 #endif

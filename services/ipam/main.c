@@ -21,7 +21,6 @@
 #include "svc.h"
 
 static const char *const streams[] = {"LARK_EVENTS", "LARK_ROUTES", NULL};
-static const char *const kinds[] = {"domain", "domainpeer", "route"};
 
 typedef struct app {
   svc s;
@@ -31,9 +30,8 @@ typedef struct app {
 } app;
 
 static void
-on_cmd(bus_conn *c, const bus_cmd *cmd, void *ud) {
+on_cmd(const bus_cmd *cmd, int rc, void *ud) {
   app *a = ud;
-  int rc = ipam_command(c, cmd, a->view);
   SVC_LOG(&a->s, rc ? SVC_INFO : SVC_DEBUG, "lark.cmd", 0, "%s.%s by %s: %s",
           cmd->kind, cmd->verb, cmd->user, rc ? bus_strerror(rc) : "ok");
 }
@@ -52,10 +50,10 @@ on_batch(const bus_view_stats *st, void *ud) {
 
 static int
 run(app *a) {
-  bus_serve *q[3] = {0};
-  int rc = 0;
-  for (int i = 0; !rc && i < 3; i++)
-    rc = bus_cmd_serve(a->s.conn, kinds[i], on_cmd, a, &q[i]);
+  bus_verbs verbs = ipam_verbs;
+  verbs.on_done = on_cmd;
+  bus_cmd_server *q = NULL;
+  int rc = bus_verbs_serve(a->s.conn, &verbs, a->view, a, 0, &q);
   if (!rc) {
     bus_service_opts so;
     bus_service_opts_init(&so);
@@ -73,8 +71,7 @@ run(app *a) {
   if (rc)
     SVC_LOG(&a->s, SVC_ERROR, "lark.ev.>", 0, "%s (%s)", bus_strerror(rc),
             bus_last_error());
-  for (int i = 0; i < 3; i++)
-    bus_conn_unserve(q[i]);
+  bus_cmd_server_stop(q);
   return rc;
 }
 

@@ -5,13 +5,13 @@
  * A command is checked against the view (read transaction), then its
  * event is appended with the broker's version check (prev = the version
  * the check saw), so a race between two commands lands one and refuses
- * the other with CONFLICT. The event id is derived from the user and the
- * command's key: a retried command lands once.
+ * the other with CONFLICT. The event id is libbus's one rule
+ * (bus_cmd_event_id): a retried command lands once. The verbs are the
+ * table at the end, served by bus_verbs_serve.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "artifact.h"
 #include "expand.h"
@@ -19,39 +19,18 @@
 
 #define MAX_ERRS 32
 
-typedef struct cmd_ctx {
-  bus_view *view;
-} cmd_ctx;
-
-static int64_t
-now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* Append type on lark.ev.<kind>.<name> for cmd, data packed in sb. */
 static int
 append(bus_conn *c, const bus_cmd *cmd, const char *kind, const char *name,
        const char *type, uint64_t prev, const msgpack_sbuffer *sb,
        uint64_t *seq) {
-  char subject[BUS_SUBJECT_MAX], src[BUS_SUBJECT_MAX + 200], id[33];
+  char subject[BUS_SUBJECT_MAX];
   snprintf(subject, sizeof subject, "lark.ev.%s.%s", kind, name);
-  snprintf(src, sizeof src, "cmd:%s:%s", cmd->user,
-           cmd->key[0] ? cmd->key : subject);
-  bus_event_derive_id(src, 0, id);
-  bus_event ev = {.type = type,
-                  .id = id,
-                  .ts = now_ns(),
-                  .actor = cmd->user,
-                  .cause = cmd->key,
-                  .prev = prev,
-                  .data_mp = sb ? sb->data : "\x80",
-                  .data_mp_len = sb ? sb->size : 1};
-  return bus_append(c, subject, &ev, BUS_APPEND_CHECK, seq, NULL);
+  return bus_cmd_append(c, cmd, subject, type, prev, sb ? sb->data : NULL,
+                        sb ? sb->size : 0, seq, NULL);
 }
 
-static void
+static int
 reply_append(bus_conn *c, const bus_cmd *cmd, int rc, uint64_t seq,
              const char *what) {
   if (rc == 0) {
@@ -69,6 +48,7 @@ reply_append(bus_conn *c, const bus_cmd *cmd, int rc, uint64_t seq,
   } else {
     bus_cmd_reply_error(c, cmd, rc, bus_last_error(), NULL, 0);
   }
+  return rc;
 }
 
 /* ------------------------------------------------------------ job.apply */
@@ -259,26 +239,14 @@ plan_job_apply(bus_view *v, const msgpack_object *res, const char *name,
 }
 
 /*
- * Wait (up to 5 s) until the view has applied everything LARK_EVENTS held
- * when the command came: a Job submitted just before, by this command
- * queue or another scheduler, is then in the view and its names are
- * checked against. apply refuses what slips past anyway.
+ * job.apply runs once the view has applied everything LARK_EVENTS held
+ * when the command came (BUS_VERB_CATCH_UP, up to 5 s): a Job submitted
+ * just before, by this command queue or another scheduler, is then in the
+ * view and its names are checked against. apply refuses what slips past.
  */
-static void
-caught_up(bus_conn *c, bus_view *v) {
-  uint64_t last = 0;
-  bus_view_stats st;
-  if (bus_stream_last_seq(c, "LARK_EVENTS", &last))
-    return;
-  for (int i = 0; i < 1000; i++) {
-    if (bus_view_stats_get(v, &st) || st.applied_seq >= last)
-      return;
-    nanosleep(&(struct timespec){.tv_nsec = 5000000}, NULL);
-  }
-}
-
-static void
-job_apply(bus_conn *c, const bus_cmd *cmd, bus_view *v) {
+static int
+job_apply(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
+  (void)ud;
   const msgpack_object *res = bus_obj_get(&cmd->body, "resource");
   bus_field_err errs[MAX_ERRS];
   int n = 0;
@@ -290,10 +258,9 @@ job_apply(bus_conn *c, const bus_cmd *cmd, bus_view *v) {
     bus_cmd_reply_error(c, cmd, rc ? rc : BUS_EMISSING,
                         res ? "invalid Job" : "the body needs a resource", errs,
                         n < MAX_ERRS ? n : MAX_ERRS);
-    return;
+    return rc ? rc : BUS_EMISSING;
   }
   plan pl = {0};
-  caught_up(c, v);
   rc = plan_job_apply(v, res, name, errs, &n, &pl);
   if (rc) {
     bus_cmd_reply_error(c, cmd, rc,
@@ -303,7 +270,7 @@ job_apply(bus_conn *c, const bus_cmd *cmd, bus_view *v) {
                               "spec.stopped); delete it first"
                             : "invalid Job",
                         errs, n < MAX_ERRS ? n : MAX_ERRS);
-    return;
+    return rc;
   }
   uint64_t seq = 0;
   msgpack_sbuffer sb;
@@ -316,7 +283,7 @@ job_apply(bus_conn *c, const bus_cmd *cmd, bus_view *v) {
   else if (pl.type)
     rc = append(c, cmd, "job", name, pl.type, pl.prev, NULL, &seq);
   msgpack_sbuffer_destroy(&sb);
-  reply_append(c, cmd, rc, seq, pl.what);
+  return reply_append(c, cmd, rc, seq, pl.what);
 }
 
 /* ------------------------------------------------- job stop/resume/delete */
@@ -340,8 +307,9 @@ job_state(bus_view *v, const char *name, job_rec *j, uint64_t *prev) {
   return rc;
 }
 
-static void
-job_verb(bus_conn *c, const bus_cmd *cmd, bus_view *v) {
+static int
+job_verb(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
+  (void)ud;
   char name[SCHED_NAME_SZ] = "";
   job_rec j;
   uint64_t prev = 0, seq = 0;
@@ -365,13 +333,14 @@ job_verb(bus_conn *c, const bus_cmd *cmd, bus_view *v) {
   }
   if (!rc && type)
     rc = append(c, cmd, "job", name, type, prev, NULL, &seq);
-  reply_append(c, cmd, rc, seq, what ? what : "");
+  return reply_append(c, cmd, rc, seq, what ? what : "");
 }
 
 /* ----------------------------------------------------------------- nodes */
 
-static void
-node_apply(bus_conn *c, const bus_cmd *cmd, bus_view *v) {
+static int
+node_apply(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
+  (void)ud;
   const msgpack_object *res = bus_obj_get(&cmd->body, "resource");
   bus_field_err errs[MAX_ERRS];
   int n = 0;
@@ -384,7 +353,7 @@ node_apply(bus_conn *c, const bus_cmd *cmd, bus_view *v) {
   if (rc) {
     bus_cmd_reply_error(c, cmd, rc, "invalid Node", errs,
                         n < MAX_ERRS ? n : MAX_ERRS);
-    return;
+    return rc;
   }
   bus_txn *t;
   char subject[BUS_SUBJECT_MAX];
@@ -420,11 +389,12 @@ node_apply(bus_conn *c, const bus_cmd *cmd, bus_view *v) {
     rc = append(c, cmd, "node", name, "node.registered", ver.seq, &sb, &seq);
     msgpack_sbuffer_destroy(&sb);
   }
-  reply_append(c, cmd, rc, seq, what);
+  return reply_append(c, cmd, rc, seq, what);
 }
 
-static void
-node_verb(bus_conn *c, const bus_cmd *cmd, bus_view *v) {
+static int
+node_verb(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
+  (void)ud;
   char name[SCHED_NAME_SZ] = "", subject[BUS_SUBJECT_MAX];
   bus_obj_str(&cmd->body, "name", name, sizeof name);
   snprintf(subject, sizeof subject, "lark.ev.node.%s", name);
@@ -448,37 +418,29 @@ node_verb(bus_conn *c, const bus_cmd *cmd, bus_view *v) {
     rc = append(c, cmd, "node", name,
                 cordon ? "node.cordoned" : "node.uncordoned", ver.seq, NULL,
                 &seq);
-  reply_append(c, cmd, rc, seq, what);
+  return reply_append(c, cmd, rc, seq, what);
 }
 
-/* -------------------------------------------------------------- serving */
+/* ---------------------------------------------------------------- verbs */
 
-static void
-answer_query(bus_conn *c, const bus_cmd *cmd, bus_view *v) {
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  bus_query_answer(v, sched_query, cmd->kind, cmd->verb, &cmd->body, &sb, NULL);
-  if (cmd->reply)
-    bus_conn_publish(c, cmd->reply, sb.data, sb.size);
-  msgpack_sbuffer_destroy(&sb);
-}
+/* Writes are one at a time per kind, as each kind's queue was before:
+ * a command's check and append never interleave with another's. */
+#define W BUS_VERB_SERIAL
 
-void
-sched_command(bus_conn *c, const bus_cmd *cmd, bus_view *v) {
-  const char *k = cmd->kind, *verb = cmd->verb;
-  if (!strcmp(verb, "list") || !strcmp(verb, "describe"))
-    answer_query(c, cmd, v);
-  else if (!strcmp(k, "job") && !strcmp(verb, "apply"))
-    job_apply(c, cmd, v);
-  else if (!strcmp(k, "job") &&
-           (!strcmp(verb, "stop") || !strcmp(verb, "resume") ||
-            !strcmp(verb, "delete")))
-    job_verb(c, cmd, v);
-  else if (!strcmp(k, "node") && !strcmp(verb, "apply"))
-    node_apply(c, cmd, v);
-  else if (!strcmp(k, "node") &&
-           (!strcmp(verb, "cordon") || !strcmp(verb, "uncordon")))
-    node_verb(c, cmd, v);
-  else
-    bus_cmd_reply_error(c, cmd, BUS_EINVAL, "no such command", NULL, 0);
-}
+static const bus_verb verbs[] = {
+    {NULL, "list", NULL, sched_query, 0},
+    {NULL, "describe", NULL, sched_query, 0},
+    {"job", "apply", job_apply, NULL, W | BUS_VERB_CATCH_UP},
+    {"job", "stop", job_verb, NULL, W},
+    {"job", "resume", job_verb, NULL, W},
+    {"job", "delete", job_verb, NULL, W},
+    {"node", "apply", node_apply, NULL, W},
+    {"node", "cordon", node_verb, NULL, W},
+    {"node", "uncordon", node_verb, NULL, W},
+    {0},
+};
+
+static const char *const kinds[] = {"job", "node", "task", "pod", NULL};
+
+const bus_verbs sched_verbs = {
+    .kinds = kinds, .verbs = verbs, .unknown = "no such command"};

@@ -18,19 +18,12 @@
 
 static const char *const streams[] = {"LARK_EVENTS", "LARK_INGRESS",
                                       "LARK_RUNS", NULL};
-static const char *const kinds[] = {"job", "node", "task", "pod", NULL};
 
 typedef struct app {
   svc s;
   bus_view *view;
   sched_ingress *in;
 } app;
-
-static void
-on_command(bus_conn *c, const bus_cmd *cmd, void *ud) {
-  app *a = ud;
-  sched_command(c, cmd, a->view);
-}
 
 /* Every known node's own stream, made where it is missing. */
 static int
@@ -71,8 +64,7 @@ int
 main(int argc, char **argv) {
   app a;
   memset(&a, 0, sizeof a);
-  svc_view_opts o = {.kinds = kinds,
-                     .on_command = on_command,
+  svc_view_opts o = {.verbs = &sched_verbs,
                      .ud = &a,
                      .view = &a.view,
                      .tick_ms = 1000,

@@ -171,9 +171,10 @@ int sched_slices_ensure(bus_conn *c, bus_view *v, int *created);
 
 /* -------------------------------------------------- commands, queries */
 
-/* Handle a job.*, node.*, task.* or pod.* command or query, reading v
- * (nats.c's delivery thread). */
-void sched_command(bus_conn *c, const bus_cmd *cmd, bus_view *v);
+/* The scheduler's verbs (commands.c): job.* and node.* commands, and the
+ * list and describe queries of job, node, task and pod; served by
+ * bus_verbs_serve with the view. */
+extern const bus_verbs sched_verbs;
 /* The bus_query_fn of the scheduler's view: kinds job, task, pod, node;
  * verbs list {name?} and describe {name}. */
 int sched_query(bus_txn *t, const char *kind, const char *verb,

@@ -8,16 +8,16 @@
  * revoke. An issue appends cert.issued with ExpectNoMessage on its own
  * subject lark.ev.cert.<serial>; a revoke appends cert.revoked with the
  * certificate's version as prev, so two revocations cannot both land.
- * Event ids derive from the user and the command's key: a retried sign
- * is dropped by the broker as a duplicate and answered with the
- * certificate the first attempt issued, read back from the view.
+ * Event ids are libbus's one rule (bus_cmd_event_id): a retried sign is
+ * dropped by the broker as a duplicate and answered with the certificate
+ * the first attempt issued, read back from the view once it has applied
+ * the first attempt's sequence. The verbs are the table near the end.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "signer.h"
 
@@ -63,17 +63,6 @@ raw_str(const msgpack_object *o, const char *k, size_t *len) {
   return v->via.str.ptr;
 }
 
-static void
-event_id(const bus_cmd *cmd, const char *what, char id[33]) {
-  char cause[256];
-  if (!cmd->key[0]) {
-    bus_event_new_id(id);
-    return;
-  }
-  snprintf(cause, sizeof cause, "%s:%s:%s", what, cmd->user, cmd->key);
-  bus_event_derive_id(cause, 0, id);
-}
-
 /* -------------------------------------------------------------------- sign */
 
 static const char *const reply_keys[] = {"serial",   "format",      "cert",
@@ -116,31 +105,26 @@ reply_record(bus_conn *c, const bus_cmd *cmd, uint64_t seq, const void *rec,
   return rc;
 }
 
-/* Answer from the view when event id already issued a certificate,
- * waiting up to wait_ms for the view to apply it. 1 when answered. */
+/* Answer from the view when event id already issued a certificate. 1
+ * when answered. */
 static int
-reply_existing(bus_conn *c, const bus_cmd *cmd, bus_view *v, const char *id,
-               int wait_ms) {
-  for (int waited = 0;; waited += 20) {
-    char serial[SIGNER_SERIAL_MAX];
-    bus_txn *t;
-    int found = 0;
-    if (bus_view_read(v, &t) == 0) {
-      msgpack_sbuffer sb;
-      msgpack_sbuffer_init(&sb);
-      msgpack_packer pk;
-      msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-      found = signer_request_serial(t, id, serial) == 0 &&
-              signer_show(t, serial, &pk) == 0;
-      bus_txn_end(t);
-      if (found)
-        reply_record(c, cmd, 0, sb.data, sb.size);
-      msgpack_sbuffer_destroy(&sb);
-    }
-    if (found || waited >= wait_ms)
-      return found;
-    usleep(20 * 1000);
+reply_existing(bus_conn *c, const bus_cmd *cmd, bus_view *v, const char *id) {
+  char serial[SIGNER_SERIAL_MAX];
+  bus_txn *t;
+  int found = 0;
+  if (bus_view_read(v, &t) == 0) {
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    found = signer_request_serial(t, id, serial) == 0 &&
+            signer_show(t, serial, &pk) == 0;
+    bus_txn_end(t);
+    if (found)
+      reply_record(c, cmd, 0, sb.data, sb.size);
+    msgpack_sbuffer_destroy(&sb);
   }
+  return found;
 }
 
 typedef struct sign_in {
@@ -201,19 +185,13 @@ append_issued(bus_conn *c, const bus_cmd *cmd, bus_view *v, const char *id,
   msgpack_sbuffer sb;
   msgpack_sbuffer_init(&sb);
   pack_issued(&sb, in, ct);
-  bus_event ev = {.v = BUS_SCHEMA_VERSION,
-                  .type = "cert.issued",
-                  .id = id,
-                  .ts = now_ns(),
-                  .actor = cmd->user,
-                  .cause = cmd->key,
-                  .data_mp = sb.data,
-                  .data_mp_len = sb.size};
   snprintf(subject, sizeof subject, "lark.ev.cert.%s", ct->serial);
-  int rc = bus_append(c, subject, &ev, BUS_APPEND_CHECK, &seq, &dup);
+  int rc = bus_cmd_append(c, cmd, subject, "cert.issued", 0, sb.data, sb.size,
+                          &seq, &dup);
   if (rc)
     refuse(c, cmd, rc, NULL, bus_last_error());
-  else if (dup && !reply_existing(c, cmd, v, id, 3000))
+  else if (dup && (bus_view_wait_applied(v, seq, 3000) ||
+                   !reply_existing(c, cmd, v, id)))
     rc = refuse(c, cmd, BUS_ETIMEOUT, NULL,
                 "a retried sign: the first certificate is not in view yet");
   else if (!dup)
@@ -245,19 +223,19 @@ read_sign(const bus_cmd *cmd, sign_in *in, signer_req *r) {
   return 0;
 }
 
+/* admin only (BUS_VERB_ADMIN) */
 static int
-cmd_sign(bus_conn *c, const bus_cmd *cmd, bus_view *v, const signer_ca *ca,
-         const signer_limits *l) {
+cmd_sign(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
+  const signer_env *env = ud;
+  const signer_limits *l = env->limits;
   sign_in in;
   signer_req r;
   signer_cert ct;
   char id[33], err[256] = "";
-  if (strcmp(cmd->user, "admin"))
-    return refuse(c, cmd, BUS_EDENIED, NULL, "only admin may sign");
   if (read_sign(cmd, &in, &r))
     return refuse(c, cmd, BUS_EFIELD, "valid", "seconds, a positive integer");
-  event_id(cmd, "cert.sign", id);
-  if (cmd->key[0] && reply_existing(c, cmd, v, id, 0))
+  bus_cmd_event_id(cmd, id);
+  if (cmd->key[0] && reply_existing(c, cmd, v, id))
     return 0;
   int64_t want = bus_obj_int(&cmd->body, "valid", 0);
   if (want > l->max_ns / NS + 1)
@@ -266,7 +244,7 @@ cmd_sign(bus_conn *c, const bus_cmd *cmd, bus_view *v, const signer_ca *ca,
                            err, sizeof err);
   if (rc)
     return refuse(c, cmd, rc, "valid", err);
-  if ((rc = signer_issue(ca, &r, &ct, err, sizeof err)))
+  if ((rc = signer_issue(env->ca, &r, &ct, err, sizeof err)))
     return refuse(c, cmd, rc, NULL, err);
   rc = append_issued(c, cmd, v, id, &in, &ct);
   signer_cert_clear(&ct);
@@ -275,13 +253,12 @@ cmd_sign(bus_conn *c, const bus_cmd *cmd, bus_view *v, const signer_ca *ca,
 
 /* ------------------------------------------------------------------ revoke */
 
-/* The certificate's version, waiting up to a second for the view to see
- * one just issued. BUS_EXISTS when already revoked. */
+/* The certificate's version as the view holds it. BUS_EEXISTS when
+ * already revoked. */
 static int
-cert_version(bus_view *v, const char *serial, uint64_t *prev) {
-  char subject[BUS_SUBJECT_MAX];
-  snprintf(subject, sizeof subject, "lark.ev.cert.%s", serial);
-  for (int i = 0;; i++) {
+view_version(bus_view *v, const char *subject, const char *serial,
+             uint64_t *prev) {
+  {
     bus_txn *t;
     int rc = bus_view_read(v, &t);
     if (rc)
@@ -305,10 +282,28 @@ cert_version(bus_view *v, const char *serial, uint64_t *prev) {
     }
     msgpack_zone_destroy(&z);
     msgpack_sbuffer_destroy(&sb);
-    if (rc != BUS_ENOT_FOUND || i == 50)
-      return rc ? rc : revoked ? BUS_EEXISTS : 0;
-    usleep(20 * 1000);
+    return rc ? rc : revoked ? BUS_EEXISTS : 0;
   }
+}
+
+/* The certificate's version. One the view has not seen yet (issued just
+ * before) is asked of the stream, and the view waited for, up to a
+ * second. */
+static int
+cert_version(bus_conn *c, bus_view *v, const char *serial, uint64_t *prev) {
+  char subject[BUS_SUBJECT_MAX];
+  snprintf(subject, sizeof subject, "lark.ev.cert.%s", serial);
+  int rc = view_version(v, subject, serial, prev);
+  if (rc != BUS_ENOT_FOUND)
+    return rc;
+  msgpack_zone z;
+  msgpack_zone_init(&z, 4096);
+  bus_event last;
+  int got = bus_last_event(c, "LARK_EVENTS", subject, &last, &z);
+  msgpack_zone_destroy(&z);
+  if (got == 0 && bus_view_wait_applied(v, last.seq, 1000) == 0)
+    rc = view_version(v, subject, serial, prev);
+  return rc;
 }
 
 static int
@@ -319,18 +314,18 @@ serial_ok(const char *s) {
   return strspn(s, "0123456789abcdef") == n;
 }
 
+/* admin only (BUS_VERB_ADMIN) */
 static int
-cmd_revoke(bus_conn *c, const bus_cmd *cmd, bus_view *v) {
-  char serial[FIELD] = "", reason[1100] = "", id[33], subject[BUS_SUBJECT_MAX];
+cmd_revoke(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
+  (void)ud;
+  char serial[FIELD] = "", reason[1100] = "", subject[BUS_SUBJECT_MAX];
   uint64_t prev = 0, seq = 0;
-  if (strcmp(cmd->user, "admin"))
-    return refuse(c, cmd, BUS_EDENIED, NULL, "only admin may revoke");
   bus_obj_str(&cmd->body, "serial", serial, sizeof serial);
   bus_obj_str(&cmd->body, "reason", reason, sizeof reason);
   if (!serial_ok(serial))
     return refuse(c, cmd, BUS_EFIELD, "serial",
                   "16 or 32 lowercase hex digits");
-  int rc = cert_version(v, serial, &prev);
+  int rc = cert_version(c, v, serial, &prev);
   if (rc == BUS_ENOT_FOUND)
     return refuse(c, cmd, rc, "serial", "no certificate with this serial");
   if (rc == BUS_EEXISTS)
@@ -348,18 +343,9 @@ cmd_revoke(bus_conn *c, const bus_cmd *cmd, bus_view *v) {
     pack_str(&pk, "reason");
     pack_str(&pk, reason);
   }
-  event_id(cmd, "cert.revoke", id);
-  bus_event ev = {.v = BUS_SCHEMA_VERSION,
-                  .type = "cert.revoked",
-                  .id = id,
-                  .ts = now_ns(),
-                  .actor = cmd->user,
-                  .cause = cmd->key,
-                  .prev = prev,
-                  .data_mp = sb.data,
-                  .data_mp_len = sb.size};
   snprintf(subject, sizeof subject, "lark.ev.cert.%s", serial);
-  rc = bus_append(c, subject, &ev, BUS_APPEND_CHECK, &seq, NULL);
+  rc = bus_cmd_append(c, cmd, subject, "cert.revoked", prev, sb.data, sb.size,
+                      &seq, NULL);
   msgpack_sbuffer_clear(&sb);
   if (rc) {
     refuse(c, cmd, rc, NULL, bus_last_error());
@@ -372,21 +358,11 @@ cmd_revoke(bus_conn *c, const bus_cmd *cmd, bus_view *v) {
   return rc;
 }
 
-/* ----------------------------------------------------------------- queries */
+/* ---------------------------------------------------------------------- ca */
 
 static int
-cmd_query(bus_conn *c, const bus_cmd *cmd, bus_view *v) {
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  bus_query_answer(v, signer_query, cmd->kind, cmd->verb, &cmd->body, &sb,
-                   NULL);
-  int rc = cmd->reply ? bus_conn_publish(c, cmd->reply, sb.data, sb.size) : 0;
-  msgpack_sbuffer_destroy(&sb);
-  return rc;
-}
-
-static int
-cmd_ca(bus_conn *c, const bus_cmd *cmd, bus_view *v, const signer_ca *ca) {
+cmd_ca(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
+  const signer_ca *ca = ((const signer_env *)ud)->ca;
   msgpack_sbuffer sb;
   msgpack_sbuffer_init(&sb);
   msgpack_packer pk;
@@ -404,19 +380,29 @@ cmd_ca(bus_conn *c, const bus_cmd *cmd, bus_view *v, const signer_ca *ca) {
   return 0;
 }
 
+/* ------------------------------------------------------------------- verbs */
+
+static const bus_verb verbs[] = {
+    {NULL, "sign", cmd_sign, NULL, BUS_VERB_ADMIN},
+    {NULL, "revoke", cmd_revoke, NULL, BUS_VERB_ADMIN},
+    {NULL, "list", NULL, signer_query, 0},
+    {NULL, "show", NULL, signer_query, 0},
+    {NULL, "ca", cmd_ca, NULL, 0},
+    {0},
+};
+
+static const char *const kinds[] = {"cert", NULL};
+
+const bus_verbs signer_verbs = {.kinds = kinds,
+                                .verbs = verbs,
+                                .unknown =
+                                    "verbs: sign, revoke, list, show, ca"};
+
 int
 signer_command(bus_conn *c, const bus_cmd *cmd, bus_view *v,
                const signer_ca *ca, const signer_limits *l) {
-  if (!strcmp(cmd->verb, "sign"))
-    return cmd_sign(c, cmd, v, ca, l);
-  if (!strcmp(cmd->verb, "revoke"))
-    return cmd_revoke(c, cmd, v);
-  if (!strcmp(cmd->verb, "list") || !strcmp(cmd->verb, "show"))
-    return cmd_query(c, cmd, v);
-  if (!strcmp(cmd->verb, "ca"))
-    return cmd_ca(c, cmd, v, ca);
-  return refuse(c, cmd, BUS_EINVAL, NULL,
-                "verbs: sign, revoke, list, show, ca");
+  signer_env env = {.ca = ca, .limits = l};
+  return bus_verbs_dispatch(&signer_verbs, c, v, &env, cmd);
 }
 
 /* ------------------------------------------------------------- publishing */

@@ -10,8 +10,8 @@
  * stored. The view (DIR/view) is fed by the service loop; after each
  * batch that applied a revocation the CRL and KRL under DIR are rewritten
  * from the committed view, so a revocation reaches the files within one
- * poll (200 ms). Commands run in N delivery threads (one subscription
- * each in the queue group); the view is only read there.
+ * poll (200 ms). Commands run in N worker threads (bus_verbs_serve); the
+ * view is only read there.
  *
  * Exits 0 on SIGINT/SIGTERM, 1 on an error it cannot ride out.
  */
@@ -40,10 +40,15 @@ typedef struct app {
   uint64_t logged_seq;
 } app;
 
+/* The verbs' ud: what they need (env, first), and the app to log in. */
+typedef struct app_env {
+  signer_env env;
+  app *a;
+} app_env;
+
 static void
-on_cmd(bus_conn *c, const bus_cmd *cmd, void *ud) {
-  app *a = ud;
-  int rc = signer_command(c, cmd, a->view, a->ca, &a->limits);
+on_cmd(const bus_cmd *cmd, int rc, void *ud) {
+  app *a = ((const app_env *)ud)->a;
   SVC_LOG(&a->s, rc ? SVC_INFO : SVC_DEBUG, "lark.cmd.cert", 0, "%s by %s: %s",
           cmd->verb, cmd->user, rc ? bus_strerror(rc) : "ok");
 }
@@ -76,10 +81,11 @@ on_batch(const bus_view_stats *st, void *ud) {
 
 static int
 serve_and_run(app *a) {
-  bus_serve *q[MAX_WORKERS] = {0};
-  int rc = 0;
-  for (int i = 0; !rc && i < a->workers; i++)
-    rc = bus_cmd_serve(a->s.conn, "cert", on_cmd, a, &q[i]);
+  app_env env = {{.ca = a->ca, .limits = &a->limits}, a};
+  bus_verbs verbs = signer_verbs;
+  verbs.on_done = on_cmd;
+  bus_cmd_server *q = NULL;
+  int rc = bus_verbs_serve(a->s.conn, &verbs, a->view, &env, a->workers, &q);
   if (!rc) {
     bus_service_opts so;
     bus_service_opts_init(&so);
@@ -94,8 +100,7 @@ serve_and_run(app *a) {
             a->workers);
     rc = bus_service_run(a->s.conn, a->view, &so);
   }
-  for (int i = 0; i < a->workers; i++)
-    bus_conn_unserve(q[i]);
+  bus_cmd_server_stop(q);
   return rc;
 }
 

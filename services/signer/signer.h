@@ -265,8 +265,16 @@ int signer_write_revocations(bus_view *v, const signer_ca *ca, const char *dir);
 
 /* ------------------------------------------------------------- commands */
 
+/* What the signer's verbs need beside the view (their ud). */
+typedef struct signer_env {
+  const signer_ca *ca;
+  const signer_limits *limits;
+} signer_env;
+
 /*
- * Answer one command on lark.cmd.<user>.cert.<verb>:
+ * The signer's verbs, for bus_verbs_serve with the view and a signer_env
+ * as ud; signer_command runs one command through them in the caller's
+ * thread. Commands on lark.cmd.<user>.cert.<verb>:
  *   sign   {key, role, name, domain?, cluster?, agent?, csr | sshKey,
  *           valid? (seconds)} -> {ok, seq, serial, format, cert, subject,
  *           principals, notBefore, notAfter, fingerprint}   (admin only)
@@ -276,9 +284,10 @@ int signer_write_revocations(bus_view *v, const signer_ca *ca, const char *dir);
  *   ca     {} -> {ok, seq, pem, sshPublicKey, x509Fingerprint,
  *                 sshFingerprint}
  * A sign whose key was seen before answers with the certificate issued
- * then (the event id derives from user and key). Safe to call from
- * several threads at once. Returns the error it replied with, or 0.
+ * then (the event id is bus_cmd_event_id's). Safe to call from several
+ * threads at once. Returns the error it replied with, or 0.
  */
+extern const bus_verbs signer_verbs;
 int signer_command(bus_conn *c, const bus_cmd *cmd, bus_view *v,
                    const signer_ca *ca, const signer_limits *l);
 
