@@ -1,16 +1,17 @@
 /*
  * ingress.c - the lark-logs ingress loop, on lark.in.*.logs.>.
  *
- * One thread: fetch a batch of ingress messages, route each through the
- * view (logs_route, one read transaction per batch), append what passes
- * asynchronously to LARK_LOGS, flush, and only then acknowledge the whole
- * batch. A crash before the ack leaves the messages in the work queue;
+ * One worker (bus_worker): fetch a batch of ingress messages, route each
+ * through the view (logs_route, one read transaction per batch), append what
+ * passes asynchronously to LARK_LOGS, flush, and only then acknowledge the
+ * whole batch. A crash before the ack leaves the messages in the work queue;
  * they come back after ack_wait and are appended again with the same
  * Nats-Msg-Id (derived from the ingress event's id), so the broker's
  * duplicate window drops what already landed: nothing is lost and, within
  * that window, nothing is republished twice. A refused batch is logged
  * and acknowledged: it never reaches LARK_LOGS.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,8 +24,9 @@ struct logs_ingress {
   bus_conn *c;
   bus_view *v;
   logs_ingress_opts o;
-  volatile int stop;
-  pthread_t th;
+  bus_worker *worker;
+  bus_worker *w; /* the worker, as its handler was given it */
+  msgpack_sbuffer sb;
   pthread_mutex_t mu;
   uint64_t published, refused, lines;
 };
@@ -94,7 +96,7 @@ catch_up(logs_ingress *in) {
   uint64_t last = 0;
   if (bus_stream_last_seq(in->c, "LARK_EVENTS", &last))
     return;
-  for (int i = 0; i < 250 && !in->stop; i++) {
+  for (int i = 0; i < 250 && !bus_worker_stopping(in->w); i++) {
     bus_view_stats st;
     if (bus_view_stats_get(in->v, &st) || st.applied_seq >= last)
       return;
@@ -105,7 +107,10 @@ catch_up(logs_ingress *in) {
 
 /* Route and append a fetched batch; ack it once every append landed. */
 static void
-handle_batch(logs_ingress *in, bus_batch *b, msgpack_sbuffer *sb) {
+handle_batch(bus_worker *w, bus_batch *b, void *ud) {
+  logs_ingress *in = ud;
+  msgpack_sbuffer *sb = &in->sb;
+  in->w = w;
   bus_txn *t = NULL;
   uint64_t pub = 0, ref = 0, nlines = 0;
   int hold = 0, waited = 0;
@@ -155,42 +160,24 @@ handle_batch(logs_ingress *in, bus_batch *b, msgpack_sbuffer *sb) {
   pthread_mutex_unlock(&in->mu);
 }
 
-static void *
-run(void *arg) {
-  logs_ingress *in = arg;
-  bus_consumer *k = NULL;
-  bus_batch *b = NULL;
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  bus_consumer_opts co;
-  bus_consumer_opts_init(&co);
-  co.stream = "LARK_INGRESS";
-  co.durable = in->o.durable;
-  co.filter = "lark.in.*.logs.>";
-  co.ack_wait_ns = in->o.ack_wait_ns;
-  if (bus_consumer_open(in->c, &co, &k) || bus_batch_new(&b)) {
-    say(in, "lark.in.*.logs.>", "cannot consume: %s", bus_last_error());
-    goto out;
-  }
-  while (!in->stop) {
-    int rc = bus_consumer_fetch(k, in->o.batch, 200, b);
-    if (rc == 0 && bus_batch_len(b))
-      handle_batch(in, b, &sb);
-    if (rc == BUS_ENOT_FOUND) { /* the durable is gone: make it again */
-      say(in, "lark.in.*.logs.>", "%s; opening it again", bus_last_error());
-      bus_consumer_close(k);
-      k = NULL;
-      if (bus_consumer_open(in->c, &co, &k)) {
-        say(in, "lark.in.*.logs.>", "cannot consume: %s", bus_last_error());
-        break;
-      }
-    }
-  }
-out:
-  msgpack_sbuffer_destroy(&sb);
-  bus_batch_free(b);
-  bus_consumer_close(k);
-  return NULL;
+static void
+worker_log(const char *line, void *ud) {
+  say(ud, "lark.in.*.logs.>", "%s", line);
+}
+
+static int
+start_worker(logs_ingress *in) {
+  bus_worker_opts wo;
+  bus_worker_opts_init(&wo);
+  wo.consumer.stream = "LARK_INGRESS";
+  wo.consumer.durable = in->o.durable;
+  wo.consumer.filter = "lark.in.*.logs.>";
+  wo.consumer.ack_wait_ns = in->o.ack_wait_ns;
+  wo.batch = in->o.batch;
+  wo.handle = handle_batch;
+  wo.log = worker_log;
+  wo.ud = in;
+  return bus_worker_start(in->c, &wo, &in->worker);
 }
 
 int
@@ -198,7 +185,7 @@ logs_ingress_start(bus_conn *c, bus_view *v, const logs_ingress_opts *o,
                    logs_ingress **out) {
   logs_ingress *in = calloc(1, sizeof *in);
   if (!in)
-    return bus_error(-12, "out of memory");
+    return bus_error(-ENOMEM, "out of memory");
   in->c = c;
   in->v = v;
   logs_ingress_opts_init(&in->o);
@@ -209,10 +196,13 @@ logs_ingress_start(bus_conn *c, bus_view *v, const logs_ingress_opts *o,
   if (in->o.batch <= 0)
     in->o.batch = 256;
   pthread_mutex_init(&in->mu, NULL);
-  if (pthread_create(&in->th, NULL, run, in)) {
+  msgpack_sbuffer_init(&in->sb);
+  int rc = start_worker(in);
+  if (rc) {
+    msgpack_sbuffer_destroy(&in->sb);
     pthread_mutex_destroy(&in->mu);
     free(in);
-    return bus_error(BUS_EINVAL, "cannot start the ingress thread");
+    return rc;
   }
   *out = in;
   return 0;
@@ -232,8 +222,8 @@ void
 logs_ingress_stop(logs_ingress *in) {
   if (!in)
     return;
-  in->stop = 1;
-  pthread_join(in->th, NULL);
+  bus_worker_stop(in->worker);
+  msgpack_sbuffer_destroy(&in->sb);
   pthread_mutex_destroy(&in->mu);
   free(in);
 }

@@ -37,6 +37,7 @@
  *   change it: reports fetched by a killed appender come again after
  *   ack_wait, behind newer ones when they had not landed.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,8 +66,8 @@ typedef struct staged {
 struct reports {
   bus_conn *c;
   reports_opts o;
-  volatile int stop;
-  pthread_t th;
+  bus_worker *worker;
+  bus_worker *w; /* the worker, as its handler was given it */
   pthread_mutex_t mu;
   reports_stats st;
   staged *staged;
@@ -144,14 +145,6 @@ stage(reports *r, const bus_batch *b, size_t i, staged *s) {
   return 0;
 }
 
-static void
-nap_ms(reports *r, int ms) {
-  for (; ms > 0 && !r->stop; ms -= 50) {
-    struct timespec ts = {0, 50 * 1000 * 1000};
-    nanosleep(&ts, NULL);
-  }
-}
-
 /* What one batch came to, added to the stats once it is acknowledged. */
 typedef struct tally {
   uint64_t appended, refused, duplicates, singles;
@@ -169,10 +162,9 @@ backoff_wait(reports *r, int *backoff, const char *what) {
   pthread_mutex_lock(&r->mu);
   r->st.retries++;
   pthread_mutex_unlock(&r->mu);
-  if (!r->stop)
-    nap_ms(r, *backoff);
+  bus_worker_nap(r->w, *backoff);
   *backoff = *backoff < BACKOFF_MAX_MS / 2 ? *backoff * 2 : BACKOFF_MAX_MS;
-  return r->stop;
+  return bus_worker_stopping(r->w);
 }
 
 /* A single append refused for the event itself: retrying cannot help. */
@@ -255,7 +247,9 @@ add_tally(reports *r, const tally *t, uint64_t last) {
 
 /* Stage, append and acknowledge one fetched batch. */
 static void
-handle_batch(reports *r, bus_batch *b) {
+handle_batch(bus_worker *w, bus_batch *b, void *ud) {
+  reports *r = ud;
+  r->w = w;
   size_t n = 0, len = bus_batch_len(b);
   uint64_t last = 0;
   tally t = {0};
@@ -278,55 +272,28 @@ handle_batch(reports *r, bus_batch *b) {
   add_tally(r, &t, last);
 }
 
-/* Open the consumer, waiting for its stream (`larkctl init` makes it). */
-static int
-open_consumer(reports *r, bus_consumer **k) {
-  bus_consumer_opts co;
-  bus_consumer_opts_init(&co);
-  co.stream = "LARK_REPORTS";
-  co.durable = r->o.durable;
-  co.filter = FILTER;
-  /* a work queue takes explicit acks only: bus_batch_ack acks each */
-  co.ack_wait_ns = r->o.ack_wait_ns;
-  co.max_ack_pending = r->o.batch * 4;
-  for (int said = 0; !r->stop; said = 1) {
-    int rc = bus_consumer_open(r->c, &co, k);
-    if (rc == 0)
-      return 0;
-    if (!said)
-      say(r, FILTER, "cannot consume yet: %s", bus_last_error());
-    nap_ms(r, 1000);
-  }
-  return -1;
+static void
+worker_log(const char *line, void *ud) {
+  say(ud, FILTER, "%s", line);
 }
 
-static void *
-run(void *arg) {
-  reports *r = arg;
-  bus_consumer *k = NULL;
-  bus_batch *b = NULL;
-  if (bus_batch_new(&b) || open_consumer(r, &k))
-    goto out;
-  while (!r->stop) {
-    int rc = bus_consumer_fetch(k, r->o.batch, 200, b);
-    if (rc == BUS_ENOT_FOUND) {
-      /* the durable is gone: make it again (the work queue kept the rest) */
-      say(r, FILTER, "%s; opening it again", bus_last_error());
-      bus_consumer_close(k);
-      k = NULL;
-      if (open_consumer(r, &k))
-        break;
-      continue;
-    }
-    if (rc == 0 && bus_batch_len(b))
-      handle_batch(r, b);
-    else if (rc)
-      nap_ms(r, 200);
-  }
-out:
-  bus_batch_free(b);
-  bus_consumer_close(k);
-  return NULL;
+/* The appender: a worker on LARK_REPORTS, waiting for the stream while
+ * `larkctl init` has not made it. */
+static int
+start_worker(reports *r) {
+  bus_worker_opts wo;
+  bus_worker_opts_init(&wo);
+  wo.consumer.stream = "LARK_REPORTS";
+  wo.consumer.durable = r->o.durable;
+  wo.consumer.filter = FILTER;
+  /* a work queue takes explicit acks only: bus_batch_ack acks each */
+  wo.consumer.ack_wait_ns = r->o.ack_wait_ns;
+  wo.consumer.max_ack_pending = r->o.batch * 4;
+  wo.batch = r->o.batch;
+  wo.handle = handle_batch;
+  wo.log = worker_log;
+  wo.ud = r;
+  return bus_worker_start(r->c, &wo, &r->worker);
 }
 
 int
@@ -351,13 +318,15 @@ reports_start(bus_conn *c, const reports_opts *o, reports **out) {
   r->items = calloc((size_t)r->o.batch, sizeof *r->items);
   msgpack_sbuffer_init(&r->sb);
   pthread_mutex_init(&r->mu, NULL);
-  if (!r->staged || !r->items || pthread_create(&r->th, NULL, run, r)) {
+  int rc = !r->staged || !r->items ? bus_error(-ENOMEM, "out of memory")
+                                   : start_worker(r);
+  if (rc) {
     pthread_mutex_destroy(&r->mu);
     msgpack_sbuffer_destroy(&r->sb);
     free(r->staged);
     free(r->items);
     free(r);
-    return bus_error(BUS_EINVAL, "cannot start the appender");
+    return rc;
   }
   *out = r;
   return 0;
@@ -374,8 +343,7 @@ void
 reports_stop(reports *r) {
   if (!r)
     return;
-  r->stop = 1;
-  pthread_join(r->th, NULL);
+  bus_worker_stop(r->worker);
   pthread_mutex_destroy(&r->mu);
   msgpack_sbuffer_destroy(&r->sb);
   free(r->staged);

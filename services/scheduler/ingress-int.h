@@ -5,8 +5,6 @@
 #ifndef LARK_SCHED_INGRESS_INT_H
 #define LARK_SCHED_INGRESS_INT_H
 
-#include <stdatomic.h>
-
 #include "scheduler.h"
 
 /* A broker that does not answer now has refused nothing: wait, ask again.
@@ -17,9 +15,8 @@ int sched_ingress_transient(int rc);
 void sched_ingress_log(const char *subject, const char *what,
                        const char *detail);
 /* Log why (bus_last_error()), sleep *delay_ms and double it; non-zero when
- * told to stop meanwhile. */
-int sched_ingress_nap(const atomic_int *stop, int *delay_ms,
-                      const char *subject);
+ * w was told to stop meanwhile. */
+int sched_ingress_nap(const bus_worker *w, int *delay_ms, const char *subject);
 
 /* Run reports staged from one fetched batch, in their order. */
 #define SCHED_RUNS_MAX 256
@@ -45,6 +42,6 @@ int sched_runs_stage(sched_runs *r, bus_view *v, const char *node,
 int sched_runs_full(const sched_runs *r);
 /* Store what is staged, in order; 0 once stored or refused for good, a
  * transient error when told to stop first (the batch is not to be acked). */
-int sched_runs_flush(sched_runs *r, const atomic_int *stop);
+int sched_runs_flush(sched_runs *r, const bus_worker *w);
 
 #endif

@@ -32,12 +32,12 @@ struct sched_ingress {
   bus_conn *c;
   bus_view *v;
   int timeout_ms;
-  atomic_int stop;
-  pthread_t th;
+  bus_worker *worker;
+  bus_worker *w; /* the worker, as its handler was last given it */
   sched_runs runs;
   seen nodes[MAX_NODES];
   int nnodes;
-  int64_t started_ms;
+  int64_t started_ms, last_scan_ms;
 };
 
 static int64_t
@@ -329,13 +329,12 @@ sched_ingress_transient(int rc) {
 }
 
 int
-sched_ingress_nap(const atomic_int *stop, int *delay_ms, const char *subject) {
+sched_ingress_nap(const bus_worker *w, int *delay_ms, const char *subject) {
   sched_ingress_log(subject,
                     "not stored yet, trying again: ", bus_last_error());
-  struct timespec ts = {*delay_ms / 1000, (*delay_ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
+  bus_worker_nap(w, *delay_ms);
   *delay_ms = *delay_ms < 1000 ? *delay_ms * 2 : 2000;
-  return atomic_load(stop);
+  return bus_worker_stopping(w);
 }
 
 static int
@@ -345,7 +344,7 @@ handle_until_stored(sched_ingress *in, const char *subject,
   for (;;) {
     int rc = handle(in, subject, ev);
     if (!sched_ingress_transient(rc) ||
-        sched_ingress_nap(&in->stop, &delay_ms, subject))
+        sched_ingress_nap(in->w, &delay_ms, subject))
       return rc;
   }
 }
@@ -362,7 +361,7 @@ take(sched_ingress *in, bus_batch *b, size_t i) {
   int rc = ev ? 0 : bus_batch_status(b, i);
   int run = !rc && !route(subject, node, &what) && is_run_report(ev, what);
   if (!rc && (!run || sched_runs_full(&in->runs)))
-    rc = sched_runs_flush(&in->runs, &in->stop);
+    rc = sched_runs_flush(&in->runs, in->w);
   if (!rc)
     rc = run ? sched_runs_stage(&in->runs, in->v, node, what + 4, ev)
              : handle_until_stored(in, subject, ev);
@@ -404,54 +403,37 @@ watch_node(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   return 0;
 }
 
-static void *
-run(void *arg) {
-  sched_ingress *in = arg;
-  bus_consumer *k = NULL;
-  bus_batch *b = NULL;
-  bus_consumer_opts co;
-  bus_consumer_opts_init(&co);
-  co.stream = "LARK_INGRESS";
-  co.durable = "scheduler-ingress";
-  co.filter = "lark.in.*.sched.>";
-  if (bus_consumer_open(in->c, &co, &k) || bus_batch_new(&b)) {
-    sched_ingress_log("lark.in.*.sched.>",
-                      "cannot consume: ", bus_last_error());
-    goto out;
+/* One fetched batch: each message in order, then what is staged; acked
+ * unless told to stop meanwhile (then it comes again). */
+static void
+handle_batch(bus_worker *w, bus_batch *b, void *ud) {
+  sched_ingress *in = ud;
+  in->w = w;
+  int rc = 0;
+  for (size_t i = 0; i < bus_batch_len(b) && !sched_ingress_transient(rc); i++)
+    rc = take(in, b, i);
+  if (!sched_ingress_transient(rc))
+    rc = sched_runs_flush(&in->runs, w);
+  else
+    in->runs.n = 0;
+  if (!sched_ingress_transient(rc))
+    bus_batch_ack(b);
+}
+
+static void
+tick(bus_worker *w, void *ud) {
+  sched_ingress *in = ud;
+  (void)w;
+  if (mono_ms() - in->last_scan_ms > 1000) {
+    in->last_scan_ms = mono_ms();
+    silent_nodes(in);
   }
-  int64_t last_scan = 0;
-  while (!atomic_load(&in->stop)) {
-    if (bus_consumer_fetch(k, 256, 200, b) == BUS_ENOT_FOUND) {
-      /* the durable is gone: make it again (a work queue keeps the rest) */
-      sched_ingress_log("lark.in.*.sched.>",
-                        "opening it again: ", bus_last_error());
-      bus_consumer_close(k);
-      k = NULL;
-      if (bus_consumer_open(in->c, &co, &k)) {
-        sched_ingress_log("lark.in.*.sched.>",
-                          "cannot consume: ", bus_last_error());
-        break;
-      }
-    }
-    int rc = 0;
-    for (size_t i = 0; i < bus_batch_len(b) && !sched_ingress_transient(rc);
-         i++)
-      rc = take(in, b, i);
-    if (!sched_ingress_transient(rc))
-      rc = sched_runs_flush(&in->runs, &in->stop);
-    else
-      in->runs.n = 0;
-    if (!sched_ingress_transient(rc)) /* stopped: the batch comes again */
-      bus_batch_ack(b);
-    if (mono_ms() - last_scan > 1000) {
-      last_scan = mono_ms();
-      silent_nodes(in);
-    }
-  }
-out:
-  bus_batch_free(b);
-  bus_consumer_close(k);
-  return NULL;
+}
+
+static void
+worker_log(const char *line, void *ud) {
+  (void)ud;
+  sched_ingress_log("lark.in.*.sched.>", line, NULL);
 }
 
 int
@@ -470,9 +452,19 @@ sched_ingress_start(bus_conn *c, bus_view *v, int timeout_ms,
     bus_txn_scan(t, "nodes", NULL, 0, watch_node, in);
     bus_txn_end(t);
   }
-  if (pthread_create(&in->th, NULL, run, in)) {
+  bus_worker_opts wo;
+  bus_worker_opts_init(&wo);
+  wo.consumer.stream = "LARK_INGRESS";
+  wo.consumer.durable = "scheduler-ingress";
+  wo.consumer.filter = "lark.in.*.sched.>";
+  wo.handle = handle_batch;
+  wo.tick = tick;
+  wo.log = worker_log;
+  wo.ud = in;
+  int rc = bus_worker_start(c, &wo, &in->worker);
+  if (rc) {
     free(in);
-    return bus_error(BUS_EINVAL, "cannot start the ingress thread");
+    return rc;
   }
   *out = in;
   return 0;
@@ -482,7 +474,6 @@ void
 sched_ingress_stop(sched_ingress *in) {
   if (!in)
     return;
-  atomic_store(&in->stop, 1);
-  pthread_join(in->th, NULL);
+  bus_worker_stop(in->worker);
   free(in);
 }

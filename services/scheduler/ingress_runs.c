@@ -61,7 +61,7 @@ sched_runs_full(const sched_runs *r) {
 /* One at a time, in order; a report the broker refuses for itself is
  * logged and passed. */
 static int
-append_each(sched_runs *r, const atomic_int *stop) {
+append_each(sched_runs *r, const bus_worker *w) {
   int delay_ms = SCHED_INGRESS_NAP_MS;
   for (size_t i = 0; i < r->n;) {
     sched_run *s = &r->runs[i];
@@ -71,7 +71,7 @@ append_each(sched_runs *r, const atomic_int *stop) {
       if (rc)
         sched_ingress_log(s->subject, "refused: ", bus_last_error());
       i++;
-    } else if (sched_ingress_nap(stop, &delay_ms, s->subject)) {
+    } else if (sched_ingress_nap(w, &delay_ms, s->subject)) {
       return rc;
     }
   }
@@ -79,7 +79,7 @@ append_each(sched_runs *r, const atomic_int *stop) {
 }
 
 int
-sched_runs_flush(sched_runs *r, const atomic_int *stop) {
+sched_runs_flush(sched_runs *r, const bus_worker *w) {
   int rc = 0, delay_ms = SCHED_INGRESS_NAP_MS;
   for (size_t i = 0; i < r->n; i++)
     r->items[i] = (bus_atomic_item){r->runs[i].subject, &r->runs[i].ev,
@@ -91,10 +91,10 @@ sched_runs_flush(sched_runs *r, const atomic_int *stop) {
     if (!sched_ingress_transient(rc)) {
       /* not as a batch (one of it stored before: BUS_EEXISTS; or refused
        * whole): each on its own, in order, for its own answer */
-      rc = append_each(r, stop);
+      rc = append_each(r, w);
       break;
     }
-    if (sched_ingress_nap(stop, &delay_ms, "lark.run.>"))
+    if (sched_ingress_nap(w, &delay_ms, "lark.run.>"))
       break;
   }
   r->n = 0;
