@@ -28,6 +28,7 @@
 #include "podnet.h"
 #include "proc.h"
 #include "store.h"
+#include "root.h"
 
 static lt_natsd srv;
 static char names[8][64]; /* pods of this run */
@@ -39,9 +40,7 @@ static pid_t edge_pid;
 
 static void
 need_root(void) {
-  cr_assert_eq(geteuid(), 0,
-               "test_edge_netns needs root (network namespaces, veths): run "
-               "it as root, as CI does");
+  lt_need_root("network namespaces, veths");
 }
 
 static void

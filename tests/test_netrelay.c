@@ -30,6 +30,7 @@
 #include "bus.h"
 #include "podnet.h"
 #include "relaynet.h"
+#include "root.h"
 
 #define SERVICE_PORT 8080
 #define BIG_BYTES (4 * 1024 * 1024)
@@ -156,6 +157,7 @@ setup(void) {
   for (int i = 0; i < NPODS; i++)
     srv[i].lfd = -1;
   atexit(cleanup);
+  lt_need_root("network namespaces, nftables");
   cr_assert_eq(relaynet_start(&rn, "netrelay"), 0, "test_netrelay: %s", rn.err);
   for (int i = 0; i < NPODS; i++)
     serve(i);

@@ -35,6 +35,7 @@
 #include "natsd.h"
 #include "podnet.h"
 #include "proc.h"
+#include "root.h"
 
 #define DOMAIN "pn"
 #define BYTES (1024 * 1024)
@@ -114,9 +115,7 @@ static void cleanup(void);
 
 static void
 setup(void) {
-  cr_assert_eq(geteuid(), 0,
-               "test_pod_network needs root (network namespaces, nftables): "
-               "run it as root, as CI does");
+  lt_need_root("network namespaces, nftables");
   atexit(cleanup);
   lt_bin("larkctl", larkctl, sizeof larkctl);
   enter_own_namespace();

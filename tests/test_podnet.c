@@ -26,14 +26,13 @@
 #include "bus.h"
 #include "natsd.h"
 #include "podnet.h"
+#include "root.h"
 
 static char host_ns[PODNET_NS_MAX], pod_ns[PODNET_NS_MAX];
 
 static void
 setup(void) {
-  cr_assert_eq(geteuid(), 0,
-               "test_podnet needs root (network namespaces, veths): run it "
-               "as root, as CI does");
+  lt_need_root("network namespaces, veths");
   snprintf(host_ns, sizeof host_ns, "lkt-%d-host", (int)getpid());
   snprintf(pod_ns, sizeof pod_ns, "lkt-%d-pod", (int)getpid());
   podnet_ns_delete(host_ns);
