@@ -602,6 +602,11 @@ Test(python, emit_inside_a_pod_speaks_the_socket_protocol) {
            sizeof err);
   cr_expect_neq(rc, 0, "what the node refuses is refused at emit");
   cr_expect(strstr(err, "numbers, strings, booleans or null"), "%s", err);
+
+  pod_emit("ok\n", "larkbus.emit('metric', **{'': 1})", &rc, line, err,
+           sizeof err);
+  cr_expect_neq(rc, 0, "an empty value name is refused at emit");
+  cr_expect(strstr(err, "a value's name is empty"), "%s", err);
 }
 
 /* A pod's socket that reads lines until it holds k->hold of them, then

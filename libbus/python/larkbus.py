@@ -651,11 +651,13 @@ class _Broker:
 
 def _check_pod_values(values):
     """What the node refuses, refused here at emit: at most 256 values,
-    names of at most 253 bytes, each a number, a string of at most 1024
+    names of 1 to 253 bytes, each a number, a string of at most 1024
     bytes, a boolean or null."""
     if len(values) > 256:
         raise LarkError("values must be at most 256 entries")
     for k, v in values.items():
+        if not k:
+            raise LarkError("a value's name is empty")
         if len(k.encode("utf-8")) > 253:
             raise LarkError("the name %r is longer than 253 bytes" % (k,))
         if v is None or isinstance(v, (bool, float)):
