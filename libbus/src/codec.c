@@ -21,6 +21,7 @@
 #include "bus-int.h"
 #include "schema-int.h"
 #include "schema_gen.h"
+#include "typed-int.h"
 
 _Static_assert(BUS__SCHEMA_VERSION == BUS_SCHEMA_VERSION,
                "schema.yaml's version differs from bus.h's");
@@ -98,17 +99,27 @@ check_data_mp(const bus__schema_entry *e, const void *mp, size_t len) {
 
 /* --------------------------------------------------------------- encode */
 
+/* Data packed from ev->typed: neither data_mp nor data given. */
 static int
-encode_check(const bus_event *ev, const bus__schema_entry **e) {
+typed_data(const bus_event *ev) {
+  return !ev->data_mp && ev->data.type == MSGPACK_OBJECT_NIL && ev->typed;
+}
+
+static int
+encode_check(const bus_event *ev, const char *type,
+             const bus__schema_entry **e) {
   int rc;
-  if (!ev->type)
+  if (!type)
     return BUS_ERR(BUS_EMISSING, "type: is required");
   if (!ev->id)
     return BUS_ERR(BUS_EMISSING, "id: is required");
   if (!ev->actor)
     return BUS_ERR(BUS_EMISSING, "actor: is required");
-  if ((rc = check_type(ev->type, strnlen(ev->type, 65), e)) < 0)
+  if ((rc = check_type(type, strnlen(type, 65), e)) < 0)
     return rc;
+  if (typed_data(ev) && ev->t != (bus_type)(*e - bus__schema_events + 1))
+    return BUS_ERR(BUS_EINVAL, "type: %s, but typed data of %s", (*e)->name,
+                   bus_type_name(ev->t) ? bus_type_name(ev->t) : "no type");
   rc = check_tokens(ev->id, strnlen(ev->id, 65), ev->actor,
                     strnlen(ev->actor, 129), ev->cause ? ev->cause : "",
                     ev->cause ? strnlen(ev->cause, 129) : 0);
@@ -116,6 +127,8 @@ encode_check(const bus_event *ev, const bus__schema_entry **e) {
     return rc;
   if (ev->data_mp)
     return check_data_mp(*e, ev->data_mp, ev->data_mp_len);
+  if (typed_data(ev))
+    return 0; /* checked once packed */
   if (ev->data.type == MSGPACK_OBJECT_NIL) {
     msgpack_object empty = {MSGPACK_OBJECT_MAP, {.map = {0, NULL}}};
     return check_data(*e, &empty);
@@ -135,7 +148,8 @@ pack_key(msgpack_packer *pk, int f) {
 }
 
 static int
-pack_event(msgpack_packer *pk, const bus_event *ev, const char *type) {
+pack_event(msgpack_packer *pk, const bus_event *ev, const char *type,
+           size_t *data_at) {
   int bad = msgpack_pack_map(pk, F_COUNT);
   bad |= pack_key(pk, F_V) || msgpack_pack_uint32(pk, BUS_SCHEMA_VERSION);
   bad |= pack_key(pk, F_TYPE) || pack_str(pk, type);
@@ -145,7 +159,10 @@ pack_event(msgpack_packer *pk, const bus_event *ev, const char *type) {
   bad |= pack_key(pk, F_CAUSE) || pack_str(pk, ev->cause ? ev->cause : "");
   bad |= pack_key(pk, F_PREV) || msgpack_pack_uint64(pk, ev->prev);
   bad |= pack_key(pk, F_DATA);
-  if (ev->data_mp)
+  *data_at = ((msgpack_sbuffer *)pk->data)->size;
+  if (typed_data(ev))
+    bad |= bus__typed_write(pk, ev);
+  else if (ev->data_mp)
     bad |= msgpack_sbuffer_write(pk->data, ev->data_mp, ev->data_mp_len);
   else if (ev->data.type == MSGPACK_OBJECT_NIL)
     bad |= msgpack_pack_map(pk, 0);
@@ -158,17 +175,23 @@ int
 bus_event_encode(const bus_event *ev, msgpack_sbuffer *out) {
   const bus__schema_entry *e;
   msgpack_packer pk;
-  size_t start;
+  size_t start, data_at = 0;
   int rc;
   if (!ev || !out)
     return BUS_ERR(BUS_EINVAL, "bus_event_encode: ev and out are required");
-  if ((rc = encode_check(ev, &e)) < 0)
+  rc = encode_check(ev, ev->type ? ev->type : bus_type_name(ev->t), &e);
+  if (rc < 0)
     return rc;
   start = out->size;
   msgpack_packer_init(&pk, out, msgpack_sbuffer_write);
-  if (pack_event(&pk, ev, e->name)) {
+  if (pack_event(&pk, ev, e->name, &data_at)) {
     out->size = start;
     return BUS_ERR(-ENOMEM, "out of memory encoding %s", e->name);
+  }
+  if (typed_data(ev) &&
+      (rc = bus__typed_check(ev, out->data + data_at, out->size - data_at))) {
+    out->size = start;
+    return rc;
   }
   if (out->size - start > BUS_MAX_PAYLOAD) {
     size_t n = out->size - start;
@@ -281,6 +304,8 @@ env_fill(const msgpack_object *f[F_COUNT], bus_event *ev, msgpack_zone *zone) {
   ev->data = *f[F_DATA];
   ev->data_mp = NULL;
   ev->data_mp_len = 0;
+  ev->t = (bus_type)(e - bus__schema_events + 1);
+  ev->typed = NULL;
   ev->id = zone_str(zone, f[F_ID]);
   ev->actor = zone_str(zone, f[F_ACTOR]);
   ev->cause = zone_str(zone, f[F_CAUSE]);

@@ -441,7 +441,7 @@ bus__batch_fill(bus_batch *b, natsMsgList *list, bus__meta *last) {
     bus_event *ev = &b->evs[i];
     bus__meta meta = {0};
     memset(ev, 0, sizeof *ev);
-    b->status[i] = bus_event_decode(
+    b->status[i] = bus_event_decode_typed(
         natsMsg_GetData(m), (size_t)natsMsg_GetDataLength(m), ev, &b->zone);
     b->cseq[i] = bus__ack_meta(natsMsg_GetReply(m), &meta) < 0 ? 0 : meta.cseq;
     ev->subject = natsMsg_GetSubject(m);
