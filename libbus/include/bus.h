@@ -11,6 +11,9 @@
  *   event       the envelope {v, type, id, ts, actor, cause, prev, data}
  *   schema      validation of events and resources against schema/
  *   typed events  decode once into those types; apply from a table
+ *   clock       monotonic and wall-clock time, sleeps, deadlines
+ *   pack        msgpack pack helpers: strings and map entries
+ *   cidr        IPv4 and IPv6 prefixes: parse, format, contain, count
  *   conn        a broker connection (nkey credentials, reconnect forever)
  *   streams     the platform's streams, defined once (docs/design.md section 2)
  *   append      one event, with the broker's version check, sync or async
@@ -41,6 +44,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <msgpack.h>
 
@@ -432,6 +436,123 @@ const char *bus_obj_str(const msgpack_object *obj, const char *key, char *buf,
                         size_t cap);
 /* Integer field (positive or negative msgpack ints); def when absent. */
 int64_t bus_obj_int(const msgpack_object *obj, const char *key, int64_t def);
+
+/* ------------------------------------------------------------------- clock */
+
+/*
+ * The platform's one clock. Monotonic time measures timeouts and intervals
+ * (it never jumps); wall-clock time is what events, logs and ages carry
+ * (unix time, which may jump when the host's clock is set).
+ *
+ *   int64_t until = bus_mono_ms() + timeout_ms;
+ *   while (!done() && bus_mono_ms() < until)
+ *     bus_sleep_ms(50);
+ */
+/* Monotonic nanoseconds and milliseconds since an arbitrary start. */
+int64_t bus_mono_ns(void);
+int64_t bus_mono_ms(void);
+/* Wall-clock unix nanoseconds (bus_event.ts). */
+int64_t bus_wall_ns(void);
+/* Sleep ms milliseconds, or less when a signal is handled meanwhile (a
+ * loop that checks its stop flag after each sleep stops promptly); ms <= 0
+ * returns at once. */
+void bus_sleep_ms(int ms);
+/*
+ * The time ms milliseconds from now on clock clk, for a timed wait
+ * (pthread_cond_timedwait takes CLOCK_REALTIME unless its condition
+ * variable was made with pthread_condattr_setclock). ms < 0 counts as 0.
+ */
+struct timespec bus_deadline_ms(clockid_t clk, int ms);
+
+/* -------------------------------------------------------------------- pack */
+
+/*
+ * Pack helpers for the maps every part writes: a C string, and a map entry
+ * whose key is a C string. Each returns 0, or -1 when the packer's write
+ * failed (msgpack-c's own convention; an sbuffer fails only when out of
+ * memory). Integers take msgpack's smallest form, as msgpack-c's packers
+ * do. A NULL string packs nil.
+ *
+ *   msgpack_pack_map(&pk, 2);
+ *   bus_pack_kv_str(&pk, "name", job->name);
+ *   bus_pack_kv_uint(&pk, "generation", job->generation);
+ */
+int bus_pack_str(msgpack_packer *pk, const char *s);
+int bus_pack_kv_str(msgpack_packer *pk, const char *k, const char *v);
+int bus_pack_kv_int(msgpack_packer *pk, const char *k, int64_t v);
+int bus_pack_kv_uint(msgpack_packer *pk, const char *k, uint64_t v);
+/* true when v is non-zero, else false. */
+int bus_pack_kv_bool(msgpack_packer *pk, const char *k, int v);
+/* mp, len bytes of already packed msgpack (one value), written as they are. */
+int bus_pack_raw(msgpack_packer *pk, const void *mp, size_t len);
+int bus_pack_kv_raw(msgpack_packer *pk, const char *k, const void *mp,
+                    size_t len);
+
+/* -------------------------------------------------------------------- cidr */
+
+/*
+ * An IPv4 or IPv6 prefix: "10.0.0.0/16", "fd00::/64". The text is an
+ * address as inet_pton(3) reads it (IPv4 dotted quad without leading
+ * zeros, IPv6 in any of its forms, no zone), '/', and a prefix length of 1
+ * to 3 decimal digits (leading zeros allowed) no longer than the address
+ * (32 or 128). Nothing else: no spaces, no sign, no zone, at most 63
+ * characters. By default the address may have host bits set
+ * ("10.1.2.3/24": an interface's address and its network) and is kept as
+ * written; flags make the parse stricter or looser:
+ *
+ *   BUS_CIDR_NETWORK  host bits must be clear ("10.0.0.1/24" refused,
+ *                     bus_last_error() naming the network meant)
+ *   BUS_CIDR_BARE     a bare address is taken too, as a /32 or /128
+ *   BUS_CIDR_IPV4     IPv4 only
+ *   BUS_CIDR_IPV6     IPv6 only
+ *
+ * Limits a caller puts on the length (a Domain's widest prefix, a node's
+ * pod range of /8 to /30) are the caller's checks on c.prefix.
+ */
+enum {
+  BUS_CIDR_NETWORK = 1,
+  BUS_CIDR_BARE = 2,
+  BUS_CIDR_IPV4 = 4,
+  BUS_CIDR_IPV6 = 8
+};
+
+/* Room for any prefix's text with its NUL (INET6_ADDRSTRLEN + "/128"). */
+#define BUS_CIDR_TEXT_MAX 50
+
+typedef struct bus_cidr {
+  int family;       /* 4 or 6 */
+  int prefix;       /* 0..32 or 0..128 */
+  uint8_t addr[16]; /* big-endian; IPv4 in addr[0..3], the rest 0 */
+} bus_cidr;
+
+/*
+ * Parse s into out. BUS_EINVAL when s is not a prefix under flags, with
+ * the reason in bus_last_error() ("... has no prefix length", "... is not
+ * an IPv4 or IPv6 address", "...: prefix length out of range", "... has
+ * host bits set (the network is ...)").
+ */
+int bus_cidr_parse(const char *s, unsigned flags, bus_cidr *out);
+/* Clear c's host bits, leaving its network; 1 when some were set. */
+int bus_cidr_mask(bus_cidr *c);
+/*
+ * The canonical text of c ("10.0.0.0/16", "fd00::/64"; host bits as they
+ * are) into out, or only its address ("10.0.0.0"). BUS_EINVAL when cap is
+ * too small (BUS_CIDR_TEXT_MAX always does); out is then truncated.
+ */
+int bus_cidr_format(const bus_cidr *c, char *out, size_t cap);
+int bus_cidr_format_addr(const bus_cidr *c, char *out, size_t cap);
+/* 1 when every address of x is in net (same family, x no wider than net,
+ * the same network bits); an address is a /32 or /128. */
+int bus_cidr_contains(const bus_cidr *net, const bus_cidr *x);
+/* How many addresses c covers, 2^(32 or 128 - prefix); UINT64_MAX when
+ * that is 2^64 or more. */
+uint64_t bus_cidr_hosts(const bus_cidr *c);
+/*
+ * Address n of c, counting from its network address (0), as a /32 or
+ * /128 in out. BUS_EINVAL when n >= bus_cidr_hosts(c) (a prefix with 2^64
+ * addresses or more takes any n).
+ */
+int bus_cidr_nth(const bus_cidr *c, uint64_t n, bus_cidr *out);
 
 /* -------------------------------------------------------------------- conn */
 

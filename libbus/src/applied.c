@@ -43,22 +43,9 @@ bus__view_applied_signal(bus_view *v) {
   pthread_mutex_unlock(&v->applied_mu);
 }
 
-static struct timespec
-deadline_after(int ms) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  ts.tv_sec += ms / 1000;
-  ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-  if (ts.tv_nsec >= 1000000000L) {
-    ts.tv_sec++;
-    ts.tv_nsec -= 1000000000L;
-  }
-  return ts;
-}
-
 int
 bus_view_wait_applied(bus_view *v, uint64_t seq, int timeout_ms) {
-  struct timespec until = deadline_after(timeout_ms > 0 ? timeout_ms : 0);
+  struct timespec until = bus_deadline_ms(CLOCK_MONOTONIC, timeout_ms);
   int rc = 0;
   pthread_mutex_lock(&v->applied_mu);
   while (v->applied_seq < seq && rc != ETIMEDOUT)

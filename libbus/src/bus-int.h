@@ -7,31 +7,8 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <string.h>
-#include <time.h>
 
 #include "bus.h"
-
-/* libbus's one clock: monotonic milliseconds for timeouts, wall-clock
- * nanoseconds for decide's `now`, and a sleep. */
-static inline int64_t
-bus__mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static inline int64_t
-bus__wall_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static inline void
-bus__sleep_ms(int ms) {
-  struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
 
 /*
  * 1 if a message with this reply subject is a request: its answer goes to

@@ -137,14 +137,8 @@ encode_check(const bus_event *ev, const char *type,
 }
 
 static int
-pack_str(msgpack_packer *pk, const char *s) {
-  size_t len = strlen(s);
-  return msgpack_pack_str(pk, len) || msgpack_pack_str_body(pk, s, len);
-}
-
-static int
 pack_key(msgpack_packer *pk, int f) {
-  return pack_str(pk, env_names[f]);
+  return bus_pack_str(pk, env_names[f]);
 }
 
 static int
@@ -152,11 +146,11 @@ pack_event(msgpack_packer *pk, const bus_event *ev, const char *type,
            size_t *data_at) {
   int bad = msgpack_pack_map(pk, F_COUNT);
   bad |= pack_key(pk, F_V) || msgpack_pack_uint32(pk, BUS_SCHEMA_VERSION);
-  bad |= pack_key(pk, F_TYPE) || pack_str(pk, type);
-  bad |= pack_key(pk, F_ID) || pack_str(pk, ev->id);
+  bad |= pack_key(pk, F_TYPE) || bus_pack_str(pk, type);
+  bad |= pack_key(pk, F_ID) || bus_pack_str(pk, ev->id);
   bad |= pack_key(pk, F_TS) || msgpack_pack_int64(pk, ev->ts);
-  bad |= pack_key(pk, F_ACTOR) || pack_str(pk, ev->actor);
-  bad |= pack_key(pk, F_CAUSE) || pack_str(pk, ev->cause ? ev->cause : "");
+  bad |= pack_key(pk, F_ACTOR) || bus_pack_str(pk, ev->actor);
+  bad |= pack_key(pk, F_CAUSE) || bus_pack_str(pk, ev->cause ? ev->cause : "");
   bad |= pack_key(pk, F_PREV) || msgpack_pack_uint64(pk, ev->prev);
   bad |= pack_key(pk, F_DATA);
   *data_at = ((msgpack_sbuffer *)pk->data)->size;

@@ -121,7 +121,7 @@ bus_cmd_append(bus_conn *c, const bus_cmd *cmd, const char *subject,
   bus_event ev = {.v = BUS_SCHEMA_VERSION,
                   .type = type,
                   .id = id,
-                  .ts = bus__wall_ns(),
+                  .ts = bus_wall_ns(),
                   .actor = cmd->user,
                   .cause = cmd->key,
                   .prev = prev,
@@ -138,11 +138,6 @@ bus_cmd_append(bus_conn *c, const bus_cmd *cmd, const char *subject,
   return 0;
 }
 
-static void
-pack_str(msgpack_packer *pk, const char *s) {
-  msgpack_pack_str_with_body(pk, s, strlen(s));
-}
-
 int
 bus_cmd_reply_ok(bus_conn *c, const bus_cmd *cmd, uint64_t seq,
                  const void *extra, size_t extra_len, uint32_t nextra) {
@@ -153,9 +148,9 @@ bus_cmd_reply_ok(bus_conn *c, const bus_cmd *cmd, uint64_t seq,
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 2 + (extra ? nextra : 0));
-  pack_str(&pk, "ok");
+  bus_pack_str(&pk, "ok");
   msgpack_pack_true(&pk);
-  pack_str(&pk, "seq");
+  bus_pack_str(&pk, "seq");
   msgpack_pack_uint64(&pk, seq);
   if (extra && extra_len)
     msgpack_sbuffer_write(&sb, extra, extra_len);
@@ -175,20 +170,20 @@ bus_cmd_reply_error(bus_conn *c, const bus_cmd *cmd, int err,
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 1);
-  pack_str(&pk, "error");
+  bus_pack_str(&pk, "error");
   msgpack_pack_map(&pk, 3);
-  pack_str(&pk, "code");
-  pack_str(&pk, bus_err_name(err));
-  pack_str(&pk, "message");
-  pack_str(&pk, message ? message : bus_strerror(err));
-  pack_str(&pk, "details");
+  bus_pack_str(&pk, "code");
+  bus_pack_str(&pk, bus_err_name(err));
+  bus_pack_str(&pk, "message");
+  bus_pack_str(&pk, message ? message : bus_strerror(err));
+  bus_pack_str(&pk, "details");
   msgpack_pack_array(&pk, ndetails > 0 ? (uint32_t)ndetails : 0);
   for (int i = 0; i < ndetails; i++) {
     msgpack_pack_map(&pk, 2);
-    pack_str(&pk, "path");
-    pack_str(&pk, details[i].path);
-    pack_str(&pk, "reason");
-    pack_str(&pk, details[i].reason);
+    bus_pack_str(&pk, "path");
+    bus_pack_str(&pk, details[i].path);
+    bus_pack_str(&pk, "reason");
+    bus_pack_str(&pk, details[i].reason);
   }
   int rc = bus_conn_publish(c, cmd->reply, sb.data, sb.size);
   msgpack_sbuffer_destroy(&sb);

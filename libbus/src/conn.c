@@ -392,13 +392,6 @@ bus_conn_request(bus_conn *c, const char *subject, const void *data, size_t len,
   return 0;
 }
 
-static int64_t
-now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* A fresh reply subject under the connection's inbox prefix. */
 static void
 new_inbox(const bus_conn *c, char *out, size_t cap) {
@@ -414,8 +407,8 @@ static int
 gather_replies(natsSubscription *sub, int window_ms, bus_reply_cb cb,
                void *ud) {
   int count = 0;
-  int64_t end = now_ms() + window_ms;
-  for (int64_t left; (left = end - now_ms()) > 0;) {
+  int64_t end = bus_mono_ms() + window_ms;
+  for (int64_t left; (left = end - bus_mono_ms()) > 0;) {
     natsMsg *m = NULL;
     natsStatus s = natsSubscription_NextMsg(&m, sub, left);
     if (s == NATS_TIMEOUT || s == NATS_NO_RESPONDERS)

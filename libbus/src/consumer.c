@@ -190,7 +190,7 @@ bus_consumer_open(bus_conn *c, const bus_consumer_opts *o, bus_consumer **out) {
   k->ordered = o->ordered;
   k->next_cseq = 1;
   k->reconnects = atomic_load(&c->reconnects);
-  k->checked_ms = bus__mono_ms();
+  k->checked_ms = bus_mono_ms();
   snprintf(k->stream, sizeof k->stream, "%s", o->stream);
   snprintf(k->name, sizeof k->name, "%s", name ? name : "");
   bus__js_opts(c, &jo);
@@ -569,7 +569,7 @@ bus__fetch(natsSubscription *sub, int max, int timeout_ms, natsMsgList *list) {
 static int
 still_there(bus_consumer *k, int forced) {
   unsigned long now_rc = atomic_load(&k->c->reconnects);
-  int64_t now = bus__mono_ms();
+  int64_t now = bus_mono_ms();
   if (!forced && now_rc == k->reconnects && now - k->checked_ms < CHECK_IDLE_MS)
     return 0;
   jsConsumerInfo *ci = NULL;
@@ -617,14 +617,14 @@ bus_consumer_fetch(bus_consumer *k, int max, int timeout_ms, bus_batch *b) {
   int rc = bus__fetch(k->sub, max > 0 ? max : 1, timeout_ms, &list);
   if (rc == BUS_ENOT_FOUND) {
     if ((rc = still_there(k, 1)) == 0) /* there: JetStream is busy */
-      bus__sleep_ms(timeout_ms > 0 ? timeout_ms : SHORT_MS);
+      bus_sleep_ms(timeout_ms > 0 ? timeout_ms : SHORT_MS);
     return rc;
   }
   if (rc < 0)
     return rc;
   if (list.Count == 0)
     return still_there(k, 0);
-  k->checked_ms = bus__mono_ms();
+  k->checked_ms = bus_mono_ms();
   b->ack_last = k->ack_all;
   if ((rc = bus__batch_fill(b, &list, NULL)) < 0)
     return rc;

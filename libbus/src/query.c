@@ -10,20 +10,15 @@
 #include "bus-int.h"
 
 static void
-pack_str(msgpack_packer *pk, const char *s) {
-  msgpack_pack_str_with_body(pk, s, strlen(s));
-}
-
-static void
 pack_error(msgpack_packer *pk, int err, const char *message) {
   msgpack_pack_map(pk, 1);
-  pack_str(pk, "error");
+  bus_pack_str(pk, "error");
   msgpack_pack_map(pk, 3);
-  pack_str(pk, "code");
-  pack_str(pk, bus_err_name(err));
-  pack_str(pk, "message");
-  pack_str(pk, message && *message ? message : bus_strerror(err));
-  pack_str(pk, "details");
+  bus_pack_str(pk, "code");
+  bus_pack_str(pk, bus_err_name(err));
+  bus_pack_str(pk, "message");
+  bus_pack_str(pk, message && *message ? message : bus_strerror(err));
+  bus_pack_str(pk, "details");
   msgpack_pack_array(pk, 0);
 }
 
@@ -46,9 +41,9 @@ bus_query_answer(bus_view *v, bus_query_fn q, const char *kind,
   bus_txn_end(t);
   if (rc == 0) {
     msgpack_pack_map(&pk, 2);
-    pack_str(&pk, "ok");
+    bus_pack_str(&pk, "ok");
     msgpack_pack_true(&pk);
-    pack_str(&pk, "result");
+    bus_pack_str(&pk, "result");
     msgpack_sbuffer_write(out, scratch.data, scratch.size);
   } else {
     pack_error(&pk, rc, bus_last_error());

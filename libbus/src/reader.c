@@ -424,7 +424,7 @@ direct_once(bus_reader *r, bus_batch *b) {
 
 static int
 direct_next(bus_reader *r, bus_batch *b, int timeout_ms) {
-  int64_t t0 = bus__mono_ms();
+  int64_t t0 = bus_mono_ms();
   for (;;) {
     int rc = direct_once(r, b);
     if (rc < 0)
@@ -433,8 +433,8 @@ direct_next(bus_reader *r, bus_batch *b, int timeout_ms) {
       return BUS_EEOF;
     if (bus_batch_len(b) || !r->follow)
       return 0;
-    if (bus__mono_ms() - t0 + POLL_MS > timeout_ms)
+    if (bus_mono_ms() - t0 + POLL_MS > timeout_ms)
       return 0;
-    bus__sleep_ms(POLL_MS);
+    bus_sleep_ms(POLL_MS);
   }
 }

@@ -152,27 +152,17 @@ utf8_valid(const unsigned char *s, size_t len) {
 
 static int
 format_valid(int format, const char *s, size_t len) {
-  char buf[80], *slash;
+  char buf[80];
   unsigned char addr[16];
-  long bits;
-  char *end;
-  int v6;
+  bus_cidr c;
   if (len == 0 || len >= sizeof buf)
     return 0;
   memcpy(buf, s, len);
   buf[len] = 0;
-  slash = strchr(buf, '/');
   if (format == BUS__F_IP)
-    return !slash && (inet_pton(AF_INET, buf, addr) == 1 ||
-                      inet_pton(AF_INET6, buf, addr) == 1);
-  if (!slash || !slash[1] || slash[1] == '-' || slash[1] == '+')
-    return 0;
-  *slash = 0;
-  v6 = strchr(buf, ':') != NULL;
-  if (inet_pton(v6 ? AF_INET6 : AF_INET, buf, addr) != 1)
-    return 0;
-  bits = strtol(slash + 1, &end, 10);
-  return !*end && bits >= 0 && bits <= (v6 ? 128 : 32);
+    return !strchr(buf, '/') && (inet_pton(AF_INET, buf, addr) == 1 ||
+                                 inet_pton(AF_INET6, buf, addr) == 1);
+  return bus_cidr_parse(buf, 0, &c) == 0;
 }
 
 static int

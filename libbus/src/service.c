@@ -70,18 +70,6 @@ bus_service_opts_init(bus_service_opts *o) {
   o->version = bus_build_version();
 }
 
-static void
-pack_kv_str(msgpack_packer *pk, const char *k, const char *v) {
-  msgpack_pack_str_with_body(pk, k, strlen(k));
-  msgpack_pack_str_with_body(pk, v, strlen(v));
-}
-
-static void
-pack_kv_u64(msgpack_packer *pk, const char *k, uint64_t v) {
-  msgpack_pack_str_with_body(pk, k, strlen(k));
-  msgpack_pack_uint64(pk, v);
-}
-
 /* {name, seq, digest, lag, applied, stale, rejected, outbox, state,
  *  repositions[, version][, why]} */
 static int
@@ -101,20 +89,20 @@ status_encode(service *s, msgpack_sbuffer *sb) {
   int state = atomic_load(&s->state);
   int version = s->o->version && *s->o->version;
   msgpack_pack_map(&pk, 10 + (uint32_t)version + (state != BUS_SERVICE_UP));
-  pack_kv_str(&pk, "name", s->o->name);
-  pack_kv_u64(&pk, "seq", seq);
-  pack_kv_str(&pk, "digest", hex);
-  pack_kv_u64(&pk, "lag", atomic_load(&s->lag));
-  pack_kv_u64(&pk, "applied", st.applied);
-  pack_kv_u64(&pk, "stale", st.stale);
-  pack_kv_u64(&pk, "rejected", st.rejected);
-  pack_kv_u64(&pk, "outbox", st.outbox);
-  pack_kv_str(&pk, "state", bus_service_state_name(state));
-  pack_kv_u64(&pk, "repositions", atomic_load(&s->repositions));
+  bus_pack_kv_str(&pk, "name", s->o->name);
+  bus_pack_kv_uint(&pk, "seq", seq);
+  bus_pack_kv_str(&pk, "digest", hex);
+  bus_pack_kv_uint(&pk, "lag", atomic_load(&s->lag));
+  bus_pack_kv_uint(&pk, "applied", st.applied);
+  bus_pack_kv_uint(&pk, "stale", st.stale);
+  bus_pack_kv_uint(&pk, "rejected", st.rejected);
+  bus_pack_kv_uint(&pk, "outbox", st.outbox);
+  bus_pack_kv_str(&pk, "state", bus_service_state_name(state));
+  bus_pack_kv_uint(&pk, "repositions", atomic_load(&s->repositions));
   if (version)
-    pack_kv_str(&pk, "version", s->o->version);
+    bus_pack_kv_str(&pk, "version", s->o->version);
   if (state != BUS_SERVICE_UP)
-    pack_kv_str(&pk, "why", s->why);
+    bus_pack_kv_str(&pk, "why", s->why);
   return 0;
 }
 
@@ -183,14 +171,14 @@ on_snapshot(bus_conn *c, const char *subject, const char *reply,
     msgpack_pack_map(&pk, 3);
     msgpack_pack_str_with_body(&pk, "ok", 2);
     msgpack_pack_true(&pk);
-    pack_kv_str(&pk, "path", path);
-    pack_kv_u64(&pk, "seq", seq);
+    bus_pack_kv_str(&pk, "path", path);
+    bus_pack_kv_uint(&pk, "seq", seq);
   } else {
     msgpack_pack_map(&pk, 1);
     msgpack_pack_str_with_body(&pk, "error", 5);
     msgpack_pack_map(&pk, 2);
-    pack_kv_str(&pk, "code", bus_err_name(rc));
-    pack_kv_str(&pk, "message", bus_last_error());
+    bus_pack_kv_str(&pk, "code", bus_err_name(rc));
+    bus_pack_kv_str(&pk, "message", bus_last_error());
   }
   if (reply)
     bus_conn_publish(c, reply, sb.data, sb.size);
@@ -353,14 +341,14 @@ reopen(service *s, bus_consumer **kp) {
 static int
 run_loop(service *s, bus_consumer **kp, bus_batch *b) {
   bus_consumer *k = *kp;
-  int64_t last_tick = bus__mono_ms(), last_lag = 0;
+  int64_t last_tick = bus_mono_ms(), last_lag = 0;
   int rc = after_batch(s); /* publish what a crash left behind */
   while (!rc && !*s->o->stop) {
     if (bus_conn_closed(s->conn))
       return BUS_ERR(BUS_ECONN, "the broker connection closed for good");
     check_stream(s);
     if (atomic_load(&s->state) == BUS_SERVICE_DIVERGED) {
-      bus__sleep_ms(
+      bus_sleep_ms(
           s->o->poll_ms); /* status still answers; nothing is decided */
       continue;
     }
@@ -379,11 +367,11 @@ run_loop(service *s, bus_consumer **kp, bus_batch *b) {
       return got;
     if (got)
       rc = after_batch(s);
-    int64_t now = bus__mono_ms();
+    int64_t now = bus_mono_ms();
     measure_lag(s, k, now, &last_lag);
     if (!rc && s->o->tick_ms && now - last_tick >= s->o->tick_ms) {
       last_tick = now;
-      rc = bus_view_tick(s->view, bus__wall_ns());
+      rc = bus_view_tick(s->view, bus_wall_ns());
       if (!rc)
         rc = after_batch(s);
     }

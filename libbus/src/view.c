@@ -549,7 +549,7 @@ bus_view_apply(bus_view *v, const bus_event *const *evs, size_t n) {
   int rc = bus__txn_begin_write(v, &t);
   if (rc)
     return rc;
-  t.now_ns = v->opts.effects ? bus__wall_ns() : 0;
+  t.now_ns = v->opts.effects ? bus_wall_ns() : 0;
   uint64_t before = t.c.applied;
   for (size_t i = 0; i < n && !rc; i++)
     rc = apply_seq(&t, evs[i], evs[i]->seq, evs[i]->stored_ns);
@@ -571,7 +571,7 @@ bus_view_apply_batch(bus_view *v, const bus_batch *b) {
   int rc = bus__txn_begin_write(v, &t);
   if (rc)
     return rc;
-  t.now_ns = v->opts.effects ? bus__wall_ns() : 0;
+  t.now_ns = v->opts.effects ? bus_wall_ns() : 0;
   uint64_t before = t.c.applied;
   for (size_t i = 0; i < n && !rc; i++) {
     uint64_t seq;

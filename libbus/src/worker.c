@@ -43,7 +43,7 @@ bus_worker_stopping(const bus_worker *w) {
 void
 bus_worker_nap(const bus_worker *w, int ms) {
   for (; ms > 0 && !bus_worker_stopping(w); ms -= 50)
-    bus__sleep_ms(ms < 50 ? ms : 50);
+    bus_sleep_ms(ms < 50 ? ms : 50);
 }
 
 static void
