@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "bus.h"
+#include "events.h"
 #include "json.h"
 #include "natsd.h"
 
@@ -27,12 +28,7 @@ up(fixture *f, int streams) {
   cr_assert_eq(lt_connect(&f->s, &f->c), 0, "%s", bus_last_error());
   if (streams)
     cr_assert_eq(lt_streams(f->c, 2000), 0, "%s", bus_last_error());
-  msgpack_packer pk;
-  msgpack_sbuffer_init(&f->data);
-  msgpack_packer_init(&pk, &f->data, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "text", 4);
-  msgpack_pack_str_with_body(&pk, "hello", 5);
+  lt_pack_text(&f->data, "hello");
 }
 
 static void
@@ -44,17 +40,8 @@ down(fixture *f) {
 
 static void
 sample(fixture *f, bus_event *ev, char id[33], uint64_t prev) {
-  memset(ev, 0, sizeof *ev);
-  bus_event_new_id(id);
-  ev->v = BUS_SCHEMA_VERSION;
-  ev->type = "sample.created";
-  ev->id = id;
-  ev->ts = 1;
-  ev->actor = "test";
-  ev->cause = "";
+  lt_sample_event(ev, id, "sample.created", &f->data);
   ev->prev = prev;
-  ev->data_mp = f->data.data;
-  ev->data_mp_len = f->data.size;
 }
 
 Test(streams, ensure_idempotent_and_require) {

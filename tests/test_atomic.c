@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "bus.h"
+#include "events.h"
 #include "json.h"
 #include "natsd.h"
 
@@ -55,12 +56,7 @@ up(const char *conf_text) {
   o.name = "test";
   cr_assert_eq(bus_conn_open(&f->c, &o), 0, "%s", bus_last_error());
   cr_assert_eq(lt_streams(f->c, 60000), 0, "%s", bus_last_error());
-  msgpack_packer pk;
-  msgpack_sbuffer_init(&f->data);
-  msgpack_packer_init(&pk, &f->data, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "text", 4);
-  msgpack_pack_str_with_body(&pk, "hello", 5);
+  lt_pack_text(&f->data, "hello");
   return f;
 }
 
@@ -79,16 +75,7 @@ static void
 batch(fixture *f, size_t n, const char *tag) {
   for (size_t i = 0; i < n; i++) {
     bus_event *ev = &f->ev[i];
-    memset(ev, 0, sizeof *ev);
-    bus_event_new_id(f->id[i]);
-    ev->v = BUS_SCHEMA_VERSION;
-    ev->type = "sample.created";
-    ev->id = f->id[i];
-    ev->ts = 1;
-    ev->actor = "test";
-    ev->cause = "";
-    ev->data_mp = f->data.data;
-    ev->data_mp_len = f->data.size;
+    lt_sample_event(ev, f->id[i], "sample.created", &f->data);
     snprintf(f->subject[i], sizeof f->subject[i], "lark.ev.sample.%s.%zu", tag,
              i);
     f->it[i] = (bus_atomic_item){f->subject[i], ev, BUS_APPEND_NOCHECK};

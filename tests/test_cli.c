@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "natsd.h"
+#include "platform.h"
 #include "proc.h"
 
 static lt_natsd srv;
@@ -22,9 +23,7 @@ static char out[1 << 16], err[8192];
 
 static void
 setup(void) {
-  cr_assert_eq(lt_natsd_start(&srv, NULL, NULL), 0);
-  cr_assert_eq(lt_connect(&srv, &conn), 0, "%s", bus_last_error());
-  cr_assert_eq(lt_streams(conn, 1000), 0, "%s", bus_last_error());
+  cr_assert_eq(lt_broker_up(&srv, &conn, 1000), 0, "%s", bus_last_error());
   lt_tmpdir(dir, sizeof dir, "cli");
   snprintf(viewdir, sizeof viewdir, "%s/views/catalog", dir);
   snprintf(logpath, sizeof logpath, "%s/catalog.log", dir);
@@ -34,9 +33,7 @@ setup(void) {
   char *argv[] = {bin, (char *)"--url", srv.url, (char *)"--data", viewdir,
                   NULL};
   catalog = lt_spawn(argv, logpath);
-  setenv("LARK_URL", srv.url, 1);
-  setenv("LARK_DATA", dir, 1);
-  setenv("LARK_JS_WAIT_MS", "500", 1);
+  lt_larkctl_env(srv.url, dir);
 }
 
 static void

@@ -14,7 +14,9 @@
 #include <unistd.h>
 
 #include "natsd.h"
+#include "platform.h"
 #include "proc.h"
+#include "service.h"
 
 static lt_natsd srv;
 static bus_conn *conn;
@@ -30,26 +32,17 @@ start(const char *name, const char *service) {
   snprintf(log, sizeof log, "%s/%s.log", dir, service);
   pid_t pid = lt_start_service(name, srv.url, data, log, NULL);
   cr_assert(pid > 0, "%s did not start; see %s", name, log);
-  bus_status st;
-  for (int i = 0; i < 100; i++) {
-    if (bus_status_query(conn, service, 200, &st) == 0)
-      return pid;
-    usleep(100 * 1000);
-  }
-  cr_assert_fail("%s does not answer; see %s", name, log);
+  cr_assert(lt_service_answers(conn, service, 100),
+            "%s does not answer; see %s", name, log);
   return pid;
 }
 
 static void
 setup(void) {
-  cr_assert_eq(lt_natsd_start(&srv, NULL, NULL), 0);
-  cr_assert_eq(lt_connect(&srv, &conn), 0, "%s", bus_last_error());
-  cr_assert_eq(lt_streams(conn, 1000), 0, "%s", bus_last_error());
+  cr_assert_eq(lt_broker_up(&srv, &conn, 1000), 0, "%s", bus_last_error());
   lt_tmpdir(dir, sizeof dir, "cli-forms");
   lt_bin("larkctl", larkctl, sizeof larkctl);
-  setenv("LARK_URL", srv.url, 1);
-  setenv("LARK_DATA", dir, 1);
-  setenv("LARK_JS_WAIT_MS", "500", 1);
+  lt_larkctl_env(srv.url, dir);
   unsetenv("LARK_USER");
 }
 
@@ -67,19 +60,8 @@ teardown(void) {
 
 TestSuite(cli_forms, .init = setup, .fini = teardown, .timeout = 120);
 
-/* Run argv[0..] (NULL-terminated); returns the exit code. */
-static int
-run(const char *a0, ...) {
-  char *argv[32];
-  int n = 0;
-  va_list ap;
-  va_start(ap, a0);
-  for (const char *a = a0; a && n < 31; a = va_arg(ap, const char *))
-    argv[n++] = (char *)a;
-  va_end(ap);
-  argv[n] = NULL;
-  return lt_run(argv, out, sizeof out, err, sizeof err);
-}
+/* Run the NULL-terminated arguments (the first a path); the exit code. */
+#define run(...) lt_runl(out, sizeof out, err, sizeof err, __VA_ARGS__)
 
 /* The first line of stdout, without its newline. */
 static void

@@ -28,82 +28,51 @@
 #include <yaml.h>
 
 #include "bus.h"
+#include "files.h"
 #include "natsd.h"
+#include "platform.h"
 #include "proc.h"
+#include "wait.h"
 
-static char dir[256], larkctl[512], up_log[512];
-static pid_t up_pid;
+static lt_platform plat;
 static char out[1 << 17], errout[1 << 14];
 
 #define sh(...) lt_sh(out, sizeof out, errout, sizeof errout, __VA_ARGS__)
 
-static void
-sleep_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
-static int ctl(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int
-ctl(const char *fmt, ...) {
-  char args[4096];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(args, sizeof args, fmt, ap);
-  va_end(ap);
-  return sh("%s --data %s %s", larkctl, dir, args);
-}
+/* larkctl --data dir ARGS (shell words); stdout in out, stderr in errout */
+#define ctl(...)                                                               \
+  lt_larkctl(&plat, out, sizeof out, errout, sizeof errout, __VA_ARGS__)
 
 static void
 platform_up(void) {
-  lt_bin("larkctl", larkctl, sizeof larkctl);
-  lt_tmpdir(dir, sizeof dir, "cliout");
-  snprintf(up_log, sizeof up_log, "%s/up.log", dir);
-  char *argv[] = {larkctl,           (char *)"--data", dir,
-                  (char *)"up",      (char *)"--port", (char *)"0",
-                  (char *)"--nodes", (char *)"1",      NULL};
+  static const char *const nodes[] = {"--nodes", "1", NULL};
+  lt_platform_init(&plat, "cliout");
   unsetenv("LARK_URL");
   unsetenv("LARK_CREDS");
   unsetenv("LARK_USER");
-  up_pid = lt_spawn(argv, up_log);
-  cr_assert_gt(up_pid, 0);
-  for (int i = 0; i < 600; i++) {
-    if (sh("grep -F -q 'larkbus ready' %s", up_log) == 0)
-      return;
-    sleep_ms(100);
-  }
-  cr_assert_fail("larkctl up is not ready (see %s)", up_log);
+  int rc = lt_platform_start(&plat, nodes, 60);
+  cr_assert_gt(plat.pid, 0);
+  cr_assert_eq(rc, 0, "larkctl up is not ready (see %s)", plat.up_log);
 }
 
 static void
 platform_down(void) {
-  if (up_pid > 0)
-    lt_kill(up_pid, SIGINT);
-  up_pid = 0;
-  if (dir[0] && !getenv("LARK_KEEP_TEST_DIR"))
-    lt_rmtree(dir);
+  lt_platform_stop(&plat);
+  lt_platform_remove(&plat);
 }
 
 TestSuite(cli_output, .init = platform_up, .fini = platform_down,
           .timeout = 240);
 
-static void
-write_file(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  cr_assert_not_null(f);
-  fputs(text, f);
-  cr_assert_eq(fclose(f), 0);
-}
-
 /* apply text (a manifest), retried while the services start. */
 static void
 apply(const char *name, const char *text) {
   char path[512];
-  snprintf(path, sizeof path, "%s/%s.yaml", dir, name);
-  write_file(path, text);
+  snprintf(path, sizeof path, "%s/%s.yaml", plat.dir, name);
+  cr_assert_eq(lt_write_file(path, "%s", text), 0, "%s", path);
   int rc = -1;
   for (int i = 0; i < 100 && (rc = ctl("apply -f %s", path)); i++)
-    sleep_ms(100);
+    lt_sleep_ms(100);
   cr_assert_eq(rc, 0, "%s%s", out, errout);
 }
 
@@ -113,7 +82,7 @@ wait_get(const char *kind, const char *name, const char *needle, int secs) {
   for (int i = 0; i < secs * 10; i++) {
     if (ctl("get %s %s -o json", kind, name) == 0 && strstr(out, needle))
       return 1;
-    sleep_ms(100);
+    lt_sleep_ms(100);
   }
   return 0;
 }
@@ -218,7 +187,7 @@ flaky_job(void) {
                "    resources: {cpu: 1, memory: 64}\n"
                "    raw:\n      entrypoint: [/bin/sh, -c, 'sleep 1; if [ -e "
                "%s/tried ]; then exit 0; fi; touch %s/tried; exit 3']\n",
-           dir, dir);
+           plat.dir, plat.dir);
   apply("flaky", text);
   cr_assert(wait_get("job", "flaky", "\"phase\":\"Succeeded\"", 90),
             "flaky never succeeded: %s", out);
@@ -309,8 +278,8 @@ domain_setup(void) {
 static void
 report_running(void) {
   char path[512], url[256] = "", creds[512];
-  snprintf(path, sizeof path, "%s/url", dir);
-  snprintf(creds, sizeof creds, "%s/creds/admin.nk", dir);
+  snprintf(path, sizeof path, "%s/url", plat.dir);
+  snprintf(creds, sizeof creds, "%s/creds/admin.nk", plat.dir);
   FILE *f = fopen(path, "r");
   cr_assert_not_null(f);
   cr_assert_not_null(fgets(url, sizeof url, f));
@@ -352,7 +321,7 @@ report_running(void) {
 Test(cli_output, domain_pod_shows_local_and_virtual_ip) {
   domain_setup();
   int ok = 0;
-  for (int i = 0; i < 300 && !ok; i++, sleep_ms(100))
+  for (int i = 0; i < 300 && !ok; i++, lt_sleep_ms(100))
     ok = ctl("describe domain d1 -o json") == 0 &&
          strstr(out, "\"pod\":\"dj-a-0\"");
   cr_assert(ok, "no allocation for dj-a-0: %s%s", out, errout);
@@ -392,7 +361,7 @@ Test(cli_output, version_shows_each_services_version) {
   json_t *j = NULL;
   size_t i, n = 0;
   json_t *svc;
-  for (int t = 0; t < 50; t++, sleep_ms(100)) {
+  for (int t = 0; t < 50; t++, lt_sleep_ms(100)) {
     json_decref(j);
     cr_assert_eq(ctl("version -o json"), 0, "%s", errout);
     j = json_loads(out, 0, NULL);
@@ -430,7 +399,7 @@ Test(cli_output, version_shows_each_services_version) {
 static void
 complete(const char *words) {
   char bin[512];
-  snprintf(bin, sizeof bin, "%s", larkctl);
+  snprintf(bin, sizeof bin, "%s", plat.larkctl);
   *strrchr(bin, '/') = 0;
   cr_assert_eq(sh("PATH=%s:$PATH bash -c 'source <(larkctl completion bash) "
                   "&& COMP_WORDS=(%s) && COMP_CWORD=$((${#COMP_WORDS[@]} - 1)) "
@@ -441,7 +410,7 @@ complete(const char *words) {
 
 Test(cli_output, bash_completion_completes_commands_kinds_and_names) {
   cr_assert_eq(sh("bash -c 'source <(%s completion bash); complete -p larkctl'",
-                  larkctl),
+                  plat.larkctl),
                0, "%s", errout);
   cr_expect(strstr(out, "complete -F _larkctl larkctl"), "%s", out);
   complete("larkctl de");
@@ -456,7 +425,7 @@ Test(cli_output, bash_completion_completes_commands_kinds_and_names) {
   cr_expect_str_eq(out, "--limit\n");
   flaky_job();
   char words[512];
-  snprintf(words, sizeof words, "larkctl --data %s describe pod fl", dir);
+  snprintf(words, sizeof words, "larkctl --data %s describe pod fl", plat.dir);
   complete(words);
   cr_expect_str_eq(out, "flaky-a-0\n");
   cr_expect_eq(ctl("completion zsh"), 2);

@@ -19,7 +19,9 @@
 #include <unistd.h>
 
 #include "deploy.h"
+#include "events.h"
 #include "natsd.h"
+#include "secure.h"
 
 enum { NSERVERS = 3, BEFORE = 300, DURING = 300 };
 
@@ -105,13 +107,7 @@ setup(cluster *k) {
   lt_tmpdir(k->data, sizeof k->data, "cluster");
   cr_assert_eq(lark_creds_ensure(k->data, "admin", LARK_ROLE_ADMIN, NULL, NULL),
                0);
-  lark_principal *p = NULL;
-  size_t n = 0;
-  char accounts[320];
-  cr_assert_eq(lark_creds_load(k->data, &p, &n), 0);
-  snprintf(accounts, sizeof accounts, "%s/accounts.conf", k->data);
-  cr_assert_eq(lark_render_accounts(p, n, accounts), 0);
-  free(p);
+  cr_assert_eq(lt_render_accounts(k->data), 0, "%s", lark_cfg_error());
   int rc = -1;
   for (int t = 0; t < 3 && rc < 0; t++)
     rc = start_cluster(k);
@@ -136,12 +132,7 @@ setup(cluster *k) {
     usleep(250000);
   cr_assert_eq(rc, 0, "streams at R3: %s", bus_last_error());
 
-  msgpack_packer pk;
-  msgpack_sbuffer_init(&k->body);
-  msgpack_packer_init(&pk, &k->body, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "text", 4);
-  msgpack_pack_str_with_body(&pk, "r3", 2);
+  lt_pack_text(&k->body, "r3");
 }
 
 static void
@@ -156,16 +147,7 @@ teardown(cluster *k) {
 
 static void
 event(cluster *k, bus_event *ev, char id[33]) {
-  memset(ev, 0, sizeof *ev);
-  bus_event_new_id(id);
-  ev->v = BUS_SCHEMA_VERSION;
-  ev->type = "sample.created";
-  ev->id = id;
-  ev->ts = 1;
-  ev->actor = "test";
-  ev->cause = "";
-  ev->data_mp = k->body.data;
-  ev->data_mp_len = k->body.size;
+  lt_sample_event(ev, id, "sample.created", &k->body);
 }
 
 static int

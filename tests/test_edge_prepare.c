@@ -29,6 +29,7 @@
 #include "cmd_check.h"
 #include "natsd.h"
 #include "proc.h"
+#include "secure.h"
 
 static lt_natsd srv;
 static bus_conn *conn;
@@ -138,31 +139,15 @@ make_ca(void) {
 
 static void
 setup(void) {
-  char conf[512], accounts[512], cr[512], bin[512], data[512], log[512];
+  char cr[512], bin[512], data[512], log[512];
   lt_tmpdir(dir, sizeof dir, "edgeprep");
   creds("admin", LARK_ROLE_ADMIN, NULL, 0);
   creds("lark-scheduler", LARK_ROLE_SERVICE, cr, sizeof cr);
   creds("edge-1", LARK_ROLE_NODE, NULL, 0);
   creds("edge-2", LARK_ROLE_NODE, NULL, 0);
-  lark_principal *p = NULL;
-  size_t n = 0;
-  snprintf(accounts, sizeof accounts, "%s/accounts.conf", dir);
-  snprintf(conf, sizeof conf, "%s/nats.conf", dir);
-  cr_assert_eq(lark_creds_load(dir, &p, &n), 0);
-  cr_assert_eq(lark_render_accounts(p, n, accounts), 0, "%s", lark_cfg_error());
-  free(p);
-  lark_broker_opts o;
-  lark_broker_opts_init(&o);
-  o.run_dir = dir;
-  cr_assert_eq(lark_render_conf("single", &o, conf), 0, "%s", lark_cfg_error());
-  cr_assert_eq(lt_natsd_start(&srv, conf, NULL), 0);
-  char admin[512];
-  lark_creds_path(dir, "admin", admin, sizeof admin);
-  bus_conn_opts co;
-  bus_conn_opts_init(&co);
-  co.url = srv.url;
-  co.creds = admin;
-  cr_assert_eq(bus_conn_open(&conn, &co), 0, "%s", bus_last_error());
+  cr_assert_eq(lt_secure_natsd_start(&srv, dir), 0, "%s", lark_cfg_error());
+  cr_assert_eq(lt_connect_as(srv.url, dir, "admin", 0, &conn), 0, "%s",
+               bus_last_error());
   cr_assert_eq(lt_streams(conn, 2000), 0, "%s", bus_last_error());
   lt_bin("lark-scheduler", bin, sizeof bin);
   snprintf(data, sizeof data, "%s/scheduler", dir);

@@ -19,6 +19,7 @@
 #include "json.h"
 #include "natsd.h"
 #include "proc.h"
+#include "service.h"
 #include "replay.h"
 
 static lt_natsd srv;
@@ -28,20 +29,14 @@ static pid_t procs[4];
 
 static pid_t
 start(const char *bin_name, const char *name) {
-  char data[512], log[512];
-  snprintf(data, sizeof data, "%s/%s", dir, name);
-  snprintf(log, sizeof log, "%s/%s.log", dir, name);
-  const char *extra[] = {"--name", name, NULL};
-  pid_t pid = lt_start_service(bin_name, srv.url, data, log, extra);
+  pid_t pid = lt_start_named_service(bin_name, srv.url, dir, name);
   cr_assert(pid > 0);
   return pid;
 }
 
 static void
 setup(void) {
-  cr_assert_eq(lt_natsd_start(&srv, NULL, NULL), 0);
-  cr_assert_eq(lt_connect(&srv, &conn), 0, "%s", bus_last_error());
-  cr_assert_eq(lt_streams(conn, 1000), 0, "%s", bus_last_error());
+  cr_assert_eq(lt_broker_up(&srv, &conn, 1000), 0, "%s", bus_last_error());
   lt_tmpdir(dir, sizeof dir, "ipamsvc");
   memset(procs, 0, sizeof procs);
   procs[0] = start("lark-scheduler", "scheduler");

@@ -38,9 +38,7 @@ start_logs(void) {
 
 static void
 setup(void) {
-  cr_assert_eq(lt_natsd_start(&srv, NULL, NULL), 0);
-  cr_assert_eq(lt_connect(&srv, &conn), 0, "%s", bus_last_error());
-  cr_assert_eq(lt_streams(conn, 60000), 0, "%s", bus_last_error());
+  cr_assert_eq(lt_broker_up(&srv, &conn, 60000), 0, "%s", bus_last_error());
   lt_tmpdir(dir, sizeof dir, "logs");
   snprintf(viewdir, sizeof viewdir, "%s/view", dir);
   snprintf(logpath, sizeof logpath, "%s/lark-logs.log", dir);

@@ -18,11 +18,12 @@
 #include <unistd.h>
 
 #include "deploy.h"
+#include "events.h"
 #include "natsd.h"
 #include "proc.h"
+#include "secure.h"
 
-static char data[256], conf[320], accounts[320], admin_creds[512],
-    alice_creds[512], alice_inbox[128];
+static char data[256], admin_creds[512], alice_creds[512], alice_inbox[128];
 static lt_natsd srv;
 static bus_conn *admin;
 static char out[1 << 16], err[8192];
@@ -33,15 +34,7 @@ static void
 append(const char *subject) {
   char id[33];
   bus_event ev;
-  memset(&ev, 0, sizeof ev);
-  bus_event_new_id(id);
-  ev.v = BUS_SCHEMA_VERSION;
-  ev.type = "sample.created";
-  ev.id = id;
-  ev.ts = 1;
-  ev.actor = "test";
-  ev.cause = "";
-  ev.data.type = MSGPACK_OBJECT_NIL;
+  lt_sample_event(&ev, id, "sample.created", NULL);
   cr_assert_eq(bus_append(admin, subject, &ev, BUS_APPEND_CHECK, NULL, NULL), 0,
                "%s", bus_last_error());
 }
@@ -62,9 +55,6 @@ alice_inbox_prefix(void) {
 
 static void
 setup(void) {
-  lark_broker_opts o;
-  lark_principal *p = NULL;
-  size_t n = 0;
   if (sh("command -v nats") != 0)
     cr_skip_test("the NATS CLI (nats) is not on PATH");
   lt_tmpdir(data, sizeof data, "natscli");
@@ -75,22 +65,9 @@ setup(void) {
   lark_creds_path(data, "admin", admin_creds, sizeof admin_creds);
   lark_creds_path(data, "alice", alice_creds, sizeof alice_creds);
   alice_inbox_prefix();
-  snprintf(accounts, sizeof accounts, "%s/accounts.conf", data);
-  snprintf(conf, sizeof conf, "%s/nats.conf", data);
-  cr_assert_eq(lark_creds_load(data, &p, &n), 0, "%s", lark_cfg_error());
-  cr_assert_eq(lark_render_accounts(p, n, accounts), 0, "%s", lark_cfg_error());
-  free(p);
-  lark_broker_opts_init(&o);
-  o.run_dir = data; /* the store: natsd's -sd */
-  cr_assert_eq(lark_render_conf("single", &o, conf), 0, "%s", lark_cfg_error());
-  cr_assert_eq(lt_natsd_start(&srv, conf, NULL), 0);
-  bus_conn_opts co;
-  bus_conn_opts_init(&co);
-  co.url = srv.url;
-  co.creds = admin_creds;
-  co.js_wait_ms = 2000;
-  co.name = "test";
-  cr_assert_eq(bus_conn_open(&admin, &co), 0, "%s", bus_last_error());
+  cr_assert_eq(lt_secure_natsd_start(&srv, data), 0, "%s", lark_cfg_error());
+  cr_assert_eq(lt_connect_as(srv.url, data, "admin", 2000, &admin), 0, "%s",
+               bus_last_error());
   cr_assert_eq(lt_streams(admin, 2000), 0, "%s", bus_last_error());
   append("lark.ev.sample.a");
   append("lark.ev.sample.b");

@@ -33,50 +33,25 @@
 #include <unistd.h>
 
 #include "natsd.h"
+#include "platform.h"
 #include "podnet.h"
 #include "proc.h"
 #include "root.h"
+#include "wait.h"
 
 #define DOMAIN "pn"
 #define BYTES (1024 * 1024)
 
-static char dir[256], self_ns[PODNET_NS_MAX], job[64], larkctl[512];
-static char up_log[512];
-static pid_t up_pid;
+static char self_ns[PODNET_NS_MAX], job[64];
+static lt_platform plat;
 static char out[1 << 16], err[1 << 14];
-
-static void
-sleep_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
 
 /* a shell command line; stdout into out, stderr into err */
 #define sh(...) lt_sh(out, sizeof out, err, sizeof err, __VA_ARGS__)
 
 /* larkctl --data dir ARGS (one shell word list); its output in out. */
-static int larkctl_run(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2)));
-static int
-larkctl_run(const char *fmt, ...) {
-  char args[4096];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(args, sizeof args, fmt, ap);
-  va_end(ap);
-  return sh("%s --data %s %s", larkctl, dir, args);
-}
-
-/* Wait (up to seconds) for file to contain what. */
-static int
-file_says(const char *file, const char *what, int seconds) {
-  for (int i = 0; i < seconds * 10; i++) {
-    if (sh("grep -F -q -- '%s' %s", what, file) == 0)
-      return 1;
-    sleep_ms(100);
-  }
-  return 0;
-}
+#define larkctl_run(...)                                                       \
+  lt_larkctl(&plat, out, sizeof out, err, sizeof err, __VA_ARGS__)
 
 /* ------------------------------------------------------------- fixture */
 
@@ -93,22 +68,11 @@ enter_own_namespace(void) {
 
 static void
 start_up(void) {
-  char *argv[] = {larkctl,
-                  (char *)"--data",
-                  dir,
-                  (char *)"up",
-                  (char *)"--port",
-                  (char *)"0",
-                  (char *)"--relay",
-                  (char *)"--nodes",
-                  (char *)"2",
-                  (char *)"--domain",
-                  (char *)DOMAIN,
-                  NULL};
-  up_pid = lt_spawn(argv, up_log);
-  cr_assert_gt(up_pid, 0);
-  cr_assert(file_says(up_log, "larkbus ready", 60),
-            "larkctl up --relay is not ready (see %s)", up_log);
+  static const char *const extra[] = {"--relay",  "--nodes", "2",
+                                      "--domain", DOMAIN,    NULL};
+  int rc = lt_platform_start(&plat, extra, 60);
+  cr_assert_gt(plat.pid, 0);
+  cr_assert_eq(rc, 0, "larkctl up --relay is not ready (see %s)", plat.up_log);
 }
 
 static void cleanup(void);
@@ -117,12 +81,11 @@ static void
 setup(void) {
   lt_need_root("network namespaces, nftables");
   atexit(cleanup);
-  lt_bin("larkctl", larkctl, sizeof larkctl);
   enter_own_namespace();
-  lt_tmpdir(dir, sizeof dir, "podnet");
-  snprintf(up_log, sizeof up_log, "%s/up.log", dir);
+  lt_platform_init(&plat, "podnet");
   snprintf(job, sizeof job, "pn%d", (int)getpid());
-  cr_assert_eq(sh("head -c %d /dev/urandom > %s/in", BYTES, dir), 0, "%s", err);
+  cr_assert_eq(sh("head -c %d /dev/urandom > %s/in", BYTES, plat.dir), 0, "%s",
+               err);
   start_up();
 }
 
@@ -146,27 +109,20 @@ pods_gone(void) {
  * and at exit (a failed setup skips teardown). */
 static void
 cleanup(void) {
-  if (up_pid > 0)
-    lt_kill(up_pid, SIGINT);
-  up_pid = 0;
+  lt_platform_stop(&plat);
   if (job[0])
     pods_gone();
   if (self_ns[0])
     podnet_ns_delete(self_ns);
   self_ns[0] = 0;
-  if (dir[0] && getenv("LARK_KEEP_TEST_DIR"))
-    fprintf(stderr, "test_pod_network: kept %s\n", dir);
-  else if (dir[0])
-    lt_rmtree(dir);
-  dir[0] = 0;
+  lt_platform_remove(&plat);
 }
 
 static void
 teardown(void) {
-  if (up_pid > 0) {
+  if (plat.pid > 0) {
     larkctl_run("delete job %s", job);
-    int st = lt_kill(up_pid, SIGINT);
-    up_pid = 0;
+    int st = lt_platform_stop(&plat);
     cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0,
               "larkctl up exit status %d", st);
   }
@@ -180,7 +136,7 @@ TestSuite(pod_network, .init = setup, .fini = teardown, .timeout = 150);
 static void
 apply_domain_and_job(void) {
   char path[512];
-  snprintf(path, sizeof path, "%s/pn.yaml", dir);
+  snprintf(path, sizeof path, "%s/pn.yaml", plat.dir);
   FILE *f = fopen(path, "w");
   cr_assert(f);
   fprintf(f,
@@ -220,13 +176,13 @@ apply_domain_and_job(void) {
           "                sleep 0.3\n"
           "              done\n"
           "              exit 1\n",
-          job, dir);
+          job, plat.dir);
   fclose(f);
   /* apply refuses a runtime no registered node offers: right after
    * "ready" the edges may not have registered yet */
   int rc = -1;
   for (int i = 0; i < 300 && (rc = larkctl_run("apply -f %s", path)); i++)
-    sleep_ms(100);
+    lt_sleep_ms(100);
   cr_assert_eq(rc, 0, "%s%s", out, err);
 }
 
@@ -260,7 +216,7 @@ Test(pod_network, a_pod_in_c1_reaches_a_pod_in_c2_through_the_hub) {
   char vip[64] = "", path[512], log[512];
   apply_domain_and_job();
   for (int i = 0; i < 600 && !server_vip(vip, sizeof vip); i++)
-    sleep_ms(100);
+    lt_sleep_ms(100);
   if (!vip[0]) { /* say what the platform shows */
     char routes[8192];
     snprintf(routes, sizeof routes, "%.4000s%.4000s", out, err);
@@ -269,30 +225,32 @@ Test(pod_network, a_pod_in_c1_reaches_a_pod_in_c2_through_the_hub) {
               routes, out, err);
   }
   cr_assert_eq(strncmp(vip, "10.2.0.", 7), 0, "%s", vip);
-  snprintf(path, sizeof path, "%s/vip", dir);
+  snprintf(path, sizeof path, "%s/vip", plat.dir);
   cr_assert_eq(sh("echo %s > %s.tmp && mv %s.tmp %s", vip, path, path, path),
                0);
 
-  snprintf(path, sizeof path, "%s/client.done", dir);
+  snprintf(path, sizeof path, "%s/client.done", plat.dir);
   int done = 0;
-  for (int i = 0; i < 600 && !done; i++, sleep_ms(100))
+  for (int i = 0; i < 600 && !done; i++, lt_sleep_ms(100))
     done = access(path, F_OK) == 0;
   cr_assert(done, "the client pod got no echo through %s (see %s/logs)", vip,
-            dir);
-  cr_expect_eq(sh("cmp %s/in %s/echo", dir, dir), 0, "bytes differ: %s", out);
+            plat.dir);
+  cr_expect_eq(sh("cmp %s/in %s/echo", plat.dir, plat.dir), 0,
+               "bytes differ: %s", out);
 
   /* the connection went c1 relay -> hub -> c2 relay -> the server pod */
   char want[128];
-  snprintf(log, sizeof log, "%s/logs/relay-node-1.log", dir);
-  cr_expect(file_says(log, "via hub", 5), "c1's relay did not use the hub");
-  snprintf(log, sizeof log, "%s/logs/relay-hub.log", dir);
+  snprintf(log, sizeof log, "%s/logs/relay-node-1.log", plat.dir);
+  cr_expect(lt_file_says(log, "via hub", 5), "c1's relay did not use the hub");
+  snprintf(log, sizeof log, "%s/logs/relay-hub.log", plat.dir);
   snprintf(want, sizeof want, "domain " DOMAIN " to %s:8080", vip);
-  cr_expect(file_says(log, want, 5), "the hub carried no channel to %s", vip);
-  snprintf(log, sizeof log, "%s/logs/relay-node-2.log", dir);
-  cr_expect(file_says(log, "delivered", 5), "c2's relay delivered nothing");
+  cr_expect(lt_file_says(log, want, 5), "the hub carried no channel to %s",
+            vip);
+  snprintf(log, sizeof log, "%s/logs/relay-node-2.log", plat.dir);
+  cr_expect(lt_file_says(log, "delivered", 5), "c2's relay delivered nothing");
   /* every byte each way, counted by both relays when the channel closed */
   snprintf(want, sizeof want, "closed (%d bytes in, %d out)", BYTES, BYTES);
-  cr_expect(file_says(log, want, 5), "c2's relay: no '%s'", want);
-  snprintf(log, sizeof log, "%s/logs/relay-node-1.log", dir);
-  cr_expect(file_says(log, want, 5), "c1's relay: no '%s'", want);
+  cr_expect(lt_file_says(log, want, 5), "c2's relay: no '%s'", want);
+  snprintf(log, sizeof log, "%s/logs/relay-node-1.log", plat.dir);
+  cr_expect(lt_file_says(log, want, 5), "c1's relay: no '%s'", want);
 }

@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 
 #include "bus.h"
+#include "events.h"
 #include "natsd.h"
 
 typedef struct fixture {
@@ -21,16 +22,9 @@ typedef struct fixture {
 static void
 up(fixture *f) {
   memset(f, 0, sizeof *f);
-  cr_assert_eq(lt_natsd_start(&f->s, NULL, NULL), 0);
-  cr_assert_eq(lt_connect(&f->s, &f->c), 0, "%s", bus_last_error());
-  cr_assert_eq(lt_streams(f->c, 2000), 0, "%s", bus_last_error());
+  cr_assert_eq(lt_broker_up(&f->s, &f->c, 2000), 0, "%s", bus_last_error());
   cr_assert_eq(bus_batch_new(&f->b), 0);
-  msgpack_packer pk;
-  msgpack_sbuffer_init(&f->data);
-  msgpack_packer_init(&pk, &f->data, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "text", 4);
-  msgpack_pack_str_with_body(&pk, "hello", 5);
+  lt_pack_text(&f->data, "hello");
 }
 
 static void
@@ -45,15 +39,7 @@ static void
 put_n(fixture *f, const char *subject, int n) {
   bus_event ev;
   char id[33];
-  memset(&ev, 0, sizeof ev);
-  ev.v = BUS_SCHEMA_VERSION;
-  ev.type = "sample.created";
-  ev.id = id;
-  ev.ts = 1;
-  ev.actor = "test";
-  ev.cause = "";
-  ev.data_mp = f->data.data;
-  ev.data_mp_len = f->data.size;
+  lt_sample_event(&ev, id, "sample.created", &f->data);
   for (int i = 0; i < n; i++) {
     bus_event_new_id(id);
     cr_assert_eq(bus_append_async(f->c, subject, &ev, 0), 0);

@@ -28,10 +28,13 @@
 #include <unistd.h>
 
 #include "expand.h"
+#include "files.h"
 #include "manifest.h"
 #include "model.h"
 #include "natsd.h"
+#include "platform.h"
 #include "proc.h"
+#include "wait.h"
 
 /* ------------------------------------------------------ the reader */
 
@@ -197,58 +200,29 @@ Test(reference_shape, a_kubernetes_task_is_refused_naming_task_and_runtime) {
 
 /* ------------------------------------------------- a real platform */
 
-static char dir[256], larkctl[512], up_log[512];
-static pid_t up_pid;
+static lt_platform plat;
 static char out[1 << 16], errout[1 << 14];
 
 #define sh(...) lt_sh(out, sizeof out, errout, sizeof errout, __VA_ARGS__)
-
-static void
-sleep_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
-static int larkctl_run(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2)));
-static int
-larkctl_run(const char *fmt, ...) {
-  char args[4096];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(args, sizeof args, fmt, ap);
-  va_end(ap);
-  return sh("%s --data %s %s 2>&1", larkctl, dir, args);
-}
+/* larkctl --data dir ARGS (shell words); stdout and stderr in out */
+#define larkctl_run(...)                                                       \
+  lt_larkctl(&plat, out, sizeof out, NULL, 0, __VA_ARGS__)
 
 static void
 platform_up(void) {
-  lt_bin("larkctl", larkctl, sizeof larkctl);
-  lt_tmpdir(dir, sizeof dir, "refshape");
-  snprintf(up_log, sizeof up_log, "%s/up.log", dir);
-  char *argv[] = {larkctl,           (char *)"--data", dir,
-                  (char *)"up",      (char *)"--port", (char *)"0",
-                  (char *)"--nodes", (char *)"1",      NULL};
-  up_pid = lt_spawn(argv, up_log);
-  cr_assert_gt(up_pid, 0);
-  for (int i = 0; i < 600; i++) {
-    if (sh("grep -F -q 'larkbus ready' %s", up_log) == 0)
-      return;
-    sleep_ms(100);
-  }
-  cr_assert_fail("larkctl up is not ready (see %s)", up_log);
+  static const char *const nodes[] = {"--nodes", "1", NULL};
+  lt_platform_init(&plat, "refshape");
+  int rc = lt_platform_start(&plat, nodes, 60);
+  cr_assert_gt(plat.pid, 0);
+  cr_assert_eq(rc, 0, "larkctl up is not ready (see %s)", plat.up_log);
 }
 
 static void
 platform_down(void) {
-  if (up_pid > 0) {
-    int st = lt_kill(up_pid, SIGINT);
-    cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-              "larkctl up exit status %d", st);
-  }
-  up_pid = 0;
-  if (dir[0] && !getenv("LARK_KEEP_TEST_DIR"))
-    lt_rmtree(dir);
+  int st = lt_platform_stop(&plat);
+  cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "larkctl up exit status %d",
+            st);
+  lt_platform_remove(&plat);
 }
 
 /* The phase `larkctl get KIND NAME -o json` shows ("" when none). */
@@ -264,92 +238,79 @@ phase_of(const char *kind, const char *name, char *phase, size_t cap) {
   json_decref(j);
 }
 
-static int write_file(const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static int
-write_file(const char *path, const char *fmt, ...) {
-  FILE *f = fopen(path, "w");
-  if (!f)
-    return -1;
-  va_list ap;
-  va_start(ap, fmt);
-  vfprintf(f, fmt, ap);
-  va_end(ap);
-  return fclose(f);
-}
-
 Test(reference_shape, a_reference_workflow_runs_on_a_real_platform,
      .init = platform_up, .fini = platform_down, .timeout = 240) {
   char path[512], phase[64];
-  snprintf(path, sizeof path, "%s/wf.yaml", dir);
+  snprintf(path, sizeof path, "%s/wf.yaml", plat.dir);
   /* second is listed first and needs first's file: it runs after it */
-  cr_assert_eq(
-      write_file(path,
-                 "apiVersion: rlinf.io/v1alpha1\n"
-                 "kind: Workflow\n"
-                 "metadata:\n  name: refwf\n"
-                 "spec:\n"
-                 "  jobTemplates:\n"
-                 "  - name: second\n"
-                 "    dependencies: [first]\n"
-                 "    spec:\n"
-                 "      tasks:\n"
-                 "      - name: reader\n"
-                 "        role: Actor\n"
-                 "        replicas: 1\n"
-                 "        agentType: ray\n"
-                 "        tensorBoardDir: %s/tb\n"
-                 "        runScript: echo not run\n"
-                 "        raw:\n"
-                 "          entrypoint:\n"
-                 "          - /bin/sh\n"
-                 "          - -c\n"
-                 "          - test -s %s/first.out && echo \"$GREETING\" > "
-                 "%s/second.out\n"
-                 "          environment:\n"
-                 "          - name: GREETING\n"
-                 "            value: hello from second\n"
-                 "  - name: first\n"
-                 "    spec:\n"
-                 "      tasks:\n"
-                 "      - name: writer\n"
-                 "        role: Rollout\n"
-                 "        agentType: ray\n"
-                 "        raw:\n"
-                 "          entrypoint: [/bin/sh, -c, 'echo \"$GREETING\" > "
-                 "%s/first.out']\n"
-                 "          environment: [{name: GREETING, value: hello from "
-                 "first}]\n",
-                 dir, dir, dir, dir),
-      0);
+  cr_assert_eq(lt_write_file(
+                   path,
+                   "apiVersion: rlinf.io/v1alpha1\n"
+                   "kind: Workflow\n"
+                   "metadata:\n  name: refwf\n"
+                   "spec:\n"
+                   "  jobTemplates:\n"
+                   "  - name: second\n"
+                   "    dependencies: [first]\n"
+                   "    spec:\n"
+                   "      tasks:\n"
+                   "      - name: reader\n"
+                   "        role: Actor\n"
+                   "        replicas: 1\n"
+                   "        agentType: ray\n"
+                   "        tensorBoardDir: %s/tb\n"
+                   "        runScript: echo not run\n"
+                   "        raw:\n"
+                   "          entrypoint:\n"
+                   "          - /bin/sh\n"
+                   "          - -c\n"
+                   "          - test -s %s/first.out && echo \"$GREETING\" > "
+                   "%s/second.out\n"
+                   "          environment:\n"
+                   "          - name: GREETING\n"
+                   "            value: hello from second\n"
+                   "  - name: first\n"
+                   "    spec:\n"
+                   "      tasks:\n"
+                   "      - name: writer\n"
+                   "        role: Rollout\n"
+                   "        agentType: ray\n"
+                   "        raw:\n"
+                   "          entrypoint: [/bin/sh, -c, 'echo \"$GREETING\" > "
+                   "%s/first.out']\n"
+                   "          environment: [{name: GREETING, value: hello from "
+                   "first}]\n",
+                   plat.dir, plat.dir, plat.dir, plat.dir),
+               0);
   int rc = -1;
   for (int i = 0; i < 100 && (rc = larkctl_run("apply -f %s", path)); i++)
-    sleep_ms(100);
+    lt_sleep_ms(100);
   cr_assert_eq(rc, 0, "%s", out);
   for (int i = 0; i < 1200 && strcmp(phase, "Succeeded"); i++) {
     phase_of("workflow", "refwf", phase, sizeof phase);
     if (!strcmp(phase, "Failed"))
       break;
-    sleep_ms(100);
+    lt_sleep_ms(100);
   }
   cr_assert_str_eq(phase, "Succeeded", "workflow refwf is %s (see %s)", phase,
-                   up_log);
-  cr_assert_eq(sh("cat %s/first.out %s/second.out", dir, dir), 0, "%s", errout);
+                   plat.up_log);
+  cr_assert_eq(sh("cat %s/first.out %s/second.out", plat.dir, plat.dir), 0,
+               "%s", errout);
   cr_expect_str_eq(out, "hello from first\nhello from second\n");
 
   /* a runtime no node offers, in a Workflow (checked by lark-dag) and in
    * a Job (checked by lark-scheduler) */
-  cr_assert_eq(write_file(path, "apiVersion: rlinf.io/v1alpha1\nkind: "
-                                "Workflow\nmetadata: {name: kwf}\nspec:\n"
-                                "  jobTemplates:\n  - name: t\n    spec:\n"
-                                "      tasks:\n      - name: sim\n"
-                                "        role: Env\n"
-                                "        kubernetes: {image: sim}\n"
-                                "---\n"
-                                "apiVersion: rlinf.io/v1alpha1\nkind: "
-                                "Job\nmetadata: {name: djob}\nspec:\n"
-                                "  tasks:\n  - name: env\n    role: Env\n"
-                                "    docker: {image: env}\n"),
+  cr_assert_eq(lt_write_file(path, "apiVersion: rlinf.io/v1alpha1\nkind: "
+                                   "Workflow\nmetadata: {name: kwf}\nspec:\n"
+                                   "  jobTemplates:\n  - name: t\n    spec:\n"
+                                   "      tasks:\n      - name: sim\n"
+                                   "        role: Env\n"
+                                   "        kubernetes: {image: sim}\n"
+                                   "---\n"
+                                   "apiVersion: rlinf.io/v1alpha1\nkind: "
+                                   "Job\nmetadata: {name: djob}\nspec:\n"
+                                   "  tasks:\n  - name: env\n    role: Env\n"
+                                   "    docker: {image: env}\n"),
                0);
   cr_assert_neq(larkctl_run("apply -f %s", path), 0, "%s", out);
   cr_expect(strstr(out, "template t, task sim needs runtime kubernetes, "
@@ -360,16 +321,16 @@ Test(reference_shape, a_reference_workflow_runs_on_a_real_platform,
 
   /* an artifact the edge cannot fetch, and a task with nothing to run,
    * refused by lark-dag before any Job is made */
-  cr_assert_eq(write_file(path, "apiVersion: rlinf.io/v1alpha1\nkind: "
-                                "Workflow\nmetadata: {name: awf}\nspec:\n"
-                                "  jobTemplates:\n  - name: t\n    spec:\n"
-                                "      tasks:\n      - name: get\n"
-                                "        role: Env\n"
-                                "        raw: {artifact: 's3://b/k', "
-                                "entrypoint: [/bin/true]}\n"
-                                "      - name: idle\n"
-                                "        role: Env\n"
-                                "        raw: {artifact: ''}\n"),
+  cr_assert_eq(lt_write_file(path, "apiVersion: rlinf.io/v1alpha1\nkind: "
+                                   "Workflow\nmetadata: {name: awf}\nspec:\n"
+                                   "  jobTemplates:\n  - name: t\n    spec:\n"
+                                   "      tasks:\n      - name: get\n"
+                                   "        role: Env\n"
+                                   "        raw: {artifact: 's3://b/k', "
+                                   "entrypoint: [/bin/true]}\n"
+                                   "      - name: idle\n"
+                                   "        role: Env\n"
+                                   "        raw: {artifact: ''}\n"),
                0);
   cr_assert_neq(larkctl_run("apply -f %s", path), 0, "%s", out);
   cr_expect(strstr(out, "jobTemplates[0].spec.tasks[0].runtime.raw.artifact: "

@@ -12,6 +12,7 @@
 #include <criterion/criterion.h>
 
 #include "bus.h"
+#include "events.h"
 #include "natsd.h"
 #include "routes.h"
 
@@ -50,16 +51,7 @@ pack_route(msgpack_sbuffer *sb, const char *d, const char *c, const char *pod,
 
 static void
 event_of(bus_event *ev, char id[33], const char *type, msgpack_sbuffer *sb) {
-  memset(ev, 0, sizeof *ev);
-  bus_event_new_id(id);
-  ev->v = BUS_SCHEMA_VERSION;
-  ev->type = type;
-  ev->id = id;
-  ev->ts = 1;
-  ev->actor = "test";
-  ev->cause = "";
-  ev->data_mp = sb->data;
-  ev->data_mp_len = sb->size;
+  lt_sample_event(ev, id, type, sb);
 }
 
 /* Decode an event as the follower would (zone kept by the caller). */

@@ -17,6 +17,7 @@
 #include "json.h"
 #include "natsd.h"
 #include "proc.h"
+#include "service.h"
 #include "replay.h"
 
 static lt_natsd srv;
@@ -26,20 +27,14 @@ static pid_t sched[2];
 
 static pid_t
 start_scheduler(const char *name) {
-  char data[512], log[512];
-  snprintf(data, sizeof data, "%s/%s", dir, name);
-  snprintf(log, sizeof log, "%s/%s.log", dir, name);
-  const char *extra[] = {"--name", name, NULL};
-  pid_t pid = lt_start_service("lark-scheduler", srv.url, data, log, extra);
+  pid_t pid = lt_start_named_service("lark-scheduler", srv.url, dir, name);
   cr_assert(pid > 0);
   return pid;
 }
 
 static void
 setup(void) {
-  cr_assert_eq(lt_natsd_start(&srv, NULL, NULL), 0);
-  cr_assert_eq(lt_connect(&srv, &conn), 0, "%s", bus_last_error());
-  cr_assert_eq(lt_streams(conn, 1000), 0, "%s", bus_last_error());
+  cr_assert_eq(lt_broker_up(&srv, &conn, 1000), 0, "%s", bus_last_error());
   lt_tmpdir(dir, sizeof dir, "sched");
   setenv("LARK_NODE_TIMEOUT_MS", "1500", 1);
   sched[0] = start_scheduler("scheduler");

@@ -23,9 +23,11 @@
 #include <unistd.h>
 
 #include "deploy.h"
+#include "events.h"
 #include "json.h"
 #include "natsd.h"
 #include "proc.h"
+#include "secure.h"
 
 typedef struct sec {
   char data[256];
@@ -50,12 +52,7 @@ add(sec *x, const char *name, lark_role role) {
 
 static void
 render(sec *x) {
-  lark_principal *p = NULL;
-  size_t n = 0;
-  cr_assert_eq(lark_creds_load(x->data, &p, &n), 0, "%s", lark_cfg_error());
-  cr_assert_eq(lark_render_accounts(p, n, x->accounts), 0, "%s",
-               lark_cfg_error());
-  free(p);
+  cr_assert_eq(lt_render_accounts(x->data), 0, "%s", lark_cfg_error());
 }
 
 static int
@@ -126,12 +123,7 @@ setup(sec *x) {
       bus_conn_publish(x->admin, "lark.node.gpu-2.pod.secret", "s2", 2), 0);
   wait_seq(x, "LARK_NODE_gpu-1", 2);
   wait_seq(x, "LARK_NODE_gpu-2", 1);
-  msgpack_packer pk;
-  msgpack_sbuffer_init(&x->body);
-  msgpack_packer_init(&pk, &x->body, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "text", 4);
-  msgpack_pack_str_with_body(&pk, "hello", 5);
+  lt_pack_text(&x->body, "hello");
 }
 
 static void
@@ -144,16 +136,7 @@ teardown(sec *x) {
 
 static void
 sample(sec *x, bus_event *ev, char id[33]) {
-  memset(ev, 0, sizeof *ev);
-  bus_event_new_id(id);
-  ev->v = BUS_SCHEMA_VERSION;
-  ev->type = "sample.created";
-  ev->id = id;
-  ev->ts = 1;
-  ev->actor = "test";
-  ev->cause = "";
-  ev->data_mp = x->body.data;
-  ev->data_mp_len = x->body.size;
+  lt_sample_event(ev, id, "sample.created", &x->body);
 }
 
 /* Names of the consumers on stream, as the admin sees them. */

@@ -22,7 +22,9 @@
 #include <sodium.h>
 
 #include "natsd.h"
+#include "platform.h"
 #include "proc.h"
+#include "service.h"
 #include "replay.h"
 #include "signer.h"
 #include "root.h"
@@ -47,28 +49,19 @@ start_signer(void) {
   char *argv[] = {bin, (char *)"--url", srv.url, (char *)"--data", data, NULL};
   pid_t pid = lt_spawn(argv, logpath);
   cr_assert(pid > 0);
-  bus_status st;
-  for (int i = 0; i < 100 * SLOW; i++) {
-    if (bus_status_query(conn, "signer", 200, &st) == 0)
-      return pid;
-    usleep(100 * 1000);
-  }
-  cr_assert_fail("lark-signer did not start; see %s", logpath);
+  cr_assert(lt_service_answers(conn, "signer", 100 * SLOW),
+            "lark-signer did not start; see %s", logpath);
   return pid;
 }
 
 static void
 setup(void) {
-  cr_assert_eq(lt_natsd_start(&srv, NULL, NULL), 0);
-  cr_assert_eq(lt_connect(&srv, &conn), 0, "%s", bus_last_error());
-  cr_assert_eq(lt_streams(conn, 1000), 0, "%s", bus_last_error());
+  cr_assert_eq(lt_broker_up(&srv, &conn, 1000), 0, "%s", bus_last_error());
   lt_tmpdir(dir, sizeof dir, "signer-svc");
   snprintf(data, sizeof data, "%s/signer", dir);
   snprintf(logpath, sizeof logpath, "%s/signer.log", dir);
   lt_bin("larkctl", larkctl, sizeof larkctl);
-  setenv("LARK_URL", srv.url, 1);
-  setenv("LARK_DATA", dir, 1);
-  setenv("LARK_JS_WAIT_MS", "500", 1);
+  lt_larkctl_env(srv.url, dir);
   unsetenv("LARK_USER");
   signer = start_signer();
 }
@@ -84,19 +77,8 @@ teardown(void) {
 
 TestSuite(signer_service, .init = setup, .fini = teardown, .timeout = 240);
 
-/* Run argv[0..] (NULL-terminated); returns the exit code. */
-static int
-run(const char *a0, ...) {
-  char *argv[32];
-  int n = 0;
-  va_list ap;
-  va_start(ap, a0);
-  for (const char *a = a0; a && n < 31; a = va_arg(ap, const char *))
-    argv[n++] = (char *)a;
-  va_end(ap);
-  argv[n] = NULL;
-  return lt_run(argv, out, sizeof out, err, sizeof err);
-}
+/* Run the NULL-terminated arguments (the first a path); the exit code. */
+#define run(...) lt_runl(out, sizeof out, err, sizeof err, __VA_ARGS__)
 
 /* The string field of a JSON object printed on stdout. */
 static void

@@ -190,3 +190,10 @@ lt_streams(bus_conn *c, int dedupe_ms) {
   o.dedupe_ns = (int64_t)dedupe_ms * 1000000;
   return bus_streams_ensure(c, &o);
 }
+
+int
+lt_broker_up(lt_natsd *s, bus_conn **c, int dedupe_ms) {
+  if (lt_natsd_start(s, NULL, NULL) || lt_connect(s, c))
+    return -1;
+  return lt_streams(*c, dedupe_ms) ? -1 : 0;
+}

@@ -42,5 +42,9 @@ void lt_rmtree(const char *path);
 int lt_connect(const lt_natsd *s, bus_conn **out);
 /* Create the platform's streams with a short dedupe window (dedupe_ms). */
 int lt_streams(bus_conn *c, int dedupe_ms);
+/* A broker for one test: lt_natsd_start (no config), lt_connect and
+ * lt_streams(dedupe_ms). 0, or -1 (detail on stderr or in
+ * bus_last_error()). */
+int lt_broker_up(lt_natsd *s, bus_conn **c, int dedupe_ms);
 
 #endif

@@ -67,6 +67,19 @@ lt_run(char *const argv[], char *out, size_t cap, char *err, size_t errcap) {
   return WEXITSTATUS(st);
 }
 
+int
+lt_runl(char *out, size_t cap, char *err, size_t errcap, const char *a0, ...) {
+  char *argv[32];
+  int n = 0;
+  va_list ap;
+  va_start(ap, a0);
+  for (const char *a = a0; a && n < 31; a = va_arg(ap, const char *))
+    argv[n++] = (char *)a;
+  va_end(ap);
+  argv[n] = NULL;
+  return lt_run(argv, out, cap, err, errcap);
+}
+
 pid_t
 lt_spawn(char *const argv[], const char *log) {
   pid_t pid = fork();

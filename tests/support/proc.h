@@ -18,6 +18,11 @@ const char *lt_bin(const char *name, char *out, size_t cap);
  */
 int lt_run(char *const argv[], char *out, size_t cap, char *err, size_t errcap);
 
+/* lt_run of the NULL-terminated arguments a0, ... (a0 a path; at most
+ * 31). */
+int lt_runl(char *out, size_t cap, char *err, size_t errcap, const char *a0,
+            ...) __attribute__((sentinel));
+
 /*
  * Run a shell command line (printf-style) as lt_run runs argv. Tests
  * with static out/err buffers usually define

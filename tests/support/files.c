@@ -1,0 +1,19 @@
+/*
+ * files.c - files a test writes for the tools it runs.
+ */
+#include "files.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+int
+lt_write_file(const char *path, const char *fmt, ...) {
+  FILE *f = fopen(path, "w");
+  if (!f)
+    return -1;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vfprintf(f, fmt, ap);
+  va_end(ap);
+  return fclose(f) == 0 && n >= 0 ? 0 : -1;
+}

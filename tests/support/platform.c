@@ -1,0 +1,74 @@
+/*
+ * platform.c - `larkctl up` as a test fixture.
+ */
+#include "platform.h"
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "natsd.h"
+#include "proc.h"
+#include "wait.h"
+
+void
+lt_platform_init(lt_platform *p, const char *tag) {
+  p->pid = 0;
+  lt_bin("larkctl", p->larkctl, sizeof p->larkctl);
+  lt_tmpdir(p->dir, sizeof p->dir, tag);
+  snprintf(p->up_log, sizeof p->up_log, "%s/up.log", p->dir);
+}
+
+int
+lt_platform_start(lt_platform *p, const char *const extra[], int seconds) {
+  char *argv[32] = {p->larkctl,   (char *)"--data", p->dir,
+                    (char *)"up", (char *)"--port", (char *)"0"};
+  int n = 6;
+  for (int i = 0; extra && extra[i] && n < 31; i++)
+    argv[n++] = (char *)extra[i];
+  argv[n] = NULL;
+  p->pid = lt_spawn(argv, p->up_log);
+  if (p->pid <= 0) {
+    p->pid = 0;
+    return -1;
+  }
+  return lt_file_says(p->up_log, "larkbus ready", seconds) ? 0 : -1;
+}
+
+int
+lt_platform_stop(lt_platform *p) {
+  int st = 0;
+  if (p->pid > 0)
+    st = lt_kill(p->pid, SIGINT);
+  p->pid = 0;
+  return st;
+}
+
+void
+lt_platform_remove(lt_platform *p) {
+  if (p->dir[0] && getenv("LARK_KEEP_TEST_DIR"))
+    fprintf(stderr, "kept %s (LARK_KEEP_TEST_DIR)\n", p->dir);
+  else if (p->dir[0])
+    lt_rmtree(p->dir);
+  p->dir[0] = 0;
+}
+
+int
+lt_larkctl(const lt_platform *p, char *out, size_t cap, char *err,
+           size_t errcap, const char *fmt, ...) {
+  char args[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(args, sizeof args, fmt, ap);
+  va_end(ap);
+  return lt_sh(out, cap, err, errcap, "%s --data %s %s%s", p->larkctl, p->dir,
+               args, err ? "" : " 2>&1");
+}
+
+void
+lt_larkctl_env(const char *url, const char *data) {
+  setenv("LARK_URL", url, 1);
+  setenv("LARK_DATA", data, 1);
+  setenv("LARK_JS_WAIT_MS", "500", 1);
+}

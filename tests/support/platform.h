@@ -1,0 +1,51 @@
+/*
+ * platform.h - a whole platform from `larkctl up` (broker, every
+ * service, edge nodes) in a temporary directory, for end-to-end tests;
+ * and larkctl run against it.
+ */
+#ifndef LARK_TEST_PLATFORM_H
+#define LARK_TEST_PLATFORM_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+typedef struct lt_platform {
+  char dir[256];     /* larkctl --data */
+  char larkctl[512]; /* the built binary */
+  char up_log[512];  /* what `larkctl up` printed: dir/up.log */
+  pid_t pid;         /* `larkctl up`, or 0 */
+} lt_platform;
+
+/* Find larkctl, make the temporary directory (named with tag). */
+void lt_platform_init(lt_platform *p, const char *tag);
+
+/*
+ * Start `larkctl --data dir up --port 0` with the NULL-terminated extra
+ * arguments (may be NULL) and wait up to seconds for its "larkbus ready"
+ * line. 0, or -1 when it did not start (pid 0) or was not ready (pid
+ * kept, for lt_platform_stop).
+ */
+int lt_platform_start(lt_platform *p, const char *const extra[], int seconds);
+
+/* Stop `larkctl up` (SIGINT, reap): its wait status, or 0 when it was
+ * not running. */
+int lt_platform_stop(lt_platform *p);
+
+/* Remove the directory, unless LARK_KEEP_TEST_DIR is set (then name it
+ * on stderr). */
+void lt_platform_remove(lt_platform *p);
+
+/*
+ * `larkctl --data dir ARGS` through /bin/sh (args: a printf format for
+ * the shell words): its exit code, stdout in out and stderr in err; err
+ * NULL: stderr joins stdout in out (2>&1).
+ */
+int lt_larkctl(const lt_platform *p, char *out, size_t cap, char *err,
+               size_t errcap, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
+/* Point larkctl, run from this process, at a test's broker: LARK_URL url,
+ * LARK_DATA data and LARK_JS_WAIT_MS 500. */
+void lt_larkctl_env(const char *url, const char *data);
+
+#endif
