@@ -141,34 +141,29 @@ keys_free(keys *k) {
   memset(k, 0, sizeof *k);
 }
 
-static void
-pack_kv(msgpack_packer *pk, const char *k, const char *v) {
-  msgpack_pack_str_with_body(pk, k, strlen(k));
-  msgpack_pack_str_with_body(pk, v, strlen(v));
-}
-
-static void
+static int
 pack_request(msgpack_sbuffer *sb, const req_args *a, const keys *k) {
   msgpack_packer pk;
   msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
   char key[33];
   bus_event_new_id(key);
-  msgpack_pack_map(&pk, 5 + !!a->domain + !!a->cluster + !!a->agent);
-  pack_kv(&pk, "key", key);
-  pack_kv(&pk, "role", a->role);
-  pack_kv(&pk, "name", a->name);
+  bus_map m;
+  bus_map_begin(&m, &pk);
+  bus_map_str(&m, "key", key);
+  bus_map_str(&m, "role", a->role);
+  bus_map_str(&m, "name", a->name);
   if (k->csr)
-    pack_kv(&pk, "csr", k->csr);
+    bus_map_str(&m, "csr", k->csr);
   else
-    pack_kv(&pk, "sshKey", k->pub);
-  msgpack_pack_str_with_body(&pk, "valid", 5);
-  msgpack_pack_uint64(&pk, (uint64_t)a->valid_s);
+    bus_map_str(&m, "sshKey", k->pub);
+  bus_map_uint(&m, "valid", (uint64_t)a->valid_s);
   if (a->domain)
-    pack_kv(&pk, "domain", a->domain);
+    bus_map_str(&m, "domain", a->domain);
   if (a->cluster)
-    pack_kv(&pk, "cluster", a->cluster);
+    bus_map_str(&m, "cluster", a->cluster);
   if (a->agent)
-    pack_kv(&pk, "agent", a->agent);
+    bus_map_str(&m, "agent", a->agent);
+  return bus_map_end(&m);
 }
 
 /* Write PREFIX.key and the certificate files from the reply. */
@@ -231,10 +226,10 @@ cert_request(int argc, char **argv, lark_cli *cli) {
   msgpack_zone_init(&z, 4096);
   msgpack_object reply;
   int rc = CLI_ERR;
-  if (c) {
-    pack_request(&sb, &a, &k);
+  if (c && pack_request(&sb, &a, &k) < 0)
+    rc = cli_fail("cert request", 0, "%s", bus_last_error());
+  else if (c)
     rc = cli_call(cli, c, "cert", "sign", &sb, &z, &reply);
-  }
   if (rc == CLI_OK &&
       (rc = save(&a, &k, &reply, certpath, sizeof certpath)) == CLI_OK)
     print_issued(cli, &reply, certpath, &a);
@@ -258,16 +253,15 @@ call(lark_cli *cli, const char *verb, const char *const *kv, msgpack_zone *z,
   msgpack_sbuffer_init(&sb);
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  uint32_t n = 0;
-  while (kv[2 * n])
-    n++;
   char key[33];
   bus_event_new_id(key);
-  msgpack_pack_map(&pk, n + 1);
-  pack_kv(&pk, "key", key);
-  for (uint32_t i = 0; i < n; i++)
-    pack_kv(&pk, kv[2 * i], kv[2 * i + 1]);
-  int rc = cli_call(cli, c, "cert", verb, &sb, z, reply);
+  bus_map m;
+  bus_map_begin(&m, &pk);
+  bus_map_str(&m, "key", key);
+  for (size_t i = 0; kv[i]; i += 2)
+    bus_map_str(&m, kv[i], kv[i + 1]);
+  int rc = bus_map_end(&m) < 0 ? cli_fail("cert", 0, "%s", bus_last_error())
+                               : cli_call(cli, c, "cert", verb, &sb, z, reply);
   msgpack_sbuffer_destroy(&sb);
   bus_conn_close(c);
   return rc;

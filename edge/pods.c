@@ -163,19 +163,14 @@ forget(edge_agent *a, const char *pod, uint64_t version) {
   char subject[BUS_SUBJECT_MAX];
   msgpack_sbuffer sb;
   msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, version ? 2 : 1);
-  msgpack_pack_str_with_body(&pk, "pod", 3);
-  msgpack_pack_str_with_body(&pk, pod, strlen(pod));
-  if (version) {
-    msgpack_pack_str_with_body(&pk, "version", 7);
-    msgpack_pack_uint64(&pk, version);
-  }
-  snprintf(subject, sizeof subject, "lark.in.%s.sched.pod.%s", a->cfg.node,
-           pod);
+  bus_ev_pod_forgotten d = {
+      .pod = bus_str_of(pod), .has_version = version != 0, .version = version};
+  int rc = bus_subj_pod_forgotten(subject, sizeof subject, a->cfg.node, pod);
+  if (!rc)
+    rc = bus_pod_forgotten_pack(&sb, &d);
   edge_msg m = {subject, "pod.forgotten", sb.data, sb.size};
-  int rc = edge_store_forget(a->store, pod, &m);
+  if (!rc)
+    rc = edge_store_forget(a->store, pod, &m);
   msgpack_sbuffer_destroy(&sb);
   if (rc) {
     edge_logf("error", subject, "cannot forget: %s", bus_last_error());

@@ -227,6 +227,35 @@ typedef struct bus_raw {
   size_t len;
 } bus_raw;
 
+/*
+ * A map no schema type describes (a command's body), counted as it is
+ * written, so no size is counted by hand:
+ *
+ *   bus_map m;
+ *   bus_map_begin(&m, &pk);
+ *   bus_map_str(&m, "role", role);
+ *   if (domain)
+ *     bus_map_str(&m, "domain", domain);
+ *   msgpack_pack_array(bus_map_key(&m, "gpus"), 2); ...  (any value)
+ *   rc = bus_map_end(&m);   (writes the map into pk; -ENOMEM on failure)
+ *
+ * bus_map_key counts one entry and returns the packer its value goes to.
+ * bus_map_end must be called once begun: it frees the entries' buffer.
+ */
+typedef struct bus_map {
+  msgpack_packer *out;
+  msgpack_sbuffer body;
+  msgpack_packer pk;
+  uint32_t n;
+  int bad;
+} bus_map;
+
+void bus_map_begin(bus_map *m, msgpack_packer *out);
+msgpack_packer *bus_map_key(bus_map *m, const char *key);
+void bus_map_str(bus_map *m, const char *key, const char *val);
+void bus_map_uint(bus_map *m, const char *key, uint64_t val);
+int bus_map_end(bus_map *m);
+
 struct bus_event;
 
 #include "bus_types.h"
