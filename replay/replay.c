@@ -28,13 +28,6 @@ lark_replay_opts_init(lark_replay_opts *o) {
   o->batch = 8192;
 }
 
-static double
-now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* out_dir must be new or empty: a rebuild never mixes with old data. */
 static int
 fresh_dir(const char *dir) {
@@ -92,12 +85,12 @@ prepare_dir(const lark_replay_opts *o) {
 }
 
 static int
-open_reader(bus_conn *c, const lark_view_entry *ve, const lark_replay_opts *o,
+open_reader(bus_conn *c, const bus_view_def *def, const lark_replay_opts *o,
             uint64_t from, bus_reader **r) {
   bus_reader_opts ro;
   bus_reader_opts_init(&ro);
-  ro.stream = ve->stream;
-  ro.filter = ve->filter;
+  ro.stream = def->stream ? def->stream : "LARK_EVENTS";
+  ro.filter = def->filter ? def->filter : "lark.ev.>";
   ro.from_seq = from;
   ro.until_seq = o->until_seq;
   ro.until_ns = o->until_ns;
@@ -220,7 +213,7 @@ int
 lark_replay_run(bus_conn *c, const lark_view_entry *ve,
                 const lark_replay_opts *o, lark_replay_result *res) {
   memset(res, 0, sizeof *res);
-  double t0 = now_s();
+  int64_t t0 = bus_mono_ns();
   bus_view *v = NULL;
   bus_reader *r = NULL;
   bus_view_def def;
@@ -239,7 +232,7 @@ lark_replay_run(bus_conn *c, const lark_view_entry *ve,
   if ((rc = bus_view_stats_get(v, &st)))
     goto out;
   if (!o->until_seq || st.applied_seq < o->until_seq) {
-    if ((rc = open_reader(c, ve, o, st.applied_seq + 1, &r)))
+    if ((rc = open_reader(c, &def, o, st.applied_seq + 1, &r)))
       goto out;
     if ((rc = feed(v, r, o, res)))
       goto out;
@@ -249,7 +242,7 @@ lark_replay_run(bus_conn *c, const lark_view_entry *ve,
 out:
   bus_reader_close(r);
   bus_view_close(v);
-  res->seconds = now_s() - t0;
+  res->seconds = (double)(bus_mono_ns() - t0) / 1e9;
   return rc;
 }
 

@@ -13,11 +13,10 @@
 
 #include "bus.h"
 
-/* A view larkbus knows how to rebuild: its definition and its input. */
+/* A view larkbus knows how to rebuild: its service's own definition
+ * (tables, apply, and the stream and filter it reads) and its reads. */
 typedef struct lark_view_entry {
-  const char *name;   /* "catalog"; also the service's status name */
-  const char *stream; /* LARK_EVENTS */
-  const char *filter; /* lark.ev.> */
+  const char *name; /* "catalog"; also the service's status name */
   void (*def)(bus_view_def *def);
   bus_query_fn query; /* its reads, live and --at; may be NULL */
 } lark_view_entry;

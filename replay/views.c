@@ -1,6 +1,7 @@
 /*
  * views.c - the views larkbus can rebuild. A service that owns a view adds
- * one line here.
+ * one line here: its definition (which names the stream and filter the
+ * service reads, so a rebuild reads the same) and its reads.
  */
 #include <string.h>
 
@@ -13,13 +14,13 @@
 #include "signer.h"
 
 const lark_view_entry lark_views[] = {
-    {"catalog", "LARK_EVENTS", "lark.ev.>", catalog_view_def, catalog_query},
-    {"dag", "LARK_EVENTS", "lark.ev.>", dag_view_def, dag_query},
-    {"signer", "LARK_EVENTS", "lark.ev.cert.>", signer_view_def, signer_query},
-    {"scheduler", "LARK_EVENTS", "lark.ev.>", sched_view_def, sched_query},
-    {"ipam", "LARK_EVENTS", "lark.ev.>", ipam_view_def, ipam_query},
-    {"logs", "LARK_EVENTS", "lark.ev.>", logs_view_def, logs_query},
-    {NULL, NULL, NULL, NULL, NULL},
+    {"catalog", catalog_view_def, catalog_query},
+    {"dag", dag_view_def, dag_query},
+    {"signer", signer_view_def, signer_query},
+    {"scheduler", sched_view_def, sched_query},
+    {"ipam", ipam_view_def, ipam_query},
+    {"logs", logs_view_def, logs_query},
+    {NULL, NULL, NULL},
 };
 
 const lark_view_entry *

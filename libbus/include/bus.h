@@ -1040,7 +1040,7 @@ typedef struct bus_view bus_view;
 typedef struct bus_txn bus_txn;
 
 /*
- * A view definition: its name, its tables, and two functions.
+ * A view definition: its name, its tables, two functions, and its input.
  *
  * apply(t, ev) is a pure state update: it reads and writes the view's
  * tables through t and reads no clock. Returning a negative code aborts
@@ -1065,6 +1065,10 @@ typedef struct bus_view_def {
   int (*apply)(bus_txn *t, const bus_event *ev, void *ud);
   int (*decide)(bus_txn *t, const bus_event *cause, int64_t now_ns, void *ud);
   void *ud;
+  /* Its input, stated once: the stream and subject filter the service
+   * loop consumes and a rebuild reads (NULL: LARK_EVENTS, lark.ev.>). */
+  const char *stream;
+  const char *filter;
 } bus_view_def;
 
 typedef struct bus_view_opts {

@@ -186,6 +186,14 @@ svc_on_state(int state, const char *why, void *ud) {
           bus_service_state_name(state), why, s->name, s->data);
 }
 
+void
+svc_service_input(bus_service_opts *so, const bus_view_def *def) {
+  if (def->stream)
+    so->stream = def->stream;
+  if (def->filter)
+    so->filter = def->filter;
+}
+
 #define SVC_MAX_KINDS 8
 
 static int
@@ -220,6 +228,7 @@ loop(svc *s, bus_view *v, const svc_view_opts *o) {
   bus_service_opts so;
   bus_service_opts_init(&so);
   so.name = s->instance ? s->instance : s->name;
+  svc_service_input(&so, &o->def);
   so.stop = &s->stop;
   so.tick_ms = o->tick_ms;
   so.on_batch = log_batch;

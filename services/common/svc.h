@@ -47,6 +47,10 @@ void svc_signals(svc *s);
 int svc_connect(svc *s, const char *const *streams);
 void svc_close(svc *s);
 
+/* The service loop reads the view's own input: def's stream and filter
+ * (docs/design.md section 5), the ones a rebuild reads too. */
+void svc_service_input(bus_service_opts *so, const bus_view_def *def);
+
 /* bus_service_opts.on_state for a service whose state_ud is its svc: one
  * error line saying what is wrong and the way back (a rebuild). */
 void svc_on_state(int state, const char *why, void *ud);

@@ -73,4 +73,10 @@ int dag__tmpl_state(const dag__wf *w, int i);
 /* "lark.ev.<kind>.<name>" into out; BUS_ENAME when it does not fit. */
 int dag__subject(const char *prefix, const char *name, char *out, size_t cap);
 
+/* The rest of subject after prefix, or NULL (nothing after it either). */
+const char *dag__suffix(const char *subject, const char *prefix);
+
+/* decide (decide.c): the Workflow an event touched, reconciled. */
+int dag__decide(bus_txn *t, const bus_event *cause, int64_t now, void *ud);
+
 #endif

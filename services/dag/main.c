@@ -10,7 +10,7 @@
  */
 #include <string.h>
 
-#include "app.h"
+#include "dag-app.h"
 
 static const char *const streams[] = {"LARK_EVENTS", NULL};
 

@@ -98,4 +98,23 @@ uint64_t ipam_dom_free(const dom_rec *d);
 int ipam_apply(bus_txn *t, const bus_event *ev, void *ud);
 int ipam_decide(bus_txn *t, const bus_event *cause, int64_t now, void *ud);
 
+/* records.c: a Job's row written whole, and keys of a table under a
+ * prefix, collected before they are deleted. */
+int ipam__job_put(bus_txn *t, const job_rec *r);
+
+typedef struct keys {
+  char **v;
+  size_t *len;
+  size_t n, cap;
+} keys;
+
+int ipam__keys_under(bus_txn *t, const char *table, const char *prefix,
+                     keys *ks);
+void ipam__keys_free(keys *ks);
+
+/* routes.c: the pod's route brought up to date with its record (routed
+ * while it holds an address, is bound to a node of a known cluster and
+ * has not ended), its route message queued. */
+int ipam__route_update(bus_txn *t, pod_rec *p, uint64_t seq);
+
 #endif

@@ -26,6 +26,7 @@ typedef struct app {
   svc s;
   bus_view *view;
   ipam_opts opts;
+  bus_view_def def;
   uint64_t logged_seq;
 } app;
 
@@ -58,6 +59,7 @@ run(app *a) {
     bus_service_opts so;
     bus_service_opts_init(&so);
     so.name = a->s.instance ? a->s.instance : "ipam";
+    svc_service_input(&so, &a->def);
     so.stop = &a->s.stop;
     so.tick_ms = 500;
     so.on_batch = on_batch;
@@ -124,13 +126,12 @@ main(int argc, char **argv) {
   svc_signals(&a.s);
   if (svc_connect(&a.s, streams) < 0)
     return 1;
-  bus_view_def def;
-  ipam_view_def(&def);
-  def.ud = &a.opts;
+  ipam_view_def(&a.def);
+  a.def.ud = &a.opts;
   bus_view_opts vo;
   bus_view_opts_init(&vo);
   vo.dir = a.s.data;
-  rc = bus_view_open(&a.view, &def, &vo);
+  rc = bus_view_open(&a.view, &a.def, &vo);
   if (rc)
     SVC_LOG(&a.s, SVC_ERROR, "-", 0, "open view %s: %s (%s)", a.s.data,
             bus_strerror(rc), bus_last_error());

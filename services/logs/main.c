@@ -23,6 +23,7 @@ typedef struct app {
   svc s;
   bus_view *view;
   logs_ingress *in;
+  bus_view_def def;
   uint64_t refused_logged;
 } app;
 
@@ -69,6 +70,7 @@ serve(app *a) {
     bus_service_opts so;
     bus_service_opts_init(&so);
     so.name = a->s.instance ? a->s.instance : "logs";
+    svc_service_input(&so, &a->def);
     so.stop = &a->s.stop;
     so.on_batch = on_batch;
     so.on_state = svc_on_state;
@@ -87,12 +89,11 @@ serve(app *a) {
 
 static int
 run(app *a) {
-  bus_view_def def;
-  logs_view_def(&def);
+  logs_view_def(&a->def);
   bus_view_opts vo;
   bus_view_opts_init(&vo);
   vo.dir = a->s.data;
-  int rc = bus_view_open(&a->view, &def, &vo);
+  int rc = bus_view_open(&a->view, &a->def, &vo);
   if (rc) {
     SVC_LOG(&a->s, SVC_ERROR, "-", 0, "open view %s: %s (%s)", a->s.data,
             bus_strerror(rc), bus_last_error());

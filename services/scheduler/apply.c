@@ -18,6 +18,7 @@
 #include "expand.h"
 #include "phase.h"
 #include "scheduler.h"
+#include "typetab.h"
 
 /* The <id> of lark.ev.<kind>.<id>. */
 static const char *
@@ -888,40 +889,91 @@ apply_domain_released(bus_txn *t, const bus_event *ev) {
 
 /* ------------------------------------------------------------ dispatch */
 
+/* The verb of a type "<kind>.<verb>". */
+static const char *
+verb_of(const bus_event *ev) {
+  return strchr(ev->type, '.') + 1;
+}
+
+static int
+on_node_state(bus_txn *t, const bus_event *ev, const char *id) {
+  return apply_node_state(t, ev, id, verb_of(ev));
+}
+
+static int
+on_job_verb(bus_txn *t, const bus_event *ev, const char *id) {
+  return apply_job_verb(t, ev, id, verb_of(ev));
+}
+
+static int
+on_job_placed(bus_txn *t, const bus_event *ev, const char *id) {
+  (void)id;
+  return apply_job_placed(t, ev);
+}
+
+static int
+on_job_unplaced(bus_txn *t, const bus_event *ev, const char *id) {
+  (void)id;
+  return apply_job_unplaced(t, ev);
+}
+
+static int
+on_job_phase(bus_txn *t, const bus_event *ev, const char *id) {
+  return apply_phase(t, ev, "job", id);
+}
+
+static int
+on_task_phase(bus_txn *t, const bus_event *ev, const char *id) {
+  return apply_phase(t, ev, "task", id);
+}
+
+static int
+on_domain(bus_txn *t, const bus_event *ev, const char *id) {
+  (void)id;
+  return apply_domain(t, ev, verb_of(ev));
+}
+
+static int
+on_domain_released(bus_txn *t, const bus_event *ev, const char *id) {
+  (void)id;
+  return apply_domain_released(t, ev);
+}
+
+/* The types the view applies, sorted by type (typetab.h); id is the <id>
+ * of the event's subject lark.ev.<kind>.<id>. */
+typedef struct apply_entry {
+  const char *type;
+  int (*fn)(bus_txn *t, const bus_event *ev, const char *id);
+} apply_entry;
+
+static const apply_entry apply_table[] = {
+    {"domain.allocated", on_domain},
+    {"domain.deleted", on_domain_released},
+    {"domain.exhausted", on_domain},
+    {"domain.released", on_domain_released},
+    {"job.deleted", on_job_verb},
+    {"job.phase", on_job_phase},
+    {"job.placed", on_job_placed},
+    {"job.resumed", on_job_verb},
+    {"job.stopped", on_job_verb},
+    {"job.submitted", apply_job_submitted},
+    {"job.unplaced", on_job_unplaced},
+    {"node.cordoned", on_node_state},
+    {"node.heartbeat", on_node_state},
+    {"node.notready", on_node_state},
+    {"node.ready", on_node_state},
+    {"node.registered", apply_node_registered},
+    {"node.uncordoned", on_node_state},
+    {"pod.phase", apply_pod_phase},
+    {"task.phase", on_task_phase},
+};
+
 int
 sched_apply(bus_txn *t, const bus_event *ev, void *ud) {
   (void)ud;
   char kind[32];
   if (bus_event_kind(ev->type, kind, sizeof kind))
     return 0;
-  const char *verb = ev->type + strlen(kind) + 1;
-  const char *id = subject_id(ev->subject);
-  if (!strcmp(kind, "node"))
-    return !strcmp(verb, "registered") ? apply_node_registered(t, ev, id)
-                                       : apply_node_state(t, ev, id, verb);
-  if (!strcmp(kind, "job")) {
-    if (!strcmp(verb, "submitted"))
-      return apply_job_submitted(t, ev, id);
-    if (!strcmp(verb, "placed"))
-      return apply_job_placed(t, ev);
-    if (!strcmp(verb, "unplaced"))
-      return apply_job_unplaced(t, ev);
-    if (!strcmp(verb, "phase"))
-      return apply_phase(t, ev, "job", id);
-    if (!strcmp(verb, "stopped") || !strcmp(verb, "resumed") ||
-        !strcmp(verb, "deleted"))
-      return apply_job_verb(t, ev, id, verb);
-    return 0;
-  }
-  if (!strcmp(ev->type, "task.phase"))
-    return apply_phase(t, ev, "task", id);
-  if (!strcmp(ev->type, "pod.phase"))
-    return apply_pod_phase(t, ev, id);
-  if (!strcmp(kind, "domain") &&
-      (!strcmp(verb, "allocated") || !strcmp(verb, "exhausted")))
-    return apply_domain(t, ev, verb);
-  if (!strcmp(ev->type, "domain.released") ||
-      !strcmp(ev->type, "domain.deleted"))
-    return apply_domain_released(t, ev);
-  return 0;
+  const apply_entry *e = SVC_TYPE_FIND(apply_table, ev->type);
+  return e ? e->fn(t, ev, subject_id(ev->subject)) : 0;
 }

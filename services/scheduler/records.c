@@ -149,4 +149,6 @@ sched_view_def(bus_view_def *def) {
   def->tables = tables;
   def->apply = sched_apply;
   def->decide = sched_decide;
+  def->stream = "LARK_EVENTS";
+  def->filter = "lark.ev.>";
 }

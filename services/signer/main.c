@@ -35,6 +35,7 @@ typedef struct app {
   signer_ca *ca;
   signer_hook hook;
   signer_limits limits;
+  bus_view_def def;
   int workers;
   char viewdir[4096];
   uint64_t logged_seq;
@@ -90,7 +91,7 @@ serve_and_run(app *a) {
     bus_service_opts so;
     bus_service_opts_init(&so);
     so.name = "signer";
-    so.filter = "lark.ev.cert.>";
+    svc_service_input(&so, &a->def);
     so.stop = &a->s.stop;
     so.on_batch = on_batch;
     so.on_state = svc_on_state;
@@ -116,14 +117,13 @@ run(app *a) {
   SVC_LOG(&a->s, SVC_INFO, "-", 0, "CA %s: x509 %s ssh %s",
           created ? "made" : "loaded", signer_ca_x509_fp(a->ca),
           signer_ca_ssh_fp(a->ca));
-  bus_view_def def;
-  signer_view_def(&def);
-  def.ud = &a->hook;
+  signer_view_def(&a->def);
+  a->def.ud = &a->hook;
   bus_view_opts vo;
   bus_view_opts_init(&vo);
   snprintf(a->viewdir, sizeof a->viewdir, "%s/view", a->s.data);
   vo.dir = a->viewdir;
-  if ((rc = bus_view_open(&a->view, &def, &vo)) == 0 &&
+  if ((rc = bus_view_open(&a->view, &a->def, &vo)) == 0 &&
       (rc = signer_publish_ca(a->s.conn, a->ca, &published)) == 0) {
     if (published)
       SVC_LOG(&a->s, SVC_INFO, "lark.ev.cert.ca", 0, "CA published");

@@ -38,4 +38,23 @@ uint64_t signer__serial_ssh(char hex[SIGNER_SERIAL_MAX]);
  * shorter than 16 bytes) and their 32 hex digits. */
 void signer__serial_x509(uint8_t b[16], char hex[SIGNER_SERIAL_MAX]);
 
+/* The view's tables (records.c and the files that read them). */
+#define T_CERTS "certs"
+#define T_REVOKED "revoked"
+#define T_CA "ca"
+#define T_REQ "requests"
+#define SUBJ "lark.ev.cert."
+
+void signer__pack_str(msgpack_packer *pk, const char *s);
+/* The row of an event: its data d plus {seq, ts, actor}. */
+void signer__pack_record(msgpack_packer *pk, const bus_event *ev,
+                         const msgpack_object *d);
+/* The serial a cert event is about (its subject's last token). */
+int signer__serial_of(const bus_event *ev, char *serial, size_t cap);
+int signer__put_record(bus_txn *t, const char *table, const char *key,
+                       const bus_event *ev);
+/* One stored row decoded into z. */
+int signer__unpack(const void *val, size_t len, msgpack_zone *z,
+                   msgpack_object *o);
+
 #endif

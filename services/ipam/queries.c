@@ -1,5 +1,5 @@
 /*
- * query.c - reads of lark-ipam's view: domains (with their allocations),
+ * queries.c - reads of lark-ipam's view: domains (with their allocations),
  * domain peers (the relays' tables, per domain and cluster) and routes.
  * The same function answers live (lark-ipam) and in the past (larkctl
  * --at, on a replay); it only reads.

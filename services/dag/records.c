@@ -1,5 +1,5 @@
 /*
- * view.c - the dag view's tables: rows encoded as msgpack maps, and a
+ * records.c - the dag view's tables: rows encoded as msgpack maps, and a
  * Workflow loaded with its graph, Jobs and evaluation.
  *
  * Invariants, and why they hold:
@@ -296,4 +296,12 @@ dag__wf_free(dag__wf *w) {
   free(w->skipped);
   msgpack_zone_destroy(&w->zone);
   memset(w, 0, sizeof *w);
+}
+
+/* The rest of subject after prefix, or NULL (nothing after it either). */
+const char *
+dag__suffix(const char *subject, const char *prefix) {
+  size_t n = strlen(prefix);
+  return subject && !strncmp(subject, prefix, n) && subject[n] ? subject + n
+                                                               : NULL;
 }

@@ -1,5 +1,5 @@
 /*
- * cmd.c - the workflow commands: apply, stop, resume, delete, and the
+ * commands.c - the workflow commands: apply, stop, resume, delete, and the
  * list/describe queries.
  *
  * Invariants, and why they hold:
@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "app.h"
+#include "dag-app.h"
 
 #define MAX_DETAILS 32
 #define ATTEMPTS 60

@@ -1,12 +1,7 @@
 /*
- * dag.c - apply and decide for the dag view.
+ * decide.c - decide for the dag view.
  *
- * apply projects workflow.* events on lark.ev.workflow.<wf> and the job.*
- * events of Job names a Workflow claimed, then re-evaluates that Workflow
- * and stores its phase. It reads no clock and writes only rows, so live
- * and replay agree.
- *
- * decide reconciles the Workflow an event touched: it compares what the
+ * It reconciles the Workflow an event touched: it compares what the
  * view says should be (a ready template has a Job, a stopped Workflow's
  * Jobs are stopped, the announced phase is the evaluated one) with what
  * the view says is, and emits the difference. Nothing is remembered about
@@ -26,210 +21,11 @@
 
 #include "dag-int.h"
 
-static const char *const tables[] = {DAG__T_WORKFLOWS, DAG__T_SPECS,
-                                     DAG__T_JOBS, NULL};
-
 static int
 refused(int rc) {
   return rc == BUS_EINVAL || rc == BUS_EFIELD || rc == BUS_EMISSING ||
          rc == BUS_ENAME || rc == BUS_EUNKNOWN_TYPE || rc == BUS_ETOO_BIG;
 }
-
-static const char *
-suffix(const char *subject, const char *prefix) {
-  size_t n = strlen(prefix);
-  return subject && !strncmp(subject, prefix, n) && subject[n] ? subject + n
-                                                               : NULL;
-}
-
-static void
-data_str(const bus_event *ev, const char *key, char *buf, size_t cap) {
-  if (!bus_obj_str(&ev->data, key, buf, cap))
-    buf[0] = 0;
-}
-
-/* Store the evaluation of wf in its row (apply side). */
-static int
-refresh(bus_txn *t, const char *name) {
-  dag__wf w;
-  int rc = dag__wf_load(t, name, &w);
-  if (!rc) {
-    snprintf(w.rec.phase, sizeof w.rec.phase, "%s",
-             w.rec.deleted ? "Deleted" : dag_phase_name(w.ev.phase));
-    snprintf(w.rec.reason, sizeof w.rec.reason, "%s", w.ev.reason);
-    w.rec.succeeded = (uint32_t)w.ev.succeeded;
-    w.rec.total = (uint32_t)w.g.n;
-    rc = dag__wf_put(t, &w.rec);
-  }
-  dag__wf_free(&w);
-  return rc;
-}
-
-/* ------------------------------------------------------ workflow events */
-
-/* Claim the Job names of a new generation; refuse names another live
- * Workflow holds. */
-static int
-claim_jobs(bus_txn *t, const char *wf, const dag_graph *g) {
-  char job[BUS_DERIVED_NAME_MAX + 1];
-  for (int i = 0; i < g->n; i++) {
-    dag__jobrec r;
-    dag__wfrec other;
-    int rc = dag_job_name(wf, g->t[i].name, job, sizeof job);
-    if (rc)
-      return rc;
-    rc = dag__job_get(t, job, &r);
-    if (rc && rc != BUS_ENOT_FOUND)
-      return rc;
-    if (!rc && strcmp(r.wf, wf) && dag__wf_get(t, r.wf, &other) == 0 &&
-        !other.deleted)
-      return bus_error(BUS_EINVAL, "Job name %s is workflow %s's", job, r.wf);
-    if (rc || strcmp(r.wf, wf)) {
-      memset(&r, 0, sizeof r);
-      snprintf(r.wf, sizeof r.wf, "%s", wf);
-    }
-    snprintf(r.tmpl, sizeof r.tmpl, "%s", g->t[i].name);
-    if ((rc = dag__job_put(t, job, &r)))
-      return rc;
-  }
-  return 0;
-}
-
-static int
-apply_submitted(bus_txn *t, const bus_event *ev, const char *name) {
-  char meta[BUS_NAME_MAX + 1];
-  dag__wfrec r;
-  dag_graph g;
-  const msgpack_object *md = bus_obj_get(&ev->data, "metadata");
-  if (!bus_obj_str(md, "name", meta, sizeof meta) || strcmp(meta, name))
-    return bus_error(BUS_EINVAL, "metadata.name is not the subject's %s", name);
-  int rc = dag__wf_get(t, name, &r);
-  if (rc == 0 && !r.deleted)
-    return bus_error(BUS_EINVAL, "workflow %s exists", name);
-  if (rc && rc != BUS_ENOT_FOUND)
-    return rc;
-  rc = dag_graph_build(bus_obj_get(&ev->data, "spec"), name, &g, NULL, 0, NULL);
-  if (rc)
-    return rc;
-  bus_version ver;
-  rc = bus_txn_version(t, ev->subject, &ver);
-  if (!rc)
-    rc = claim_jobs(t, name, &g);
-  dag_graph_free(&g);
-  if (rc)
-    return rc;
-  memset(&r, 0, sizeof r);
-  snprintf(r.name, sizeof r.name, "%s", name);
-  r.generation = ver.generation;
-  r.ts = ev->ts;
-  if ((rc = dag__spec_put(t, name, &ev->data)) || (rc = dag__wf_put(t, &r)))
-    return rc;
-  return refresh(t, name);
-}
-
-static int
-apply_workflow(bus_txn *t, const bus_event *ev, const char *name) {
-  if (!bus_name_valid(name, BUS_NAME_MAX))
-    return bus_error(BUS_EINVAL, "workflow name %s", name);
-  if (!strcmp(ev->type, "workflow.submitted"))
-    return apply_submitted(t, ev, name);
-  dag__wfrec r;
-  int rc = dag__wf_get(t, name, &r);
-  if (rc == BUS_ENOT_FOUND || (!rc && r.deleted))
-    return bus_error(BUS_EINVAL, "no workflow %s", name);
-  if (rc)
-    return rc;
-  if (!strcmp(ev->type, "workflow.stopped"))
-    r.stopped = 1;
-  else if (!strcmp(ev->type, "workflow.resumed"))
-    r.stopped = 0;
-  else if (!strcmp(ev->type, "workflow.deleted"))
-    r.deleted = 1;
-  else if (!strcmp(ev->type, "workflow.phase"))
-    data_str(ev, "phase", r.announced, sizeof r.announced);
-  else
-    return 0; /* a type this version does not act on */
-  if ((rc = dag__wf_put(t, &r)))
-    return rc;
-  return refresh(t, name);
-}
-
-/* ----------------------------------------------------------- job events */
-
-/* Is this job.submitted lark-dag's, for the Workflow that claimed it? */
-static void
-read_submitted(const bus_event *ev, dag__jobrec *r) {
-  char wf[BUS_NAME_MAX + 1], gen[24];
-  const msgpack_object *md = bus_obj_get(&ev->data, "metadata");
-  const msgpack_object *labels = bus_obj_get(md, "labels");
-  const msgpack_object *ann = bus_obj_get(md, "annotations");
-  r->ours = ev->actor && !strcmp(ev->actor, DAG_ACTOR) &&
-            bus_obj_str(labels, DAG_LABEL_WORKFLOW, wf, sizeof wf) &&
-            !strcmp(wf, r->wf);
-  r->wfgen = 0;
-  if (r->ours && bus_obj_str(ann, DAG_ANN_GENERATION, gen, sizeof gen))
-    r->wfgen = strtoull(gen, NULL, 10);
-  const msgpack_object *spec = bus_obj_get(&ev->data, "spec");
-  const msgpack_object *stopped = bus_obj_get(spec, "stopped");
-  r->stopped = stopped && stopped->type == MSGPACK_OBJECT_BOOLEAN &&
-               stopped->via.boolean;
-  r->bydag = 0;
-  r->deleted = 0;
-  snprintf(r->phase, sizeof r->phase, "Pending");
-  r->reason[0] = 0;
-}
-
-static int
-apply_job(bus_txn *t, const bus_event *ev, const char *job) {
-  dag__jobrec r;
-  int rc = dag__job_get(t, job, &r);
-  if (rc == BUS_ENOT_FOUND)
-    return 0; /* not a Job of any Workflow */
-  if (rc)
-    return rc;
-  int dag = ev->actor && !strcmp(ev->actor, DAG_ACTOR);
-  if (!strcmp(ev->type, "job.submitted")) {
-    read_submitted(ev, &r);
-  } else if (!strcmp(ev->type, "job.phase")) {
-    data_str(ev, "phase", r.phase, sizeof r.phase);
-    data_str(ev, "reason", r.reason, sizeof r.reason);
-  } else if (!strcmp(ev->type, "job.stopped")) {
-    r.stopped = 1;
-    r.bydag = dag;
-  } else if (!strcmp(ev->type, "job.resumed")) {
-    r.stopped = 0;
-    r.bydag = 0;
-    if (strcmp(r.phase, "Succeeded"))
-      snprintf(r.phase, sizeof r.phase, "Pending");
-  } else if (!strcmp(ev->type, "job.deleted")) {
-    r.deleted = 1;
-  } else {
-    return 0;
-  }
-  if ((rc = dag__job_put(t, job, &r)))
-    return rc;
-  dag__wfrec w;
-  rc = dag__wf_get(t, r.wf, &w);
-  if (rc == BUS_ENOT_FOUND)
-    return 0;
-  return rc ? rc : refresh(t, r.wf);
-}
-
-static int
-dag_apply(bus_txn *t, const bus_event *ev, void *ud) {
-  (void)ud;
-  const char *name;
-  if (!ev->type)
-    return 0;
-  if ((name = suffix(ev->subject, DAG__WF_PREFIX)))
-    return apply_workflow(t, ev, name);
-  if ((name = suffix(ev->subject, DAG__JOB_PREFIX)) &&
-      bus_name_valid(name, BUS_DERIVED_NAME_MAX))
-    return apply_job(t, ev, name);
-  return 0;
-}
-
-/* ---------------------------------------------------------------- decide */
 
 static void
 pack_kv(msgpack_packer *pk, const char *k, const char *v) {
@@ -420,15 +216,15 @@ reconcile(bus_txn *t, const char *name, const char *job) {
   return refused(rc) ? 0 : rc;
 }
 
-static int
-dag_decide(bus_txn *t, const bus_event *cause, int64_t now, void *ud) {
+int
+dag__decide(bus_txn *t, const bus_event *cause, int64_t now, void *ud) {
   (void)now, (void)ud;
   const char *name;
   if (!cause || !cause->type)
     return 0;
-  if ((name = suffix(cause->subject, DAG__WF_PREFIX)))
+  if ((name = dag__suffix(cause->subject, DAG__WF_PREFIX)))
     return bus_name_valid(name, BUS_NAME_MAX) ? reconcile(t, name, NULL) : 0;
-  name = suffix(cause->subject, DAG__JOB_PREFIX);
+  name = dag__suffix(cause->subject, DAG__JOB_PREFIX);
   if (!name || !bus_name_valid(name, BUS_DERIVED_NAME_MAX))
     return 0;
   dag__jobrec j;
@@ -436,13 +232,4 @@ dag_decide(bus_txn *t, const bus_event *cause, int64_t now, void *ud) {
   if (rc)
     return rc == BUS_ENOT_FOUND || rc == BUS_ECORRUPT ? 0 : rc;
   return reconcile(t, j.wf, name);
-}
-
-void
-dag_view_def(bus_view_def *def) {
-  memset(def, 0, sizeof *def);
-  def->name = "dag";
-  def->tables = tables;
-  def->apply = dag_apply;
-  def->decide = dag_decide;
 }

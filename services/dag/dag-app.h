@@ -1,5 +1,5 @@
 /*
- * app.h - lark-dag's process: the service plumbing, the view, and the
+ * dag-app.h - lark-dag's process: the service plumbing, the view, and the
  * command handler main.c registers.
  */
 #ifndef LARK_DAG_APP_H

@@ -1,5 +1,5 @@
 /*
- * command.c - the signer's commands and the CA's publication.
+ * commands.c - the signer's commands and the CA's publication.
  *
  * Bodies are outside input: every field is copied into a bounded buffer
  * larger than any valid value and then checked, so a long value is

@@ -1,5 +1,5 @@
 /*
- * query.c - reads of the dag view: `list` and `describe` for larkctl (live
+ * queries.c - reads of the dag view: `list` and `describe` for larkctl (live
  * and --at alike), and the checks the workflow commands make before they
  * append.
  *

@@ -1,8 +1,9 @@
 /*
- * view.c - lark-ipam's view follows the events: Domains are created and
- * deleted, Jobs that name a domain are submitted, placed, unplaced,
- * stopped and deleted, Pods report, Nodes register, and the domain's own
- * decisions (allocated, exhausted, released) land.
+ * apply.c - lark-ipam's apply, dispatched by event type. Its view follows
+ * the events: Domains are created and deleted, Jobs that name a domain are
+ * submitted, placed, unplaced, stopped and deleted, Pods report, Nodes
+ * register, and the domain's own decisions (allocated, exhausted, released)
+ * land.
  *
  * apply is pure: no clock, no broker. An address is taken only through
  * domain.allocated, and only when every address the event carries is
@@ -11,330 +12,18 @@
  * wins and no address is ever held by two pods. `used` counts the rows
  * of `addrs` of the domain; `low` is only lowered by a release and raised
  * past what an allocation took, so every usable offset below it is taken.
- * Routes follow the pods (route_update): a pod is routed while it holds
- * an address, is bound to a node of a known cluster and has not ended.
+ * Routes follow the pods (routes.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ipam-int.h"
+#include "typetab.h"
 
 static const char *const tables[] = {"domains", "addrs",  "pods",  "jobs",
                                      "wants",   "ending", "nodes", "clusters",
                                      "routes",  "rtq",    "rtout", NULL};
-
-/* ------------------------------------------------------------ records */
-
-void
-ipam_copy(char *dst, size_t cap, const void *s, size_t n) {
-  if (n >= cap)
-    n = cap - 1;
-  memcpy(dst, s, n);
-  dst[n] = 0;
-}
-
-void
-ipam_be64(uint64_t v, unsigned char *out) {
-  for (int i = 0; i < 8; i++)
-    out[i] = (unsigned char)(v >> (56 - 8 * i));
-}
-
-uint64_t
-ipam_get_be64(const unsigned char *in) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; i++)
-    v = v << 8 | in[i];
-  return v;
-}
-
-size_t
-ipam_addr_key(const char *domain, uint64_t off, unsigned char *key) {
-  size_t n = strnlen(domain, IPAM_NAME_SZ - 1);
-  memcpy(key, domain, n);
-  key[n] = '/';
-  ipam_be64(off, key + n + 1);
-  return n + 9;
-}
-
-static int
-get_rec(bus_txn *t, const char *table, const char *name, void *r, size_t sz) {
-  const void *v;
-  size_t len;
-  int rc = bus_txn_get(t, table, name, strlen(name), &v, &len);
-  if (rc)
-    return rc;
-  if (len != sz || ((const uint8_t *)v)[0] != IPAM_LAYOUT)
-    return bus_error(BUS_ECORRUPT, "%s %s: unknown layout", table, name);
-  memcpy(r, v, sz);
-  return 0;
-}
-
-int
-ipam_dom_get(bus_txn *t, const char *name, dom_rec *r) {
-  return get_rec(t, "domains", name, r, sizeof *r);
-}
-
-int
-ipam_dom_put(bus_txn *t, const dom_rec *r) {
-  return bus_txn_put(t, "domains", r->name, strlen(r->name), r, sizeof *r);
-}
-
-int
-ipam_pod_get(bus_txn *t, const char *name, pod_rec *r) {
-  return get_rec(t, "pods", name, r, sizeof *r);
-}
-
-int
-ipam_pod_put(bus_txn *t, const pod_rec *r) {
-  return bus_txn_put(t, "pods", r->pod, strlen(r->pod), r, sizeof *r);
-}
-
-int
-ipam_job_get(bus_txn *t, const char *name, job_rec *r) {
-  return get_rec(t, "jobs", name, r, sizeof *r);
-}
-
-static int
-job_put(bus_txn *t, const job_rec *r) {
-  return bus_txn_put(t, "jobs", r->name, strlen(r->name), r, sizeof *r);
-}
-
-uint64_t
-ipam_dom_free(const dom_rec *d) {
-  uint64_t n = ipam_cidr_usable(&d->c);
-  return n > d->used ? n - d->used : 0;
-}
-
-static int
-next_cb(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
-  (void)v, (void)vl;
-  const void **out = ud;
-  size_t plen = strlen(out[1]);
-  if (kl != plen + 9 || memcmp(k, out[1], plen))
-    return 2;
-  out[0] = k;
-  return 1;
-}
-
-int
-ipam_view_next(void *ud, uint64_t from, uint64_t *taken) {
-  ipam_lookup *l = ud;
-  unsigned char key[IPAM_NAME_SZ + 9];
-  char prefix[IPAM_NAME_SZ + 1];
-  snprintf(prefix, sizeof prefix, "%s/", l->domain);
-  size_t klen = from ? ipam_addr_key(l->domain, from - 1, key) : strlen(prefix);
-  if (!from)
-    memcpy(key, prefix, klen);
-  const void *out[2] = {NULL, prefix};
-  int rc = bus_txn_scan_after(l->t, "addrs", key, klen, next_cb, out);
-  if (rc < 0)
-    return rc;
-  if (rc != 1)
-    return 0;
-  *taken = ipam_get_be64((const unsigned char *)out[0] + strlen(prefix));
-  return 1;
-}
-
-/* Keys of a table under prefix, collected before they are deleted. */
-typedef struct keys {
-  char **v;
-  size_t *len;
-  size_t n, cap;
-} keys;
-
-static int
-collect(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
-  (void)v, (void)vl;
-  keys *ks = ud;
-  if (ks->n == ks->cap) {
-    size_t cap = ks->cap ? ks->cap * 2 : 64;
-    char **nv = realloc(ks->v, cap * sizeof *nv);
-    size_t *nl = nv ? realloc(ks->len, cap * sizeof *nl) : NULL;
-    if (nv)
-      ks->v = nv;
-    if (!nl)
-      return bus_error(BUS_ESTORE, "out of memory");
-    ks->len = nl;
-    ks->cap = cap;
-  }
-  if (!(ks->v[ks->n] = malloc(kl + 1)))
-    return bus_error(BUS_ESTORE, "out of memory");
-  memcpy(ks->v[ks->n], k, kl);
-  ks->v[ks->n][kl] = 0;
-  ks->len[ks->n++] = kl;
-  return 0;
-}
-
-static void
-keys_free(keys *ks) {
-  for (size_t i = 0; i < ks->n; i++)
-    free(ks->v[i]);
-  free(ks->v);
-  free(ks->len);
-  memset(ks, 0, sizeof *ks);
-}
-
-static int
-keys_under(bus_txn *t, const char *table, const char *prefix, keys *ks) {
-  memset(ks, 0, sizeof *ks);
-  int rc = bus_txn_scan(t, table, prefix, strlen(prefix), collect, ks);
-  if (rc)
-    keys_free(ks);
-  return rc;
-}
-
-/* --------------------------------------------------------------- routes */
-
-/* Queue the route message for <d>.<c>.<pod> ('S' set, 'D' tombstone). */
-static int
-queue_route(bus_txn *t, const char *d, const char *c, const char *pod,
-            char what, uint64_t seq) {
-  char tail[3 * IPAM_NAME_SZ + IPAM_DNAME_SZ];
-  unsigned char key[8 + sizeof tail];
-  int n = snprintf(tail, sizeof tail, "%s.%s.%s", d, c, pod);
-  const void *old;
-  size_t olen;
-  int rc = bus_txn_get(t, "rtq", tail, (size_t)n, &old, &olen);
-  if (rc == 0 && olen == 8) {
-    memcpy(key, old, 8);
-    memcpy(key + 8, tail, (size_t)n);
-    if ((rc = bus_txn_del(t, "rtout", key, 8 + (size_t)n)))
-      return rc;
-  } else if (rc && rc != BUS_ENOT_FOUND) {
-    return rc;
-  }
-  ipam_be64(seq, key);
-  memcpy(key + 8, tail, (size_t)n);
-  if ((rc = bus_txn_put(t, "rtq", tail, (size_t)n, key, 8)))
-    return rc;
-  return bus_txn_put(t, "rtout", key, 8 + (size_t)n, &what, 1);
-}
-
-typedef struct fan {
-  const char *d;
-  const char *pod;     /* one pod to every cluster, or */
-  const char *cluster; /* every routed pod to one cluster */
-  char what;
-  uint64_t seq;
-  bus_txn *t;
-} fan;
-
-/* clusters <d>/<c>: queue f->pod for cluster c. */
-static int
-fan_clusters(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
-  (void)v, (void)vl;
-  fan *f = ud;
-  size_t plen = strlen(f->d) + 1;
-  char c[IPAM_NAME_SZ];
-  if (kl <= plen)
-    return 0;
-  ipam_copy(c, sizeof c, (const char *)k + plen, kl - plen);
-  return queue_route(f->t, f->d, c, f->pod, f->what, f->seq);
-}
-
-/* routes <d>/<pod>: queue pod for f->cluster. */
-static int
-fan_pods(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
-  (void)v, (void)vl;
-  fan *f = ud;
-  size_t plen = strlen(f->d) + 1;
-  char pod[IPAM_DNAME_SZ];
-  if (kl <= plen)
-    return 0;
-  ipam_copy(pod, sizeof pod, (const char *)k + plen, kl - plen);
-  return queue_route(f->t, f->d, f->cluster, pod, f->what, f->seq);
-}
-
-static int
-scan_domain(bus_txn *t, const char *table, const char *d, bus_scan_cb cb,
-            fan *f) {
-  char prefix[IPAM_NAME_SZ + 1];
-  snprintf(prefix, sizeof prefix, "%s/", d);
-  return bus_txn_scan(t, table, prefix, strlen(prefix), cb, f);
-}
-
-/* Add delta to the routed-pod count of <d>/<c>; *now gets the new count. */
-static int
-count_cluster(bus_txn *t, const char *d, const char *c, int delta,
-              uint32_t *now) {
-  char key[2 * IPAM_NAME_SZ + 1];
-  int n = snprintf(key, sizeof key, "%s/%s", d, c);
-  const void *v;
-  size_t len;
-  uint32_t cnt = 0;
-  if (bus_txn_get(t, "clusters", key, (size_t)n, &v, &len) == 0 && len == 4)
-    cnt = (uint32_t)((const uint8_t *)v)[0] << 24 |
-          (uint32_t)((const uint8_t *)v)[1] << 16 |
-          (uint32_t)((const uint8_t *)v)[2] << 8 | ((const uint8_t *)v)[3];
-  cnt = delta < 0 ? (cnt ? cnt - 1 : 0) : cnt + 1;
-  *now = cnt;
-  if (!cnt)
-    return bus_txn_del(t, "clusters", key, (size_t)n);
-  uint8_t b[4] = {(uint8_t)(cnt >> 24), (uint8_t)(cnt >> 16),
-                  (uint8_t)(cnt >> 8), (uint8_t)cnt};
-  return bus_txn_put(t, "clusters", key, (size_t)n, b, 4);
-}
-
-static int
-unroute(bus_txn *t, pod_rec *p, uint64_t seq) {
-  char key[IPAM_NAME_SZ + IPAM_DNAME_SZ];
-  int n = snprintf(key, sizeof key, "%s/%s", p->domain, p->pod);
-  fan f = {p->domain, p->pod, NULL, 'D', seq, t};
-  int rc = scan_domain(t, "clusters", p->domain, fan_clusters, &f);
-  uint32_t left = 0;
-  if (!rc)
-    rc = bus_txn_del(t, "routes", key, (size_t)n);
-  if (!rc)
-    rc = count_cluster(t, p->domain, p->rcluster, -1, &left);
-  if (!rc && !left) { /* the cluster left the domain: drop its table */
-    fan g = {p->domain, NULL, p->rcluster, 'D', seq, t};
-    rc = scan_domain(t, "routes", p->domain, fan_pods, &g);
-  }
-  p->routed = 0;
-  p->rcluster[0] = 0;
-  return rc;
-}
-
-static int
-route(bus_txn *t, pod_rec *p, const char *cluster, uint64_t seq) {
-  char key[IPAM_NAME_SZ + IPAM_DNAME_SZ];
-  int n = snprintf(key, sizeof key, "%s/%s", p->domain, p->pod);
-  uint32_t now = 0;
-  int rc = count_cluster(t, p->domain, cluster, +1, &now);
-  if (!rc && now == 1) { /* a new cluster: it gets every route so far */
-    fan g = {p->domain, NULL, cluster, 'S', seq, t};
-    rc = scan_domain(t, "routes", p->domain, fan_pods, &g);
-  }
-  if (!rc)
-    rc = bus_txn_put(t, "routes", key, (size_t)n, "", 0);
-  p->routed = 1;
-  ipam_copy(p->rcluster, sizeof p->rcluster, cluster, strlen(cluster));
-  fan f = {p->domain, p->pod, NULL, 'S', seq, t};
-  return rc ? rc : scan_domain(t, "clusters", p->domain, fan_clusters, &f);
-}
-
-/* Bring the pod's routes in line with its state (p is put by the caller). */
-static int
-route_update(bus_txn *t, pod_rec *p, uint64_t seq) {
-  char cluster[IPAM_NAME_SZ] = "";
-  const void *v;
-  size_t len;
-  if (p->node[0] &&
-      bus_txn_get(t, "nodes", p->node, strlen(p->node), &v, &len) == 0)
-    ipam_copy(cluster, sizeof cluster, v, len);
-  int want = p->held && !p->ended && cluster[0];
-  int rc = 0;
-  if (p->routed && (!want || strcmp(cluster, p->rcluster)))
-    rc = unroute(t, p, seq);
-  if (rc || !want)
-    return rc;
-  if (!p->routed)
-    return route(t, p, cluster, seq);
-  fan f = {p->domain, p->pod, NULL, 'S', seq, t}; /* a change: send again */
-  return scan_domain(t, "clusters", p->domain, fan_clusters, &f);
-}
-
 /* --------------------------------------------------------- pods' lives */
 
 static int
@@ -354,7 +43,7 @@ end_pod(bus_txn *t, pod_rec *p, int64_t ts, uint64_t seq) {
   if (p->held)
     rc = bus_txn_put(t, "ending", key, (size_t)n, "", 0);
   if (!rc)
-    rc = route_update(t, p, seq);
+    rc = ipam__route_update(t, p, seq);
   return rc ? rc : ipam_pod_put(t, p);
 }
 
@@ -410,7 +99,7 @@ end_job(bus_txn *t, const char *job, int64_t ts, uint64_t seq) {
   char prefix[IPAM_NAME_SZ + 1];
   keys ks;
   snprintf(prefix, sizeof prefix, "%s-", job);
-  int rc = keys_under(t, "pods", prefix, &ks);
+  int rc = ipam__keys_under(t, "pods", prefix, &ks);
   job_walk w = {t, job, ts, seq};
   for (size_t i = 0; !rc && i < ks.n; i++) {
     const void *v;
@@ -418,7 +107,7 @@ end_job(bus_txn *t, const char *job, int64_t ts, uint64_t seq) {
     if ((rc = bus_txn_get(t, "pods", ks.v[i], ks.len[i], &v, &vl)) == 0)
       rc = end_job_pod(NULL, 0, v, vl, &w);
   }
-  keys_free(&ks);
+  ipam__keys_free(&ks);
   return rc;
 }
 
@@ -491,7 +180,7 @@ forget_pods(bus_txn *t, const char *d, uint64_t seq) {
   keys ks;
   char prefix[IPAM_NAME_SZ + 1];
   snprintf(prefix, sizeof prefix, "%s/", d);
-  int rc = keys_under(t, "addrs", prefix, &ks);
+  int rc = ipam__keys_under(t, "addrs", prefix, &ks);
   for (size_t i = 0; !rc && i < ks.n; i++) {
     const void *v;
     size_t vl;
@@ -502,23 +191,23 @@ forget_pods(bus_txn *t, const char *d, uint64_t seq) {
     ipam_copy(pod, sizeof pod, v, vl);
     if (ipam_pod_get(t, pod, &p) == 0 && p.held && !strcmp(p.domain, d)) {
       p.ended = 1;
-      if (!(rc = route_update(t, &p, seq)) && !(rc = free_addr(t, &p)))
+      if (!(rc = ipam__route_update(t, &p, seq)) && !(rc = free_addr(t, &p)))
         rc = ipam_pod_put(t, &p);
     }
     if (!rc)
       rc = bus_txn_del(t, "addrs", ks.v[i], ks.len[i]);
   }
-  keys_free(&ks);
+  ipam__keys_free(&ks);
   return rc;
 }
 
 static int
 del_under(bus_txn *t, const char *table, const char *prefix) {
   keys ks;
-  int rc = keys_under(t, table, prefix, &ks);
+  int rc = ipam__keys_under(t, table, prefix, &ks);
   for (size_t i = 0; !rc && i < ks.n; i++)
     rc = bus_txn_del(t, table, ks.v[i], ks.len[i]);
-  keys_free(&ks);
+  ipam__keys_free(&ks);
   return rc;
 }
 
@@ -607,7 +296,7 @@ grant_one(bus_txn *t, dom_rec *d, const char *job, const grant *g,
     rc = bus_txn_put(t, "ending", ekey, (size_t)n, "", 0);
   }
   if (!rc)
-    rc = route_update(t, &p, seq);
+    rc = ipam__route_update(t, &p, seq);
   return rc ? rc : ipam_pod_put(t, &p);
 }
 
@@ -666,7 +355,7 @@ apply_allocated(bus_txn *t, const bus_event *ev, const char *dname) {
     if (want_met(t, &j))
       rc = drop_want(t, &j);
     if (!rc)
-      rc = job_put(t, &j);
+      rc = ipam__job_put(t, &j);
   }
   return rc;
 }
@@ -682,7 +371,7 @@ apply_exhausted(bus_txn *t, const bus_event *ev, const char *dname) {
            (long long)bus_obj_int(&ev->data, "needed", 0),
            (long long)bus_obj_int(&ev->data, "free", 0));
   int rc = drop_want(t, &j);
-  return rc ? rc : job_put(t, &j);
+  return rc ? rc : ipam__job_put(t, &j);
 }
 
 static int
@@ -701,7 +390,7 @@ apply_released(bus_txn *t, const bus_event *ev, const char *dname) {
     if (ipam_pod_get(t, pod, &p) || !p.held || !p.ended ||
         strcmp(p.domain, dname))
       continue; /* back in use since, or never held */
-    if (!(rc = free_addr(t, &p)) && !(rc = route_update(t, &p, ev->seq)))
+    if (!(rc = free_addr(t, &p)) && !(rc = ipam__route_update(t, &p, ev->seq)))
       rc = ipam_pod_put(t, &p);
   }
   return rc;
@@ -725,7 +414,7 @@ apply_submitted(bus_txn *t, const bus_event *ev, const char *name) {
   ipam_copy(j.name, sizeof j.name, name, strlen(name));
   ipam_copy(j.domain, sizeof j.domain, domain, strlen(domain));
   j.generation = ver.generation;
-  return job_put(t, &j);
+  return ipam__job_put(t, &j);
 }
 
 /* One binding of a placed domain Job: the pod joins the Job's wait. */
@@ -766,7 +455,7 @@ bind_pod(bus_txn *t, const job_rec *j, const msgpack_object *b, uint64_t seq,
   if (list->size)
     msgpack_sbuffer_write(list, "\n", 1);
   msgpack_sbuffer_write(list, pod, strlen(pod));
-  if ((rc = route_update(t, &p, seq)))
+  if ((rc = ipam__route_update(t, &p, seq)))
     return rc;
   return ipam_pod_put(t, &p);
 }
@@ -798,7 +487,7 @@ apply_placed(bus_txn *t, const bus_event *ev) {
   }
   msgpack_sbuffer_destroy(&list);
   j.reason[0] = 0;
-  return rc ? rc : job_put(t, &j);
+  return rc ? rc : ipam__job_put(t, &j);
 }
 
 /* job.unplaced, job.stopped, job.deleted: the Job's pods end. */
@@ -811,7 +500,8 @@ apply_job_end(bus_txn *t, const bus_event *ev, const char *name, int gone) {
   if (!rc)
     rc = end_job(t, name, ev->ts, ev->seq);
   if (!rc)
-    rc = gone ? bus_txn_del(t, "jobs", name, strlen(name)) : job_put(t, &j);
+    rc = gone ? bus_txn_del(t, "jobs", name, strlen(name))
+              : ipam__job_put(t, &j);
   return rc;
 }
 
@@ -840,7 +530,7 @@ apply_pod_phase(bus_txn *t, const bus_event *ev, const char *name) {
       !strcmp(ip, p.local_ip))
     return 0;
   ipam_copy(p.local_ip, sizeof p.local_ip, ip, strlen(ip));
-  int rc = route_update(t, &p, ev->seq);
+  int rc = ipam__route_update(t, &p, ev->seq);
   return rc ? rc : ipam_pod_put(t, &p);
 }
 
@@ -863,36 +553,69 @@ subject_id(const char *subject) {
   return p ? p + 1 : "";
 }
 
+static int
+on_created(bus_txn *t, const bus_event *ev, const char *id) {
+  (void)id;
+  return apply_created(t, ev);
+}
+
+static int
+on_deleted(bus_txn *t, const bus_event *ev, const char *id) {
+  (void)id;
+  return apply_deleted(t, ev);
+}
+
+static int
+on_placed(bus_txn *t, const bus_event *ev, const char *id) {
+  (void)id;
+  return apply_placed(t, ev);
+}
+
+static int
+on_unplaced(bus_txn *t, const bus_event *ev, const char *id) {
+  (void)id;
+  char job[IPAM_NAME_SZ] = "";
+  bus_obj_str(&ev->data, "job", job, sizeof job);
+  return apply_job_end(t, ev, job, 0);
+}
+
+static int
+on_job_stopped(bus_txn *t, const bus_event *ev, const char *id) {
+  return apply_job_end(t, ev, id, 0);
+}
+
+static int
+on_job_deleted(bus_txn *t, const bus_event *ev, const char *id) {
+  return apply_job_end(t, ev, id, 1);
+}
+
+/* The types the view applies, sorted by type (typetab.h); id is the
+ * <id> of the event's subject lark.ev.<kind>.<id>. */
+typedef struct apply_entry {
+  const char *type;
+  int (*fn)(bus_txn *t, const bus_event *ev, const char *id);
+} apply_entry;
+
+static const apply_entry apply_table[] = {
+    {"domain.allocated", apply_allocated},
+    {"domain.created", on_created},
+    {"domain.deleted", on_deleted},
+    {"domain.exhausted", apply_exhausted},
+    {"domain.released", apply_released},
+    {"job.deleted", on_job_deleted},
+    {"job.placed", on_placed},
+    {"job.stopped", on_job_stopped},
+    {"job.submitted", apply_submitted},
+    {"job.unplaced", on_unplaced},
+    {"node.registered", apply_node},
+    {"pod.phase", apply_pod_phase},
+};
+
 int
 ipam_apply(bus_txn *t, const bus_event *ev, void *ud) {
   (void)ud;
-  const char *id = subject_id(ev->subject), *type = ev->type;
-  if (!strcmp(type, "domain.created"))
-    return apply_created(t, ev);
-  if (!strcmp(type, "domain.deleted"))
-    return apply_deleted(t, ev);
-  if (!strcmp(type, "domain.allocated"))
-    return apply_allocated(t, ev, id);
-  if (!strcmp(type, "domain.exhausted"))
-    return apply_exhausted(t, ev, id);
-  if (!strcmp(type, "domain.released"))
-    return apply_released(t, ev, id);
-  if (!strcmp(type, "job.submitted"))
-    return apply_submitted(t, ev, id);
-  if (!strcmp(type, "job.placed"))
-    return apply_placed(t, ev);
-  if (!strcmp(type, "job.unplaced")) {
-    char job[IPAM_NAME_SZ] = "";
-    bus_obj_str(&ev->data, "job", job, sizeof job);
-    return apply_job_end(t, ev, job, 0);
-  }
-  if (!strcmp(type, "job.stopped") || !strcmp(type, "job.deleted"))
-    return apply_job_end(t, ev, id, !strcmp(type, "job.deleted"));
-  if (!strcmp(type, "pod.phase"))
-    return apply_pod_phase(t, ev, id);
-  if (!strcmp(type, "node.registered"))
-    return apply_node(t, ev, id);
-  return 0;
+  const apply_entry *e = SVC_TYPE_FIND(apply_table, ev->type);
+  return e ? e->fn(t, ev, subject_id(ev->subject)) : 0;
 }
 
 void
@@ -902,4 +625,6 @@ ipam_view_def(bus_view_def *def) {
   def->tables = tables;
   def->apply = ipam_apply;
   def->decide = ipam_decide;
+  def->stream = "LARK_EVENTS";
+  def->filter = "lark.ev.>";
 }

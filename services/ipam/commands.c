@@ -1,5 +1,5 @@
 /*
- * command.c - what users ask lark-ipam: apply and delete Domains, and
+ * commands.c - what users ask lark-ipam: apply and delete Domains, and
  * read domains, domain peers and routes.
  *
  * A Domain is checked against the view (schema, CIDR, name, overlap with

@@ -1,0 +1,78 @@
+/*
+ * records.c - the catalog's rows and their codecs: the key "<kind>/<id>"
+ * of an aggregate subject, and the msgpack of an aggregate and of one
+ * history entry (catalog.h lists the tables).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "catalog-int.h"
+
+/* lark.ev.<kind>.<id>: kind is one token, id the rest. */
+int
+catalog__split_subject(const char *subject, char *key, size_t cap,
+                       size_t *klen) {
+  if (strncmp(subject, "lark.ev.", 8))
+    return BUS_EINVAL;
+  const char *kind = subject + 8, *dot = strchr(kind, '.');
+  if (!dot || dot == kind || !dot[1])
+    return BUS_EINVAL;
+  int n = snprintf(key, cap, "%.*s/%s", (int)(dot - kind), kind, dot + 1);
+  if (n < 0 || (size_t)n >= cap)
+    return BUS_EINVAL;
+  *klen = (size_t)n;
+  return 0;
+}
+
+void
+catalog__pack_str(msgpack_packer *pk, const char *s) {
+  msgpack_pack_str_with_body(pk, s, strlen(s));
+}
+
+static void
+pack_key(msgpack_packer *pk, const char *k) {
+  catalog__pack_str(pk, k);
+}
+
+void
+catalog__pack_aggregate(msgpack_packer *pk, const char *key, size_t klen,
+                        const bus_event *ev, const bus_version *ver) {
+  const char *slash = memchr(key, '/', klen);
+  msgpack_pack_map(pk, 9);
+  pack_key(pk, "kind");
+  msgpack_pack_str_with_body(pk, key, (size_t)(slash - key));
+  pack_key(pk, "id");
+  msgpack_pack_str_with_body(pk, slash + 1, klen - (size_t)(slash - key) - 1);
+  pack_key(pk, "version");
+  msgpack_pack_uint64(pk, ver->seq);
+  pack_key(pk, "generation");
+  msgpack_pack_uint64(pk, ver->generation);
+  pack_key(pk, "events");
+  msgpack_pack_uint64(pk, ver->count);
+  pack_key(pk, "type");
+  catalog__pack_str(pk, ev->type);
+  pack_key(pk, "ts");
+  msgpack_pack_int64(pk, ev->ts);
+  pack_key(pk, "actor");
+  catalog__pack_str(pk, ev->actor ? ev->actor : "");
+  pack_key(pk, "deleted");
+  ver->deleted ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
+}
+
+void
+catalog__pack_history(msgpack_packer *pk, const bus_event *ev,
+                      uint64_t generation) {
+  msgpack_pack_map(pk, 6);
+  pack_key(pk, "seq");
+  msgpack_pack_uint64(pk, ev->seq);
+  pack_key(pk, "type");
+  catalog__pack_str(pk, ev->type);
+  pack_key(pk, "ts");
+  msgpack_pack_int64(pk, ev->ts);
+  pack_key(pk, "actor");
+  catalog__pack_str(pk, ev->actor ? ev->actor : "");
+  pack_key(pk, "cause");
+  catalog__pack_str(pk, ev->cause ? ev->cause : "");
+  pack_key(pk, "generation");
+  msgpack_pack_uint64(pk, generation);
+}

@@ -1,0 +1,161 @@
+/*
+ * records.c - lark-ipam's rows: fixed-layout records of domains, pods and
+ * Jobs read and written whole, the address keys, the allocator's walk
+ * over a domain's taken addresses, and keys collected under a prefix.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ipam-int.h"
+
+void
+ipam_copy(char *dst, size_t cap, const void *s, size_t n) {
+  if (n >= cap)
+    n = cap - 1;
+  memcpy(dst, s, n);
+  dst[n] = 0;
+}
+
+void
+ipam_be64(uint64_t v, unsigned char *out) {
+  for (int i = 0; i < 8; i++)
+    out[i] = (unsigned char)(v >> (56 - 8 * i));
+}
+
+uint64_t
+ipam_get_be64(const unsigned char *in) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++)
+    v = v << 8 | in[i];
+  return v;
+}
+
+size_t
+ipam_addr_key(const char *domain, uint64_t off, unsigned char *key) {
+  size_t n = strnlen(domain, IPAM_NAME_SZ - 1);
+  memcpy(key, domain, n);
+  key[n] = '/';
+  ipam_be64(off, key + n + 1);
+  return n + 9;
+}
+
+static int
+get_rec(bus_txn *t, const char *table, const char *name, void *r, size_t sz) {
+  const void *v;
+  size_t len;
+  int rc = bus_txn_get(t, table, name, strlen(name), &v, &len);
+  if (rc)
+    return rc;
+  if (len != sz || ((const uint8_t *)v)[0] != IPAM_LAYOUT)
+    return bus_error(BUS_ECORRUPT, "%s %s: unknown layout", table, name);
+  memcpy(r, v, sz);
+  return 0;
+}
+
+int
+ipam_dom_get(bus_txn *t, const char *name, dom_rec *r) {
+  return get_rec(t, "domains", name, r, sizeof *r);
+}
+
+int
+ipam_dom_put(bus_txn *t, const dom_rec *r) {
+  return bus_txn_put(t, "domains", r->name, strlen(r->name), r, sizeof *r);
+}
+
+int
+ipam_pod_get(bus_txn *t, const char *name, pod_rec *r) {
+  return get_rec(t, "pods", name, r, sizeof *r);
+}
+
+int
+ipam_pod_put(bus_txn *t, const pod_rec *r) {
+  return bus_txn_put(t, "pods", r->pod, strlen(r->pod), r, sizeof *r);
+}
+
+int
+ipam_job_get(bus_txn *t, const char *name, job_rec *r) {
+  return get_rec(t, "jobs", name, r, sizeof *r);
+}
+
+int
+ipam__job_put(bus_txn *t, const job_rec *r) {
+  return bus_txn_put(t, "jobs", r->name, strlen(r->name), r, sizeof *r);
+}
+
+uint64_t
+ipam_dom_free(const dom_rec *d) {
+  uint64_t n = ipam_cidr_usable(&d->c);
+  return n > d->used ? n - d->used : 0;
+}
+
+static int
+next_cb(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+  (void)v, (void)vl;
+  const void **out = ud;
+  size_t plen = strlen(out[1]);
+  if (kl != plen + 9 || memcmp(k, out[1], plen))
+    return 2;
+  out[0] = k;
+  return 1;
+}
+
+int
+ipam_view_next(void *ud, uint64_t from, uint64_t *taken) {
+  ipam_lookup *l = ud;
+  unsigned char key[IPAM_NAME_SZ + 9];
+  char prefix[IPAM_NAME_SZ + 1];
+  snprintf(prefix, sizeof prefix, "%s/", l->domain);
+  size_t klen = from ? ipam_addr_key(l->domain, from - 1, key) : strlen(prefix);
+  if (!from)
+    memcpy(key, prefix, klen);
+  const void *out[2] = {NULL, prefix};
+  int rc = bus_txn_scan_after(l->t, "addrs", key, klen, next_cb, out);
+  if (rc < 0)
+    return rc;
+  if (rc != 1)
+    return 0;
+  *taken = ipam_get_be64((const unsigned char *)out[0] + strlen(prefix));
+  return 1;
+}
+
+static int
+collect(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+  (void)v, (void)vl;
+  keys *ks = ud;
+  if (ks->n == ks->cap) {
+    size_t cap = ks->cap ? ks->cap * 2 : 64;
+    char **nv = realloc(ks->v, cap * sizeof *nv);
+    size_t *nl = nv ? realloc(ks->len, cap * sizeof *nl) : NULL;
+    if (nv)
+      ks->v = nv;
+    if (!nl)
+      return bus_error(BUS_ESTORE, "out of memory");
+    ks->len = nl;
+    ks->cap = cap;
+  }
+  if (!(ks->v[ks->n] = malloc(kl + 1)))
+    return bus_error(BUS_ESTORE, "out of memory");
+  memcpy(ks->v[ks->n], k, kl);
+  ks->v[ks->n][kl] = 0;
+  ks->len[ks->n++] = kl;
+  return 0;
+}
+
+void
+ipam__keys_free(keys *ks) {
+  for (size_t i = 0; i < ks->n; i++)
+    free(ks->v[i]);
+  free(ks->v);
+  free(ks->len);
+  memset(ks, 0, sizeof *ks);
+}
+
+int
+ipam__keys_under(bus_txn *t, const char *table, const char *prefix, keys *ks) {
+  memset(ks, 0, sizeof *ks);
+  int rc = bus_txn_scan(t, table, prefix, strlen(prefix), collect, ks);
+  if (rc)
+    ipam__keys_free(ks);
+  return rc;
+}

@@ -1,0 +1,185 @@
+/*
+ * apply.c - the bindings view of lark-logs: apply, dispatched by event
+ * type, and the view's definition.
+ *
+ * apply is pure and reads only the event and the view, so a replay from
+ * sequence 1 builds the same tables as the live service (the digest
+ * proves it).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "logs-int.h"
+#include "typetab.h"
+
+static const char *const tables[] = {T_PODS, T_JOBS, NULL};
+
+static int
+apply_binding(bus_txn *t, const char *job, const msgpack_object *o) {
+  logs_binding b;
+  memset(&b, 0, sizeof b);
+  if (!bus_obj_str(o, "pod", b.pod, sizeof b.pod) ||
+      !bus_obj_str(o, "task", b.task, sizeof b.task) ||
+      !bus_obj_str(o, "node", b.node, sizeof b.node) || !b.pod[0])
+    return bus_error(BUS_EFIELD, "a binding without pod, task or node");
+  snprintf(b.job, sizeof b.job, "%s", job);
+  snprintf(b.phase, sizeof b.phase, "Pending");
+  b.attempt = (uint32_t)bus_obj_int(o, "attempt", 0);
+  b.bound = 1;
+  char key[LOGS_NAME_SZ + LOGS_DNAME_SZ + 2];
+  int klen = logs__index_key(key, sizeof key, job, b.pod);
+  int rc = logs__binding_put(t, &b);
+  if (!rc && klen > 0)
+    rc = bus_txn_put(t, T_JOBS, key, (size_t)klen, "", 0);
+  return rc;
+}
+
+static int
+apply_placed(bus_txn *t, const msgpack_object *data) {
+  char job[LOGS_NAME_SZ] = "";
+  const msgpack_object *bs = bus_obj_get(data, "bindings");
+  if (!bus_obj_str(data, "job", job, sizeof job) || !bs ||
+      bs->type != MSGPACK_OBJECT_ARRAY)
+    return bus_error(BUS_EFIELD, "job.placed without job or bindings");
+  for (uint32_t i = 0; i < bs->via.array.size; i++) {
+    int rc = apply_binding(t, job, &bs->via.array.ptr[i]);
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
+/* The pod names indexed under "<job>/", collected before any change. */
+typedef struct podlist {
+  char (*names)[LOGS_DNAME_SZ];
+  size_t n, cap, plen;
+} podlist;
+
+static int
+collect_pod(const void *key, size_t klen, const void *val, size_t vlen,
+            void *ud) {
+  (void)val, (void)vlen;
+  podlist *l = ud;
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 16;
+    void *p = realloc(l->names, cap * sizeof *l->names);
+    if (!p)
+      return BUS_ESTORE;
+    l->names = p;
+    l->cap = cap;
+  }
+  logs__copy_tok(l->names[l->n++], LOGS_DNAME_SZ, (const char *)key + l->plen,
+                 klen - l->plen);
+  return 0;
+}
+
+/*
+ * Visit the pods of job still bound to it: unbind (forget = 0) or delete
+ * them and their index entries (forget = 1).
+ */
+static int
+release_job(bus_txn *t, const char *job, int forget) {
+  char prefix[LOGS_NAME_SZ + 2];
+  snprintf(prefix, sizeof prefix, "%s/", job);
+  podlist l = {.plen = strlen(prefix)};
+  int rc = bus_txn_scan(t, T_JOBS, prefix, l.plen, collect_pod, &l);
+  for (size_t i = 0; !rc && i < l.n; i++) {
+    logs_binding b;
+    char key[LOGS_NAME_SZ + LOGS_DNAME_SZ + 2];
+    int klen = logs__index_key(key, sizeof key, job, l.names[i]);
+    int got = logs_binding_get(t, l.names[i], &b);
+    if (got == 0 && !strcmp(b.job, job)) {
+      b.bound = 0;
+      rc = forget ? bus_txn_del(t, T_PODS, b.pod, strlen(b.pod))
+                  : logs__binding_put(t, &b);
+    } else if (got && got != BUS_ENOT_FOUND) {
+      rc = got;
+    }
+    if (!rc && forget && klen > 0)
+      rc = bus_txn_del(t, T_JOBS, key, (size_t)klen);
+  }
+  free(l.names);
+  return rc;
+}
+
+static int
+apply_pod_phase(bus_txn *t, const char *pod, const msgpack_object *data) {
+  logs_binding b;
+  char node[LOGS_NAME_SZ] = "";
+  bus_obj_str(data, "node", node, sizeof node);
+  if (logs_binding_get(t, pod, &b) || strcmp(b.node, node))
+    return 0; /* not a pod we know on that node: nothing to track */
+  uint32_t attempt = (uint32_t)bus_obj_int(data, "attempt", 0);
+  if (attempt > b.attempt)
+    b.attempt = attempt;
+  memset(b.phase, 0, sizeof b.phase);
+  bus_obj_str(data, "phase", b.phase, sizeof b.phase);
+  return logs__binding_put(t, &b);
+}
+
+/* job.placed and job.unplaced count on the placement log only; pod.phase
+ * on a pod's subject, job.deleted on a Job's. */
+static int
+on_placed(bus_txn *t, const bus_event *ev, const char *id) {
+  (void)id;
+  return apply_placed(t, &ev->data);
+}
+
+static int
+on_unplaced(bus_txn *t, const bus_event *ev, const char *id) {
+  (void)id;
+  char job[LOGS_NAME_SZ] = "";
+  if (!bus_obj_str(&ev->data, "job", job, sizeof job))
+    return 0;
+  return release_job(t, job, 0);
+}
+
+static int
+on_pod_phase(bus_txn *t, const bus_event *ev, const char *pod) {
+  return apply_pod_phase(t, pod, &ev->data);
+}
+
+static int
+on_job_deleted(bus_txn *t, const bus_event *ev, const char *job) {
+  (void)ev;
+  return strlen(job) < LOGS_NAME_SZ ? release_job(t, job, 1) : 0;
+}
+
+/* The types the view applies, sorted by type (typetab.h), each with the
+ * subject prefix it must arrive on. */
+typedef struct apply_entry {
+  const char *type;
+  const char *prefix;
+  int (*fn)(bus_txn *t, const bus_event *ev, const char *rest);
+} apply_entry;
+
+static const apply_entry apply_table[] = {
+    {"job.deleted", "lark.ev.job.", on_job_deleted},
+    {"job.placed", "lark.ev.placement.", on_placed},
+    {"job.unplaced", "lark.ev.placement.", on_unplaced},
+    {"pod.phase", "lark.ev.pod.", on_pod_phase},
+};
+
+static int
+logs_apply(bus_txn *t, const bus_event *ev, void *ud) {
+  (void)ud;
+  const char *s = ev->subject;
+  if (!s || !ev->type)
+    return 0;
+  const apply_entry *e = SVC_TYPE_FIND(apply_table, ev->type);
+  size_t plen = e ? strlen(e->prefix) : 0;
+  if (!e || strncmp(s, e->prefix, plen))
+    return 0;
+  return e->fn(t, ev, s + plen);
+}
+
+void
+logs_view_def(bus_view_def *def) {
+  memset(def, 0, sizeof *def);
+  def->name = "logs";
+  def->tables = tables;
+  def->apply = logs_apply;
+  def->stream = "LARK_EVENTS";
+  def->filter = "lark.ev.>";
+}

@@ -1,0 +1,69 @@
+/*
+ * decide.c - the routing of one ingress batch, decided from the view
+ * alone.
+ *
+ * logs_route decides whether a node may publish a pod's lines: the <node>
+ * token of the ingress subject is the sender (the broker lets a node
+ * publish only under its own token), and it must be the node the pod was
+ * last bound to. Nothing else in the body is trusted: job, task and node
+ * of the republished batch come from the view.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "logs-int.h"
+
+/* lark.in.<node>.logs.<pod>: both tokens non-empty, pod the last. */
+static int
+split_ingress(const char *subject, char *node, char *pod) {
+  if (strncmp(subject, "lark.in.", 8))
+    return -1;
+  const char *n = subject + 8, *dot = strchr(n, '.');
+  if (!dot || dot == n || (size_t)(dot - n) >= LOGS_NAME_SZ ||
+      strncmp(dot, ".logs.", 6))
+    return -1;
+  const char *p = dot + 6;
+  if (!*p || strchr(p, '.') || strlen(p) >= LOGS_DNAME_SZ)
+    return -1;
+  logs__copy_tok(node, LOGS_NAME_SZ, n, (size_t)(dot - n));
+  strcpy(pod, p);
+  return 0;
+}
+
+int
+logs_route(bus_txn *t, const char *subject, const bus_event *ev,
+           char *out_subject, size_t cap, msgpack_sbuffer *out) {
+  char node[LOGS_NAME_SZ], pod[LOGS_DNAME_SZ], body_pod[LOGS_DNAME_SZ] = "";
+  if (split_ingress(subject, node, pod))
+    return bus_error(BUS_EINVAL, "not lark.in.<node>.logs.<pod>");
+  if (!ev || !ev->type || strcmp(ev->type, "log.batch"))
+    return bus_error(BUS_EINVAL, "expected log.batch, got %s",
+                     ev && ev->type ? ev->type : "nothing");
+  const msgpack_object *lines = bus_obj_get(&ev->data, "lines");
+  bus_obj_str(&ev->data, "pod", body_pod, sizeof body_pod);
+  if (strcmp(body_pod, pod) || !lines || lines->type != MSGPACK_OBJECT_ARRAY)
+    return bus_error(BUS_EINVAL, "the batch names pod %s on the subject of %s",
+                     body_pod, pod);
+  logs_binding b;
+  int rc = logs_binding_get(t, pod, &b);
+  if (rc == BUS_ENOT_FOUND || (!rc && strcmp(b.node, node)))
+    return bus_error(BUS_EDENIED, "pod %s is not bound to node %s", pod, node);
+  if (rc)
+    return rc;
+  int n = snprintf(out_subject, cap, "lark.log.%s.%s.%s", b.job, b.task, pod);
+  if (n < 0 || (size_t)n >= cap)
+    return bus_error(BUS_ENAME, "subject too long for pod %s", pod);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, out, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 6);
+  logs__kv_str(&pk, "pod", pod);
+  logs__kv_str(&pk, "job", b.job);
+  logs__kv_str(&pk, "task", b.task);
+  logs__kv_str(&pk, "node", node);
+  msgpack_pack_str_with_body(&pk, "attempt", 7);
+  msgpack_pack_uint64(
+      &pk, (uint64_t)bus_obj_int(&ev->data, "attempt", (int64_t)b.attempt));
+  msgpack_pack_str_with_body(&pk, "lines", 5);
+  msgpack_pack_object(&pk, *lines);
+  return 0;
+}

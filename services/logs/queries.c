@@ -1,0 +1,74 @@
+/*
+ * queries.c - lark-logs' reads: one pod's binding, or all of them.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "logs-int.h"
+
+static void
+pack_binding(msgpack_packer *pk, const logs_binding *b) {
+  msgpack_pack_map(pk, 7);
+  logs__kv_str(pk, "pod", b->pod);
+  logs__kv_str(pk, "job", b->job);
+  logs__kv_str(pk, "task", b->task);
+  logs__kv_str(pk, "node", b->node);
+  logs__kv_str(pk, "phase", b->phase);
+  msgpack_pack_str_with_body(pk, "attempt", 7);
+  msgpack_pack_uint32(pk, b->attempt);
+  msgpack_pack_str_with_body(pk, "bound", 5);
+  b->bound ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
+}
+
+typedef struct lister {
+  const char *job; /* "" for all */
+  msgpack_sbuffer items;
+  msgpack_packer pk;
+  uint32_t n;
+} lister;
+
+static int
+list_one(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+  (void)k, (void)kl;
+  lister *l = ud;
+  logs_binding b;
+  if (vl != sizeof b)
+    return 0;
+  memcpy(&b, v, sizeof b);
+  if (*l->job && strcmp(l->job, b.job))
+    return 0;
+  pack_binding(&l->pk, &b);
+  l->n++;
+  return 0;
+}
+
+int
+logs_query(bus_txn *t, const char *kind, const char *verb,
+           const msgpack_object *req, msgpack_packer *pk, void *ud) {
+  (void)kind, (void)ud;
+  char name[LOGS_DNAME_SZ] = "";
+  bus_obj_str(req, "name", name, sizeof name);
+  if (!strcmp(verb, "describe") && name[0]) {
+    logs_binding b;
+    int rc = logs_binding_get(t, name, &b);
+    if (rc == BUS_ENOT_FOUND)
+      return bus_error(rc, "lark-logs knows no pod %s", name);
+    if (!rc)
+      pack_binding(pk, &b);
+    return rc;
+  }
+  if (strcmp(verb, "list"))
+    return bus_error(BUS_EINVAL, "verbs: list {name?: job}, describe {name}");
+  lister l = {.job = name};
+  msgpack_sbuffer_init(&l.items);
+  msgpack_packer_init(&l.pk, &l.items, msgpack_sbuffer_write);
+  int rc = bus_txn_scan(t, T_PODS, NULL, 0, list_one, &l);
+  if (!rc) {
+    msgpack_pack_array(pk, l.n);
+    if (l.items.size)
+      pk->callback(pk->data, l.items.data, l.items.size);
+  }
+  msgpack_sbuffer_destroy(&l.items);
+  return rc;
+}

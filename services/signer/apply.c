@@ -1,0 +1,131 @@
+/*
+ * apply.c - the signer's apply, dispatched by event type, and its view:
+ * certificates by serial, the revocation list, the published CA, and issuing
+ * event ids.
+ *
+ * apply is pure: it reads the event and the view, never a clock or a
+ * file. A cert.issued's serial must be its subject's last token, so the
+ * broker's per-subject version check (prev) guards each certificate; a
+ * cert.revoked must name a certificate the view holds. Records are the
+ * event's data plus {seq, ts, actor}, so `cert show` returns what the
+ * signer published, certificate included. The CRL and KRL files are not
+ * written here: apply raises a flag (signer_hook) and the service writes
+ * them after the transaction commits, from the committed view.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "signer-int.h"
+#include "typetab.h"
+
+static const char *const tables[] = {T_CERTS, T_REVOKED, T_CA, T_REQ, NULL};
+
+static int
+apply_issued(bus_txn *t, const bus_event *ev) {
+  char serial[SIGNER_SERIAL_MAX + 1];
+  if (signer__serial_of(ev, serial, sizeof serial))
+    return BUS_EINVAL;
+  int rc = signer__put_record(t, T_CERTS, serial, ev);
+  if (!rc && ev->id && *ev->id)
+    rc = bus_txn_put(t, T_REQ, ev->id, strlen(ev->id), serial, strlen(serial));
+  return rc;
+}
+
+static int
+apply_revoked(bus_txn *t, const bus_event *ev, signer_hook *hook) {
+  char serial[SIGNER_SERIAL_MAX + 1], format[8] = "";
+  const void *val;
+  size_t len;
+  if (signer__serial_of(ev, serial, sizeof serial))
+    return BUS_EINVAL;
+  int rc = bus_txn_get(t, T_CERTS, serial, strlen(serial), &val, &len);
+  if (rc == BUS_ENOT_FOUND)
+    return BUS_EINVAL; /* revokes nothing we issued */
+  if (rc)
+    return rc;
+  if (bus_txn_get(t, T_REVOKED, serial, strlen(serial), &val, &len) == 0)
+    return 0; /* the first revocation stands */
+  msgpack_zone z;
+  msgpack_zone_init(&z, 512);
+  msgpack_object cert;
+  bus_txn_get(t, T_CERTS, serial, strlen(serial), &val, &len);
+  if (msgpack_unpack(val, len, NULL, &z, &cert) >= 0)
+    bus_obj_str(&cert, "format", format, sizeof format);
+  msgpack_zone_destroy(&z);
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 6);
+  signer__pack_str(&pk, "serial");
+  signer__pack_str(&pk, serial);
+  signer__pack_str(&pk, "format");
+  signer__pack_str(&pk, format);
+  signer__pack_str(&pk, "reason");
+  char reason[1025] = "";
+  signer__pack_str(&pk, bus_obj_str(&ev->data, "reason", reason, sizeof reason)
+                            ? reason
+                            : "");
+  signer__pack_str(&pk, "seq");
+  msgpack_pack_uint64(&pk, ev->seq);
+  signer__pack_str(&pk, "ts");
+  msgpack_pack_int64(&pk, ev->ts);
+  signer__pack_str(&pk, "actor");
+  signer__pack_str(&pk, ev->actor ? ev->actor : "");
+  rc = sb.data
+           ? bus_txn_put(t, T_REVOKED, serial, strlen(serial), sb.data, sb.size)
+           : -ENOMEM;
+  msgpack_sbuffer_destroy(&sb);
+  if (!rc && hook)
+    hook->dirty = 1;
+  return rc;
+}
+
+static int
+on_issued(bus_txn *t, const bus_event *ev, void *ud) {
+  (void)ud;
+  return apply_issued(t, ev);
+}
+
+static int
+on_published(bus_txn *t, const bus_event *ev, void *ud) {
+  (void)ud;
+  return signer__put_record(t, T_CA, "ca", ev);
+}
+
+/* The types the view applies, sorted by type (typetab.h); others are not
+ * ours and are passed over. */
+typedef struct apply_entry {
+  const char *type;
+  int (*fn)(bus_txn *t, const bus_event *ev, void *ud);
+} apply_entry;
+
+static int
+on_revoked(bus_txn *t, const bus_event *ev, void *ud) {
+  return apply_revoked(t, ev, ud);
+}
+
+static const apply_entry apply_table[] = {
+    {"ca.published", on_published},
+    {"cert.issued", on_issued},
+    {"cert.revoked", on_revoked},
+};
+
+static int
+signer_apply(bus_txn *t, const bus_event *ev, void *ud) {
+  const apply_entry *e = SVC_TYPE_FIND(apply_table, ev->type);
+  return e ? e->fn(t, ev, ud) : 0;
+}
+
+void
+signer_view_def(bus_view_def *def) {
+  memset(def, 0, sizeof *def);
+  def->name = "signer";
+  def->tables = tables;
+  def->apply = signer_apply;
+  def->stream = "LARK_EVENTS";
+  def->filter = "lark.ev.cert.>";
+}
