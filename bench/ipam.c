@@ -53,7 +53,7 @@ feed_domain(bus_conn *c, const char *cidr) {
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   bench_resource_head(&pk, "Domain", "bench");
   msgpack_pack_map(&pk, 1);
-  bench_kv(&pk, "cidr", cidr);
+  bus_pack_kv_str(&pk, "cidr", cidr);
   append(c, "lark.ev.ipam.domains", "domain.created", 0, &sb);
   msgpack_sbuffer_destroy(&sb);
 }
@@ -70,20 +70,20 @@ feed_job(bus_conn *c, int i, int pods, uint64_t log) {
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   bench_resource_head(&pk, "Job", name);
   msgpack_pack_map(&pk, 2);
-  bench_kv(&pk, "domain", "bench");
+  bus_pack_kv_str(&pk, "domain", "bench");
   msgpack_pack_str_with_body(&pk, "tasks", 5);
   msgpack_pack_array(&pk, 1);
   msgpack_pack_map(&pk, 4);
-  bench_kv(&pk, "name", "a");
-  bench_kv(&pk, "role", "Actor");
+  bus_pack_kv_str(&pk, "name", "a");
+  bus_pack_kv_str(&pk, "role", "Actor");
   msgpack_pack_str_with_body(&pk, "replicas", 8);
   msgpack_pack_int(&pk, pods);
   bench_runtime_true(&pk);
   append(c, subject, "job.submitted", 0, &sb);
   msgpack_sbuffer_clear(&sb);
   msgpack_pack_map(&pk, 4);
-  bench_kv(&pk, "pool", "default");
-  bench_kv(&pk, "job", name);
+  bus_pack_kv_str(&pk, "pool", "default");
+  bus_pack_kv_str(&pk, "job", name);
   msgpack_pack_str_with_body(&pk, "generation", 10);
   msgpack_pack_uint64(&pk, 1);
   msgpack_pack_str_with_body(&pk, "bindings", 8);
@@ -91,10 +91,10 @@ feed_job(bus_conn *c, int i, int pods, uint64_t log) {
   for (int p = 0; p < pods; p++) {
     snprintf(pod, sizeof pod, "%s-a-%d", name, p);
     msgpack_pack_map(&pk, 3);
-    bench_kv(&pk, "pod", pod);
+    bus_pack_kv_str(&pk, "pod", pod);
     snprintf(pod, sizeof pod, "%s-a", name);
-    bench_kv(&pk, "task", pod);
-    bench_kv(&pk, "node", "n1");
+    bus_pack_kv_str(&pk, "task", pod);
+    bus_pack_kv_str(&pk, "node", "n1");
   }
   log = append(c, "lark.ev.placement.default", "job.placed", log, &sb);
   msgpack_sbuffer_destroy(&sb);
@@ -104,7 +104,7 @@ feed_job(bus_conn *c, int i, int pods, uint64_t log) {
 typedef struct loop {
   bus_conn *c;
   bus_view *v;
-  volatile int stop;
+  atomic_int stop;
   int rc;
 } loop;
 
@@ -114,7 +114,7 @@ run_service(void *ud) {
   bus_service_opts so;
   bus_service_opts_init(&so);
   so.name = "ipam";
-  so.stop = &l->stop;
+  so.stop_flag = &l->stop;
   so.batch = 1024;
   so.tick_ms = 500;
   l->rc = bus_service_run(l->c, l->v, &so);

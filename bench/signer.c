@@ -111,7 +111,7 @@ typedef struct world {
   bus_view *v;
   signer_ca *ca;
   signer_limits limits;
-  volatile int stop;
+  atomic_int stop;
 } world;
 
 static void
@@ -127,7 +127,7 @@ service_thread(void *ud) {
   bus_service_opts_init(&so);
   so.name = "signer";
   so.filter = "lark.ev.cert.>";
-  so.stop = &w->stop;
+  so.stop_flag = &w->stop;
   if (bus_service_run(w->c, w->v, &so))
     fprintf(stderr, "service: %s\n", bus_last_error());
   return NULL;

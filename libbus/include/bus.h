@@ -29,7 +29,14 @@
  * - Every function that can fail returns 0 or a negative error code. Detail
  *   (which field, which subject, the broker's text) is in a per-thread
  *   buffer read with bus_last_error(); it stays valid until the next failing
- *   call on the same thread.
+ *   call on the same thread. That buffer is the one channel for detail: no
+ *   function writes a reason into a buffer of the caller's. Work libbus does
+ *   in threads of its own has no caller to return to; it reports through
+ *   callbacks of the caller's: bus_worker_opts.log gets a line carrying
+ *   bus_last_error()'s text of the failure it met, bus_service_opts.on_state
+ *   why the service's state changed.
+ * - Out of memory is -ENOMEM, always, with what was being done in
+ *   bus_last_error() ("out of memory opening view jobs").
  * - Destroy and close functions accept NULL.
  * - Option structs have an _init() that fills defaults; options are copied
  *   on open, so the caller's struct may go away afterwards.
@@ -37,11 +44,19 @@
  *   bus_view, bus_consumer, bus_batch or bus_txn belongs to one thread at a
  *   time. LMDB read transactions may run in any thread concurrently with
  *   the single writer.
- * - libbus never logs and never exits.
+ * - Flags one thread sets and another reads (a stop flag) are C11 atomics
+ *   (atomic_int). A lock-free atomic may be set by a signal handler too,
+ *   so a process's SIGTERM handler and its other threads share one flag;
+ *   volatile sig_atomic_t remains right for a flag only a signal handler
+ *   sets and only the interrupted thread reads.
+ * - libbus never logs and never exits: it writes nothing to stdout, stderr
+ *   or syslog. What a thread of its own has to say goes to a callback of
+ *   the caller's (bus_worker_opts.log), which may print it or drop it.
  */
 #ifndef LARK_BUS_H
 #define LARK_BUS_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -1225,7 +1240,8 @@ int bus_outbox_drain(bus_view *v, bus_conn *c, const char *stream,
  * version}, and
  * `lark.sys.snapshot.<name>` {path} by writing a snapshot of the live view
  * to path on its own host, replying {ok, path, seq} or {error}.
- * Returns when *stop becomes non-zero (checked at least every poll_ms).
+ * Returns when *stop_flag (or the older *stop) becomes non-zero, checked
+ * at least every poll_ms.
  */
 typedef struct bus_service_opts {
   const char *name;   /* the service (and consumer) name */
@@ -1234,6 +1250,10 @@ typedef struct bus_service_opts {
   int batch;          /* default 512 */
   int poll_ms;        /* default 200 */
   int tick_ms;        /* 0: no ticks */
+  /* set non-zero from any thread or a signal handler: the loop returns */
+  atomic_int *stop_flag;
+  /* the older form of stop_flag, read the same way; set stop_flag
+   * instead: this one goes once no caller sets it */
   volatile int *stop;
   /* called after each committed batch (tests, logging); may be NULL */
   void (*on_batch)(const bus_view_stats *s, void *ud);
@@ -1263,10 +1283,11 @@ const char *bus_service_state_name(int state);
 
 void bus_service_opts_init(bus_service_opts *o);
 /*
- * Run the loop until *o->stop: applies every event of the filter exactly
- * once and in stream order (a hole in delivery order is refilled by
- * making the consumer again after the view's applied sequence; see
- * repositions in the status), acks, publishes decisions, ticks.
+ * Run the loop until o->stop_flag is set: applies every event of the
+ * filter exactly once and in stream order (a hole in delivery order is
+ * refilled by making the consumer again after the view's applied
+ * sequence; see repositions in the status), acks, publishes decisions,
+ * ticks.
  */
 int bus_service_run(bus_conn *c, bus_view *v, const bus_service_opts *o);
 

@@ -143,7 +143,7 @@ read_ack(const char *stream, const char *bid, size_t n, natsMsg *r,
   int len = natsMsg_GetDataLength(r);
   char *json = malloc((size_t)len + 1);
   if (!json)
-    return BUS_ERR(-ENOMEM, "atomic batch ack");
+    return BUS_ERR(-ENOMEM, "out of memory reading an atomic batch ack");
   memcpy(json, natsMsg_GetData(r), (size_t)len);
   json[len] = 0;
   int rc = 0;
@@ -292,7 +292,7 @@ config_with_atomic(const char *stream, const char *info, char **out) {
   size_t len = (size_t)(end - cfg);
   char *s = malloc(len + 32);
   if (!s)
-    return BUS_ERR(-ENOMEM, "stream %s", stream);
+    return BUS_ERR(-ENOMEM, "out of memory configuring stream %s", stream);
   memcpy(s, cfg, len);
   strcpy(s + len, ",\"allow_atomic\":true}");
   *out = s;

@@ -6,6 +6,7 @@
  * Replies have one shape for every service, so larkctl prints every
  * refusal the same way (code, message, and each field's path and reason).
  */
+#include <errno.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +51,7 @@ bus_cmd_parse(const char *subject, const char *reply, const void *data,
     return BUS_ERR(BUS_ETOO_BIG, "command body of %zu bytes", len);
   void *copy = msgpack_zone_malloc(zone, len);
   if (!copy)
-    return BUS_ERR(BUS_EMALFORMED, "out of memory");
+    return BUS_ERR(-ENOMEM, "out of memory copying a command body");
   memcpy(copy, data, len);
   size_t off = 0;
   if (msgpack_unpack(copy, len, &off, zone, &cmd->body) !=
@@ -223,7 +224,7 @@ bus_cmd_serve(bus_conn *c, const char *kind, bus_cmd_cb cb, void *ud,
   /* the server lives as long as the subscription; freed with it */
   cmd_server *s = calloc(1, sizeof *s);
   if (!s)
-    return BUS_ERR(BUS_EINVAL, "out of memory");
+    return BUS_ERR(-ENOMEM, "out of memory serving %s", subject);
   s->cb = cb;
   s->ud = ud;
   int rc = bus__conn_serve_owned(c, subject, queue, on_request, s, free, out);

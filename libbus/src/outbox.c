@@ -98,7 +98,7 @@ take_entry(const void *key, size_t klen, const void *val, size_t vlen,
   e->len = vlen - 4 - slen - idlen;
   e->body = malloc(e->len ? e->len : 1);
   if (!e->body)
-    return -ENOMEM;
+    return BUS_ERR(-ENOMEM, "out of memory reading the outbox");
   memcpy(e->body, p + 4 + slen + idlen, e->len);
   return ++c->n == DRAIN_CHUNK ? 1 : 0;
 }
@@ -234,7 +234,8 @@ bus_outbox_drain(bus_view *v, bus_conn *c, const char *stream,
   uint64_t pub = 0, drop = 0;
   chunk *ch = calloc(1, sizeof *ch);
   int *fate = calloc(DRAIN_CHUNK, sizeof *fate);
-  int rc = ch && fate ? 0 : -ENOMEM, more = 1;
+  int rc = ch && fate ? 0 : BUS_ERR(-ENOMEM, "out of memory draining"),
+      more = 1;
   while (!rc && more) {
     if ((rc = read_chunk(v, ch)) || ch->n == 0)
       break;

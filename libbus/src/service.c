@@ -338,12 +338,19 @@ reopen(service *s, bus_consumer **kp) {
   return open_consumer(s, kp);
 }
 
+/* Told to stop: stop_flag, or the older volatile stop. */
+static int
+stopping(const service *s) {
+  const bus_service_opts *o = s->o;
+  return (o->stop_flag && atomic_load(o->stop_flag)) || (o->stop && *o->stop);
+}
+
 static int
 run_loop(service *s, bus_consumer **kp, bus_batch *b) {
   bus_consumer *k = *kp;
   int64_t last_tick = bus_mono_ms(), last_lag = 0;
   int rc = after_batch(s); /* publish what a crash left behind */
-  while (!rc && !*s->o->stop) {
+  while (!rc && !stopping(s)) {
     if (bus_conn_closed(s->conn))
       return BUS_ERR(BUS_ECONN, "the broker connection closed for good");
     check_stream(s);
@@ -381,10 +388,7 @@ run_loop(service *s, bus_consumer **kp, bus_batch *b) {
 
 int
 bus_service_run(bus_conn *c, bus_view *v, const bus_service_opts *o) {
-  static volatile int never = 0;
   bus_service_opts opts = *o;
-  if (!opts.stop)
-    opts.stop = &never;
   if (!opts.name)
     return BUS_ERR(BUS_EINVAL, "a service needs a name");
   service s = {.conn = c, .view = v, .o = &opts};

@@ -215,12 +215,14 @@ bus_view_open(bus_view **out, const bus_view_def *def, const bus_view_opts *o) {
     return BUS_ERR(BUS_EINVAL, "view needs a name and a directory");
   bus_view *v = calloc(1, sizeof *v);
   if (!v)
-    return -ENOMEM;
+    return BUS_ERR(-ENOMEM, "out of memory opening view %s", def->name);
   v->def = *def;
   v->opts = *o;
   bus__view_applied_init(v);
   v->dir = strdup(o->dir);
-  int rc = v->dir ? mkdir_p(o->dir) : -ENOMEM;
+  int rc = v->dir
+               ? mkdir_p(o->dir)
+               : BUS_ERR(-ENOMEM, "out of memory opening view %s", def->name);
   if (rc)
     goto out;
   if ((rc = mdb_env_create(&v->env))) {
@@ -310,7 +312,7 @@ int
 bus_view_read(bus_view *v, bus_txn **out) {
   bus_txn *t = calloc(1, sizeof *t);
   if (!t)
-    return -ENOMEM;
+    return BUS_ERR(-ENOMEM, "out of memory reading view %s", v->def.name);
   t->v = v;
   int rc = mdb_txn_begin(v->env, NULL, MDB_RDONLY, &t->txn);
   if (rc) {
