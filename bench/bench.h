@@ -22,9 +22,7 @@
 
 static inline double
 bench_now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+  return (double)bus_mono_ns() / 1e9;
 }
 
 /* Print "<benchmark>: what: detail" and exit 1. */
@@ -90,21 +88,15 @@ bench_nats_cli_rate(const char *cmd) {
   return rate;
 }
 
-static inline void
-bench_kv(msgpack_packer *pk, const char *k, const char *v) {
-  msgpack_pack_str_with_body(pk, k, strlen(k));
-  msgpack_pack_str_with_body(pk, v, strlen(v));
-}
-
 /* {apiVersion, kind, metadata: {name}, spec: } — the spec comes next. */
 static inline void
 bench_resource_head(msgpack_packer *pk, const char *kind, const char *name) {
   msgpack_pack_map(pk, 4);
-  bench_kv(pk, "apiVersion", "rlinf.io/v1alpha1");
-  bench_kv(pk, "kind", kind);
+  bus_pack_kv_str(pk, "apiVersion", "rlinf.io/v1alpha1");
+  bus_pack_kv_str(pk, "kind", kind);
   msgpack_pack_str_with_body(pk, "metadata", 8);
   msgpack_pack_map(pk, 1);
-  bench_kv(pk, "name", name);
+  bus_pack_kv_str(pk, "name", name);
   msgpack_pack_str_with_body(pk, "spec", 4);
 }
 
@@ -113,7 +105,7 @@ bench_resource_head(msgpack_packer *pk, const char *kind, const char *name) {
 static inline void
 bench_apply_head(msgpack_packer *pk, const char *kind, const char *name) {
   msgpack_pack_map(pk, 2);
-  bench_kv(pk, "key", name);
+  bus_pack_kv_str(pk, "key", name);
   msgpack_pack_str_with_body(pk, "resource", 8);
   bench_resource_head(pk, kind, name);
 }
@@ -153,7 +145,7 @@ bench_add_node(bus_conn *c, const char *name) {
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   bench_apply_head(&pk, "Node", name);
   msgpack_pack_map(&pk, 2);
-  bench_kv(&pk, "cluster", "c1");
+  bus_pack_kv_str(&pk, "cluster", "c1");
   msgpack_pack_str_with_body(&pk, "capacity", 8);
   msgpack_pack_map(&pk, 2);
   msgpack_pack_str_with_body(&pk, "cpu", 3);
@@ -174,12 +166,12 @@ bench_add_job(bus_conn *c, const char *name, int pods, const char *strategy) {
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   bench_apply_head(&pk, "Job", name);
   msgpack_pack_map(&pk, 2);
-  bench_kv(&pk, "strategy", strategy);
+  bus_pack_kv_str(&pk, "strategy", strategy);
   msgpack_pack_str_with_body(&pk, "tasks", 5);
   msgpack_pack_array(&pk, 1);
   msgpack_pack_map(&pk, 5);
-  bench_kv(&pk, "name", "w");
-  bench_kv(&pk, "role", "Rollout");
+  bus_pack_kv_str(&pk, "name", "w");
+  bus_pack_kv_str(&pk, "role", "Rollout");
   msgpack_pack_str_with_body(&pk, "replicas", 8);
   msgpack_pack_uint32(&pk, (uint32_t)pods);
   msgpack_pack_str_with_body(&pk, "resources", 9);

@@ -210,8 +210,8 @@ run_stop(server *sv, long n, int round, double *lat) {
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     snprintf(name, sizeof name, "r%dc0-%ld", round, i);
     msgpack_pack_map(&pk, 2);
-    bench_kv(&pk, "key", name);
-    bench_kv(&pk, "name", name);
+    bus_pack_kv_str(&pk, "key", name);
+    bus_pack_kv_str(&pk, "name", name);
     double t = bench_now_s();
     for (int tries = 0;; tries++) {
       void *reply = NULL;

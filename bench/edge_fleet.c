@@ -50,11 +50,11 @@ pack_desired(msgpack_sbuffer *sb, const char *pod) {
   msgpack_packer pk;
   msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 6);
-  bench_kv(&pk, "pod", pod);
-  bench_kv(&pk, "job", "bench");
-  bench_kv(&pk, "task", "bench-a");
-  bench_kv(&pk, "desired", "Running");
-  bench_kv(&pk, "runtime", "raw");
+  bus_pack_kv_str(&pk, "pod", pod);
+  bus_pack_kv_str(&pk, "job", "bench");
+  bus_pack_kv_str(&pk, "task", "bench-a");
+  bus_pack_kv_str(&pk, "desired", "Running");
+  bus_pack_kv_str(&pk, "runtime", "raw");
   msgpack_pack_str_with_body(&pk, "attempt", 7);
   msgpack_pack_uint32(&pk, 0);
 }
@@ -62,7 +62,7 @@ pack_desired(msgpack_sbuffer *sb, const char *pod) {
 static void
 dispatch(bus_conn *w, int n, long total, int rate) {
   char subject[128], pod[64], node[32], id[33];
-  int64_t start = fleet_now_ns();
+  int64_t start = bus_wall_ns();
   for (long i = 0; i < total; i++) {
     fleet_pace(start, i, rate);
     fleet_node_name((int)(i % n), node, sizeof node);
@@ -75,7 +75,7 @@ dispatch(bus_conn *w, int n, long total, int rate) {
     bus_event ev = {.v = BUS_SCHEMA_VERSION,
                     .type = "pod.desired",
                     .id = id,
-                    .ts = fleet_now_ns(),
+                    .ts = bus_wall_ns(),
                     .actor = "lark-scheduler",
                     .cause = "",
                     .data_mp = sb.data,

@@ -87,7 +87,7 @@ placed_times(bus_conn *c, int64_t *placed, int jobs) {
 
 static void
 submit(bus_conn *c, int jobs, int pods, int rate) {
-  int64_t start = fleet_now_ns();
+  int64_t start = bus_wall_ns();
   for (int i = 0; i < jobs; i++) {
     char name[32];
     fleet_pace(start, i, rate > 0 ? (rate + pods - 1) / pods : 0);

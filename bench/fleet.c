@@ -46,19 +46,12 @@ fleet_node_name(int i, char *out, size_t cap) {
   snprintf(out, cap, "n%d", i);
 }
 
-int64_t
-fleet_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 void
 fleet_pace(int64_t start, long i, int rate) {
   if (rate <= 0)
     return;
   int64_t due = start + (int64_t)((double)i * 1e9 / rate);
-  int64_t now = fleet_now_ns();
+  int64_t now = bus_wall_ns();
   if (due > now) {
     struct timespec ts = {(due - now) / 1000000000, (due - now) % 1000000000};
     nanosleep(&ts, NULL);
@@ -98,7 +91,7 @@ node_run(void *arg) {
   while (!atomic_load(&f->stop)) {
     if (bus_consumer_fetch(k, 256, SLICE_WAIT_MS, b))
       continue;
-    int64_t now = fleet_now_ns();
+    int64_t now = bus_wall_ns();
     for (size_t i = 0; i < bus_batch_len(b); i++)
       f->got(bus_batch_event(b, i), now, f->ud);
     bus_batch_ack(b);
@@ -237,7 +230,7 @@ on_raw(bus_conn *c, const char *subject, const char *reply, const void *data,
   int64_t sent;
   if (len >= sizeof sent) {
     memcpy(&sent, data, sizeof sent);
-    fleet_lat_add(fleet_now_ns() - sent);
+    fleet_lat_add(bus_wall_ns() - sent);
   }
 }
 
@@ -252,10 +245,10 @@ fleet_baseline(bus_conn *w, bus_conn *sub, long total, int rate) {
   }
   usleep(200 * 1000);
   fleet_lat_reset();
-  int64_t start = fleet_now_ns();
+  int64_t start = bus_wall_ns();
   for (long i = 0; i < total; i++) {
     fleet_pace(start, i, rate);
-    int64_t t = fleet_now_ns();
+    int64_t t = bus_wall_ns();
     memcpy(buf, &t, sizeof t);
     bus_conn_publish(w, "bench.raw", buf, 200);
   }

@@ -40,8 +40,6 @@ fleet *fleet_start(const char *url, int n, fleet_got_fn got, void *ud,
 /* Stop the threads, close consumers and connections. */
 void fleet_stop(fleet *f);
 
-/* Wall clock in ns (shared with the broker's stored times). */
-int64_t fleet_now_ns(void);
 /* Sleep until item i of a run started at start is due at rate/s (0: no
  * pacing). */
 void fleet_pace(int64_t start, long i, int rate);

@@ -36,18 +36,6 @@ typedef struct run {
   int rc;
 } run;
 
-static int64_t
-wall_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void
-pack_s(msgpack_packer *pk, const char *s) {
-  msgpack_pack_str_with_body(pk, s, strlen(s));
-}
-
 /* A pod's batch: L lines of about 80 bytes. */
 static void
 make_batch(msgpack_sbuffer *sb, int pod, int lines) {
@@ -56,25 +44,25 @@ make_batch(msgpack_sbuffer *sb, int pod, int lines) {
   char name[64], text[128];
   snprintf(name, sizeof name, "bench-w-%d", pod);
   msgpack_pack_map(&pk, 3);
-  pack_s(&pk, "pod");
-  pack_s(&pk, name);
-  pack_s(&pk, "attempt");
+  bus_pack_str(&pk, "pod");
+  bus_pack_str(&pk, name);
+  bus_pack_str(&pk, "attempt");
   msgpack_pack_uint32(&pk, 0);
-  pack_s(&pk, "lines");
+  bus_pack_str(&pk, "lines");
   msgpack_pack_array(&pk, (uint32_t)lines);
-  int64_t ts = wall_ns();
+  int64_t ts = bus_wall_ns();
   for (int k = 0; k < lines; k++) {
     snprintf(text, sizeof text,
              "step %06d loss 0.%06d reward 0.%04d lr 3e-4 "
              "throughput 1234.5 samples/s",
              k, k * 7 % 1000000, k % 10000);
     msgpack_pack_map(&pk, 3);
-    pack_s(&pk, "ts");
+    bus_pack_str(&pk, "ts");
     msgpack_pack_int64(&pk, ts + k);
-    pack_s(&pk, "stream");
-    pack_s(&pk, "stdout");
-    pack_s(&pk, "text");
-    pack_s(&pk, text);
+    bus_pack_str(&pk, "stream");
+    bus_pack_str(&pk, "stdout");
+    bus_pack_str(&pk, "text");
+    bus_pack_str(&pk, text);
   }
 }
 
@@ -89,7 +77,7 @@ publish(void *arg) {
     bus_event ev = {.v = BUS_SCHEMA_VERSION,
                     .type = "log.batch",
                     .id = id,
-                    .ts = wall_ns(),
+                    .ts = bus_wall_ns(),
                     .actor = "node:n1",
                     .cause = "",
                     .data_mp = r->data[pod].data,
@@ -149,29 +137,29 @@ place(bus_conn *c, int pods) {
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 3);
-  pack_s(&pk, "pool");
-  pack_s(&pk, "default");
-  pack_s(&pk, "job");
-  pack_s(&pk, "bench");
-  pack_s(&pk, "bindings");
+  bus_pack_str(&pk, "pool");
+  bus_pack_str(&pk, "default");
+  bus_pack_str(&pk, "job");
+  bus_pack_str(&pk, "bench");
+  bus_pack_str(&pk, "bindings");
   msgpack_pack_array(&pk, (uint32_t)pods);
   for (int i = 0; i < pods; i++) {
     char pod[64];
     snprintf(pod, sizeof pod, "bench-w-%d", i);
     msgpack_pack_map(&pk, 3);
-    pack_s(&pk, "pod");
-    pack_s(&pk, pod);
-    pack_s(&pk, "task");
-    pack_s(&pk, "bench-w");
-    pack_s(&pk, "node");
-    pack_s(&pk, "n1");
+    bus_pack_str(&pk, "pod");
+    bus_pack_str(&pk, pod);
+    bus_pack_str(&pk, "task");
+    bus_pack_str(&pk, "bench-w");
+    bus_pack_str(&pk, "node");
+    bus_pack_str(&pk, "n1");
   }
   char id[33];
   bus_event_new_id(id);
   bus_event ev = {.v = BUS_SCHEMA_VERSION,
                   .type = "job.placed",
                   .id = id,
-                  .ts = wall_ns(),
+                  .ts = bus_wall_ns(),
                   .actor = "bench",
                   .cause = "",
                   .data_mp = sb.data,

@@ -33,13 +33,6 @@ stored(bus_conn *c, const char *stream) {
   return seq;
 }
 
-static double
-wall_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void
 write_file(const char *path, const char *text) {
   FILE *f = fopen(path, "w");
@@ -119,8 +112,8 @@ apply_pod_job(bus_conn *c, const char *name, const char *script) {
   msgpack_pack_str_with_body(&pk, "tasks", 5);
   msgpack_pack_array(&pk, 1);
   msgpack_pack_map(&pk, 5);
-  bench_kv(&pk, "name", "w");
-  bench_kv(&pk, "role", "Actor");
+  bus_pack_kv_str(&pk, "name", "w");
+  bus_pack_kv_str(&pk, "role", "Actor");
   msgpack_pack_str_with_body(&pk, "replicas", 8);
   msgpack_pack_uint32(&pk, 1);
   msgpack_pack_str_with_body(&pk, "resources", 9);
@@ -173,7 +166,7 @@ runs_reach(bus_conn *c, uint64_t want, int timeout_s) {
       bench_die("pod", "not every report reached LARK_RUNS in time");
     usleep(2000);
   }
-  return wall_s();
+  return (double)bus_wall_ns() / 1e9;
 }
 
 /* The scheduler and one edge node beside the broker, and a pod of the

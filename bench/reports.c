@@ -30,7 +30,7 @@ make_report(bus_event *ev, msgpack_sbuffer *sb, char id[33], int i) {
   msgpack_sbuffer_clear(sb);
   msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 2);
-  bench_kv(&pk, "kind", "metric");
+  bus_pack_kv_str(&pk, "kind", "metric");
   msgpack_pack_str_with_body(&pk, "values", 6);
   msgpack_pack_map(&pk, 2);
   msgpack_pack_str_with_body(&pk, "step", 4);

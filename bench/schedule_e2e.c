@@ -65,17 +65,17 @@ baseline(bus_conn *c, int jobs, int pods) {
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 3);
-  bench_kv(&pk, "pool", "bench");
-  bench_kv(&pk, "job", "base");
+  bus_pack_kv_str(&pk, "pool", "bench");
+  bus_pack_kv_str(&pk, "job", "base");
   msgpack_pack_str_with_body(&pk, "bindings", 8);
   msgpack_pack_array(&pk, (uint32_t)pods);
   for (int p = 0; p < pods; p++) {
     char pod[32];
     snprintf(pod, sizeof pod, "base-w-%d", p);
     msgpack_pack_map(&pk, 4);
-    bench_kv(&pk, "pod", pod);
-    bench_kv(&pk, "task", "base-w");
-    bench_kv(&pk, "node", "n0000");
+    bus_pack_kv_str(&pk, "pod", pod);
+    bus_pack_kv_str(&pk, "task", "base-w");
+    bus_pack_kv_str(&pk, "node", "n0000");
     msgpack_pack_str_with_body(&pk, "gpus", 4);
     msgpack_pack_array(&pk, 0);
   }

@@ -132,8 +132,6 @@ void cli_print_refusal(const char *cmd, const char *what,
  * word ("created", "stopped", ...), else dflt. buf holds the word. */
 const char *cli_reply_outcome(const msgpack_object *reply, const char *dflt,
                               char *buf, size_t cap);
-/* Pack the string pair k: v. */
-void cli_pack_str(msgpack_packer *pk, const char *k, const char *v);
 /* One JSON line {kind, name, result, key?, seq?, error?} on stdout. */
 void cli_print_outcome_json(const char *kind, const char *name,
                             const char *result, const msgpack_object *reply,

@@ -123,7 +123,7 @@ pack_body(msgpack_sbuffer *sb, const char *key, const lark_doc *d) {
   msgpack_packer pk;
   msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 2);
-  cli_pack_str(&pk, "key", key);
+  bus_pack_kv_str(&pk, "key", key);
   msgpack_pack_str_with_body(&pk, "resource", 8);
   msgpack_sbuffer_write(sb, d->mp, d->mp_len); /* already one msgpack map */
 }

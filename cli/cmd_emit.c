@@ -13,7 +13,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 
@@ -59,12 +58,10 @@ send_report(lark_cli *cli, const char *job, const msgpack_sbuffer *data) {
   char id[33], subject[BUS_SUBJECT_MAX];
   bus_event_new_id(id);
   snprintf(subject, sizeof subject, "lark.rep.%s.%s", user, job);
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
   bus_event ev = {.v = BUS_SCHEMA_VERSION,
                   .type = "run.reported",
                   .id = id,
-                  .ts = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec,
+                  .ts = bus_wall_ns(),
                   .actor = user,
                   .cause = "",
                   .data_mp = data->data,

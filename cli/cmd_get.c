@@ -27,12 +27,6 @@
   "[-o json|yaml|wide|name]\n"                                                 \
   "       larkctl get routes|domainpeers DOMAIN [--cluster C]"
 
-static void
-pack_kv(msgpack_packer *pk, const char *k, const char *v) {
-  msgpack_pack_str_with_body(pk, k, strlen(k));
-  msgpack_pack_str_with_body(pk, v, strlen(v));
-}
-
 /* Whether name names one object, which then must be there (as kubectl
  * says NotFound). For pods and tasks it may name their Job (or Task), for
  * routes and domain peers their Domain: a filter, which may match none. */
@@ -95,8 +89,8 @@ cmd_get(int argc, char **argv, lark_cli *cli) {
   msgpack_packer pk;
   msgpack_packer_init(&pk, &req, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 3);
-  pack_kv(&pk, k ? "name" : "kind", k ? (name ? name : "") : single);
-  pack_kv(&pk, k ? "kind" : "id", k ? k->kind : (name ? name : ""));
+  bus_pack_kv_str(&pk, k ? "name" : "kind", k ? (name ? name : "") : single);
+  bus_pack_kv_str(&pk, k ? "kind" : "id", k ? k->kind : (name ? name : ""));
   msgpack_pack_str_with_body(&pk, "limit", 5);
   msgpack_pack_uint64(&pk, limit);
 

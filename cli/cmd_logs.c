@@ -74,13 +74,6 @@ on_sigint(int sig) {
   interrupted = 1;
 }
 
-static int64_t
-mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ------------------------------------------------------------ collect */
 
 static long
@@ -278,7 +271,7 @@ lookup_job(lark_cli *cli, bus_conn *c, logs *l) {
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 1);
-  cli_pack_str(&pk, "name", l->name);
+  bus_pack_kv_str(&pk, "name", l->name);
   msgpack_zone z;
   msgpack_zone_init(&z, 2048);
   msgpack_object reply;
@@ -317,7 +310,7 @@ follow_step(logs *l, follower *f) {
     int was = f->ended;
     f->ended = job_ended(f->b, f->ended);
     if (f->ended && !was)
-      f->quiet_since = mono_ms();
+      f->quiet_since = bus_mono_ms();
   }
   rc = bus_reader_next(f->lr, f->b, 200);
   if (rc < 0 && rc != BUS_ETIMEOUT && rc != BUS_EEOF)
@@ -326,7 +319,7 @@ follow_step(logs *l, follower *f) {
     if (collect(l, f->b) < 0)
       return bus_error(-12, "out of memory");
     flush_lines(l, -1);
-    f->quiet_since = mono_ms();
+    f->quiet_since = bus_mono_ms();
   }
   return 0;
 }
@@ -354,7 +347,7 @@ follow(lark_cli *cli, bus_conn *c, logs *l, uint64_t from_seq) {
             "following until Ctrl-C\n",
             l->kind, l->name);
   while (!rc && !interrupted &&
-         !(f.ended && mono_ms() - f.quiet_since > GRACE_MS)) {
+         !(f.ended && bus_mono_ms() - f.quiet_since > GRACE_MS)) {
     rc = follow_step(l, &f);
     if (!rc && !f.jr && l->job[0])
       rc = open_job_reader(c, l, &f);

@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #include "kinds.h"
 #include "manifest.h"
@@ -42,19 +41,6 @@ typedef struct seen {
 
 static const char *const terminal[] = {"Succeeded", "Failed", "Skipped",
                                        "Stopped", NULL};
-
-static int64_t
-mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void
-sleep_ms(int64_t ms) {
-  struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
-  nanosleep(&ts, NULL);
-}
 
 /* "10m", "30s", "500ms", "1h", "2d"; a bare number is seconds. */
 static int
@@ -103,7 +89,7 @@ poll_once(lark_cli *cli, bus_conn *c, const wait_args *a, seen *s) {
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 1);
-  cli_pack_str(&pk, "name", a->name);
+  bus_pack_kv_str(&pk, "name", a->name);
   msgpack_zone zone;
   msgpack_zone_init(&zone, 2048);
   msgpack_object reply;
@@ -191,7 +177,7 @@ run(lark_cli *cli, const wait_args *a) {
   seen s;
   memset(&s, 0, sizeof s);
   char last[64] = "";
-  int64_t deadline = mono_ms() + a->timeout_ms;
+  int64_t deadline = bus_mono_ms() + a->timeout_ms;
   int rc;
   for (;;) {
     if (poll_once(cli, c, a, &s)) {
@@ -218,12 +204,12 @@ run(lark_cli *cli, const wait_args *a) {
       rc = report(cli, a, &s, 0, why);
       break;
     }
-    int64_t left = deadline - mono_ms();
+    int64_t left = deadline - bus_mono_ms();
     if (left <= 0) {
       rc = timed_out(cli, a, &s);
       break;
     }
-    sleep_ms(left < a->interval_ms ? left : a->interval_ms);
+    bus_sleep_ms((int)(left < a->interval_ms ? left : a->interval_ms));
   }
   bus_conn_close(c);
   return rc;

@@ -16,7 +16,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 #include "manifest.h"
@@ -96,8 +95,7 @@ cli_command(lark_cli *cli, bus_conn *c, const char *kind, const char *verb,
       continue;
     if (rc || !transient_reply(reply) || waited > CMD_TIMEOUT_MS * 3)
       return rc;
-    struct timespec ts = {wait_ms / 1000, (wait_ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
+    bus_sleep_ms(wait_ms);
   }
 }
 
@@ -186,12 +184,6 @@ cli_print_refusal(const char *cmd, const char *what,
   }
 }
 
-void
-cli_pack_str(msgpack_packer *pk, const char *k, const char *v) {
-  msgpack_pack_str_with_body(pk, k, strlen(k));
-  msgpack_pack_str_with_body(pk, v, strlen(v));
-}
-
 /*
  * What a service says it did: `unchanged: true` or `configured: true` (the
  * contract's flags), else a `result` word it names (lark-scheduler answers
@@ -257,8 +249,8 @@ name_one(lark_cli *cli, bus_conn *c, const cli_verb *v, const char *kind,
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 2);
-  cli_pack_str(&pk, "key", key);
-  cli_pack_str(&pk, "name", name);
+  bus_pack_kv_str(&pk, "key", key);
+  bus_pack_kv_str(&pk, "name", name);
   msgpack_zone zone;
   msgpack_zone_init(&zone, 2048);
   msgpack_object reply;

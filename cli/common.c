@@ -141,13 +141,6 @@ parse_duration(const char *s, int64_t *ns) {
   return 0;
 }
 
-static long double
-now_secs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (long double)ts.tv_sec + ts.tv_nsec / 1e9L;
-}
-
 /* n digits at s into *v; 0 when they are all digits. */
 static int
 digits(const char *s, int n, int *v) {
@@ -233,7 +226,7 @@ cli_parse_time(const char *s, int64_t *ns) {
   if (!s || !*s)
     return -1;
   if (parse_duration(s, &d) == 0) {
-    *ns = clamp_ns(now_secs() - (long double)d / 1e9L);
+    *ns = clamp_ns(((long double)bus_wall_ns() - (long double)d) / 1e9L);
     return 0;
   }
   if (parse_rfc3339(s, ns) == 0)

@@ -27,9 +27,7 @@ enum { MAX_COLS = 16 };
 
 void
 cli_age(int64_t ts, char *out, size_t cap) {
-  struct timespec now;
-  clock_gettime(CLOCK_REALTIME, &now);
-  int64_t s = (now.tv_sec * 1000000000LL + now.tv_nsec - ts) / 1000000000LL;
+  int64_t s = (bus_wall_ns() - ts) / 1000000000LL;
   if (s < 0)
     s = 0;
   if (s < 120)

@@ -19,7 +19,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "kinds.h"
 
@@ -41,13 +40,6 @@ static void
 on_sigint(int sig) {
   (void)sig;
   interrupted = 1;
-}
-
-static int64_t
-mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* A change as -o json (a line) or -o yaml (a document) prints it:
@@ -160,7 +152,7 @@ relist(watch *w) {
   else if (res)
     diff(w, res, 0);
   msgpack_zone_destroy(&zone);
-  w->last_list = mono_ms();
+  w->last_list = bus_mono_ms();
 }
 
 static int
@@ -170,7 +162,7 @@ follow(watch *w, bus_reader *r, bus_batch *b) {
     int rc = bus_reader_next(r, b, LIST_EVERY_MS);
     if (rc < 0 && rc != BUS_ETIMEOUT && rc != BUS_EEOF)
       return cli_fail("get", rc, "follow LARK_EVENTS");
-    int64_t now = mono_ms();
+    int64_t now = bus_mono_ms();
     if (bus_batch_len(b))
       w->last_event = now;
     if (w->last_event && now - w->last_event <= SETTLE_MS &&

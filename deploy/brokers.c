@@ -173,7 +173,7 @@ wait_brokers(lark_up *u) {
                         k->log);
       }
       if ((port = read_port(u, k->pid)) < 0)
-        dpl_sleep_ms(50);
+        bus_sleep_ms(50);
     }
     if (port <= 0)
       return dpl_fail(BUS_EINVAL, "nats-server did not start: see %s", k->log);
@@ -225,14 +225,14 @@ lark_up_connect(lark_up *u, bus_conn **out) {
   co.name = "larkctl-up";
   for (int t = 0; t < 60 && rc < 0 && !lark_sup_stopping(); t++)
     if ((rc = bus_conn_open(&c, &co)) < 0)
-      dpl_sleep_ms(250);
+      bus_sleep_ms(250);
   if (rc < 0)
     return dpl_fail_bus(rc, "cannot connect to %s", u->url);
   for (int t = 0; t < 120 && !lark_sup_stopping(); t++) {
     rc = lark_stream_info(c, bus_stream_names[0], NULL, NULL, NULL);
     if (rc == 0 || rc == BUS_ENOT_FOUND)
       break;
-    dpl_sleep_ms(250);
+    bus_sleep_ms(250);
   }
   *out = c;
   return 0;

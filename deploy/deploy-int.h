@@ -36,7 +36,4 @@ int dpl_write_atomic(const char *path, const char *data, size_t len);
 /* The whole file, malloc'd and NUL-terminated; -errno on failure. */
 int dpl_read_all(const char *path, char **out, size_t *len);
 
-int64_t dpl_mono_ms(void);
-void dpl_sleep_ms(int ms);
-
 #endif

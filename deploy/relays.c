@@ -200,7 +200,7 @@ lark_up_refresh_certs(lark_up *u) {
                u->domains[d], i, path);
     }
   fflush(stdout);
-  u->certs_checked_ms = dpl_mono_ms();
+  u->certs_checked_ms = bus_mono_ms();
   return failed;
 }
 
@@ -266,7 +266,7 @@ lark_up_pod_network(lark_up *u, char *list, size_t cap) {
   for (int t = 0; t < 20 && u->ndomains && lark_up_refresh_certs(u) &&
                   !lark_sup_stopping();
        t++)
-    dpl_sleep_ms(500);
+    bus_sleep_ms(500);
   if ((rc = start_node_relays(u)) != 0)
     return rc;
   size_t len = strlen(list);

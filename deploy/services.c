@@ -101,7 +101,7 @@ lark_up_wait_ready(lark_up *u) {
   int rc = bus_conn_open(&c, &co);
   if (rc < 0)
     return dpl_fail_bus(rc, "cannot connect to %s", u->url);
-  int64_t deadline = dpl_mono_ms() + 60000;
+  int64_t deadline = bus_mono_ms() + 60000;
   do {
     size_t len = 0;
     silent[0] = 0;
@@ -119,8 +119,8 @@ lark_up_wait_ready(lark_up *u) {
       break;
     lark_sup_reap(&u->sup);
     lark_sup_restart_due(&u->sup);
-    dpl_sleep_ms(200);
-  } while (dpl_mono_ms() < deadline);
+    bus_sleep_ms(200);
+  } while (bus_mono_ms() < deadline);
   bus_conn_close(c);
   if (silent[0] && !lark_sup_stopping())
     return dpl_fail(BUS_EINVAL,

@@ -101,7 +101,7 @@ lark_proc_start(lark_proc *k) {
   }
   close(fd);
   k->pid = pid;
-  k->started_ms = dpl_mono_ms();
+  k->started_ms = bus_mono_ms();
   k->due_ms = 0;
   return 0;
 }
@@ -119,7 +119,7 @@ describe_exit(int status, char *out, size_t cap) {
 void
 lark_proc_died(lark_proc *k, int status) {
   char how[64];
-  int64_t now = dpl_mono_ms();
+  int64_t now = bus_mono_ms();
   describe_exit(status, how, sizeof how);
   if (now - k->started_ms > 60000)
     k->backoff_ms = BACKOFF_MIN_MS;
@@ -159,7 +159,7 @@ lark_sup_reap(lark_sup *s) {
 
 void
 lark_sup_restart_due(lark_sup *s) {
-  int64_t now = dpl_mono_ms();
+  int64_t now = bus_mono_ms();
   for (size_t i = 0; i < s->n; i++) {
     lark_proc *k = &s->procs[i];
     if (k->pid || !k->due_ms || now < k->due_ms)
@@ -177,7 +177,7 @@ lark_sup_restart_due(lark_sup *s) {
  * them and SIGKILL what is left. */
 static void
 stop_kind(lark_sup *s, int broker, int sig, int grace_ms) {
-  int64_t end = dpl_mono_ms() + grace_ms;
+  int64_t end = bus_mono_ms() + grace_ms;
   for (size_t i = 0; i < s->n; i++)
     if (s->procs[i].broker == broker && s->procs[i].pid > 0)
       kill(s->procs[i].pid, sig);
@@ -189,7 +189,7 @@ stop_kind(lark_sup *s, int broker, int sig, int grace_ms) {
         continue;
       if (waitpid(k->pid, NULL, WNOHANG) == k->pid)
         k->pid = 0;
-      else if (dpl_mono_ms() >= end) {
+      else if (bus_mono_ms() >= end) {
         kill(k->pid, SIGKILL);
         waitpid(k->pid, NULL, 0);
         k->pid = 0;
@@ -198,7 +198,7 @@ stop_kind(lark_sup *s, int broker, int sig, int grace_ms) {
     }
     if (!left)
       return;
-    dpl_sleep_ms(50);
+    bus_sleep_ms(50);
   }
 }
 
@@ -216,7 +216,7 @@ lark_wait_file(const char *path, lark_proc *k, int ms) {
       return 0;
     if (k && k->pid && lark_proc_gone(k))
       return -1;
-    dpl_sleep_ms(100);
+    bus_sleep_ms(100);
   }
   return access(path, R_OK) == 0 ? 0 : -1;
 }

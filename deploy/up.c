@@ -145,10 +145,10 @@ lark_up_creds(lark_up *u, int *made_out, char *user, size_t cap) {
 void
 lark_up_supervise(lark_up *u) {
   while (!lark_sup_stopping()) {
-    dpl_sleep_ms(100);
+    bus_sleep_ms(100);
     lark_sup_reap(&u->sup);
     lark_sup_restart_due(&u->sup);
-    if (u->ndomains && dpl_mono_ms() - u->certs_checked_ms > 60000)
+    if (u->ndomains && bus_mono_ms() - u->certs_checked_ms > 60000)
       lark_up_refresh_certs(u);
   }
 }

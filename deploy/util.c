@@ -179,7 +179,7 @@ lark_data_path(const char *data, const char *sub, char *out, size_t cap) {
   return 0;
 }
 
-/* ----------------------------------------------------- values and time */
+/* ------------------------------------------------------------ values */
 
 void
 lark_random_password(char out[33]) {
@@ -209,19 +209,6 @@ lark_parse_duration(const char *s, int64_t *ns) {
       return 0;
     }
   return -1;
-}
-
-int64_t
-dpl_mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-void
-dpl_sleep_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
 }
 
 /* ------------------------------------------------------------ binaries */

@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "output.h"
@@ -24,13 +23,6 @@
 #include "utf8.h"
 
 enum { BATCH_BYTES = 256 * 1024 };
-
-static int64_t
-wall_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* Queue a message for this pod's node. */
 static int
@@ -70,7 +62,7 @@ void
 edge_proc_log(edge_proc *p, const char *stream, const char *text, size_t len) {
   msgpack_packer pk;
   msgpack_packer_init(&pk, &p->lines, msgpack_sbuffer_write);
-  int64_t now = wall_ns();
+  int64_t now = bus_wall_ns();
   do {
     size_t n = edge_utf8_cut(text, len, EDGE_LINE_MAX);
     msgpack_pack_map(&pk, 3);

@@ -26,20 +26,6 @@
 
 enum { SEND_BATCH = 256 };
 
-static int64_t
-mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t
-wall_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 void
 edge_sender_wake(edge_agent *a) {
   pthread_mutex_lock(&a->mu);
@@ -65,11 +51,7 @@ edge_send_n(edge_agent *a, const edge_msg *msgs, size_t n) {
 
 static void
 nap(edge_agent *a, int ms) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-  ts.tv_sec += ms / 1000 + ts.tv_nsec / 1000000000L;
-  ts.tv_nsec %= 1000000000L;
+  struct timespec ts = bus_deadline_ms(CLOCK_REALTIME, ms);
   pthread_mutex_lock(&a->mu);
   if (!atomic_load(&a->stop))
     pthread_cond_timedwait(&a->cv, &a->mu, &ts);
@@ -91,7 +73,7 @@ heartbeat(edge_agent *a) {
   bus_event ev = {.v = BUS_SCHEMA_VERSION,
                   .type = "node.heartbeat",
                   .id = id,
-                  .ts = wall_ns(),
+                  .ts = bus_wall_ns(),
                   .actor = a->cfg.node,
                   .cause = "",
                   .data_mp = sb.data,
@@ -191,8 +173,8 @@ run(void *arg) {
     return NULL;
   }
   while (!atomic_load(&a->stop)) {
-    if (mono_ms() >= next_hb) {
-      next_hb = mono_ms() + a->cfg.heartbeat_ms;
+    if (bus_mono_ms() >= next_hb) {
+      next_hb = bus_mono_ms() + a->cfg.heartbeat_ms;
       heartbeat(a);
     }
     int rc = send_some(a, q);
@@ -207,7 +189,7 @@ run(void *arg) {
       backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;
       continue;
     }
-    int64_t wait = next_hb - mono_ms();
+    int64_t wait = next_hb - bus_mono_ms();
     nap(a, wait < 1 ? 1 : wait > 500 ? 500 : (int)wait);
   }
   free(q);

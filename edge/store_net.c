@@ -15,27 +15,27 @@
 
 int
 edge_cidr_parse(const char *cidr, uint32_t *base, int *plen) {
-  char buf[32];
-  struct in_addr in;
-  const char *slash = cidr ? strchr(cidr, '/') : NULL;
-  if (!slash || (size_t)(slash - cidr) >= sizeof buf)
-    return bus_error(BUS_EINVAL, "pod CIDR %s: expected a.b.c.d/len",
-                     cidr ? cidr : "(none)");
-  memcpy(buf, cidr, (size_t)(slash - cidr));
-  buf[slash - cidr] = 0;
-  char *end;
-  long len = strtol(slash + 1, &end, 10);
-  if (inet_pton(AF_INET, buf, &in) != 1 || end == slash + 1 || *end)
-    return bus_error(BUS_EINVAL, "pod CIDR %s: expected a.b.c.d/len", cidr);
-  if (len < 8 || len > 30)
+  bus_cidr c, net;
+  char why[256], t[BUS_CIDR_TEXT_MAX];
+  if (bus_cidr_parse(cidr, BUS_CIDR_IPV4, &c)) {
+    snprintf(why, sizeof why, "%s", bus_last_error());
+    return bus_error(BUS_EINVAL, "pod CIDR %s: expected a.b.c.d/len (%s)",
+                     cidr ? cidr : "(none)", why);
+  }
+  if (c.prefix < 8 || c.prefix > 30)
     return bus_error(BUS_EINVAL,
                      "pod CIDR %s: the length must be 8 to 30 (a /30 per pod)",
                      cidr);
-  uint32_t a = ntohl(in.s_addr), mask = ~0u << (32 - len);
-  if (a & ~mask)
-    return bus_error(BUS_EINVAL, "pod CIDR %s has host bits set", cidr);
-  *base = a;
-  *plen = (int)len;
+  net = c;
+  if (bus_cidr_mask(&net)) {
+    bus_cidr_format(&net, t, sizeof t);
+    return bus_error(BUS_EINVAL,
+                     "pod CIDR %s has host bits set (the network is %s)", cidr,
+                     t);
+  }
+  *base = (uint32_t)c.addr[0] << 24 | (uint32_t)c.addr[1] << 16 |
+          (uint32_t)c.addr[2] << 8 | c.addr[3];
+  *plen = c.prefix;
   return 0;
 }
 

@@ -7,16 +7,14 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "store_int.h"
 
 int
 edge_store__queue_in(edge_store *s, MDB_txn *t, const edge_msg *m) {
   char id[33];
-  struct timespec ts;
   unsigned char kb[8];
-  clock_gettime(CLOCK_REALTIME, &ts);
+  int64_t now = bus_wall_ns();
   bus_event_new_id(id);
   msgpack_sbuffer sb;
   msgpack_sbuffer_init(&sb);
@@ -26,7 +24,7 @@ edge_store__queue_in(edge_store *s, MDB_txn *t, const edge_msg *m) {
   msgpack_pack_str_with_body(&pk, m->subject, strlen(m->subject));
   msgpack_pack_str_with_body(&pk, m->type, strlen(m->type));
   msgpack_pack_str_with_body(&pk, id, strlen(id));
-  msgpack_pack_int64(&pk, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+  msgpack_pack_int64(&pk, now);
   msgpack_pack_bin_with_body(&pk, m->data, m->len);
   pthread_mutex_lock(&s->mu);
   uint64_t key = s->next_key++;

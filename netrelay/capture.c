@@ -33,22 +33,8 @@
 /* 4 or 6 for a numeric "addr/len" prefix, else 0. */
 static int
 prefix_family(const char *cidr) {
-  char a[INET6_ADDRSTRLEN];
-  unsigned char buf[16];
-  const char *slash = strchr(cidr, '/');
-  char *end;
-  if (!slash || (size_t)(slash - cidr) >= sizeof a)
-    return 0;
-  memcpy(a, cidr, (size_t)(slash - cidr));
-  a[slash - cidr] = 0;
-  long len = strtol(slash + 1, &end, 10);
-  if (*end || end == slash + 1)
-    return 0;
-  if (inet_pton(AF_INET, a, buf) == 1 && len >= 0 && len <= 32)
-    return 4;
-  if (inet_pton(AF_INET6, a, buf) == 1 && len >= 0 && len <= 128)
-    return 6;
-  return 0;
+  bus_cidr c;
+  return bus_cidr_parse(cidr, 0, &c) == 0 ? c.family : 0;
 }
 
 typedef struct nft_job {

@@ -48,14 +48,7 @@ struct relay__tail {
 /* Sleep ms unless stopped; returns whether to stop. */
 static int
 pause_ms(relay__tail *f, int ms) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  ts.tv_sec += ms / 1000;
-  ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-  if (ts.tv_nsec >= 1000000000L) {
-    ts.tv_sec++;
-    ts.tv_nsec -= 1000000000L;
-  }
+  struct timespec ts = bus_deadline_ms(CLOCK_REALTIME, ms);
   pthread_mutex_lock(&f->mu);
   if (!f->stop)
     pthread_cond_timedwait(&f->cv, &f->mu, &ts);

@@ -518,7 +518,7 @@ accept_one(hub *h, ssh_bind b) {
 /* Accept until stop; check the KRL every reload_ms. */
 static void
 serve(hub *h, ssh_bind b, volatile sig_atomic_t *reload_flag) {
-  struct timespec last = {0}, now;
+  int64_t last = 0;
   int every = h->o.reload_ms > 0 ? h->o.reload_ms : 500;
   while (!*h->stop) {
     if (h->o.bus && bus_conn_closed(h->o.bus)) {
@@ -531,13 +531,11 @@ serve(hub *h, ssh_bind b, volatile sig_atomic_t *reload_flag) {
     int r = poll(&p, 1, every < 200 ? every : 200);
     if (r == 1 && (p.revents & POLLIN))
       accept_one(h, b);
-    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t now = bus_mono_ms();
     int force = reload_flag && *reload_flag;
     if (force)
       *reload_flag = 0;
-    if (force || (now.tv_sec - last.tv_sec) * 1000 +
-                         (now.tv_nsec - last.tv_nsec) / 1000000 >=
-                     every) {
+    if (force || now - last >= every) {
       reload(h, force);
       last = now;
     }
@@ -553,8 +551,7 @@ drain(hub *h) {
     pthread_mutex_unlock(&h->mu);
     if (!n)
       return;
-    struct timespec ts = {0, 20 * 1000 * 1000};
-    nanosleep(&ts, NULL);
+    bus_sleep_ms(20);
   }
 }
 

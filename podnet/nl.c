@@ -141,42 +141,28 @@ podnet__link_del(struct nl_sock *sk, const char *ifname) {
 }
 
 /* "10.2.0.0/24", "fd00::/64", "10.1.2.3" (full length) or "default"
- * (family from hint, AF_INET when AF_UNSPEC) into a new nl_addr. With
- * need_plen < 0 a "/len" is refused (the caller gives the length). */
+ * (family from hint, AF_INET when AF_UNSPEC) into a new nl_addr, read by
+ * bus_cidr_parse (host bits allowed: an interface's address). With
+ * plen >= 0 a "/len" is refused (the caller gives the length). */
 int
 podnet__parse_addr(const char *s, int hint, int plen, struct nl_addr **out) {
-  char buf[INET6_ADDRSTRLEN + 8];
-  unsigned char bin[16];
-  int fam, max, len = -1;
-  if (!s || !*s || strlen(s) >= sizeof buf)
+  const char *text = s;
+  bus_cidr c;
+  if (s && !strcmp(s, "default"))
+    text = hint == AF_INET6 ? "::/0" : "0.0.0.0/0";
+  if (!s || (plen >= 0 && strchr(s, '/')) ||
+      bus_cidr_parse(text, BUS_CIDR_BARE, &c))
     return bus_error(BUS_EINVAL, "malformed address '%s'", s ? s : "(null)");
-  if (!strcmp(s, "default"))
-    snprintf(buf, sizeof buf, "%s", hint == AF_INET6 ? "::/0" : "0.0.0.0/0");
-  else
-    snprintf(buf, sizeof buf, "%s", s);
-  char *slash = strchr(buf, '/');
-  if (slash) {
-    char *end;
-    *slash = 0;
-    long v = strtol(slash + 1, &end, 10);
-    if (plen >= 0 || end == slash + 1 || *end || v < 0 || v > 128)
-      return bus_error(BUS_EINVAL, "malformed address '%s'", s);
-    len = (int)v;
+  if (plen >= 0) {
+    if (plen > (c.family == 4 ? 32 : 128))
+      return bus_error(BUS_EINVAL, "prefix length %d too long for %s", plen, s);
+    c.prefix = plen;
   }
-  if (inet_pton(AF_INET, buf, bin) == 1)
-    fam = AF_INET, max = 32;
-  else if (inet_pton(AF_INET6, buf, bin) == 1)
-    fam = AF_INET6, max = 128;
-  else
-    return bus_error(BUS_EINVAL, "malformed address '%s'", s);
-  if (len < 0)
-    len = plen >= 0 ? plen : max;
-  if (len > max)
-    return bus_error(BUS_EINVAL, "prefix length %d too long for %s", len, s);
-  struct nl_addr *a = nl_addr_build(fam, bin, fam == AF_INET ? 4 : 16);
+  int fam = c.family == 4 ? AF_INET : AF_INET6;
+  struct nl_addr *a = nl_addr_build(fam, c.addr, c.family == 4 ? 4 : 16);
   if (!a)
     return bus_error(-ENOMEM, "netlink: out of memory");
-  nl_addr_set_prefixlen(a, len);
+  nl_addr_set_prefixlen(a, c.prefix);
   *out = a;
   return 0;
 }

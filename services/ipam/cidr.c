@@ -58,35 +58,13 @@ mask_host(uint8_t *a, int bytes, int prefix) {
 
 int
 ipam_cidr_parse(const char *s, ipam_cidr *out, char *err, size_t cap) {
-  char buf[64];
+  bus_cidr c;
   memset(out, 0, sizeof *out);
-  if (!s || strlen(s) >= sizeof buf)
-    return fail(err, cap, "must be a CIDR like 10.0.0.0/16 or fd00::/64%s", "");
-  strcpy(buf, s);
-  char *slash = strchr(buf, '/');
-  if (!slash)
-    return fail(err, cap, "%s has no prefix length (10.0.0.0/16)", s);
-  *slash = 0;
-  const char *p = slash + 1;
-  if (!*p || strspn(p, "0123456789") != strlen(p) || strlen(p) > 3)
-    return fail(err, cap, "%s: the prefix length must be a number", s);
-  int prefix = atoi(p);
-  if (inet_pton(AF_INET, buf, out->base) == 1)
-    out->family = 4;
-  else if (inet_pton(AF_INET6, buf, out->base) == 1)
-    out->family = 6;
-  else
-    return fail(err, cap, "%s is not an IPv4 or IPv6 address", buf);
-  if (prefix > (out->family == 4 ? 32 : 128))
-    return fail(err, cap, "%s: prefix length out of range", s);
-  out->prefix = prefix;
-  if (mask_host(out->base, out->family == 4 ? 4 : 16, prefix)) {
-    char net[64], msg[160];
-    ipam_cidr_format(out, net, sizeof net);
-    snprintf(msg, sizeof msg, "%s has host bits set (the network is %s)", s,
-             net);
-    return fail(err, cap, "%s", msg);
-  }
+  if (bus_cidr_parse(s, BUS_CIDR_NETWORK, &c))
+    return fail(err, cap, "%s", bus_last_error());
+  out->family = c.family;
+  out->prefix = c.prefix;
+  memcpy(out->base, c.addr, sizeof out->base);
   set_range(out);
   return 0;
 }
