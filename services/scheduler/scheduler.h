@@ -129,6 +129,12 @@ void sched_copy(char *dst, size_t cap, const char *src, size_t n);
 void sched_view_def(bus_view_def *def);
 int sched_apply(bus_txn *t, const bus_event *ev, void *ud);
 int sched_decide(bus_txn *t, const bus_event *cause, int64_t now, void *ud);
+/* One event decided from id_src, appended by decide (decide.c). */
+int sched_emit(bus_txn *t, const char *subject, const char *type,
+               const char *id_src, const char *cause, uint64_t prev, int flags,
+               const msgpack_sbuffer *data);
+/* Send the desired states queued in `outgoing` (decide_dispatch.c). */
+int sched_decide_dispatch(bus_txn *t);
 
 /*
  * Who owns the job, task or pod called name (a sched_exists_fn for

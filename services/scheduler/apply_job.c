@@ -1,0 +1,377 @@
+/*
+ * apply_job.c - the scheduler's view follows its Jobs: job.submitted
+ * expands a Job into Tasks and Pods, job.stopped / resumed / deleted
+ * change what its pods should be, job.placed binds pods to nodes (booking
+ * their capacity) and job.unplaced takes the bindings back.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apply-int.h"
+#include "expand.h"
+#include "phase.h"
+#include "scheduler.h"
+
+/* ----------------------------------------------------------------- jobs */
+
+static int
+drop_pod(bus_txn *t, pod_rec *p, void *ud) {
+  (void)ud;
+  if (p->out_key[0] || p->out_key[7]) {
+    unsigned char key[8 + SCHED_DNAME_SZ];
+    size_t n = strlen(p->name);
+    memcpy(key, p->out_key, 8);
+    memcpy(key + 8, p->name, n);
+    bus_txn_del(t, "outgoing", key, 8 + n);
+  }
+  bus_txn_del(t, "why", p->name, strlen(p->name));
+  return bus_txn_del(t, "pods", p->name, strlen(p->name));
+}
+
+static void
+hold_request(pod_rec *p, const sched_template *tp) {
+  p->cpu_m = tp->req.cpu_m;
+  p->memory_mib = tp->req.memory_mib;
+  p->gpu = tp->req.gpu;
+  p->ndev = 0;
+  for (int d = 0; d < tp->req.ndevices && p->ndev < SCHED_POD_DEVICES; d++) {
+    sched_copy(p->dev_name[p->ndev], SCHED_NAME_SZ, tp->req.devices[d].name,
+               strlen(tp->req.devices[d].name));
+    p->dev_count[p->ndev++] = tp->req.devices[d].count;
+  }
+}
+
+static int
+put_tasks(bus_txn *t, const sched_job *job, const sched_expansion *x) {
+  int rc = 0;
+  for (int i = 0; i < x->ntasks && !rc; i++) {
+    const sched_task_info *ti = &x->tasks[i];
+    const sched_template *tp = &job->tasks[ti->tmpl];
+    task_rec r;
+    memset(&r, 0, sizeof r);
+    r.version = SCHED_REC_VERSION;
+    sched_copy(r.name, sizeof r.name, ti->name, strlen(ti->name));
+    sched_copy(r.job, sizeof r.job, job->name, strlen(job->name));
+    sched_copy(r.tmpl, sizeof r.tmpl, tp->name, strlen(tp->name));
+    strcpy(r.phase, "Pending");
+    strcpy(r.want, "Pending");
+    sched_copy(r.head_task, sizeof r.head_task, x->head_task,
+               strlen(x->head_task));
+    r.index = ti->tmpl;
+    r.replicas = tp->replicas;
+    r.max_retries = tp->max_retries;
+    r.rank_start = ti->rank_start;
+    r.total_nodes = x->total_nodes;
+    r.head = (uint8_t)ti->head;
+    r.role = (uint8_t)tp->role;
+    rc = sched_task_put(t, &r);
+  }
+  return rc;
+}
+
+static int
+put_pods(bus_txn *t, const sched_job *job, const sched_expansion *x) {
+  int rc = 0;
+  for (size_t i = 0; i < x->npods && !rc; i++) {
+    const sched_pod *sp = &x->pods[i];
+    pod_rec p;
+    memset(&p, 0, sizeof p);
+    p.version = SCHED_REC_VERSION;
+    sched_copy(p.name, sizeof p.name, sp->name, strlen(sp->name));
+    sched_copy(p.job, sizeof p.job, job->name, strlen(job->name));
+    const sched_task_info *ti = &x->tasks[0];
+    for (int k = 0; k < x->ntasks; k++)
+      if (x->tasks[k].tmpl == sp->task)
+        ti = &x->tasks[k];
+    sched_copy(p.task, sizeof p.task, ti->name, strlen(ti->name));
+    strcpy(p.phase, "Pending");
+    strcpy(p.desired, "Running");
+    p.tmpl = sp->task;
+    p.replica = sp->replica;
+    hold_request(&p, &job->tasks[sp->task]);
+    rc = sched_pod_put(t, &p);
+  }
+  return rc;
+}
+
+const char *
+sched_owner_of(const char *kind, const char *name, void *ud) {
+  sched_owner *o = ud;
+  if (!strcmp(kind, "job")) {
+    job_rec j;
+    return sched_job_get(o->t, name, &j) == 0 && !j.deleted ? name : NULL;
+  }
+  if (!strcmp(kind, "task")) {
+    task_rec r;
+    if (sched_task_get(o->t, name, &r))
+      return NULL;
+    snprintf(o->owner, sizeof o->owner, "%s", r.job);
+    return o->owner;
+  }
+  pod_rec p;
+  if (sched_pod_get(o->t, name, &p))
+    return NULL;
+  snprintf(o->owner, sizeof o->owner, "%s", p.job);
+  return o->owner;
+}
+
+/*
+ * A job.submitted whose Task or Pod names another Job holds is refused
+ * here too, not only by the command: two submissions can both pass the
+ * command's check before either is applied (back to back, or two
+ * schedulers), and the second would take over the first one's pods.
+ * The first in stream order keeps the names, live and in replay.
+ */
+static int
+names_taken(bus_txn *t, const sched_job *job) {
+  sched_owner o = {.t = t};
+  bus_field_err err;
+  return sched_names_check(job, sched_owner_of, &o, &err) ? BUS_EINVAL : 0;
+}
+
+int
+sched_apply_job_submitted(bus_txn *t, const bus_event *ev, const char *name) {
+  sched_job job;
+  sched_expansion x;
+  bus_field_err err;
+  int n = 0;
+  memset(&x, 0, sizeof x);
+  int rc = sched_job_from_msgpack(&ev->data, &job, &err, 1, &n);
+  if (rc == 0 && strcmp(job.name, name))
+    rc = BUS_EINVAL; /* the resource names another Job than its subject */
+  if (rc == 0)
+    rc = names_taken(t, &job);
+  if (rc == 0)
+    rc = sched_expand(&job, &x);
+  if (rc) {
+    sched_job_clear(&job);
+    return rc == -ENOMEM ? rc : BUS_EINVAL;
+  }
+  bus_version ver;
+  job_rec j;
+  memset(&j, 0, sizeof j);
+  rc = bus_txn_version(t, ev->subject, &ver);
+  if (!rc)
+    rc = sched_each_pod(t, name, drop_pod, NULL); /* a former generation */
+  j.version = SCHED_REC_VERSION;
+  sched_copy(j.name, sizeof j.name, name, strlen(name));
+  sched_copy(j.domain, sizeof j.domain, job.domain, strlen(job.domain));
+  sched_copy(j.sub_id, sizeof j.sub_id, ev->id, strlen(ev->id));
+  strcpy(j.phase, "Pending");
+  strcpy(j.want, "Pending");
+  j.generation = ver.generation;
+  j.sub_seq = ev->seq;
+  j.sub_ts = (uint64_t)ev->ts;
+  j.pods = (uint32_t)x.npods;
+  j.stopped = (uint8_t)(job.stopped != 0);
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  sched_repack(&ev->data, &sb);
+  if (!rc)
+    rc = bus_txn_put(t, "specs", name, strlen(name), sb.data, sb.size);
+  msgpack_sbuffer_destroy(&sb);
+  if (!rc)
+    rc = put_tasks(t, &job, &x);
+  if (!rc)
+    rc = put_pods(t, &job, &x);
+  if (!rc)
+    rc = sched_job_put(t, &j);
+  if (!rc && !j.stopped)
+    rc = sched_queue_job(t, &j, 1);
+  sched_expansion_clear(&x);
+  sched_job_clear(&job);
+  return rc;
+}
+
+static int
+set_desired(bus_txn *t, pod_rec *p, void *ud) {
+  pods_ctx *c = ud;
+  int was_sent = p->bound && !p->released;
+  int rc = sched_pod_release(t, p);
+  if (rc)
+    return rc;
+  if (c->reset) {
+    if (p->bound)
+      p->attempt++;
+    p->bound = p->released = 0;
+    p->node[0] = 0;
+    p->gpus = 0;
+    p->failures = 0;
+    strcpy(p->phase, "Pending");
+    strcpy(p->desired, "Running");
+    p->reason[0] = 0;
+    return sched_pod_put(t, p);
+  }
+  sched_copy(p->desired, sizeof p->desired, c->desired, strlen(c->desired));
+  if (!sched_terminal(p->phase))
+    strcpy(p->phase, "Stopped");
+  if (was_sent || p->bound)
+    rc = sched_outgoing(t, p, c->seq);
+  return rc ? rc : sched_pod_put(t, p);
+}
+
+int
+sched_apply_job_verb(bus_txn *t, const bus_event *ev, const char *name,
+                     const char *verb) {
+  job_rec j;
+  int rc = sched_job_get(t, name, &j);
+  if (rc == BUS_ENOT_FOUND)
+    return BUS_EINVAL;
+  if (rc)
+    return rc;
+  pods_ctx c = {&j, "Stopped", ev->seq, 0};
+  if (!strcmp(verb, "stopped")) {
+    j.stopped = 1;
+    strcpy(j.phase, "Stopped");
+    strcpy(j.want, "Stopped");
+    snprintf(j.reason, sizeof j.reason, "stopped by %s", ev->actor);
+  } else if (!strcmp(verb, "resumed")) {
+    j.stopped = 0;
+    j.bound = j.ended = 0;
+    j.addressed = j.exhausted = 0; /* a new run gets its addresses anew */
+    strcpy(j.phase, "Pending");
+    strcpy(j.want, "Pending");
+    j.reason[0] = 0;
+    c.reset = 1;
+  } else { /* deleted */
+    j.stopped = j.deleted = 1;
+    c.desired = "Deleted";
+  }
+  if ((rc = sched_queue_job(t, &j, c.reset)))
+    return rc;
+  if ((rc = sched_each_pod(t, name, set_desired, &c)))
+    return rc;
+  if ((rc = sched_job_put(t, &j)))
+    return rc;
+  return sched_touch(t, name);
+}
+
+/* ------------------------------------------------------------ placement */
+
+static int
+store_why(bus_txn *t, const char *pod, const msgpack_object *why) {
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  sched_repack(why, &sb);
+  int rc = bus_txn_put(t, "why", pod, strlen(pod), sb.data, sb.size);
+  msgpack_sbuffer_destroy(&sb);
+  return rc;
+}
+
+static uint64_t
+gpu_mask(const msgpack_object *gpus) {
+  uint64_t m = 0;
+  for (uint32_t i = 0;
+       gpus && gpus->type == MSGPACK_OBJECT_ARRAY && i < gpus->via.array.size;
+       i++)
+    if (gpus->via.array.ptr[i].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+        gpus->via.array.ptr[i].via.u64 < 64)
+      m |= 1ull << gpus->via.array.ptr[i].via.u64;
+  return m;
+}
+
+/* One binding of a job.placed. A binding for a pod that is not waiting
+ * with that attempt is passed over (it cannot book twice). */
+static int
+bind_one(bus_txn *t, job_rec *j, const msgpack_object *b,
+         const msgpack_object *why, uint64_t seq) {
+  char pod[SCHED_DNAME_SZ], node[SCHED_NAME_SZ], rt[32] = "raw";
+  pod_rec p;
+  if (!bus_obj_str(b, "pod", pod, sizeof pod) ||
+      !bus_obj_str(b, "node", node, sizeof node))
+    return 0;
+  bus_obj_str(b, "runtime", rt, sizeof rt);
+  int rc = sched_pod_get(t, pod, &p);
+  if (rc == BUS_ENOT_FOUND)
+    return 0;
+  if (rc)
+    return rc;
+  if (strcmp(p.job, j->name) || p.bound ||
+      (uint32_t)bus_obj_int(b, "attempt", 0) != p.attempt)
+    return 0;
+  sched_copy(p.node, sizeof p.node, node, strlen(node));
+  p.gpus = gpu_mask(bus_obj_get(b, "gpus"));
+  p.runtime = (uint8_t)sched_runtime_bit(rt);
+  p.bound = 1;
+  p.released = 0;
+  if ((rc = sched_node_book(t, &p, +1)))
+    return rc;
+  j->bound++;
+  if (why && (rc = store_why(t, pod, why)))
+    return rc;
+  if (!j->domain[0] || j->addressed)
+    rc = sched_outgoing(t, &p, seq);
+  return rc ? rc : sched_pod_put(t, &p);
+}
+
+int
+sched_apply_job_placed(bus_txn *t, const bus_event *ev) {
+  char name[SCHED_NAME_SZ];
+  job_rec j;
+  if (!bus_obj_str(&ev->data, "job", name, sizeof name))
+    return BUS_EINVAL;
+  int rc = sched_job_get(t, name, &j);
+  if (rc == BUS_ENOT_FOUND)
+    return BUS_EINVAL;
+  if (rc)
+    return rc;
+  if (j.stopped ||
+      j.generation !=
+          (uint64_t)bus_obj_int(&ev->data, "generation", (int64_t)j.generation))
+    return 0; /* placed for a Job that has moved on: books nothing */
+  const msgpack_object *bs = bus_obj_get(&ev->data, "bindings");
+  const msgpack_object *why = bus_obj_get(&ev->data, "why");
+  for (uint32_t i = 0;
+       !rc && bs && bs->type == MSGPACK_OBJECT_ARRAY && i < bs->via.array.size;
+       i++)
+    rc = bind_one(t, &j, &bs->via.array.ptr[i], why, ev->seq);
+  j.reason[0] = 0;
+  int waits = 0;
+  if (!rc)
+    rc = sched_job_waits(t, name, &waits);
+  if (!rc && !waits)
+    rc = sched_queue_job(t, &j, 0);
+  return rc ? rc : sched_job_put(t, &j);
+}
+
+static int
+unbind(bus_txn *t, pod_rec *p, void *ud) {
+  pods_ctx *c = ud;
+  if (!p->bound || sched_terminal(p->phase))
+    return 0;
+  int sent = !c->j->domain[0] || c->j->addressed;
+  int rc = sched_pod_release(t, p);
+  if (!rc && sent) { /* tell the node to stop what it may have started */
+    strcpy(p->desired, "Stopped");
+    rc = sched_outgoing(t, p, c->seq);
+  }
+  p->bound = p->released = 0;
+  p->node[0] = 0;
+  p->gpus = 0;
+  p->attempt += sent ? 1 : 0;
+  strcpy(p->desired, "Running");
+  return rc ? rc : sched_pod_put(t, p);
+}
+
+int
+sched_apply_job_unplaced(bus_txn *t, const bus_event *ev) {
+  char name[SCHED_NAME_SZ], reason[SCHED_REASON_SZ] = "";
+  job_rec j;
+  if (!bus_obj_str(&ev->data, "job", name, sizeof name))
+    return BUS_EINVAL;
+  int rc = sched_job_get(t, name, &j);
+  if (rc)
+    return rc == BUS_ENOT_FOUND ? BUS_EINVAL : rc;
+  bus_obj_str(&ev->data, "reason", reason, sizeof reason);
+  pods_ctx c = {&j, "Stopped", ev->seq, 0};
+  if ((rc = sched_each_pod(t, name, unbind, &c)))
+    return rc;
+  j.bound = 0;
+  j.addressed = 0;
+  sched_copy(j.reason, sizeof j.reason, reason, strlen(reason));
+  if (!j.stopped && (rc = sched_queue_job(t, &j, 1)))
+    return rc;
+  return sched_job_put(t, &j);
+}
