@@ -11,91 +11,20 @@
 #include <string.h>
 
 #include "dag.h"
+#include "events.h"
 #include "natsd.h"
+#include "workflow.h"
 
 /* ------------------------------------------------------------ resources */
 
-static void
-pk_str(msgpack_packer *pk, const char *s) {
-  msgpack_pack_str_with_body(pk, s, strlen(s));
-}
-
-/* One template's JobSpec: one task running `true`. */
-static void
-pack_jobspec(msgpack_packer *pk, int replicas) {
-  msgpack_pack_map(pk, 1);
-  pk_str(pk, "tasks");
-  msgpack_pack_array(pk, 1);
-  msgpack_pack_map(pk, 4);
-  pk_str(pk, "name");
-  pk_str(pk, "main");
-  pk_str(pk, "role");
-  pk_str(pk, "Actor");
-  pk_str(pk, "replicas");
-  msgpack_pack_uint32(pk, (uint32_t)replicas);
-  pk_str(pk, "runtime");
-  msgpack_pack_map(pk, 1);
-  pk_str(pk, "raw");
-  msgpack_pack_map(pk, 1);
-  pk_str(pk, "entrypoint");
-  msgpack_pack_array(pk, 1);
-  pk_str(pk, "true");
-}
-
-/*
- * A Workflow resource from "a; b: a; c: a b" (template: dependencies),
- * packed into sb.
- */
+/* A Workflow resource from "a; b: a; c: a b" (template: dependencies),
+ * packed into sb. */
 static void
 pack_workflow(msgpack_sbuffer *sb, const char *name, const char *dagspec,
               int replicas) {
-  char buf[1024], *save = NULL;
-  snprintf(buf, sizeof buf, "%s", dagspec);
-  char *items[64];
-  int n = 0;
-  for (char *it = strtok_r(buf, ";", &save); it && n < 64;
-       it = strtok_r(NULL, ";", &save))
-    items[n++] = it;
   msgpack_packer pk;
   msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 4);
-  pk_str(&pk, "apiVersion");
-  pk_str(&pk, "rlinf.io/v1alpha1");
-  pk_str(&pk, "kind");
-  pk_str(&pk, "Workflow");
-  pk_str(&pk, "metadata");
-  msgpack_pack_map(&pk, 1);
-  pk_str(&pk, "name");
-  pk_str(&pk, name);
-  pk_str(&pk, "spec");
-  msgpack_pack_map(&pk, 1);
-  pk_str(&pk, "jobTemplates");
-  msgpack_pack_array(&pk, (uint32_t)n);
-  for (int i = 0; i < n; i++) {
-    char *colon = strchr(items[i], ':'), *deps[64], *s2 = NULL;
-    int nd = 0;
-    if (colon) {
-      *colon = 0;
-      for (char *d = strtok_r(colon + 1, " ", &s2); d && nd < 64;
-           d = strtok_r(NULL, " ", &s2))
-        deps[nd++] = d;
-    }
-    char *tn = items[i];
-    while (*tn == ' ')
-      tn++;
-    char *end = tn + strlen(tn);
-    while (end > tn && end[-1] == ' ')
-      *--end = 0;
-    msgpack_pack_map(&pk, 3);
-    pk_str(&pk, "name");
-    pk_str(&pk, tn);
-    pk_str(&pk, "dependencies");
-    msgpack_pack_array(&pk, (uint32_t)nd);
-    for (int k = 0; k < nd; k++)
-      pk_str(&pk, deps[k]);
-    pk_str(&pk, "spec");
-    pack_jobspec(&pk, replicas);
-  }
+  lt_pack_workflow(&pk, name, dagspec, replicas);
 }
 
 /* The resource as an object in zone z. */
@@ -360,12 +289,7 @@ job_phase(const char *job, const char *phase) {
   char subject[300], data[64];
   snprintf(subject, sizeof subject, "lark.ev.job.%s", job);
   msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 1);
-  pk_str(&pk, "phase");
-  pk_str(&pk, phase);
+  lt_pack_field(&sb, "phase", phase);
   memcpy(data, sb.data, sb.size);
   cr_assert(append(subject, "job.phase", "lark-scheduler",
                    version_of(subject, NULL), data, sb.size));
@@ -458,13 +382,8 @@ count_published(const char *what) {
 static msgpack_object
 describe(msgpack_zone *z, const char *wf) {
   msgpack_sbuffer req, out;
-  msgpack_sbuffer_init(&req);
+  lt_pack_field(&req, "name", wf);
   msgpack_sbuffer_init(&out);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &req, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 1);
-  pk_str(&pk, "name");
-  pk_str(&pk, wf);
   msgpack_object r;
   msgpack_unpack(req.data, req.size, NULL, z, &r);
   bus_query_answer(view, dag_query, "workflow", "describe", &r, &out, NULL);

@@ -16,9 +16,12 @@
 #include <unistd.h>
 
 #include "dag.h"
+#include "events.h"
 #include "natsd.h"
 #include "proc.h"
 #include "replay.h"
+#include "stream.h"
+#include "workflow.h"
 
 static lt_natsd srv;
 static bus_conn *conn;
@@ -78,78 +81,18 @@ pk_str(msgpack_packer *pk, const char *s) {
   msgpack_pack_str_with_body(pk, s, strlen(s));
 }
 
-/*
- * {key, resource: Workflow name} with templates "a; b: a; c: a b" and one
- * task of `replicas` each.
- */
+/* {key, resource: Workflow name} with templates "a; b: a; c: a b" and one
+ * task of `replicas` each. */
 static void
 pack_apply(msgpack_sbuffer *sb, const char *key, const char *name,
            const char *dagspec, int replicas) {
-  char buf[2048], *save = NULL, *items[128];
-  int n = 0;
-  snprintf(buf, sizeof buf, "%s", dagspec);
-  for (char *it = strtok_r(buf, ";", &save); it && n < 128;
-       it = strtok_r(NULL, ";", &save))
-    items[n++] = it;
   msgpack_packer pk;
   msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 2);
   pk_str(&pk, "key");
   pk_str(&pk, key);
   pk_str(&pk, "resource");
-  msgpack_pack_map(&pk, 4);
-  pk_str(&pk, "apiVersion");
-  pk_str(&pk, "rlinf.io/v1alpha1");
-  pk_str(&pk, "kind");
-  pk_str(&pk, "Workflow");
-  pk_str(&pk, "metadata");
-  msgpack_pack_map(&pk, 1);
-  pk_str(&pk, "name");
-  pk_str(&pk, name);
-  pk_str(&pk, "spec");
-  msgpack_pack_map(&pk, 1);
-  pk_str(&pk, "jobTemplates");
-  msgpack_pack_array(&pk, (uint32_t)n);
-  for (int i = 0; i < n; i++) {
-    char *colon = strchr(items[i], ':'), *deps[64], *s2 = NULL, *tn;
-    int nd = 0;
-    if (colon) {
-      *colon = 0;
-      for (char *d = strtok_r(colon + 1, " ", &s2); d && nd < 64;
-           d = strtok_r(NULL, " ", &s2))
-        deps[nd++] = d;
-    }
-    for (tn = items[i]; *tn == ' '; tn++)
-      ;
-    for (char *end = tn + strlen(tn); end > tn && end[-1] == ' ';)
-      *--end = 0;
-    msgpack_pack_map(&pk, 3);
-    pk_str(&pk, "name");
-    pk_str(&pk, tn);
-    pk_str(&pk, "dependencies");
-    msgpack_pack_array(&pk, (uint32_t)nd);
-    for (int k = 0; k < nd; k++)
-      pk_str(&pk, deps[k]);
-    pk_str(&pk, "spec");
-    msgpack_pack_map(&pk, 1);
-    pk_str(&pk, "tasks");
-    msgpack_pack_array(&pk, 1);
-    msgpack_pack_map(&pk, 4);
-    pk_str(&pk, "name");
-    pk_str(&pk, "main");
-    pk_str(&pk, "role");
-    pk_str(&pk, "Actor");
-    pk_str(&pk, "replicas");
-    msgpack_pack_uint32(&pk, (uint32_t)replicas);
-    pk_str(&pk, "runtime");
-    msgpack_pack_map(&pk, 1);
-    pk_str(&pk, "raw");
-    msgpack_pack_map(&pk, 1);
-    pk_str(&pk, "entrypoint");
-    msgpack_pack_array(&pk, 2);
-    pk_str(&pk, "sh");
-    pk_str(&pk, "-c");
-  }
+  lt_pack_workflow(&pk, name, dagspec, replicas);
 }
 
 /* Request lark.cmd.alice.workflow.<verb>; the reply, kept in z. */
@@ -243,12 +186,7 @@ set_phase(const char *job, uint64_t prev, const char *phase) {
   snprintf(subject, sizeof subject, "lark.ev.job.%s", job);
   bus_event_new_id(id);
   msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 1);
-  pk_str(&pk, "phase");
-  pk_str(&pk, phase);
+  lt_pack_field(&sb, "phase", phase);
   bus_event ev = {.v = 1,
                   .type = "job.phase",
                   .id = id,
@@ -277,12 +215,7 @@ static const char *
 wf_phase(const char *name, char *out, size_t cap, msgpack_object *desc,
          msgpack_zone *z) {
   msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 1);
-  pk_str(&pk, "name");
-  pk_str(&pk, name);
+  lt_pack_field(&sb, "name", name);
   msgpack_object r = call("describe", &sb, z);
   msgpack_sbuffer_destroy(&sb);
   const msgpack_object *res = bus_obj_get(&r, "result");
@@ -313,29 +246,9 @@ wait_phase(const char *name, const char *want) {
 /* How many events of type are on subjects under filter, in the stream. */
 static int
 count_events(const char *filter, const char *type, const char *subject) {
-  bus_reader_opts o;
-  bus_reader_opts_init(&o);
-  o.stream = "LARK_EVENTS";
-  o.filter = filter;
-  bus_reader *r;
-  cr_assert_eq(bus_reader_open(conn, &o, &r), 0, "%s", bus_last_error());
-  bus_batch *b;
-  cr_assert_eq(bus_batch_new(&b), 0);
-  int n = 0, rc;
-  do {
-    rc = bus_reader_next(r, b, 2000);
-    for (size_t i = 0; i < bus_batch_len(b); i++) {
-      const bus_event *ev = bus_batch_event(b, i);
-      const char *subj;
-      bus_batch_meta(b, i, &subj, NULL, NULL);
-      n +=
-          ev && !strcmp(ev->type, type) && (!subject || !strcmp(subj, subject));
-    }
-  } while (rc == 0);
-  cr_assert_eq(rc, BUS_EEOF, "%s", bus_last_error());
-  bus_batch_free(b);
-  bus_reader_close(r);
-  return n;
+  long n = lt_count_events(conn, "LARK_EVENTS", filter, type, subject);
+  cr_assert_geq(n, 0, "%s", bus_last_error());
+  return (int)n;
 }
 
 static void

@@ -20,6 +20,7 @@
 #include "natsd.h"
 #include "proc.h"
 #include "secure.h"
+#include "stream.h"
 
 static lt_natsd srv;
 static bus_conn *conn;
@@ -181,35 +182,30 @@ nodes_ready(void) {
   return 1;
 }
 
+/* Where history() writes. */
+typedef struct text_out {
+  char *out;
+  size_t cap, len;
+} text_out;
+
+static void
+add_type_phase(const bus_event *ev, void *arg) {
+  text_out *k = arg;
+  char phase[32] = "";
+  bus_obj_str(&ev->data, "phase", phase, sizeof phase);
+  k->len += (size_t)snprintf(
+      k->out + k->len, k->len < k->cap ? k->cap - k->len : 0, "%s%s%s%s",
+      k->len ? " " : "", ev->type, phase[0] ? ":" : "", phase);
+}
+
 /* Every event on subject in stream, as "type:phase" joined by spaces. */
 static void
 history(const char *stream, const char *subject, char *out, size_t cap) {
-  bus_reader_opts o;
-  bus_reader_opts_init(&o);
-  o.stream = stream;
-  o.filter = subject;
-  bus_reader *r = NULL;
-  bus_batch *b = NULL;
+  text_out k = {out, cap, 0};
   out[0] = 0;
-  size_t len = 0;
-  cr_assert_eq(bus_reader_open(conn, &o, &r), 0, "%s", bus_last_error());
-  cr_assert_eq(bus_batch_new(&b), 0);
-  int rc;
-  do {
-    rc = bus_reader_next(r, b, 2000);
-    for (size_t i = 0; i < bus_batch_len(b); i++) {
-      const bus_event *ev = bus_batch_event(b, i);
-      char phase[32] = "";
-      if (!ev)
-        continue;
-      bus_obj_str(&ev->data, "phase", phase, sizeof phase);
-      len += (size_t)snprintf(out + len, len < cap ? cap - len : 0, "%s%s%s%s",
-                              len ? " " : "", ev->type, phase[0] ? ":" : "",
-                              phase);
-    }
-  } while (rc == 0);
-  bus_batch_free(b);
-  bus_reader_close(r);
+  cr_assert_eq(
+      lt_read_stream(conn, stream, subject, 2000, 0, add_type_phase, &k), 0,
+      "%s", bus_last_error());
 }
 
 static char *

@@ -22,6 +22,7 @@
 #include "natsd.h"
 #include "proc.h"
 #include "replay.h"
+#include "stream.h"
 
 static lt_natsd srv;
 static bus_conn *conn;
@@ -173,38 +174,33 @@ send_batch(const char *node, const char *pod, const char *body_pod, int n,
   msgpack_sbuffer_destroy(&sb);
 }
 
+/* What count_logs() gathers: how many, and the last one's fields. */
+typedef struct logs_seen {
+  size_t n;
+  char last[256];
+} logs_seen;
+
+static void
+note_log(const bus_event *ev, void *arg) {
+  logs_seen *k = arg;
+  char job[64] = "", task[64] = "", node[64] = "", pod[64] = "";
+  bus_obj_str(&ev->data, "job", job, sizeof job);
+  bus_obj_str(&ev->data, "task", task, sizeof task);
+  bus_obj_str(&ev->data, "node", node, sizeof node);
+  bus_obj_str(&ev->data, "pod", pod, sizeof pod);
+  snprintf(k->last, sizeof k->last, "%s %s %s %s", job, task, pod, node);
+  k->n++;
+}
+
 /* Messages in LARK_LOGS under filter, and the last one's data. */
 static size_t
 count_logs(const char *filter, char *last_json, size_t cap) {
-  bus_reader_opts o;
-  bus_reader_opts_init(&o);
-  o.stream = "LARK_LOGS";
-  o.filter = filter;
-  bus_reader *r;
-  bus_batch *b;
-  cr_assert_eq(bus_batch_new(&b), 0);
-  cr_assert_eq(bus_reader_open(conn, &o, &r), 0, "%s", bus_last_error());
-  size_t n = 0;
-  int rc;
-  do {
-    rc = bus_reader_next(r, b, 5000);
-    n += bus_batch_len(b);
-    for (size_t i = 0; last_json && i < bus_batch_len(b); i++) {
-      const bus_event *ev = bus_batch_event(b, i);
-      cr_assert_not_null(ev);
-      const msgpack_object *d = &ev->data;
-      char job[64] = "", task[64] = "", node[64] = "", pod[64] = "";
-      bus_obj_str(d, "job", job, sizeof job);
-      bus_obj_str(d, "task", task, sizeof task);
-      bus_obj_str(d, "node", node, sizeof node);
-      bus_obj_str(d, "pod", pod, sizeof pod);
-      snprintf(last_json, cap, "%s %s %s %s", job, task, pod, node);
-    }
-  } while (rc == 0);
-  cr_assert_eq(rc, BUS_EEOF, "%s", bus_last_error());
-  bus_reader_close(r);
-  bus_batch_free(b);
-  return n;
+  logs_seen k = {0, ""};
+  cr_assert_eq(lt_read_stream(conn, "LARK_LOGS", filter, 5000, 1, note_log, &k),
+               0, "%s", bus_last_error());
+  if (last_json)
+    snprintf(last_json, cap, "%s", k.last);
+  return k.n;
 }
 
 static void

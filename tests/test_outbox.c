@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "natsd.h"
+#include "stream.h"
 
 static const char *const tables[] = {"items", NULL};
 
@@ -94,24 +95,17 @@ append_create(const char *subject, const char *id) {
   return seq;
 }
 
+static void
+apply_batch(bus_batch *b, void *v) {
+  cr_assert_eq(bus_view_apply_batch(v, b), 0, "%s", bus_last_error());
+}
+
 /* Read the whole stream into v (live mode: decisions go to the outbox). */
 static void
 catch_up(bus_view *v) {
-  bus_reader_opts ro;
-  bus_reader_opts_init(&ro);
-  ro.stream = "LARK_EVENTS";
-  bus_reader *r;
-  bus_batch *b;
-  cr_assert_eq(bus_reader_open(conn, &ro, &r), 0, "%s", bus_last_error());
-  cr_assert_eq(bus_batch_new(&b), 0);
-  int rc;
-  do {
-    rc = bus_reader_next(r, b, 2000);
-    cr_assert(rc == 0 || rc == BUS_EEOF, "reader: %s", bus_last_error());
-    cr_assert_eq(bus_view_apply_batch(v, b), 0, "%s", bus_last_error());
-  } while (rc != BUS_EEOF);
-  bus_batch_free(b);
-  bus_reader_close(r);
+  cr_assert_eq(
+      lt_read_batches(conn, "LARK_EVENTS", NULL, 2000, 1, apply_batch, v), 0,
+      "reader: %s", bus_last_error());
 }
 
 static uint64_t

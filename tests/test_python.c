@@ -30,6 +30,7 @@
 #include "manifest.h"
 #include "natsd.h"
 #include "proc.h"
+#include "stream.h"
 
 static char dir[256];
 
@@ -64,37 +65,32 @@ python(const char *code, char *out, size_t cap, char *err, size_t errcap) {
   return lt_run(argv, out, cap, err, errcap);
 }
 
+/* What runs() gathers: how many reports, and the last one's data. */
+typedef struct run_count {
+  size_t n;
+  char *last;
+  size_t cap;
+} run_count;
+
+/* Count a report, keep its kind and step. */
+static void
+count_run(const bus_event *ev, void *arg) {
+  run_count *k = arg;
+  k->n++;
+  cr_expect_str_eq(ev->type, "run.reported");
+  char kind[64] = "";
+  bus_obj_str(&ev->data, "kind", kind, sizeof kind);
+  int64_t step = bus_obj_int(bus_obj_get(&ev->data, "values"), "step", -1);
+  snprintf(k->last, k->cap, "%s step=%lld", kind, (long long)step);
+}
+
 /* The run reports on lark.run.<job>: count, and the last one's data. */
 static size_t
 runs(bus_conn *c, const char *job, char *last, size_t cap) {
-  char filter[128];
-  snprintf(filter, sizeof filter, "lark.run.%s", job);
-  bus_reader_opts o;
-  bus_reader_opts_init(&o);
-  o.stream = "LARK_RUNS";
-  o.filter = filter;
-  bus_reader *r;
-  bus_batch *b;
-  cr_assert_eq(bus_batch_new(&b), 0);
-  cr_assert_eq(bus_reader_open(c, &o, &r), 0, "%s", bus_last_error());
-  size_t n = 0;
-  int rc;
-  do {
-    rc = bus_reader_next(r, b, 5000);
-    for (size_t i = 0; i < bus_batch_len(b); i++, n++) {
-      const bus_event *ev = bus_batch_event(b, i);
-      cr_assert_not_null(ev);
-      cr_expect_str_eq(ev->type, "run.reported");
-      const msgpack_object *v = bus_obj_get(&ev->data, "values");
-      char kind[64] = "";
-      bus_obj_str(&ev->data, "kind", kind, sizeof kind);
-      snprintf(last, cap, "%s step=%lld", kind,
-               (long long)bus_obj_int(v, "step", -1));
-    }
-  } while (rc == 0);
-  bus_reader_close(r);
-  bus_batch_free(b);
-  return n;
+  run_count k = {0, last, cap};
+  cr_assert_eq(lt_read_runs(c, job, 5000, 0, count_run, &k), 0, "%s",
+               bus_last_error());
+  return k.n;
 }
 
 /* The same once at least want have landed (lark-reports moves them
@@ -266,45 +262,65 @@ script_argv(const char *name, const char *code, char *path, size_t cap,
   argv[3] = NULL;
 }
 
+/* Write a script under dir and run python3 on it to completion: its exit
+ * code, with stdout and stderr captured as lt_run does. */
+static int
+run_script(const char *name, const char *code, char *out, size_t cap, char *err,
+           size_t errcap) {
+  char path[512], *argv[4];
+  script_argv(name, code, path, sizeof path, argv);
+  return lt_run(argv, out, cap, err, errcap);
+}
+
+/* A script that runs first (a line of Python after "import os,
+ * larkbus"), then emit and a flush in a try, printing "refused: <why>"
+ * when either raises LarkError. */
+static int
+run_refused(const char *name, const char *first, const char *emit, char *out,
+            size_t cap, char *err, size_t errcap) {
+  char code[1024];
+  snprintf(code, sizeof code,
+           "import os, larkbus\n"
+           "%s\n"
+           "try:\n"
+           "    %s\n"
+           "    larkbus.flush(30)\n"
+           "except larkbus.LarkError as e:\n"
+           "    print('refused:', e)\n",
+           first, emit);
+  return run_script(name, code, out, cap, err, errcap);
+}
+
+/* What tally() gathers: seen[step] for each step in [0, n), and how many
+ * reports there are in all. */
+typedef struct steps_seen {
+  int *seen, n;
+  long total;
+} steps_seen;
+
+/* Check a report is alice's, count its step. */
+static void
+see_step(const bus_event *ev, void *arg) {
+  steps_seen *k = arg;
+  cr_assert_str_eq(ev->actor, "alice");
+  int64_t step = bus_obj_int(bus_obj_get(&ev->data, "values"), "step", -1);
+  cr_assert(step >= 0 && step < k->n, "step %lld", (long long)step);
+  k->seen[step]++;
+  k->total++;
+}
+
 /* Reports on lark.run.<job>: seen[step] counts each step in [0, n); every
  * one must be alice's. Returns how many there are in all, or -1 when the
- * reader failed (the broker just restarted): try again. */
+ * reader failed or was cut short (the broker just restarted): try again. */
 static long
 tally(bus_conn *c, const char *job, int *seen, int n) {
-  char filter[128];
-  snprintf(filter, sizeof filter, "lark.run.%s", job);
-  bus_reader_opts o;
-  bus_reader_opts_init(&o);
-  o.stream = "LARK_RUNS";
-  o.filter = filter;
-  bus_reader *r;
-  bus_batch *b;
-  cr_assert_eq(bus_batch_new(&b), 0);
-  if (bus_reader_open(c, &o, &r)) {
+  memset(seen, 0, sizeof *seen * (size_t)n);
+  steps_seen k = {seen, n, 0};
+  if (lt_read_runs(c, job, 5000, 1, see_step, &k)) {
     fprintf(stderr, "tally %s: %s\n", job, bus_last_error());
-    bus_batch_free(b);
     return -1;
   }
-  memset(seen, 0, sizeof *seen * (size_t)n);
-  long total = 0;
-  int rc;
-  do {
-    rc = bus_reader_next(r, b, 5000);
-    for (size_t i = 0; i < bus_batch_len(b); i++, total++) {
-      const bus_event *ev = bus_batch_event(b, i);
-      cr_assert_not_null(ev);
-      cr_assert_str_eq(ev->actor, "alice");
-      const msgpack_object *v = bus_obj_get(&ev->data, "values");
-      int64_t step = bus_obj_int(v, "step", -1);
-      cr_assert(step >= 0 && step < n, "step %lld", (long long)step);
-      seen[step]++;
-    }
-  } while (rc == 0);
-  if (rc != BUS_EEOF) /* a reader cut short (the broker restarting): again */
-    fprintf(stderr, "tally %s: %s\n", job, bus_last_error()), total = -1;
-  bus_reader_close(r);
-  bus_batch_free(b);
-  return total;
+  return k.total;
 }
 
 /* Every step in [0, n) exactly once, waiting up to 2 min for lark-reports. */
@@ -328,77 +344,63 @@ expect_each_once(bus_conn *c, const char *job, int n) {
   free(seen);
 }
 
+/* A script whose child after fork() reports on its own connection while
+ * the parent goes on reporting on its own. */
+static const char fork_py[] =
+    "import os, larkbus\n"
+    "for i in range(500):\n"
+    "    larkbus.emit('metric', job='py-fork', step=i)\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "    for i in range(1000, 1500):\n"
+    "        larkbus.emit('metric', job='py-fork', step=i)\n"
+    "    larkbus.flush(60)\n"
+    "    os._exit(0)\n"
+    "for i in range(500, 1000):\n"
+    "    larkbus.emit('metric', job='py-fork', step=i)\n"
+    "larkbus.flush(60)\n"
+    "_, st = os.waitpid(pid, 0)\n"
+    "assert st == 0, st\n";
+
 Test(python, a_user_emits_thousands_on_one_connection, .timeout = 240) {
   secured x;
   secured_start(&x, 1);
-  char path[512], out[4096], err[8192], *argv[4];
+  char out[4096], err[8192];
 
   /* importing prints nothing and connects to nothing */
-  script_argv("import.py", "import larkbus\n", path, sizeof path, argv);
-  int rc = lt_run(argv, out, sizeof out, err, sizeof err);
+  int rc = run_script("import.py", "import larkbus\n", out, sizeof out, err,
+                      sizeof err);
   cr_expect_eq(rc, 0, "%s", err);
   cr_expect_str_eq(out, "", "nothing on stdout at import");
   cr_expect_str_eq(err, "", "nothing on stderr at import");
 
-  script_argv(
-      "many.py",
-      "import larkbus\n"
-      "for i in range(3000):\n"
-      "    larkbus.emit('metric', job='py-many', step=i, loss=1.0/(i+1),"
-      " tag='t', ok=True, none=None)\n"
-      "larkbus.flush(60)\n",
-      path, sizeof path, argv);
-  rc = lt_run(argv, out, sizeof out, err, sizeof err);
+  rc = run_script("many.py",
+                  "import larkbus\nfor i in range(3000):\n"
+                  "    larkbus.emit('metric', job='py-many', step=i, "
+                  "loss=1.0/(i+1), tag='t', ok=True, none=None)\n"
+                  "larkbus.flush(60)\n",
+                  out, sizeof out, err, sizeof err);
   cr_expect_eq(rc, 0, "%s", err);
   cr_expect_str_eq(out, "");
   expect_each_once(x.admin, "py-many", 3000);
 
   /* a child after fork() reports on its own connection; the parent's
    * reports in flight at the fork stay the parent's (not doubled) */
-  script_argv("fork.py",
-              "import os, larkbus\n"
-              "for i in range(500):\n"
-              "    larkbus.emit('metric', job='py-fork', step=i)\n"
-              "pid = os.fork()\n"
-              "if pid == 0:\n"
-              "    for i in range(1000, 1500):\n"
-              "        larkbus.emit('metric', job='py-fork', step=i)\n"
-              "    larkbus.flush(60)\n"
-              "    os._exit(0)\n"
-              "for i in range(500, 1000):\n"
-              "    larkbus.emit('metric', job='py-fork', step=i)\n"
-              "larkbus.flush(60)\n"
-              "_, st = os.waitpid(pid, 0)\n"
-              "assert st == 0, st\n",
-              path, sizeof path, argv);
-  rc = lt_run(argv, out, sizeof out, err, sizeof err);
+  rc = run_script("fork.py", fork_py, out, sizeof out, err, sizeof err);
   cr_expect_eq(rc, 0, "%s", err);
   expect_each_once(x.admin, "py-fork", 1500);
 
   /* a report the broker will never take: flush says so */
-  script_argv("refused.py",
-              "import larkbus\n"
-              "try:\n"
-              "    larkbus.emit('metric', job='py-big', blob='x' * 200000)\n"
-              "    larkbus.flush(30)\n"
-              "except larkbus.LarkError as e:\n"
-              "    print('refused:', e)\n",
-              path, sizeof path, argv);
-  rc = lt_run(argv, out, sizeof out, err, sizeof err);
+  rc = run_refused("refused.py", "",
+                   "larkbus.emit('metric', job='py-big', blob='x' * 200000)",
+                   out, sizeof out, err, sizeof err);
   cr_expect_eq(rc, 0, "%s", err);
   cr_expect(strstr(out, "refused:"), "%s", out);
 
   /* another user's subject: the broker says no, flush says so */
-  script_argv("denied.py",
-              "import os, larkbus\n"
-              "os.environ['LARK_USER'] = 'bob'\n"
-              "try:\n"
-              "    larkbus.emit('metric', job='py-denied', step=1)\n"
-              "    larkbus.flush(30)\n"
-              "except larkbus.LarkError as e:\n"
-              "    print('refused:', e)\n",
-              path, sizeof path, argv);
-  rc = lt_run(argv, out, sizeof out, err, sizeof err);
+  rc = run_refused("denied.py", "os.environ['LARK_USER'] = 'bob'",
+                   "larkbus.emit('metric', job='py-denied', step=1)", out,
+                   sizeof out, err, sizeof err);
   cr_expect_eq(rc, 0, "%s", err);
   cr_expect(strstr(out, "refused:") && strstr(out, "permission denied"), "%s",
             out);
@@ -456,6 +458,33 @@ Test(python, a_broker_restart_loses_and_doubles_nothing, .timeout = 240) {
   secured_stop(&x);
 }
 
+/* A listening socket at dir/pod.sock (made afresh), named by
+ * LARK_SOCKET as a pod's is: a pod's socket, played by this test. */
+static int
+pod_socket(int backlog) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/pod.sock", dir);
+  unlink(path);
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  cr_assert_lt(strlen(path), sizeof sa.sun_path);
+  memcpy(sa.sun_path, path, strlen(path) + 1);
+  cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+  cr_assert_eq(listen(fd, backlog), 0);
+  setenv("LARK_SOCKET", path, 1);
+  return fd;
+}
+
+/* Stop serving pod_socket fd: wake the thread th in accept, join it;
+ * LARK_SOCKET goes. */
+static void
+pod_socket_close(int fd, pthread_t th) {
+  shutdown(fd, SHUT_RDWR);
+  pthread_join(th, NULL);
+  close(fd);
+  unsetenv("LARK_SOCKET");
+}
+
 /* A pod's socket, played by a thread: one connection, one line. */
 typedef struct listener {
   int fd;
@@ -487,25 +516,15 @@ serve_one(void *arg) {
 static void
 pod_emit(const char *reply, const char *code, int *rc, char *line, char *err,
          size_t errcap) {
-  char path[512], out[1024];
-  snprintf(path, sizeof path, "%s/pod.sock", dir);
-  unlink(path);
+  char out[1024];
   listener l = {.reply = reply};
-  l.fd = socket(AF_UNIX, SOCK_STREAM, 0);
-  struct sockaddr_un sa = {.sun_family = AF_UNIX};
-  cr_assert_lt(strlen(path), sizeof sa.sun_path);
-  memcpy(sa.sun_path, path, strlen(path) + 1);
-  cr_assert_eq(bind(l.fd, (struct sockaddr *)&sa, sizeof sa), 0);
-  cr_assert_eq(listen(l.fd, 1), 0);
+  l.fd = pod_socket(1);
   pthread_t th;
   pthread_create(&th, NULL, serve_one, &l);
-  setenv("LARK_SOCKET", path, 1);
   unsetenv("LARK_JOB");
   setenv("LARKCTL", "/nonexistent/larkctl", 1); /* never used in a pod */
   *rc = python(code, out, sizeof out, err, errcap);
-  shutdown(l.fd, SHUT_RDWR);
-  pthread_join(th, NULL);
-  close(l.fd);
+  pod_socket_close(l.fd, th);
   strcpy(line, l.line);
 }
 
@@ -534,29 +553,18 @@ serve_all(void *arg) {
 }
 
 Test(python, a_pod_keeps_its_socket_open_across_reports) {
-  char path[512], out[1024], err[4096];
-  snprintf(path, sizeof path, "%s/pod.sock", dir);
-  unlink(path);
+  char out[1024], err[4096];
   counter k = {0};
-  k.fd = socket(AF_UNIX, SOCK_STREAM, 0);
-  struct sockaddr_un sa = {.sun_family = AF_UNIX};
-  cr_assert_lt(strlen(path), sizeof sa.sun_path);
-  memcpy(sa.sun_path, path, strlen(path) + 1);
-  cr_assert_eq(bind(k.fd, (struct sockaddr *)&sa, sizeof sa), 0);
-  cr_assert_eq(listen(k.fd, 4), 0);
+  k.fd = pod_socket(4);
   pthread_t th;
   pthread_create(&th, NULL, serve_all, &k);
-  setenv("LARK_SOCKET", path, 1);
   unsetenv("LARK_JOB");
   /* a second connection would wait behind the first and time out */
   int rc = python("for i in range(100):\n"
                   "    larkbus.emit('metric', step=i)\n"
                   "larkbus.flush()\n",
                   out, sizeof out, err, sizeof err);
-  shutdown(k.fd, SHUT_RDWR);
-  pthread_join(th, NULL);
-  close(k.fd);
-  unsetenv("LARK_SOCKET");
+  pod_socket_close(k.fd, th);
   cr_expect_eq(rc, 0, "%s", err);
   cr_expect_eq(k.lines, 100);
   cr_expect_eq(k.conns, 1, "one connection for every report");
@@ -633,18 +641,11 @@ serve_held(void *arg) {
 }
 
 Test(python, a_pod_pipelines_its_lines_and_flush_waits_for_every_answer) {
-  char path[512], out[1024], err[4096];
-  snprintf(path, sizeof path, "%s/pod.sock", dir);
-  unlink(path);
+  char out[1024], err[4096];
   holder k = {.hold = 100, .bad = 42};
-  k.fd = socket(AF_UNIX, SOCK_STREAM, 0);
-  struct sockaddr_un sa = {.sun_family = AF_UNIX};
-  memcpy(sa.sun_path, path, strlen(path) + 1);
-  cr_assert_eq(bind(k.fd, (struct sockaddr *)&sa, sizeof sa), 0);
-  cr_assert_eq(listen(k.fd, 4), 0);
+  k.fd = pod_socket(4);
   pthread_t th;
   pthread_create(&th, NULL, serve_held, &k);
-  setenv("LARK_SOCKET", path, 1);
   /* emit waiting for each answer would wait forever on the first */
   int rc = python("for i in range(100):\n"
                   "    larkbus.emit('metric', step=i)\n"
@@ -653,10 +654,7 @@ Test(python, a_pod_pipelines_its_lines_and_flush_waits_for_every_answer) {
                   "except larkbus.LarkError as e:\n"
                   "    print(e)\n",
                   out, sizeof out, err, sizeof err);
-  shutdown(k.fd, SHUT_RDWR);
-  pthread_join(th, NULL);
-  close(k.fd);
-  unsetenv("LARK_SOCKET");
+  pod_socket_close(k.fd, th);
   cr_expect_eq(rc, 0, "%s", err);
   cr_expect_eq(k.lines, 100, "every line written before any answer");
   cr_expect(strstr(out, "1 report(s) refused: no"), "%s", out);

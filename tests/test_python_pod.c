@@ -18,6 +18,7 @@
 #include "cmd_check.h"
 #include "natsd.h"
 #include "proc.h"
+#include "stream.h"
 
 typedef struct platform {
   char dir[256];
@@ -107,35 +108,29 @@ wait_file(const char *path, int seconds) {
   return 0;
 }
 
+/* Where steps_of() puts what it reads. */
+typedef struct step_list {
+  size_t cap, n;
+  long *steps;
+} step_list;
+
+static void
+add_step(const bus_event *ev, void *arg) {
+  step_list *k = arg;
+  if (k->n < k->cap)
+    k->steps[k->n] =
+        (long)bus_obj_int(bus_obj_get(&ev->data, "values"), "step", -1);
+  k->n++;
+}
+
 /* The steps of the reports on lark.run.<job>, in stream order, into
  * steps (at most cap); how many there are in all. */
 static size_t
 steps_of(const char *job, long *steps, size_t cap) {
-  char filter[128];
-  snprintf(filter, sizeof filter, "lark.run.%s", job);
-  bus_reader_opts o;
-  bus_reader_opts_init(&o);
-  o.stream = "LARK_RUNS";
-  o.filter = filter;
-  bus_reader *r;
-  bus_batch *b;
-  cr_assert_eq(bus_batch_new(&b), 0);
-  cr_assert_eq(bus_reader_open(x.c, &o, &r), 0, "%s", bus_last_error());
-  size_t n = 0;
-  int rc;
-  do {
-    rc = bus_reader_next(r, b, 5000);
-    for (size_t i = 0; i < bus_batch_len(b); i++, n++) {
-      const bus_event *ev = bus_batch_event(b, i);
-      cr_assert_not_null(ev);
-      const msgpack_object *v = bus_obj_get(&ev->data, "values");
-      if (n < cap)
-        steps[n] = (long)bus_obj_int(v, "step", -1);
-    }
-  } while (rc == 0);
-  bus_reader_close(r);
-  bus_batch_free(b);
-  return n;
+  step_list k = {cap, 0, steps};
+  cr_assert_eq(lt_read_runs(x.c, job, 5000, 0, add_step, &k), 0, "%s",
+               bus_last_error());
+  return k.n;
 }
 
 /* Wait until lark.run.<job> holds at least want reports and no more come

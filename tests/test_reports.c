@@ -22,6 +22,7 @@
 #include "natsd.h"
 #include "proc.h"
 #include "reports.h"
+#include "stream.h"
 
 static lt_natsd srv;
 static bus_conn *conn, *app_conn;
@@ -123,41 +124,29 @@ typedef struct got {
   int actors_same;
 } got;
 
+static void
+add_run(const bus_event *ev, void *arg) {
+  got *g = arg;
+  if (g->n >= 8192)
+    return;
+  if (g->n && strcmp(g->actor, ev->actor))
+    g->actors_same = 0;
+  snprintf(g->actor, sizeof g->actor, "%s", ev->actor);
+  snprintf(g->cause, sizeof g->cause, "%s", ev->cause);
+  g->i[g->n++] = bus_obj_int(bus_obj_get(&ev->data, "values"), "i", -1);
+}
+
 /* Every run.reported on lark.run.<job>, in stream order. */
 static void
 read_runs(const char *job, got *g) {
-  char filter[BUS_SUBJECT_MAX];
-  snprintf(filter, sizeof filter, "lark.run.%s", job);
   memset(g, 0, sizeof *g);
   g->actors_same = 1;
   uint64_t last = 0;
   cr_assert_eq(bus_stream_last_seq(conn, "LARK_RUNS", &last), 0);
   if (!last)
     return;
-  bus_reader_opts o;
-  bus_reader_opts_init(&o);
-  o.stream = "LARK_RUNS";
-  o.filter = filter;
-  bus_reader *r = NULL;
-  bus_batch *b = NULL;
-  cr_assert_eq(bus_reader_open(conn, &o, &r), 0, "%s", bus_last_error());
-  cr_assert_eq(bus_batch_new(&b), 0);
-  int rc;
-  do {
-    rc = bus_reader_next(r, b, 5000);
-    cr_assert(rc == 0 || rc == BUS_EEOF, "%s", bus_last_error());
-    for (size_t k = 0; k < bus_batch_len(b) && g->n < 8192; k++) {
-      const bus_event *ev = bus_batch_event(b, k);
-      cr_assert(ev, "an undecodable event in LARK_RUNS");
-      if (g->n && strcmp(g->actor, ev->actor))
-        g->actors_same = 0;
-      snprintf(g->actor, sizeof g->actor, "%s", ev->actor);
-      snprintf(g->cause, sizeof g->cause, "%s", ev->cause);
-      g->i[g->n++] = bus_obj_int(bus_obj_get(&ev->data, "values"), "i", -1);
-    }
-  } while (rc == 0);
-  bus_batch_free(b);
-  bus_reader_close(r);
+  cr_assert_eq(lt_read_runs(conn, job, 5000, 1, add_run, g), 0, "%s",
+               bus_last_error());
 }
 
 /* Wait (up to secs) until lark.run.<job> holds n reports. */

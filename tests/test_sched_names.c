@@ -15,6 +15,7 @@
 #include "cmd_check.h"
 #include "natsd.h"
 #include "proc.h"
+#include "stream.h"
 
 static lt_natsd srv;
 static bus_conn *conn;
@@ -72,26 +73,9 @@ job(const char *name, const char *tmpl, int cpu, msgpack_zone *z) {
 /* How many events of type are stored on subject. */
 static int
 count(const char *subject, const char *type) {
-  bus_reader_opts o;
-  bus_reader_opts_init(&o);
-  o.stream = "LARK_EVENTS";
-  o.filter = subject;
-  bus_reader *r = NULL;
-  cr_assert_eq(bus_reader_open(conn, &o, &r), 0, "%s", bus_last_error());
-  bus_batch *b = NULL;
-  cr_assert_eq(bus_batch_new(&b), 0);
-  int n = 0, rc;
-  do {
-    rc = bus_reader_next(r, b, 2000);
-    for (size_t i = 0; i < bus_batch_len(b); i++) {
-      const bus_event *ev = bus_batch_event(b, i);
-      n += ev && !strcmp(ev->type, type);
-    }
-  } while (rc == 0);
-  cr_assert_eq(rc, BUS_EEOF, "%s", bus_last_error());
-  bus_batch_free(b);
-  bus_reader_close(r);
-  return n;
+  long n = lt_count_events(conn, "LARK_EVENTS", subject, type, NULL);
+  cr_assert_geq(n, 0, "%s", bus_last_error());
+  return (int)n;
 }
 
 Test(sched_names, meeting_derived_names_refuse_the_second_job) {

@@ -19,6 +19,7 @@
 #include "proc.h"
 #include "service.h"
 #include "replay.h"
+#include "stream.h"
 
 static lt_natsd srv;
 static bus_conn *conn;
@@ -589,38 +590,31 @@ run_says(const char *node_name, const char *pod, int step, const char *id) {
   msgpack_sbuffer_destroy(&sb);
 }
 
+/* What runs_in_order() checks against: the actor, and how many came. */
+typedef struct in_order {
+  const char *actor;
+  size_t seen;
+} in_order;
+
+static void
+next_in_order(const bus_event *ev, void *arg) {
+  in_order *k = arg;
+  const msgpack_object *values = bus_obj_get(&ev->data, "values");
+  cr_expect_eq(bus_obj_int(values, "step", -1), (int64_t)k->seen,
+               "report %zu out of order", k->seen);
+  cr_expect_str_eq(ev->actor, k->actor);
+  k->seen++;
+}
+
 /* Every run report of job in LARK_RUNS, checked to be steps 0..n-1 in
  * order, each once, with the pod as actor; returns how many there are. */
 static size_t
 runs_in_order(const char *job, const char *actor, int n) {
-  char filter[128];
-  snprintf(filter, sizeof filter, "lark.run.%s", job);
-  bus_reader_opts o;
-  bus_reader_opts_init(&o);
-  o.stream = "LARK_RUNS";
-  o.filter = filter;
-  bus_reader *r;
-  bus_batch *b;
-  cr_assert_eq(bus_reader_open(conn, &o, &r), 0, "%s", bus_last_error());
-  cr_assert_eq(bus_batch_new(&b), 0);
-  size_t seen = 0;
-  int rc;
-  do {
-    rc = bus_reader_next(r, b, 2000);
-    for (size_t i = 0; i < bus_batch_len(b); i++, seen++) {
-      const bus_event *ev = bus_batch_event(b, i);
-      cr_assert(ev);
-      const msgpack_object *values = bus_obj_get(&ev->data, "values");
-      cr_expect_eq(bus_obj_int(values, "step", -1), (int64_t)seen,
-                   "report %zu out of order", seen);
-      cr_expect_str_eq(ev->actor, actor);
-    }
-  } while (rc == 0);
-  cr_assert_eq(rc, BUS_EEOF, "%s", bus_last_error());
-  bus_batch_free(b);
-  bus_reader_close(r);
-  cr_expect_eq(seen, (size_t)n, "%zu reports stored, not %d", seen, n);
-  return seen;
+  in_order k = {actor, 0};
+  cr_assert_eq(lt_read_runs(conn, job, 2000, 1, next_in_order, &k), 0, "%s",
+               bus_last_error());
+  cr_expect_eq(k.seen, (size_t)n, "%zu reports stored, not %d", k.seen, n);
+  return k.seen;
 }
 
 Test(scheduler, run_reports_land_once_in_order_and_strangers_are_refused) {

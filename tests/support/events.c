@@ -6,13 +6,18 @@
 #include <string.h>
 
 void
-lt_pack_text(msgpack_sbuffer *sb, const char *text) {
+lt_pack_field(msgpack_sbuffer *sb, const char *key, const char *value) {
   msgpack_packer pk;
   msgpack_sbuffer_init(sb);
   msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "text", 4);
-  msgpack_pack_str_with_body(&pk, text, strlen(text));
+  msgpack_pack_str_with_body(&pk, key, strlen(key));
+  msgpack_pack_str_with_body(&pk, value, strlen(value));
+}
+
+void
+lt_pack_text(msgpack_sbuffer *sb, const char *text) {
+  lt_pack_field(sb, "text", text);
 }
 
 void

@@ -9,6 +9,10 @@
 
 #include "bus.h"
 
+/* Initialise sb and pack {key: value} into it, both strings
+ * (msgpack_sbuffer_destroy it when done). */
+void lt_pack_field(msgpack_sbuffer *sb, const char *key, const char *value);
+
 /* Initialise sb and pack {"text": text} into it (msgpack_sbuffer_destroy
  * it when done). */
 void lt_pack_text(msgpack_sbuffer *sb, const char *text);
