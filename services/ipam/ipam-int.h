@@ -1,6 +1,7 @@
 /*
- * ipam-int.h - the view's records and tables, shared by apply (view.c),
- * decide (decide.c), queries (query.c) and commands (command.c).
+ * ipam-int.h - the view's records and tables, shared by apply (apply.c,
+ * domains.c, routes.c), decide (decide.c), queries (queries.c) and
+ * commands (commands.c).
  *
  * Records are zeroed fixed structs with a layout byte, so equal states
  * are equal bytes for the digest. Tables:
@@ -116,5 +117,18 @@ void ipam__keys_free(keys *ks);
  * while it holds an address, is bound to a node of a known cluster and
  * has not ended), its route message queued. */
 int ipam__route_update(bus_txn *t, pod_rec *p, uint64_t seq);
+
+/* apply.c: the pods' lives the domain events share; the key of a pod's
+ * `ending` row, its address given back, a Job's `wants` entry dropped. */
+int ipam__ending_key(const pod_rec *p, char *key, size_t cap);
+int ipam__free_addr(bus_txn *t, pod_rec *p);
+int ipam__drop_want(bus_txn *t, job_rec *j);
+
+/* domains.c: the domain events. */
+int ipam__apply_created(bus_txn *t, const bus_event *ev);
+int ipam__apply_deleted(bus_txn *t, const bus_event *ev);
+int ipam__apply_allocated(bus_txn *t, const bus_event *ev, const char *dname);
+int ipam__apply_exhausted(bus_txn *t, const bus_event *ev, const char *dname);
+int ipam__apply_released(bus_txn *t, const bus_event *ev, const char *dname);
 
 #endif
