@@ -1,6 +1,7 @@
 /*
- * apply.c - the bindings view of lark-logs: apply, dispatched by event
- * type, and the view's definition.
+ * apply.c - the bindings view of lark-logs: apply, dispatched from a table
+ * indexed by event type (bus_apply_dispatch), each handler reading its
+ * event's generated struct, and the view's definition.
  *
  * apply is pure and reads only the event and the view, so a replay from
  * sequence 1 builds the same tables as the live service (the digest
@@ -11,21 +12,21 @@
 #include <string.h>
 
 #include "logs-int.h"
-#include "typetab.h"
 
 static const char *const tables[] = {T_PODS, T_JOBS, NULL};
 
 static int
-apply_binding(bus_txn *t, const char *job, const msgpack_object *o) {
+apply_binding(bus_txn *t, const char *job, const bus_binding *o) {
   logs_binding b;
   memset(&b, 0, sizeof b);
-  if (!bus_obj_str(o, "pod", b.pod, sizeof b.pod) ||
-      !bus_obj_str(o, "task", b.task, sizeof b.task) ||
-      !bus_obj_str(o, "node", b.node, sizeof b.node) || !b.pod[0])
+  bus_str_copy(o->pod, b.pod, sizeof b.pod);
+  bus_str_copy(o->task, b.task, sizeof b.task);
+  bus_str_copy(o->node, b.node, sizeof b.node);
+  if (!b.pod[0])
     return bus_error(BUS_EFIELD, "a binding without pod, task or node");
   snprintf(b.job, sizeof b.job, "%s", job);
   snprintf(b.phase, sizeof b.phase, "Pending");
-  b.attempt = (uint32_t)bus_obj_int(o, "attempt", 0);
+  b.attempt = o->has_attempt ? (uint32_t)o->attempt : 0;
   b.bound = 1;
   char key[LOGS_NAME_SZ + LOGS_DNAME_SZ + 2];
   int klen = logs__index_key(key, sizeof key, job, b.pod);
@@ -36,14 +37,11 @@ apply_binding(bus_txn *t, const char *job, const msgpack_object *o) {
 }
 
 static int
-apply_placed(bus_txn *t, const msgpack_object *data) {
+apply_placed(bus_txn *t, const bus_ev_job_placed *p) {
   char job[LOGS_NAME_SZ] = "";
-  const msgpack_object *bs = bus_obj_get(data, "bindings");
-  if (!bus_obj_str(data, "job", job, sizeof job) || !bs ||
-      bs->type != MSGPACK_OBJECT_ARRAY)
-    return bus_error(BUS_EFIELD, "job.placed without job or bindings");
-  for (uint32_t i = 0; i < bs->via.array.size; i++) {
-    int rc = apply_binding(t, job, &bs->via.array.ptr[i]);
+  bus_str_copy(p->job, job, sizeof job);
+  for (uint32_t i = 0; i < p->bindings.n; i++) {
+    int rc = apply_binding(t, job, &p->bindings.v[i]);
     if (rc)
       return rc;
   }
@@ -104,74 +102,75 @@ release_job(bus_txn *t, const char *job, int forget) {
 }
 
 static int
-apply_pod_phase(bus_txn *t, const char *pod, const msgpack_object *data) {
+apply_pod_phase(bus_txn *t, const char *pod, const bus_ev_pod_phase *ph) {
   logs_binding b;
   char node[LOGS_NAME_SZ] = "";
-  bus_obj_str(data, "node", node, sizeof node);
+  bus_str_copy(ph->node, node, sizeof node);
   if (logs_binding_get(t, pod, &b) || strcmp(b.node, node))
     return 0; /* not a pod we know on that node: nothing to track */
-  uint32_t attempt = (uint32_t)bus_obj_int(data, "attempt", 0);
+  uint32_t attempt = ph->has_attempt ? (uint32_t)ph->attempt : 0;
   if (attempt > b.attempt)
     b.attempt = attempt;
   memset(b.phase, 0, sizeof b.phase);
-  bus_obj_str(data, "phase", b.phase, sizeof b.phase);
+  bus_str_copy(ph->phase, b.phase, sizeof b.phase);
   return logs__binding_put(t, &b);
 }
 
-/* job.placed and job.unplaced count on the placement log only; pod.phase
- * on a pod's subject, job.deleted on a Job's. */
-static int
-on_placed(bus_txn *t, const bus_event *ev, const char *id) {
-  (void)id;
-  return apply_placed(t, &ev->data);
+/* The rest of the event's subject after prefix, or NULL when it came on
+ * another: job.placed and job.unplaced count on the placement log only,
+ * pod.phase on a pod's subject, job.deleted on a Job's. */
+static const char *
+subject_rest(const bus_event *ev, const char *prefix) {
+  size_t n = strlen(prefix);
+  return strncmp(ev->subject, prefix, n) ? NULL : ev->subject + n;
 }
 
 static int
-on_unplaced(bus_txn *t, const bus_event *ev, const char *id) {
-  (void)id;
-  char job[LOGS_NAME_SZ] = "";
-  if (!bus_obj_str(&ev->data, "job", job, sizeof job))
+on_placed(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
+  (void)ud;
+  if (!subject_rest(ev, "lark.ev.placement."))
     return 0;
+  return apply_placed(t, data);
+}
+
+static int
+on_unplaced(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
+  (void)ud;
+  const bus_ev_job_unplaced *u = data;
+  char job[LOGS_NAME_SZ] = "";
+  if (!subject_rest(ev, "lark.ev.placement."))
+    return 0;
+  bus_str_copy(u->job, job, sizeof job);
   return release_job(t, job, 0);
 }
 
 static int
-on_pod_phase(bus_txn *t, const bus_event *ev, const char *pod) {
-  return apply_pod_phase(t, pod, &ev->data);
+on_pod_phase(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
+  (void)ud;
+  const char *pod = subject_rest(ev, "lark.ev.pod.");
+  return pod ? apply_pod_phase(t, pod, data) : 0;
 }
 
 static int
-on_job_deleted(bus_txn *t, const bus_event *ev, const char *job) {
-  (void)ev;
-  return strlen(job) < LOGS_NAME_SZ ? release_job(t, job, 1) : 0;
+on_job_deleted(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
+  (void)data, (void)ud;
+  const char *job = subject_rest(ev, "lark.ev.job.");
+  return job && strlen(job) < LOGS_NAME_SZ ? release_job(t, job, 1) : 0;
 }
 
-/* The types the view applies, sorted by type (typetab.h), each with the
- * subject prefix it must arrive on. */
-typedef struct apply_entry {
-  const char *type;
-  const char *prefix;
-  int (*fn)(bus_txn *t, const bus_event *ev, const char *rest);
-} apply_entry;
-
-static const apply_entry apply_table[] = {
-    {"job.deleted", "lark.ev.job.", on_job_deleted},
-    {"job.placed", "lark.ev.placement.", on_placed},
-    {"job.unplaced", "lark.ev.placement.", on_unplaced},
-    {"pod.phase", "lark.ev.pod.", on_pod_phase},
-};
+static const bus_apply_table apply_table = {
+    .on = {
+        [BUS_T_JOB_DELETED] = on_job_deleted,
+        [BUS_T_JOB_PLACED] = on_placed,
+        [BUS_T_JOB_UNPLACED] = on_unplaced,
+        [BUS_T_POD_PHASE] = on_pod_phase,
+    }};
 
 static int
 logs_apply(bus_txn *t, const bus_event *ev, void *ud) {
-  (void)ud;
-  const char *s = ev->subject;
-  if (!s || !ev->type)
+  if (!ev->subject || !ev->type)
     return 0;
-  const apply_entry *e = SVC_TYPE_FIND(apply_table, ev->type);
-  size_t plen = e ? strlen(e->prefix) : 0;
-  if (!e || strncmp(s, e->prefix, plen))
-    return 0;
-  return e->fn(t, ev, s + plen);
+  return bus_apply_dispatch(&apply_table, t, ev, ud);
 }
 
 void

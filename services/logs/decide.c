@@ -50,20 +50,19 @@ logs_route(bus_txn *t, const char *subject, const bus_event *ev,
     return bus_error(BUS_EDENIED, "pod %s is not bound to node %s", pod, node);
   if (rc)
     return rc;
-  int n = snprintf(out_subject, cap, "lark.log.%s.%s.%s", b.job, b.task, pod);
-  if (n < 0 || (size_t)n >= cap)
-    return bus_error(BUS_ENAME, "subject too long for pod %s", pod);
+  if ((rc = bus_subj_log_batch_log(out_subject, cap, b.job, b.task, pod)))
+    return rc;
   msgpack_packer pk;
   msgpack_packer_init(&pk, out, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 6);
-  logs__kv_str(&pk, "pod", pod);
-  logs__kv_str(&pk, "job", b.job);
-  logs__kv_str(&pk, "task", b.task);
-  logs__kv_str(&pk, "node", node);
-  msgpack_pack_str_with_body(&pk, "attempt", 7);
-  msgpack_pack_uint64(
-      &pk, (uint64_t)bus_obj_int(&ev->data, "attempt", (int64_t)b.attempt));
-  msgpack_pack_str_with_body(&pk, "lines", 5);
+  bus_pack_kv_str(&pk, "pod", pod);
+  bus_pack_kv_str(&pk, "job", b.job);
+  bus_pack_kv_str(&pk, "task", b.task);
+  bus_pack_kv_str(&pk, "node", node);
+  bus_pack_kv_uint(
+      &pk, "attempt",
+      (uint64_t)bus_obj_int(&ev->data, "attempt", (int64_t)b.attempt));
+  bus_pack_str(&pk, "lines");
   msgpack_pack_object(&pk, *lines);
   return 0;
 }

@@ -15,6 +15,5 @@ void logs__copy_tok(char *dst, size_t cap, const char *src, size_t n);
 int logs__binding_put(bus_txn *t, const logs_binding *b);
 /* "<job>/<pod>" into key; its length, or -1 when it does not fit. */
 int logs__index_key(char *key, size_t cap, const char *job, const char *pod);
-void logs__kv_str(msgpack_packer *pk, const char *k, const char *v);
 
 #endif

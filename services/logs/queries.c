@@ -10,15 +10,13 @@
 static void
 pack_binding(msgpack_packer *pk, const logs_binding *b) {
   msgpack_pack_map(pk, 7);
-  logs__kv_str(pk, "pod", b->pod);
-  logs__kv_str(pk, "job", b->job);
-  logs__kv_str(pk, "task", b->task);
-  logs__kv_str(pk, "node", b->node);
-  logs__kv_str(pk, "phase", b->phase);
-  msgpack_pack_str_with_body(pk, "attempt", 7);
-  msgpack_pack_uint32(pk, b->attempt);
-  msgpack_pack_str_with_body(pk, "bound", 5);
-  b->bound ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
+  bus_pack_kv_str(pk, "pod", b->pod);
+  bus_pack_kv_str(pk, "job", b->job);
+  bus_pack_kv_str(pk, "task", b->task);
+  bus_pack_kv_str(pk, "node", b->node);
+  bus_pack_kv_str(pk, "phase", b->phase);
+  bus_pack_kv_uint(pk, "attempt", b->attempt);
+  bus_pack_kv_bool(pk, "bound", b->bound);
 }
 
 typedef struct lister {

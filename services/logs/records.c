@@ -40,9 +40,3 @@ logs__index_key(char *key, size_t cap, const char *job, const char *pod) {
   int n = snprintf(key, cap, "%s/%s", job, pod);
   return n < 0 || (size_t)n >= cap ? -1 : n;
 }
-
-void
-logs__kv_str(msgpack_packer *pk, const char *k, const char *v) {
-  msgpack_pack_str_with_body(pk, k, strlen(k));
-  msgpack_pack_str_with_body(pk, v, strlen(v));
-}
