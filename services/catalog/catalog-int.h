@@ -14,7 +14,6 @@
 /* lark.ev.<kind>.<id> as "<kind>/<id>" into key; BUS_EINVAL otherwise. */
 int catalog__split_subject(const char *subject, char *key, size_t cap,
                            size_t *klen);
-void catalog__pack_str(msgpack_packer *pk, const char *s);
 /* The aggregates row of the event's subject (key "<kind>/<id>"). */
 void catalog__pack_aggregate(msgpack_packer *pk, const char *key, size_t klen,
                              const bus_event *ev, const bus_version *ver);

@@ -45,4 +45,8 @@ int catalog_describe(bus_txn *t, const char *kind, const char *id, size_t limit,
 int catalog_query(bus_txn *t, const char *kind, const char *verb,
                   const msgpack_object *req, msgpack_packer *pk, void *ud);
 
+/* The catalog's verbs (commands.c): list and describe, answered by
+ * catalog_query; served by bus_verbs_serve with the view. */
+extern const bus_verbs catalog_verbs;
+
 #endif

@@ -78,9 +78,9 @@ catalog_describe(bus_txn *t, const char *kind, const char *id, size_t limit,
   if (rc)
     return rc;
   msgpack_pack_map(pk, 2);
-  catalog__pack_str(pk, "aggregate");
+  bus_pack_str(pk, "aggregate");
   pk->callback(pk->data, val, vlen);
-  catalog__pack_str(pk, "history");
+  bus_pack_str(pk, "history");
   strcat(key, "/");
   return pack_scan(t, T_HIST, key, limit, 1, pk);
 }

@@ -25,37 +25,27 @@ catalog__split_subject(const char *subject, char *key, size_t cap,
 }
 
 void
-catalog__pack_str(msgpack_packer *pk, const char *s) {
-  msgpack_pack_str_with_body(pk, s, strlen(s));
-}
-
-static void
-pack_key(msgpack_packer *pk, const char *k) {
-  catalog__pack_str(pk, k);
-}
-
-void
 catalog__pack_aggregate(msgpack_packer *pk, const char *key, size_t klen,
                         const bus_event *ev, const bus_version *ver) {
   const char *slash = memchr(key, '/', klen);
   msgpack_pack_map(pk, 9);
-  pack_key(pk, "kind");
+  bus_pack_str(pk, "kind");
   msgpack_pack_str_with_body(pk, key, (size_t)(slash - key));
-  pack_key(pk, "id");
+  bus_pack_str(pk, "id");
   msgpack_pack_str_with_body(pk, slash + 1, klen - (size_t)(slash - key) - 1);
-  pack_key(pk, "version");
+  bus_pack_str(pk, "version");
   msgpack_pack_uint64(pk, ver->seq);
-  pack_key(pk, "generation");
+  bus_pack_str(pk, "generation");
   msgpack_pack_uint64(pk, ver->generation);
-  pack_key(pk, "events");
+  bus_pack_str(pk, "events");
   msgpack_pack_uint64(pk, ver->count);
-  pack_key(pk, "type");
-  catalog__pack_str(pk, ev->type);
-  pack_key(pk, "ts");
+  bus_pack_str(pk, "type");
+  bus_pack_str(pk, ev->type);
+  bus_pack_str(pk, "ts");
   msgpack_pack_int64(pk, ev->ts);
-  pack_key(pk, "actor");
-  catalog__pack_str(pk, ev->actor ? ev->actor : "");
-  pack_key(pk, "deleted");
+  bus_pack_str(pk, "actor");
+  bus_pack_str(pk, ev->actor ? ev->actor : "");
+  bus_pack_str(pk, "deleted");
   ver->deleted ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
 }
 
@@ -63,16 +53,16 @@ void
 catalog__pack_history(msgpack_packer *pk, const bus_event *ev,
                       uint64_t generation) {
   msgpack_pack_map(pk, 6);
-  pack_key(pk, "seq");
+  bus_pack_str(pk, "seq");
   msgpack_pack_uint64(pk, ev->seq);
-  pack_key(pk, "type");
-  catalog__pack_str(pk, ev->type);
-  pack_key(pk, "ts");
+  bus_pack_str(pk, "type");
+  bus_pack_str(pk, ev->type);
+  bus_pack_str(pk, "ts");
   msgpack_pack_int64(pk, ev->ts);
-  pack_key(pk, "actor");
-  catalog__pack_str(pk, ev->actor ? ev->actor : "");
-  pack_key(pk, "cause");
-  catalog__pack_str(pk, ev->cause ? ev->cause : "");
-  pack_key(pk, "generation");
+  bus_pack_str(pk, "actor");
+  bus_pack_str(pk, ev->actor ? ev->actor : "");
+  bus_pack_str(pk, "cause");
+  bus_pack_str(pk, ev->cause ? ev->cause : "");
+  bus_pack_str(pk, "generation");
   msgpack_pack_uint64(pk, generation);
 }
