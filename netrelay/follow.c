@@ -11,7 +11,7 @@
  *   fails.
  * - Each consumer is named for the connection's principal
  *   (bus_consumer_name, prefix RELAY_CONSUMER_PREFIX), so the broker's
- *   rules pin both its name and its filter (cli/brokercfg.c, roles relay
+ *   rules pin both its name and its filter (deploy/policy.c, roles relay
  *   and relay-hub). The name is the same at every start, so each start
  *   deletes the previous consumer first (recreate): joining it would
  *   carry on from where it stood instead of from the start. The follower

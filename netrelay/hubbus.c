@@ -13,7 +13,7 @@
  * - Both followers name their consumer for the hub's principal
  *   (follow.c), and the hub's broker rules allow exactly these two
  *   filters under that name: lark.route.> on LARK_ROUTES and
- *   lark.ev.cert.> on LARK_EVENTS (cli/brokercfg.c, role relay-hub).
+ *   lark.ev.cert.> on LARK_EVENTS (deploy/policy.c, role relay-hub).
  */
 #include <stdio.h>
 #include <string.h>

@@ -15,7 +15,7 @@ int relay__dial(const char *ip, int port, int timeout_ms);
 
 /* What the followers' consumers are named: "relay-<the principal's nkey
  * public key>" (bus_consumer_name). The relay roles' broker rules in
- * cli/brokercfg.c name exactly these consumers. */
+ * deploy/policy.c name exactly these consumers. */
 #define RELAY_CONSUMER_PREFIX "relay"
 
 /*

@@ -930,7 +930,7 @@ int bus_consumer_delete(bus_conn *c, const char *stream, const char *durable);
 /*
  * A consumer name for c's principal: "<prefix>-<its nkey public key>", so
  * the broker's rules can name exactly the consumers that principal may
- * create and read (cli/brokercfg.c, roles relay and relay-hub). One such
+ * create and read (deploy/policy.c, roles relay and relay-hub). One such
  * consumer per stream and principal: two readers sharing credentials
  * would share it. A connection without credentials gets "<prefix>-"
  * and 16 random hex digits instead. BUS_EINVAL when prefix is not a
