@@ -25,7 +25,6 @@
 #include "expand.h"
 #include "phase.h"
 #include "scheduler.h"
-#include "typetab.h"
 
 /* The <id> of lark.ev.<kind>.<id>. */
 static const char *
@@ -298,33 +297,38 @@ on_domain_released(bus_txn *t, const bus_event *ev, const char *id) {
   return sched_apply_domain_released(t, ev);
 }
 
-/* The types the view applies, sorted by type (typetab.h); id is the <id>
- * of the event's subject lark.ev.<kind>.<id>. */
-typedef struct apply_entry {
-  const char *type;
-  int (*fn)(bus_txn *t, const bus_event *ev, const char *id);
-} apply_entry;
+/* The event's type: ev->t as decoded, or looked up by name for an event
+ * built by hand (bus_view_apply takes those too). */
+static bus_type
+type_of(const bus_event *ev) {
+  bus_type t = ev->t != BUS_T_UNKNOWN ? ev->t : bus_type_of(ev->type);
+  return bus_type_name(t) ? t : BUS_T_UNKNOWN;
+}
 
-static const apply_entry apply_table[] = {
-    {"domain.allocated", on_domain},
-    {"domain.deleted", on_domain_released},
-    {"domain.exhausted", on_domain},
-    {"domain.released", on_domain_released},
-    {"job.deleted", on_job_verb},
-    {"job.phase", on_job_phase},
-    {"job.placed", on_job_placed},
-    {"job.resumed", on_job_verb},
-    {"job.stopped", on_job_verb},
-    {"job.submitted", sched_apply_job_submitted},
-    {"job.unplaced", on_job_unplaced},
-    {"node.cordoned", on_node_state},
-    {"node.heartbeat", on_node_state},
-    {"node.notready", on_node_state},
-    {"node.ready", on_node_state},
-    {"node.registered", sched_apply_node_registered},
-    {"node.uncordoned", on_node_state},
-    {"pod.phase", sched_apply_pod_phase},
-    {"task.phase", on_task_phase},
+/* The types the view applies, indexed by the event's type (BUS_T_*); id
+ * is the <id> of the event's subject lark.ev.<kind>.<id>. */
+typedef int (*apply_fn)(bus_txn *t, const bus_event *ev, const char *id);
+
+static const apply_fn apply_table[BUS_T__COUNT] = {
+    [BUS_T_DOMAIN_ALLOCATED] = on_domain,
+    [BUS_T_DOMAIN_DELETED] = on_domain_released,
+    [BUS_T_DOMAIN_EXHAUSTED] = on_domain,
+    [BUS_T_DOMAIN_RELEASED] = on_domain_released,
+    [BUS_T_JOB_DELETED] = on_job_verb,
+    [BUS_T_JOB_PHASE] = on_job_phase,
+    [BUS_T_JOB_PLACED] = on_job_placed,
+    [BUS_T_JOB_RESUMED] = on_job_verb,
+    [BUS_T_JOB_STOPPED] = on_job_verb,
+    [BUS_T_JOB_SUBMITTED] = sched_apply_job_submitted,
+    [BUS_T_JOB_UNPLACED] = on_job_unplaced,
+    [BUS_T_NODE_CORDONED] = on_node_state,
+    [BUS_T_NODE_HEARTBEAT] = on_node_state,
+    [BUS_T_NODE_NOTREADY] = on_node_state,
+    [BUS_T_NODE_READY] = on_node_state,
+    [BUS_T_NODE_REGISTERED] = sched_apply_node_registered,
+    [BUS_T_NODE_UNCORDONED] = on_node_state,
+    [BUS_T_POD_PHASE] = sched_apply_pod_phase,
+    [BUS_T_TASK_PHASE] = on_task_phase,
 };
 
 int
@@ -333,6 +337,6 @@ sched_apply(bus_txn *t, const bus_event *ev, void *ud) {
   char kind[32];
   if (bus_event_kind(ev->type, kind, sizeof kind))
     return 0;
-  const apply_entry *e = SVC_TYPE_FIND(apply_table, ev->type);
-  return e ? e->fn(t, ev, subject_id(ev->subject)) : 0;
+  apply_fn fn = apply_table[type_of(ev)];
+  return fn ? fn(t, ev, subject_id(ev->subject)) : 0;
 }
