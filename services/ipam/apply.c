@@ -23,7 +23,6 @@
 #include <string.h>
 
 #include "ipam-int.h"
-#include "typetab.h"
 
 static const char *const tables[] = {"domains", "addrs",  "pods",  "jobs",
                                      "wants",   "ending", "nodes", "clusters",
@@ -320,33 +319,38 @@ on_job_deleted(bus_txn *t, const bus_event *ev, const char *id) {
   return apply_job_end(t, ev, id, 1);
 }
 
-/* The types the view applies, sorted by type (typetab.h); id is the
- * <id> of the event's subject lark.ev.<kind>.<id>. */
-typedef struct apply_entry {
-  const char *type;
-  int (*fn)(bus_txn *t, const bus_event *ev, const char *id);
-} apply_entry;
+/* The event's type: ev->t as decoded, or looked up by name for an event
+ * built by hand (bus_view_apply takes those too). */
+static bus_type
+type_of(const bus_event *ev) {
+  bus_type t = ev->t != BUS_T_UNKNOWN ? ev->t : bus_type_of(ev->type);
+  return bus_type_name(t) ? t : BUS_T_UNKNOWN;
+}
 
-static const apply_entry apply_table[] = {
-    {"domain.allocated", ipam__apply_allocated},
-    {"domain.created", on_created},
-    {"domain.deleted", on_deleted},
-    {"domain.exhausted", ipam__apply_exhausted},
-    {"domain.released", ipam__apply_released},
-    {"job.deleted", on_job_deleted},
-    {"job.placed", on_placed},
-    {"job.stopped", on_job_stopped},
-    {"job.submitted", apply_submitted},
-    {"job.unplaced", on_unplaced},
-    {"node.registered", apply_node},
-    {"pod.phase", apply_pod_phase},
+/* The types the view applies, indexed by the event's type (BUS_T_*); id
+ * is the <id> of the event's subject lark.ev.<kind>.<id>. */
+typedef int (*apply_fn)(bus_txn *t, const bus_event *ev, const char *id);
+
+static const apply_fn apply_table[BUS_T__COUNT] = {
+    [BUS_T_DOMAIN_ALLOCATED] = ipam__apply_allocated,
+    [BUS_T_DOMAIN_CREATED] = on_created,
+    [BUS_T_DOMAIN_DELETED] = on_deleted,
+    [BUS_T_DOMAIN_EXHAUSTED] = ipam__apply_exhausted,
+    [BUS_T_DOMAIN_RELEASED] = ipam__apply_released,
+    [BUS_T_JOB_DELETED] = on_job_deleted,
+    [BUS_T_JOB_PLACED] = on_placed,
+    [BUS_T_JOB_STOPPED] = on_job_stopped,
+    [BUS_T_JOB_SUBMITTED] = apply_submitted,
+    [BUS_T_JOB_UNPLACED] = on_unplaced,
+    [BUS_T_NODE_REGISTERED] = apply_node,
+    [BUS_T_POD_PHASE] = apply_pod_phase,
 };
 
 int
 ipam_apply(bus_txn *t, const bus_event *ev, void *ud) {
   (void)ud;
-  const apply_entry *e = SVC_TYPE_FIND(apply_table, ev->type);
-  return e ? e->fn(t, ev, subject_id(ev->subject)) : 0;
+  apply_fn fn = apply_table[type_of(ev)];
+  return fn ? fn(t, ev, subject_id(ev->subject)) : 0;
 }
 
 void
