@@ -19,7 +19,6 @@
 #include <time.h>
 
 #include "signer-int.h"
-#include "typetab.h"
 
 static const char *const tables[] = {T_CERTS, T_REVOKED, T_CA, T_REQ, NULL};
 
@@ -96,28 +95,33 @@ on_published(bus_txn *t, const bus_event *ev, void *ud) {
   return signer__put_record(t, T_CA, "ca", ev);
 }
 
-/* The types the view applies, sorted by type (typetab.h); others are not
- * ours and are passed over. */
-typedef struct apply_entry {
-  const char *type;
-  int (*fn)(bus_txn *t, const bus_event *ev, void *ud);
-} apply_entry;
+/* The event's type: ev->t as decoded, or looked up by name for an event
+ * built by hand (bus_view_apply takes those too). */
+static bus_type
+type_of(const bus_event *ev) {
+  bus_type t = ev->t != BUS_T_UNKNOWN ? ev->t : bus_type_of(ev->type);
+  return bus_type_name(t) ? t : BUS_T_UNKNOWN;
+}
+
+/* The types the view applies, indexed by the event's type (BUS_T_*);
+ * others are not ours and are passed over. */
+typedef int (*apply_fn)(bus_txn *t, const bus_event *ev, void *ud);
 
 static int
 on_revoked(bus_txn *t, const bus_event *ev, void *ud) {
   return apply_revoked(t, ev, ud);
 }
 
-static const apply_entry apply_table[] = {
-    {"ca.published", on_published},
-    {"cert.issued", on_issued},
-    {"cert.revoked", on_revoked},
+static const apply_fn apply_table[BUS_T__COUNT] = {
+    [BUS_T_CA_PUBLISHED] = on_published,
+    [BUS_T_CERT_ISSUED] = on_issued,
+    [BUS_T_CERT_REVOKED] = on_revoked,
 };
 
 static int
 signer_apply(bus_txn *t, const bus_event *ev, void *ud) {
-  const apply_entry *e = SVC_TYPE_FIND(apply_table, ev->type);
-  return e ? e->fn(t, ev, ud) : 0;
+  apply_fn fn = apply_table[type_of(ev)];
+  return fn ? fn(t, ev, ud) : 0;
 }
 
 void
