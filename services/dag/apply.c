@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "dag-int.h"
-#include "typetab.h"
 
 static const char *const tables[] = {DAG__T_WORKFLOWS, DAG__T_SPECS,
                                      DAG__T_JOBS, NULL};
@@ -125,35 +124,41 @@ wf_phase(dag__wfrec *r, const bus_event *ev) {
   data_str(ev, "phase", r->announced, sizeof r->announced);
 }
 
-/* A Workflow's events, sorted by type (typetab.h): workflow.submitted
- * makes the row, the others change it (change NULL: the submission). */
-typedef struct wf_entry {
-  const char *type;
-  void (*change)(dag__wfrec *r, const bus_event *ev);
-} wf_entry;
+/* The event's type: ev->t as decoded, or looked up by name for an event
+ * built by hand (bus_view_apply takes those too). */
+static bus_type
+type_of(const bus_event *ev) {
+  bus_type t = ev->t != BUS_T_UNKNOWN ? ev->t : bus_type_of(ev->type);
+  return bus_type_name(t) ? t : BUS_T_UNKNOWN;
+}
 
-static const wf_entry wf_table[] = {
-    {"workflow.deleted", wf_deleted}, {"workflow.phase", wf_phase},
-    {"workflow.resumed", wf_resumed}, {"workflow.stopped", wf_stopped},
-    {"workflow.submitted", NULL},
+/* A Workflow's events, indexed by the event's type (BUS_T_*):
+ * workflow.submitted makes the row, the others change it. */
+typedef void (*wf_change)(dag__wfrec *r, const bus_event *ev);
+
+static const wf_change wf_table[BUS_T__COUNT] = {
+    [BUS_T_WORKFLOW_DELETED] = wf_deleted,
+    [BUS_T_WORKFLOW_PHASE] = wf_phase,
+    [BUS_T_WORKFLOW_RESUMED] = wf_resumed,
+    [BUS_T_WORKFLOW_STOPPED] = wf_stopped,
 };
 
 static int
 apply_workflow(bus_txn *t, const bus_event *ev, const char *name) {
   if (!bus_name_valid(name, BUS_NAME_MAX))
     return bus_error(BUS_EINVAL, "workflow name %s", name);
-  const wf_entry *e = SVC_TYPE_FIND(wf_table, ev->type);
-  if (e && !e->change)
+  if (type_of(ev) == BUS_T_WORKFLOW_SUBMITTED)
     return apply_submitted(t, ev, name);
+  wf_change change = wf_table[type_of(ev)];
   dag__wfrec r;
   int rc = dag__wf_get(t, name, &r);
   if (rc == BUS_ENOT_FOUND || (!rc && r.deleted))
     return bus_error(BUS_EINVAL, "no workflow %s", name);
   if (rc)
     return rc;
-  if (!e)
+  if (!change)
     return 0; /* a type this version does not act on */
-  e->change(&r, ev);
+  change(&r, ev);
   if ((rc = dag__wf_put(t, &r)))
     return rc;
   return refresh(t, name);
@@ -219,17 +224,14 @@ job_deleted(dag__jobrec *r, const bus_event *ev, int dag) {
   r->deleted = 1;
 }
 
-/* A claimed Job's events, sorted by type (typetab.h); dag: lark-dag was
- * the actor. */
-typedef struct job_entry {
-  const char *type;
-  void (*change)(dag__jobrec *r, const bus_event *ev, int dag);
-} job_entry;
+/* A claimed Job's events, indexed by the event's type (BUS_T_*); dag:
+ * lark-dag was the actor. */
+typedef void (*job_change)(dag__jobrec *r, const bus_event *ev, int dag);
 
-static const job_entry job_table[] = {
-    {"job.deleted", job_deleted},     {"job.phase", job_phase},
-    {"job.resumed", job_resumed},     {"job.stopped", job_stopped},
-    {"job.submitted", job_submitted},
+static const job_change job_table[BUS_T__COUNT] = {
+    [BUS_T_JOB_DELETED] = job_deleted,     [BUS_T_JOB_PHASE] = job_phase,
+    [BUS_T_JOB_RESUMED] = job_resumed,     [BUS_T_JOB_STOPPED] = job_stopped,
+    [BUS_T_JOB_SUBMITTED] = job_submitted,
 };
 
 static int
@@ -240,10 +242,10 @@ apply_job(bus_txn *t, const bus_event *ev, const char *job) {
     return 0; /* not a Job of any Workflow */
   if (rc)
     return rc;
-  const job_entry *e = SVC_TYPE_FIND(job_table, ev->type);
-  if (!e)
+  job_change change = job_table[type_of(ev)];
+  if (!change)
     return 0;
-  e->change(&r, ev, ev->actor && !strcmp(ev->actor, DAG_ACTOR));
+  change(&r, ev, ev->actor && !strcmp(ev->actor, DAG_ACTOR));
   if ((rc = dag__job_put(t, job, &r)))
     return rc;
   dag__wfrec w;
