@@ -15,29 +15,23 @@
 /* ------------------------------------------------------------ dispatch */
 
 static void
-pack_kv(msgpack_packer *pk, const char *k, const char *v) {
-  msgpack_pack_str_with_body(pk, k, strlen(k));
-  msgpack_pack_str_with_body(pk, v, strlen(v));
-}
-
-static void
 pack_env(msgpack_packer *pk, const pod_rec *p, const task_rec *tr,
          const char *head_addr) {
   char buf[32];
   msgpack_pack_str_with_body(pk, "env", 3);
   msgpack_pack_map(pk, 9);
-  pack_kv(pk, "LARK_JOB", p->job);
-  pack_kv(pk, "LARK_TASK", p->task);
-  pack_kv(pk, "LARK_POD", p->name);
-  pack_kv(pk, "LARK_NODE", p->node);
+  bus_pack_kv_str(pk, "LARK_JOB", p->job);
+  bus_pack_kv_str(pk, "LARK_TASK", p->task);
+  bus_pack_kv_str(pk, "LARK_POD", p->name);
+  bus_pack_kv_str(pk, "LARK_NODE", p->node);
   snprintf(buf, sizeof buf, "%u", tr->rank_start + p->replica);
-  pack_kv(pk, "RLARK_NODE_RANK", buf);
+  bus_pack_kv_str(pk, "RLARK_NODE_RANK", buf);
   snprintf(buf, sizeof buf, "%u", tr->rank_start);
-  pack_kv(pk, "RLARK_NODE_RANK_START", buf);
+  bus_pack_kv_str(pk, "RLARK_NODE_RANK_START", buf);
   snprintf(buf, sizeof buf, "%u", tr->total_nodes);
-  pack_kv(pk, "RLARK_TOTAL_NODES", buf);
-  pack_kv(pk, "RLARK_RAY_ROLE", tr->head ? "head" : "worker");
-  pack_kv(pk, "RLARK_HEAD_TASK", head_addr);
+  bus_pack_kv_str(pk, "RLARK_TOTAL_NODES", buf);
+  bus_pack_kv_str(pk, "RLARK_RAY_ROLE", tr->head ? "head" : "worker");
+  bus_pack_kv_str(pk, "RLARK_HEAD_TASK", head_addr);
 }
 
 /* The task's script (prepareScript, runScript), else its Job's; NULL
@@ -122,23 +116,23 @@ pack_desired(bus_txn *t, const pod_rec *p, const job_rec *j, uint64_t version,
     n += (task_script(&so, &tr, "prepareScript") != NULL) +
          (task_script(&so, &tr, "runScript") != NULL);
   msgpack_pack_map(&pk, n);
-  pack_kv(&pk, "pod", p->name);
+  bus_pack_kv_str(&pk, "pod", p->name);
   msgpack_pack_str_with_body(&pk, "version", 7);
   msgpack_pack_uint64(&pk, version);
-  pack_kv(&pk, "job", p->job);
-  pack_kv(&pk, "task", p->task);
+  bus_pack_kv_str(&pk, "job", p->job);
+  bus_pack_kv_str(&pk, "task", p->task);
   msgpack_pack_str_with_body(&pk, "attempt", 7);
   msgpack_pack_uint32(&pk, p->attempt);
-  pack_kv(&pk, "desired", p->desired);
-  pack_kv(&pk, "runtime",
-          p->runtime == SCHED_RT_RAW_NETNS ? "raw+netns" : "raw");
+  bus_pack_kv_str(&pk, "desired", p->desired);
+  bus_pack_kv_str(&pk, "runtime",
+                  p->runtime == SCHED_RT_RAW_NETNS ? "raw+netns" : "raw");
   if (run) {
     pack_gpus(&pk, p->gpus);
     pack_runtime(&pk, &so, &tr);
     pack_env(&pk, p, &tr, tr.head_task);
   }
   if (j->domain[0])
-    pack_kv(&pk, "domain", j->domain);
+    bus_pack_kv_str(&pk, "domain", j->domain);
   msgpack_zone_destroy(&z);
   return 0;
 }

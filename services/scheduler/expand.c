@@ -120,11 +120,6 @@ sched_expand(const sched_job *job, sched_expansion *out) {
   return rc;
 }
 
-static void
-pack_str(msgpack_packer *pk, const char *s) {
-  msgpack_pack_str_with_body(pk, s, strlen(s));
-}
-
 int
 sched_pack_ray_annotations(msgpack_packer *pk, const sched_expansion *x,
                            int i) {
@@ -132,16 +127,16 @@ sched_pack_ray_annotations(msgpack_packer *pk, const sched_expansion *x,
   if (!x || i < 0 || i >= x->ntasks)
     return BUS_EINVAL;
   msgpack_pack_map(pk, 4);
-  pack_str(pk, "ray-role");
-  pack_str(pk, x->tasks[i].head ? "head" : "worker");
-  pack_str(pk, "ray-total-nodes");
+  bus_pack_str(pk, "ray-role");
+  bus_pack_str(pk, x->tasks[i].head ? "head" : "worker");
+  bus_pack_str(pk, "ray-total-nodes");
   snprintf(num, sizeof num, "%u", (unsigned)x->total_nodes);
-  pack_str(pk, num);
-  pack_str(pk, "ray-node-rank-start");
+  bus_pack_str(pk, num);
+  bus_pack_str(pk, "ray-node-rank-start");
   snprintf(num, sizeof num, "%u", (unsigned)x->tasks[i].rank_start);
-  pack_str(pk, num);
-  pack_str(pk, "ray-head-task-name");
-  pack_str(pk, x->head_task);
+  bus_pack_str(pk, num);
+  bus_pack_str(pk, "ray-head-task-name");
+  bus_pack_str(pk, x->head_task);
   return 0;
 }
 

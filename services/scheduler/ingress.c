@@ -40,20 +40,6 @@ struct sched_ingress {
   int64_t started_ms, last_scan_ms;
 };
 
-static int64_t
-mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t
-wall_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static seen *
 seen_of(sched_ingress *in, const char *node) {
   for (int i = 0; i < in->nnodes; i++)
@@ -63,7 +49,7 @@ seen_of(sched_ingress *in, const char *node) {
     return NULL;
   seen *s = &in->nodes[in->nnodes++];
   snprintf(s->node, sizeof s->node, "%s", node);
-  s->last_ms = mono_ms();
+  s->last_ms = bus_mono_ms();
   return s;
 }
 
@@ -82,7 +68,7 @@ append_for(sched_ingress *in, const char *subject, const char *type,
   bus_event_derive_id(src_id, 0, id);
   bus_event ev = {.type = type,
                   .id = id,
-                  .ts = wall_ns(),
+                  .ts = bus_wall_ns(),
                   .actor = actor,
                   .cause = src_id,
                   .prev = prev,
@@ -235,7 +221,7 @@ static int
 heartbeat(sched_ingress *in, const char *node) {
   seen *s = seen_of(in, node);
   if (s)
-    s->last_ms = mono_ms();
+    s->last_ms = bus_mono_ms();
   node_rec r;
   bus_txn *t;
   int rc = bus_view_read(in->v, &t);
@@ -274,7 +260,7 @@ registration(sched_ingress *in, const char *node, const bus_event *ev) {
   msgpack_sbuffer_destroy(&sb);
   seen *s = seen_of(in, node);
   if (s)
-    s->last_ms = mono_ms();
+    s->last_ms = bus_mono_ms();
   return rc == BUS_ECONFLICT ? 0 : rc;
 }
 
@@ -375,7 +361,7 @@ silent_nodes(sched_ingress *in) {
   bus_txn *t;
   if (bus_view_read(in->v, &t))
     return;
-  int64_t now = mono_ms();
+  int64_t now = bus_mono_ms();
   for (int i = 0; i < in->nnodes; i++) {
     seen *s = &in->nodes[i];
     node_rec r;
@@ -424,8 +410,8 @@ static void
 tick(bus_worker *w, void *ud) {
   sched_ingress *in = ud;
   (void)w;
-  if (mono_ms() - in->last_scan_ms > 1000) {
-    in->last_scan_ms = mono_ms();
+  if (bus_mono_ms() - in->last_scan_ms > 1000) {
+    in->last_scan_ms = bus_mono_ms();
     silent_nodes(in);
   }
 }
@@ -446,7 +432,7 @@ sched_ingress_start(bus_conn *c, bus_view *v, int timeout_ms,
   in->v = v;
   in->runs.c = c;
   in->timeout_ms = timeout_ms > 0 ? timeout_ms : 15000;
-  in->started_ms = mono_ms();
+  in->started_ms = bus_mono_ms();
   bus_txn *t;
   if (bus_view_read(v, &t) == 0) {
     bus_txn_scan(t, "nodes", NULL, 0, watch_node, in);

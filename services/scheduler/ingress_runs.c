@@ -19,13 +19,6 @@
 
 #include "ingress-int.h"
 
-static int64_t
-wall_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 int
 sched_runs_stage(sched_runs *r, bus_view *v, const char *node, const char *pod,
                  const bus_event *in) {
@@ -45,7 +38,7 @@ sched_runs_stage(sched_runs *r, bus_view *v, const char *node, const char *pod,
   s->ev = (bus_event){.v = BUS_SCHEMA_VERSION,
                       .type = "run.reported",
                       .id = s->id,
-                      .ts = wall_ns(),
+                      .ts = bus_wall_ns(),
                       .actor = s->actor,
                       .cause = in->id,
                       .data = in->data};

@@ -13,27 +13,22 @@
 /* --------------------------------------------------------------- codec */
 
 static void
-pack_str(msgpack_packer *pk, const char *s) {
-  msgpack_pack_str_with_body(pk, s, strlen(s));
-}
-
-static void
 pack_binding(msgpack_packer *pk, const sched_binding *b) {
   msgpack_pack_map(pk, 6);
-  pack_str(pk, "pod");
-  pack_str(pk, b->pod);
-  pack_str(pk, "task");
-  pack_str(pk, b->task);
-  pack_str(pk, "node");
-  pack_str(pk, b->node);
-  pack_str(pk, "attempt");
+  bus_pack_str(pk, "pod");
+  bus_pack_str(pk, b->pod);
+  bus_pack_str(pk, "task");
+  bus_pack_str(pk, b->task);
+  bus_pack_str(pk, "node");
+  bus_pack_str(pk, b->node);
+  bus_pack_str(pk, "attempt");
   msgpack_pack_uint32(pk, b->attempt);
-  pack_str(pk, "gpus");
+  bus_pack_str(pk, "gpus");
   msgpack_pack_array(pk, (size_t)b->ngpus);
   for (int g = 0; g < b->ngpus; g++)
     msgpack_pack_uint8(pk, b->gpus[g]);
-  pack_str(pk, "runtime");
-  pack_str(pk, b->runtime == SCHED_RT_RAW_NETNS ? "raw+netns" : "raw");
+  bus_pack_str(pk, "runtime");
+  bus_pack_str(pk, b->runtime == SCHED_RT_RAW_NETNS ? "raw+netns" : "raw");
 }
 
 static void
@@ -41,22 +36,22 @@ pack_why(msgpack_packer *pk, const sched_why *w) {
   size_t n = w->nscores < SCHED_WHY_SCORES ? w->nscores : SCHED_WHY_SCORES;
   const char *s = sched_strategy_name(w->strategy);
   msgpack_pack_map(pk, 7);
-  pack_str(pk, "strategy");
-  pack_str(pk, s ? s : "spread");
-  pack_str(pk, "nodes");
+  bus_pack_str(pk, "strategy");
+  bus_pack_str(pk, s ? s : "spread");
+  bus_pack_str(pk, "nodes");
   msgpack_pack_uint32(pk, w->nodes);
-  pack_str(pk, "selector");
+  bus_pack_str(pk, "selector");
   msgpack_pack_uint32(pk, w->selector);
-  pack_str(pk, "runtime");
+  bus_pack_str(pk, "runtime");
   msgpack_pack_uint32(pk, w->runtime);
-  pack_str(pk, "ready");
+  bus_pack_str(pk, "ready");
   msgpack_pack_uint32(pk, w->ready);
-  pack_str(pk, "capacity");
+  bus_pack_str(pk, "capacity");
   msgpack_pack_uint32(pk, w->capacity);
-  pack_str(pk, "scores");
+  bus_pack_str(pk, "scores");
   msgpack_pack_map(pk, n);
   for (size_t i = 0; i < n; i++) {
-    pack_str(pk, w->scores[i].node);
+    bus_pack_str(pk, w->scores[i].node);
     msgpack_pack_int64(pk, w->scores[i].score);
   }
 }
@@ -67,17 +62,17 @@ sched_pack_placed(msgpack_packer *pk, const char *pool, const char *job,
   if (!p || !p->ok || !pool || !job)
     return BUS_EINVAL;
   msgpack_pack_map(pk, 5);
-  pack_str(pk, "pool");
-  pack_str(pk, pool);
-  pack_str(pk, "job");
-  pack_str(pk, job);
-  pack_str(pk, "generation");
+  bus_pack_str(pk, "pool");
+  bus_pack_str(pk, pool);
+  bus_pack_str(pk, "job");
+  bus_pack_str(pk, job);
+  bus_pack_str(pk, "generation");
   msgpack_pack_uint64(pk, generation);
-  pack_str(pk, "bindings");
+  bus_pack_str(pk, "bindings");
   msgpack_pack_array(pk, p->n);
   for (size_t i = 0; i < p->n; i++)
     pack_binding(pk, &p->bindings[i]);
-  pack_str(pk, "why");
+  bus_pack_str(pk, "why");
   pack_why(pk, &p->why);
   return 0;
 }

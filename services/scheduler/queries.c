@@ -10,24 +10,6 @@
 #include "scheduler.h"
 
 static void
-kv_str(msgpack_packer *pk, const char *k, const char *v) {
-  msgpack_pack_str_with_body(pk, k, strlen(k));
-  msgpack_pack_str_with_body(pk, v, strlen(v));
-}
-
-static void
-kv_u64(msgpack_packer *pk, const char *k, uint64_t v) {
-  msgpack_pack_str_with_body(pk, k, strlen(k));
-  msgpack_pack_uint64(pk, v);
-}
-
-static void
-kv_raw(msgpack_packer *pk, const char *k, const void *v, size_t len) {
-  msgpack_pack_str_with_body(pk, k, strlen(k));
-  pk->callback(pk->data, v, len);
-}
-
-static void
 pack_gpus(msgpack_packer *pk, const char *k, uint64_t gpus) {
   msgpack_pack_str_with_body(pk, k, strlen(k));
   msgpack_pack_array(pk, (uint32_t)__builtin_popcountll(gpus));
@@ -43,37 +25,37 @@ pack_job(msgpack_packer *pk, const job_rec *j) {
   char pods[32];
   snprintf(pods, sizeof pods, "%u/%u", j->ended, j->pods);
   msgpack_pack_map(pk, 9);
-  kv_str(pk, "name", j->name);
-  kv_str(pk, "phase", j->phase);
-  kv_str(pk, "reason", j->reason);
-  kv_u64(pk, "generation", j->generation);
-  kv_str(pk, "pods", pods);
-  kv_u64(pk, "bound", j->bound);
-  kv_str(pk, "domain", j->domain);
-  kv_u64(pk, "ts", j->sub_ts);
-  kv_str(pk, "stopped", j->stopped ? "true" : "false");
+  bus_pack_kv_str(pk, "name", j->name);
+  bus_pack_kv_str(pk, "phase", j->phase);
+  bus_pack_kv_str(pk, "reason", j->reason);
+  bus_pack_kv_uint(pk, "generation", j->generation);
+  bus_pack_kv_str(pk, "pods", pods);
+  bus_pack_kv_uint(pk, "bound", j->bound);
+  bus_pack_kv_str(pk, "domain", j->domain);
+  bus_pack_kv_uint(pk, "ts", j->sub_ts);
+  bus_pack_kv_str(pk, "stopped", j->stopped ? "true" : "false");
 }
 
 static void
 pack_task(msgpack_packer *pk, const task_rec *r) {
   char buf[3][24];
   msgpack_pack_map(pk, 6);
-  kv_str(pk, "name", r->name);
-  kv_str(pk, "job", r->job);
-  kv_str(pk, "phase", r->phase);
-  kv_u64(pk, "replicas", r->replicas);
-  kv_str(pk, "role",
-         r->role == SCHED_ROLLOUT ? "Rollout"
-         : r->role == SCHED_ENV   ? "Env"
-                                  : "Actor");
+  bus_pack_kv_str(pk, "name", r->name);
+  bus_pack_kv_str(pk, "job", r->job);
+  bus_pack_kv_str(pk, "phase", r->phase);
+  bus_pack_kv_uint(pk, "replicas", r->replicas);
+  bus_pack_kv_str(pk, "role",
+                  r->role == SCHED_ROLLOUT ? "Rollout"
+                  : r->role == SCHED_ENV   ? "Env"
+                                           : "Actor");
   msgpack_pack_str_with_body(pk, "annotations", 11);
   msgpack_pack_map(pk, 4);
-  kv_str(pk, "ray-role", r->head ? "head" : "worker");
+  bus_pack_kv_str(pk, "ray-role", r->head ? "head" : "worker");
   snprintf(buf[0], sizeof buf[0], "%u", r->total_nodes);
-  kv_str(pk, "ray-total-nodes", buf[0]);
+  bus_pack_kv_str(pk, "ray-total-nodes", buf[0]);
   snprintf(buf[1], sizeof buf[1], "%u", r->rank_start);
-  kv_str(pk, "ray-node-rank-start", buf[1]);
-  kv_str(pk, "ray-head-task-name", r->head_task);
+  bus_pack_kv_str(pk, "ray-node-rank-start", buf[1]);
+  bus_pack_kv_str(pk, "ray-head-task-name", r->head_task);
 }
 
 static void
@@ -83,18 +65,18 @@ pack_pod(msgpack_packer *pk, const pod_rec *p, bus_txn *t, int full) {
   if (full)
     bus_txn_get(t, "why", p->name, strlen(p->name), &why, &wlen);
   msgpack_pack_map(pk, 10 + (why ? 1 : 0));
-  kv_str(pk, "name", p->name);
-  kv_str(pk, "job", p->job);
-  kv_str(pk, "task", p->task);
-  kv_str(pk, "phase", p->phase);
-  kv_str(pk, "node", p->node);
-  kv_u64(pk, "attempt", p->attempt);
+  bus_pack_kv_str(pk, "name", p->name);
+  bus_pack_kv_str(pk, "job", p->job);
+  bus_pack_kv_str(pk, "task", p->task);
+  bus_pack_kv_str(pk, "phase", p->phase);
+  bus_pack_kv_str(pk, "node", p->node);
+  bus_pack_kv_uint(pk, "attempt", p->attempt);
   pack_gpus(pk, "gpus", p->gpus);
-  kv_str(pk, "localIP", p->local_ip);
-  kv_str(pk, "desired", p->desired);
-  kv_str(pk, "reason", p->reason);
+  bus_pack_kv_str(pk, "localIP", p->local_ip);
+  bus_pack_kv_str(pk, "desired", p->desired);
+  bus_pack_kv_str(pk, "reason", p->reason);
   if (why)
-    kv_raw(pk, "why", why, wlen);
+    bus_pack_kv_raw(pk, "why", why, wlen);
 }
 
 static void
@@ -107,16 +89,16 @@ pack_node(msgpack_packer *pk, const node_rec *r, bus_txn *t, int full) {
   snprintf(cpu, sizeof cpu, "%llum", (unsigned long long)r->cpu_used_m);
   snprintf(mem, sizeof mem, "%lluMi", (unsigned long long)r->memory_used_mib);
   msgpack_pack_map(pk, 8 + (spec ? 1 : 0));
-  kv_str(pk, "name", r->name);
-  kv_str(pk, "cluster", r->cluster);
-  kv_str(pk, "status", r->ready ? "Ready" : "NotReady");
-  kv_str(pk, "cordoned", r->cordoned ? "true" : "false");
-  kv_u64(pk, "pods", r->pods);
-  kv_str(pk, "cpuUsed", cpu);
-  kv_str(pk, "memoryUsed", mem);
+  bus_pack_kv_str(pk, "name", r->name);
+  bus_pack_kv_str(pk, "cluster", r->cluster);
+  bus_pack_kv_str(pk, "status", r->ready ? "Ready" : "NotReady");
+  bus_pack_kv_str(pk, "cordoned", r->cordoned ? "true" : "false");
+  bus_pack_kv_uint(pk, "pods", r->pods);
+  bus_pack_kv_str(pk, "cpuUsed", cpu);
+  bus_pack_kv_str(pk, "memoryUsed", mem);
   pack_gpus(pk, "gpusUsed", r->gpu_taken);
   if (spec)
-    kv_raw(pk, "resource", spec, len);
+    bus_pack_kv_raw(pk, "resource", spec, len);
 }
 
 /* ------------------------------------------------------------- listing */
