@@ -27,12 +27,6 @@ refused(int rc) {
          rc == BUS_ENAME || rc == BUS_EUNKNOWN_TYPE || rc == BUS_ETOO_BIG;
 }
 
-static void
-pack_kv(msgpack_packer *pk, const char *k, const char *v) {
-  msgpack_pack_str_with_body(pk, k, strlen(k));
-  msgpack_pack_str_with_body(pk, v, strlen(v));
-}
-
 /* Emit one event; a refused one (hostile data) is skipped, not fatal. */
 static int
 emit(bus_txn *t, const char *prefix, const char *name, const char *type,
@@ -60,7 +54,7 @@ emit_reason(bus_txn *t, const char *job, const char *type, uint64_t prev,
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 1);
-  pack_kv(&pk, "reason", reason);
+  bus_pack_kv_str(&pk, "reason", reason);
   int rc = emit(t, DAG__JOB_PREFIX, job, type, prev, &sb);
   msgpack_sbuffer_destroy(&sb);
   return rc;
@@ -76,18 +70,18 @@ emit_submit(bus_txn *t, const dag__wf *w, int i) {
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 4);
-  pack_kv(&pk, "apiVersion", "rlinf.io/v1alpha1");
-  pack_kv(&pk, "kind", "Job");
+  bus_pack_kv_str(&pk, "apiVersion", "rlinf.io/v1alpha1");
+  bus_pack_kv_str(&pk, "kind", "Job");
   msgpack_pack_str_with_body(&pk, "metadata", 8);
   msgpack_pack_map(&pk, 3);
-  pack_kv(&pk, "name", w->jobname[i]);
+  bus_pack_kv_str(&pk, "name", w->jobname[i]);
   msgpack_pack_str_with_body(&pk, "labels", 6);
   msgpack_pack_map(&pk, 2);
-  pack_kv(&pk, DAG_LABEL_WORKFLOW, w->rec.name);
-  pack_kv(&pk, DAG_LABEL_TEMPLATE, w->g.t[i].name);
+  bus_pack_kv_str(&pk, DAG_LABEL_WORKFLOW, w->rec.name);
+  bus_pack_kv_str(&pk, DAG_LABEL_TEMPLATE, w->g.t[i].name);
   msgpack_pack_str_with_body(&pk, "annotations", 11);
   msgpack_pack_map(&pk, 1);
-  pack_kv(&pk, DAG_ANN_GENERATION, gen);
+  bus_pack_kv_str(&pk, DAG_ANN_GENERATION, gen);
   msgpack_pack_str_with_body(&pk, "spec", 4);
   if (w->g.t[i].spec)
     msgpack_pack_object(&pk, *w->g.t[i].spec);
@@ -106,8 +100,8 @@ emit_phase(bus_txn *t, const dag__wf *w, uint64_t prev) {
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 5);
-  pack_kv(&pk, "phase", w->rec.phase);
-  pack_kv(&pk, "reason", w->rec.reason);
+  bus_pack_kv_str(&pk, "phase", w->rec.phase);
+  bus_pack_kv_str(&pk, "reason", w->rec.reason);
   msgpack_pack_str_with_body(&pk, "succeeded", 9);
   msgpack_pack_uint32(&pk, (uint32_t)w->ev.succeeded);
   msgpack_pack_str_with_body(&pk, "total", 5);

@@ -14,39 +14,22 @@
 #include "artifact.h"
 #include "dag-int.h"
 
-static void
-pack_str(msgpack_packer *pk, const char *s) {
-  msgpack_pack_str_with_body(pk, s, strlen(s));
-}
-
-static void
-kv_str(msgpack_packer *pk, const char *k, const char *v) {
-  pack_str(pk, k);
-  pack_str(pk, v);
-}
-
-static void
-kv_uint(msgpack_packer *pk, const char *k, uint64_t v) {
-  pack_str(pk, k);
-  msgpack_pack_uint64(pk, v);
-}
-
 /* The summary map; extra more entries follow (the caller packs them). */
 static void
 pack_summary(msgpack_packer *pk, const dag__wfrec *r, uint32_t extra) {
   char progress[32];
   snprintf(progress, sizeof progress, "%u/%u", r->succeeded, r->total);
   msgpack_pack_map(pk, 9 + extra);
-  kv_str(pk, "name", r->name);
-  kv_str(pk, "phase", r->phase);
-  kv_str(pk, "reason", r->reason);
-  kv_str(pk, "progress", progress);
-  kv_uint(pk, "succeeded", r->succeeded);
-  kv_uint(pk, "total", r->total);
-  kv_uint(pk, "generation", r->generation);
-  pack_str(pk, "stopped");
+  bus_pack_kv_str(pk, "name", r->name);
+  bus_pack_kv_str(pk, "phase", r->phase);
+  bus_pack_kv_str(pk, "reason", r->reason);
+  bus_pack_kv_str(pk, "progress", progress);
+  bus_pack_kv_uint(pk, "succeeded", r->succeeded);
+  bus_pack_kv_uint(pk, "total", r->total);
+  bus_pack_kv_uint(pk, "generation", r->generation);
+  bus_pack_str(pk, "stopped");
   r->stopped ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
-  pack_str(pk, "ts");
+  bus_pack_str(pk, "ts");
   msgpack_pack_int64(pk, r->ts);
 }
 
@@ -80,14 +63,14 @@ pack_job(msgpack_packer *pk, const dag__wf *w, int i) {
   char reason[256];
   tmpl_reason(w, i, reason, sizeof reason);
   msgpack_pack_map(pk, 5);
-  kv_str(pk, "name", w->jobname[i]);
-  kv_str(pk, "template", w->g.t[i].name);
-  kv_str(pk, "phase", dag_state_name(w->state[i], w->skipped[i]));
-  kv_str(pk, "reason", reason);
-  pack_str(pk, "dependencies");
+  bus_pack_kv_str(pk, "name", w->jobname[i]);
+  bus_pack_kv_str(pk, "template", w->g.t[i].name);
+  bus_pack_kv_str(pk, "phase", dag_state_name(w->state[i], w->skipped[i]));
+  bus_pack_kv_str(pk, "reason", reason);
+  bus_pack_str(pk, "dependencies");
   msgpack_pack_array(pk, (uint32_t)w->g.t[i].ndeps);
   for (int k = 0; k < w->g.t[i].ndeps; k++)
-    pack_str(pk, w->g.t[w->g.t[i].deps[k]].name);
+    bus_pack_str(pk, w->g.t[w->g.t[i].deps[k]].name);
 }
 
 static int
@@ -98,7 +81,7 @@ describe(bus_txn *t, const char *name, msgpack_packer *pk) {
     rc = bus_error(BUS_ENOT_FOUND, "no workflow %s", name);
   if (!rc) {
     pack_summary(pk, &w.rec, 1);
-    pack_str(pk, "jobs");
+    bus_pack_str(pk, "jobs");
     msgpack_pack_array(pk, (uint32_t)w.g.n);
     for (int k = 0; k < w.g.n; k++)
       pack_job(pk, &w, w.g.order[k]);

@@ -27,24 +27,6 @@ dag__subject(const char *prefix, const char *name, char *out, size_t cap) {
 
 /* --------------------------------------------------------------- packing */
 
-static void
-kv_str(msgpack_packer *pk, const char *k, const char *v) {
-  msgpack_pack_str_with_body(pk, k, strlen(k));
-  msgpack_pack_str_with_body(pk, v, strlen(v));
-}
-
-static void
-kv_uint(msgpack_packer *pk, const char *k, uint64_t v) {
-  msgpack_pack_str_with_body(pk, k, strlen(k));
-  msgpack_pack_uint64(pk, v);
-}
-
-static void
-kv_int(msgpack_packer *pk, const char *k, int64_t v) {
-  msgpack_pack_str_with_body(pk, k, strlen(k));
-  msgpack_pack_int64(pk, v);
-}
-
 static int
 put_packed(bus_txn *t, const char *table, const char *key,
            const msgpack_sbuffer *sb) {
@@ -82,16 +64,16 @@ dag__wf_put(bus_txn *t, const dag__wfrec *r) {
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 10);
-  kv_str(&pk, "name", r->name);
-  kv_uint(&pk, "generation", r->generation);
-  kv_uint(&pk, "stopped", (uint64_t)r->stopped);
-  kv_uint(&pk, "deleted", (uint64_t)r->deleted);
-  kv_str(&pk, "phase", r->phase);
-  kv_str(&pk, "announced", r->announced);
-  kv_str(&pk, "reason", r->reason);
-  kv_int(&pk, "ts", r->ts);
-  kv_uint(&pk, "succeeded", r->succeeded);
-  kv_uint(&pk, "total", r->total);
+  bus_pack_kv_str(&pk, "name", r->name);
+  bus_pack_kv_uint(&pk, "generation", r->generation);
+  bus_pack_kv_uint(&pk, "stopped", (uint64_t)r->stopped);
+  bus_pack_kv_uint(&pk, "deleted", (uint64_t)r->deleted);
+  bus_pack_kv_str(&pk, "phase", r->phase);
+  bus_pack_kv_str(&pk, "announced", r->announced);
+  bus_pack_kv_str(&pk, "reason", r->reason);
+  bus_pack_kv_int(&pk, "ts", r->ts);
+  bus_pack_kv_uint(&pk, "succeeded", r->succeeded);
+  bus_pack_kv_uint(&pk, "total", r->total);
   int rc = put_packed(t, DAG__T_WORKFLOWS, r->name, &sb);
   msgpack_sbuffer_destroy(&sb);
   return rc;
@@ -141,15 +123,15 @@ dag__job_put(bus_txn *t, const char *job, const dag__jobrec *r) {
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 9);
-  kv_str(&pk, "wf", r->wf);
-  kv_str(&pk, "template", r->tmpl);
-  kv_uint(&pk, "ours", (uint64_t)r->ours);
-  kv_uint(&pk, "wfgen", r->wfgen);
-  kv_str(&pk, "phase", r->phase);
-  kv_str(&pk, "reason", r->reason);
-  kv_uint(&pk, "stopped", (uint64_t)r->stopped);
-  kv_uint(&pk, "bydag", (uint64_t)r->bydag);
-  kv_uint(&pk, "deleted", (uint64_t)r->deleted);
+  bus_pack_kv_str(&pk, "wf", r->wf);
+  bus_pack_kv_str(&pk, "template", r->tmpl);
+  bus_pack_kv_uint(&pk, "ours", (uint64_t)r->ours);
+  bus_pack_kv_uint(&pk, "wfgen", r->wfgen);
+  bus_pack_kv_str(&pk, "phase", r->phase);
+  bus_pack_kv_str(&pk, "reason", r->reason);
+  bus_pack_kv_uint(&pk, "stopped", (uint64_t)r->stopped);
+  bus_pack_kv_uint(&pk, "bydag", (uint64_t)r->bydag);
+  bus_pack_kv_uint(&pk, "deleted", (uint64_t)r->deleted);
   int rc = put_packed(t, DAG__T_JOBS, job, &sb);
   msgpack_sbuffer_destroy(&sb);
   return rc;
