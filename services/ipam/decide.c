@@ -23,12 +23,6 @@
 
 #define ACTOR "lark-ipam"
 
-static void
-kv_str(msgpack_packer *pk, const char *k, const char *v) {
-  msgpack_pack_str_with_body(pk, k, strlen(k));
-  msgpack_pack_str_with_body(pk, v, strlen(v));
-}
-
 static int
 emit(bus_txn *t, const char *subject, const char *type, const char *src,
      uint64_t prev, int flags, int64_t ts, const msgpack_sbuffer *sb) {
@@ -94,7 +88,7 @@ release(dpass *p) {
     msgpack_packer pk;
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     msgpack_pack_map(&pk, 2);
-    kv_str(&pk, "domain", p->d->name);
+    bus_pack_kv_str(&pk, "domain", p->d->name);
     msgpack_pack_str_with_body(&pk, "pods", 4);
     msgpack_pack_array(&pk, (uint32_t)w.n);
     for (size_t i = 0; i < w.n; i++)
@@ -148,8 +142,8 @@ emit_exhausted(dpass *p, const want *w, uint64_t needed) {
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 4);
-  kv_str(&pk, "domain", p->d->name);
-  kv_str(&pk, "job", w->job);
+  bus_pack_kv_str(&pk, "domain", p->d->name);
+  bus_pack_kv_str(&pk, "job", w->job);
   msgpack_pack_str_with_body(&pk, "needed", 6);
   msgpack_pack_uint64(&pk, needed);
   msgpack_pack_str_with_body(&pk, "free", 4);
@@ -172,8 +166,8 @@ emit_allocated(dpass *p, const want *w, const uint64_t *offs) {
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 4);
-  kv_str(&pk, "domain", p->d->name);
-  kv_str(&pk, "job", w->job);
+  bus_pack_kv_str(&pk, "domain", p->d->name);
+  bus_pack_kv_str(&pk, "job", w->job);
   msgpack_pack_str_with_body(&pk, "generation", 10);
   msgpack_pack_uint64(&pk, gen);
   msgpack_pack_str_with_body(&pk, "addresses", 9);
@@ -182,8 +176,8 @@ emit_allocated(dpass *p, const want *w, const uint64_t *offs) {
     char ip[IPAM_IP_SZ];
     ipam_addr_format(&p->d->c, offs[i], ip, sizeof ip);
     msgpack_pack_map(&pk, 2);
-    kv_str(&pk, "pod", w->pods[i]);
-    kv_str(&pk, "ip", ip);
+    bus_pack_kv_str(&pk, "pod", w->pods[i]);
+    bus_pack_kv_str(&pk, "ip", ip);
   }
   char src[BUS_SUBJECT_MAX + 128];
   snprintf(src, sizeof src, "allocated:%s:%llu:%s", p->d->name,
@@ -295,17 +289,17 @@ pack_route(bus_txn *t, const char *d, const char *c, const char *pod,
   msgpack_packer pk;
   msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 7 + (r.local_ip[0] ? 1 : 0) + (has_cidr ? 1 : 0));
-  kv_str(&pk, "domain", d);
+  bus_pack_kv_str(&pk, "domain", d);
   if (has_cidr)
-    kv_str(&pk, "cidr", dr.cidr);
-  kv_str(&pk, "cluster", c);
-  kv_str(&pk, "pod", pod);
-  kv_str(&pk, "ip", r.vip);
+    bus_pack_kv_str(&pk, "cidr", dr.cidr);
+  bus_pack_kv_str(&pk, "cluster", c);
+  bus_pack_kv_str(&pk, "pod", pod);
+  bus_pack_kv_str(&pk, "ip", r.vip);
   if (r.local_ip[0])
-    kv_str(&pk, "realIP", r.local_ip);
-  kv_str(&pk, "node", r.node);
-  kv_str(&pk, "podCluster", r.rcluster);
-  kv_str(&pk, "via", strcmp(r.rcluster, c) ? "hub" : "local");
+    bus_pack_kv_str(&pk, "realIP", r.local_ip);
+  bus_pack_kv_str(&pk, "node", r.node);
+  bus_pack_kv_str(&pk, "podCluster", r.rcluster);
+  bus_pack_kv_str(&pk, "via", strcmp(r.rcluster, c) ? "hub" : "local");
   return 0;
 }
 
@@ -339,9 +333,9 @@ send_route(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
     msgpack_packer pk;
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     msgpack_pack_map(&pk, 3);
-    kv_str(&pk, "domain", d);
-    kv_str(&pk, "cluster", c);
-    kv_str(&pk, "pod", dot2 + 1);
+    bus_pack_kv_str(&pk, "domain", d);
+    bus_pack_kv_str(&pk, "cluster", c);
+    bus_pack_kv_str(&pk, "pod", dot2 + 1);
   } else if (pack_route(w->t, d, c, dot2 + 1, &sb)) {
     msgpack_sbuffer_destroy(&sb);
     return 0;

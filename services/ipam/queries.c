@@ -10,18 +10,6 @@
 
 #include "ipam-int.h"
 
-static void
-kv_str(msgpack_packer *pk, const char *k, const char *v) {
-  msgpack_pack_str_with_body(pk, k, strlen(k));
-  msgpack_pack_str_with_body(pk, v, strlen(v));
-}
-
-static void
-kv_u64(msgpack_packer *pk, const char *k, uint64_t v) {
-  msgpack_pack_str_with_body(pk, k, strlen(k));
-  msgpack_pack_uint64(pk, v);
-}
-
 /* Count entries under a prefix. */
 static int
 count_cb(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
@@ -42,16 +30,16 @@ count_under(bus_txn *t, const char *table, const char *d) {
 static void
 pack_domain(bus_txn *t, msgpack_packer *pk, const dom_rec *d) {
   msgpack_pack_map(pk, 9);
-  kv_str(pk, "name", d->name);
-  kv_str(pk, "cidr", d->cidr);
-  kv_str(pk, "family", d->c.family == 4 ? "IPv4" : "IPv6");
-  kv_u64(pk, "capacity", ipam_cidr_usable(&d->c));
-  kv_u64(pk, "used", d->used);
-  kv_u64(pk, "free", ipam_dom_free(d));
-  kv_u64(pk, "waiting", count_under(t, "wants", d->name));
+  bus_pack_kv_str(pk, "name", d->name);
+  bus_pack_kv_str(pk, "cidr", d->cidr);
+  bus_pack_kv_str(pk, "family", d->c.family == 4 ? "IPv4" : "IPv6");
+  bus_pack_kv_uint(pk, "capacity", ipam_cidr_usable(&d->c));
+  bus_pack_kv_uint(pk, "used", d->used);
+  bus_pack_kv_uint(pk, "free", ipam_dom_free(d));
+  bus_pack_kv_uint(pk, "waiting", count_under(t, "wants", d->name));
   msgpack_pack_str_with_body(pk, "ts", 2);
   msgpack_pack_int64(pk, d->ts);
-  kv_str(pk, "actor", d->actor);
+  bus_pack_kv_str(pk, "actor", d->actor);
 }
 
 typedef struct qwalk {
@@ -106,11 +94,14 @@ list_alloc(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   if (ipam_pod_get(w->t, pod, &p))
     return 0;
   msgpack_pack_map(&w->pk, 5);
-  kv_str(&w->pk, "pod", p.pod);
-  kv_str(&w->pk, "ip", p.vip);
-  kv_str(&w->pk, "job", p.job);
-  kv_str(&w->pk, "node", p.node);
-  kv_str(&w->pk, "state", p.ended ? "ended" : p.routed ? "routed" : "held");
+  bus_pack_kv_str(&w->pk, "pod", p.pod);
+  bus_pack_kv_str(&w->pk, "ip", p.vip);
+  bus_pack_kv_str(&w->pk, "job", p.job);
+  bus_pack_kv_str(&w->pk, "node", p.node);
+  bus_pack_kv_str(&w->pk, "state",
+                  p.ended    ? "ended"
+                  : p.routed ? "routed"
+                             : "held");
   w->n++;
   return 0;
 }
@@ -158,14 +149,14 @@ describe_domain(bus_txn *t, const char *name, msgpack_packer *pk) {
 static void
 pack_peer(msgpack_packer *pk, const pod_rec *p, const char *c) {
   msgpack_pack_map(pk, 8);
-  kv_str(pk, "domain", p->domain);
-  kv_str(pk, "cluster", c);
-  kv_str(pk, "pod", p->pod);
-  kv_str(pk, "ip", p->vip);
-  kv_str(pk, "realIP", p->local_ip);
-  kv_str(pk, "node", p->node);
-  kv_str(pk, "podCluster", p->rcluster);
-  kv_str(pk, "via", strcmp(p->rcluster, c) ? "hub" : "local");
+  bus_pack_kv_str(pk, "domain", p->domain);
+  bus_pack_kv_str(pk, "cluster", c);
+  bus_pack_kv_str(pk, "pod", p->pod);
+  bus_pack_kv_str(pk, "ip", p->vip);
+  bus_pack_kv_str(pk, "realIP", p->local_ip);
+  bus_pack_kv_str(pk, "node", p->node);
+  bus_pack_kv_str(pk, "podCluster", p->rcluster);
+  bus_pack_kv_str(pk, "via", strcmp(p->rcluster, c) ? "hub" : "local");
 }
 
 static int
@@ -231,12 +222,12 @@ cluster_cb(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   char name[2 * IPAM_NAME_SZ + 1];
   snprintf(name, sizeof name, "%s.%s", w->domain, c);
   msgpack_pack_map(&w->pk, 6);
-  kv_str(&w->pk, "name", name);
-  kv_str(&w->pk, "domain", w->domain);
-  kv_str(&w->pk, "cluster", c);
-  kv_u64(&w->pk, "pods", all);
-  kv_u64(&w->pk, "local", lw.n);
-  kv_u64(&w->pk, "hub", all - lw.n);
+  bus_pack_kv_str(&w->pk, "name", name);
+  bus_pack_kv_str(&w->pk, "domain", w->domain);
+  bus_pack_kv_str(&w->pk, "cluster", c);
+  bus_pack_kv_uint(&w->pk, "pods", all);
+  bus_pack_kv_uint(&w->pk, "local", lw.n);
+  bus_pack_kv_uint(&w->pk, "hub", all - lw.n);
   w->n++;
   return 0;
 }
@@ -284,8 +275,8 @@ query_peers(bus_txn *t, const char *verb, const char *name, int routes,
       rc = bus_error(BUS_ENOT_FOUND, "no peers of %s in cluster %s", d, c);
     if (!rc) {
       msgpack_pack_map(pk, 3);
-      kv_str(pk, "domain", d);
-      kv_str(pk, "cluster", c);
+      bus_pack_kv_str(pk, "domain", d);
+      bus_pack_kv_str(pk, "cluster", c);
       msgpack_pack_str_with_body(pk, "peers", 5);
     }
     return qwalk_done(&w, pk, rc);
