@@ -59,21 +59,21 @@ apply_revoked(bus_txn *t, const bus_event *ev, signer_hook *hook) {
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 6);
-  signer__pack_str(&pk, "serial");
-  signer__pack_str(&pk, serial);
-  signer__pack_str(&pk, "format");
-  signer__pack_str(&pk, format);
-  signer__pack_str(&pk, "reason");
+  bus_pack_str(&pk, "serial");
+  bus_pack_str(&pk, serial);
+  bus_pack_str(&pk, "format");
+  bus_pack_str(&pk, format);
+  bus_pack_str(&pk, "reason");
   char reason[1025] = "";
-  signer__pack_str(&pk, bus_obj_str(&ev->data, "reason", reason, sizeof reason)
-                            ? reason
-                            : "");
-  signer__pack_str(&pk, "seq");
+  bus_pack_str(&pk, bus_obj_str(&ev->data, "reason", reason, sizeof reason)
+                        ? reason
+                        : "");
+  bus_pack_str(&pk, "seq");
   msgpack_pack_uint64(&pk, ev->seq);
-  signer__pack_str(&pk, "ts");
+  bus_pack_str(&pk, "ts");
   msgpack_pack_int64(&pk, ev->ts);
-  signer__pack_str(&pk, "actor");
-  signer__pack_str(&pk, ev->actor ? ev->actor : "");
+  bus_pack_str(&pk, "actor");
+  bus_pack_str(&pk, ev->actor ? ev->actor : "");
   rc = sb.data
            ? bus_txn_put(t, T_REVOKED, serial, strlen(serial), sb.data, sb.size)
            : -ENOMEM;

@@ -24,18 +24,6 @@
 #define NS 1000000000LL
 #define FIELD 256
 
-static void
-pack_str(msgpack_packer *pk, const char *s) {
-  msgpack_pack_str_with_body(pk, s, strlen(s));
-}
-
-static int64_t
-now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
-}
-
 static int
 refuse(bus_conn *c, const bus_cmd *cmd, int err, const char *path,
        const char *msg) {
@@ -77,7 +65,7 @@ pack_reply(msgpack_packer *pk, const msgpack_object *rec, uint32_t *n) {
     const msgpack_object *v = bus_obj_get(rec, reply_keys[i]);
     if (!v)
       continue;
-    pack_str(pk, reply_keys[i]);
+    bus_pack_str(pk, reply_keys[i]);
     msgpack_pack_object(pk, *v);
     (*n)++;
   }
@@ -135,8 +123,8 @@ static void
 pack_opt(msgpack_packer *pk, const char *k, const char *v, uint32_t *n) {
   if (!*v)
     return;
-  pack_str(pk, k);
-  pack_str(pk, v);
+  bus_pack_str(pk, k);
+  bus_pack_str(pk, v);
   (*n)++;
 }
 
@@ -148,28 +136,28 @@ pack_issued(msgpack_sbuffer *sb, const sign_in *in, const signer_cert *ct) {
   uint32_t n = 10;
   n += !!in->domain[0] + !!in->cluster[0] + !!in->agent[0];
   msgpack_pack_map(&pk, n);
-  pack_str(&pk, "serial");
-  pack_str(&pk, ct->serial);
-  pack_str(&pk, "format");
-  pack_str(&pk, signer_format_name(ct->format));
-  pack_str(&pk, "role");
-  pack_str(&pk, in->role);
-  pack_str(&pk, "name");
-  pack_str(&pk, in->name);
-  pack_str(&pk, "subject");
-  pack_str(&pk, ct->subject);
-  pack_str(&pk, "principals");
+  bus_pack_str(&pk, "serial");
+  bus_pack_str(&pk, ct->serial);
+  bus_pack_str(&pk, "format");
+  bus_pack_str(&pk, signer_format_name(ct->format));
+  bus_pack_str(&pk, "role");
+  bus_pack_str(&pk, in->role);
+  bus_pack_str(&pk, "name");
+  bus_pack_str(&pk, in->name);
+  bus_pack_str(&pk, "subject");
+  bus_pack_str(&pk, ct->subject);
+  bus_pack_str(&pk, "principals");
   msgpack_pack_array(&pk, (uint32_t)ct->nprincipals);
   for (int i = 0; i < ct->nprincipals; i++)
-    pack_str(&pk, ct->principals[i]);
-  pack_str(&pk, "notBefore");
+    bus_pack_str(&pk, ct->principals[i]);
+  bus_pack_str(&pk, "notBefore");
   msgpack_pack_int64(&pk, ct->not_before);
-  pack_str(&pk, "notAfter");
+  bus_pack_str(&pk, "notAfter");
   msgpack_pack_int64(&pk, ct->not_after);
-  pack_str(&pk, "fingerprint");
-  pack_str(&pk, ct->fingerprint);
-  pack_str(&pk, "cert");
-  pack_str(&pk, ct->text);
+  bus_pack_str(&pk, "fingerprint");
+  bus_pack_str(&pk, ct->fingerprint);
+  bus_pack_str(&pk, "cert");
+  bus_pack_str(&pk, ct->text);
   uint32_t extra = 0;
   pack_opt(&pk, "domain", in->domain, &extra);
   pack_opt(&pk, "cluster", in->cluster, &extra);
@@ -240,8 +228,8 @@ cmd_sign(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
   int64_t want = bus_obj_int(&cmd->body, "valid", 0);
   if (want > l->max_ns / NS + 1)
     want = l->max_ns / NS + 1; /* refused below, without overflow */
-  int rc = signer_validity(l, now_ns(), want * NS, &r.not_before, &r.not_after,
-                           err, sizeof err);
+  int rc = signer_validity(l, bus_wall_ns(), want * NS, &r.not_before,
+                           &r.not_after, err, sizeof err);
   if (rc)
     return refuse(c, cmd, rc, "valid", err);
   if ((rc = signer_issue(env->ca, &r, &ct, err, sizeof err)))
@@ -337,11 +325,11 @@ cmd_revoke(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, reason[0] ? 2 : 1);
-  pack_str(&pk, "serial");
-  pack_str(&pk, serial);
+  bus_pack_str(&pk, "serial");
+  bus_pack_str(&pk, serial);
   if (reason[0]) {
-    pack_str(&pk, "reason");
-    pack_str(&pk, reason);
+    bus_pack_str(&pk, "reason");
+    bus_pack_str(&pk, reason);
   }
   snprintf(subject, sizeof subject, "lark.ev.cert.%s", serial);
   rc = bus_cmd_append(c, cmd, subject, "cert.revoked", prev, sb.data, sb.size,
@@ -350,8 +338,8 @@ cmd_revoke(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
   if (rc) {
     refuse(c, cmd, rc, NULL, bus_last_error());
   } else {
-    pack_str(&pk, "serial");
-    pack_str(&pk, serial);
+    bus_pack_str(&pk, "serial");
+    bus_pack_str(&pk, serial);
     bus_cmd_reply_ok(c, cmd, seq, sb.data, sb.size, 1);
   }
   msgpack_sbuffer_destroy(&sb);
@@ -367,14 +355,14 @@ cmd_ca(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
   msgpack_sbuffer_init(&sb);
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  pack_str(&pk, "pem");
-  pack_str(&pk, signer_ca_pem(ca));
-  pack_str(&pk, "sshPublicKey");
-  pack_str(&pk, signer_ca_ssh_pub(ca));
-  pack_str(&pk, "x509Fingerprint");
-  pack_str(&pk, signer_ca_x509_fp(ca));
-  pack_str(&pk, "sshFingerprint");
-  pack_str(&pk, signer_ca_ssh_fp(ca));
+  bus_pack_str(&pk, "pem");
+  bus_pack_str(&pk, signer_ca_pem(ca));
+  bus_pack_str(&pk, "sshPublicKey");
+  bus_pack_str(&pk, signer_ca_ssh_pub(ca));
+  bus_pack_str(&pk, "x509Fingerprint");
+  bus_pack_str(&pk, signer_ca_x509_fp(ca));
+  bus_pack_str(&pk, "sshFingerprint");
+  bus_pack_str(&pk, signer_ca_ssh_fp(ca));
   bus_cmd_reply_ok(c, cmd, applied_seq(v), sb.data, sb.size, 4);
   msgpack_sbuffer_destroy(&sb);
   return 0;
@@ -451,19 +439,19 @@ signer_publish_ca(bus_conn *c, const signer_ca *ca, int *published) {
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 4);
-  pack_str(&pk, "pem");
-  pack_str(&pk, signer_ca_pem(ca));
-  pack_str(&pk, "sshPublicKey");
-  pack_str(&pk, signer_ca_ssh_pub(ca));
-  pack_str(&pk, "x509Fingerprint");
-  pack_str(&pk, signer_ca_x509_fp(ca));
-  pack_str(&pk, "sshFingerprint");
-  pack_str(&pk, signer_ca_ssh_fp(ca));
+  bus_pack_str(&pk, "pem");
+  bus_pack_str(&pk, signer_ca_pem(ca));
+  bus_pack_str(&pk, "sshPublicKey");
+  bus_pack_str(&pk, signer_ca_ssh_pub(ca));
+  bus_pack_str(&pk, "x509Fingerprint");
+  bus_pack_str(&pk, signer_ca_x509_fp(ca));
+  bus_pack_str(&pk, "sshFingerprint");
+  bus_pack_str(&pk, signer_ca_ssh_fp(ca));
   bus_event_derive_id(signer_ca_x509_fp(ca), (unsigned)prev, id);
   bus_event ev = {.v = BUS_SCHEMA_VERSION,
                   .type = "ca.published",
                   .id = id,
-                  .ts = now_ns(),
+                  .ts = bus_wall_ns(),
                   .actor = "signer",
                   .cause = "",
                   .prev = prev,

@@ -28,7 +28,7 @@ signer_show(bus_txn *t, const char *serial, msgpack_packer *pk) {
       msgpack_pack_object(pk, o.via.map.ptr[i].key);
       msgpack_pack_object(pk, o.via.map.ptr[i].val);
     }
-    signer__pack_str(pk, "revoked");
+    bus_pack_str(pk, "revoked");
     if (bus_txn_get(t, T_REVOKED, serial, strlen(serial), &rv, &rlen) == 0)
       pk->callback(pk->data, rv, rlen);
     else
@@ -48,7 +48,7 @@ typedef struct lister {
 static void
 copy_field(msgpack_packer *pk, const msgpack_object *o, const char *k) {
   const msgpack_object *v = bus_obj_get(o, k);
-  signer__pack_str(pk, k);
+  bus_pack_str(pk, k);
   if (v)
     msgpack_pack_object(pk, *v);
   else
@@ -74,7 +74,7 @@ list_one(const void *key, size_t klen, const void *val, size_t vlen, void *ud) {
     msgpack_pack_map(&l->pk, 9);
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
       copy_field(&l->pk, &o, keys[i]);
-    signer__pack_str(&l->pk, "revoked");
+    bus_pack_str(&l->pk, "revoked");
     if (bus_txn_get(l->t, T_REVOKED, key, klen, &rv, &rlen) == 0)
       msgpack_pack_true(&l->pk);
     else

@@ -12,11 +12,6 @@
 
 #include "signer-int.h"
 
-void
-signer__pack_str(msgpack_packer *pk, const char *s) {
-  msgpack_pack_str_with_body(pk, s, strlen(s));
-}
-
 /* The event's data entries plus seq, ts and actor. */
 void
 signer__pack_record(msgpack_packer *pk, const bus_event *ev,
@@ -27,12 +22,12 @@ signer__pack_record(msgpack_packer *pk, const bus_event *ev,
     msgpack_pack_object(pk, d->via.map.ptr[i].key);
     msgpack_pack_object(pk, d->via.map.ptr[i].val);
   }
-  signer__pack_str(pk, "seq");
+  bus_pack_str(pk, "seq");
   msgpack_pack_uint64(pk, ev->seq);
-  signer__pack_str(pk, "ts");
+  bus_pack_str(pk, "ts");
   msgpack_pack_int64(pk, ev->ts);
-  signer__pack_str(pk, "actor");
-  signer__pack_str(pk, ev->actor ? ev->actor : "");
+  bus_pack_str(pk, "actor");
+  bus_pack_str(pk, ev->actor ? ev->actor : "");
 }
 
 /* The serial the subject names, which must equal data.serial. */

@@ -45,7 +45,6 @@ void signer__serial_x509(uint8_t b[16], char hex[SIGNER_SERIAL_MAX]);
 #define T_REQ "requests"
 #define SUBJ "lark.ev.cert."
 
-void signer__pack_str(msgpack_packer *pk, const char *s);
 /* The row of an event: its data d plus {seq, ts, actor}. */
 void signer__pack_record(msgpack_packer *pk, const bus_event *ev,
                          const msgpack_object *d);
