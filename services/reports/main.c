@@ -26,12 +26,6 @@ typedef struct app {
 } app;
 
 static void
-pack_u64(msgpack_packer *pk, const char *k, uint64_t v) {
-  msgpack_pack_str_with_body(pk, k, strlen(k));
-  msgpack_pack_uint64(pk, v);
-}
-
-static void
 on_status(bus_conn *c, const char *subject, const char *reply, const void *data,
           size_t len, void *ud) {
   (void)subject, (void)data, (void)len;
@@ -47,14 +41,14 @@ on_status(bus_conn *c, const char *subject, const char *reply, const void *data,
   msgpack_pack_map(&pk, 9);
   msgpack_pack_str_with_body(&pk, "name", 4);
   msgpack_pack_str_with_body(&pk, a->name, strlen(a->name));
-  pack_u64(&pk, "seq", st.last_seq);
+  bus_pack_kv_uint(&pk, "seq", st.last_seq);
   msgpack_pack_str_with_body(&pk, "digest", 6);
   msgpack_pack_str_with_body(&pk, "", 0);
-  pack_u64(&pk, "lag", 0);
-  pack_u64(&pk, "applied", st.appended);
-  pack_u64(&pk, "stale", 0);
-  pack_u64(&pk, "rejected", st.refused);
-  pack_u64(&pk, "outbox", 0);
+  bus_pack_kv_uint(&pk, "lag", 0);
+  bus_pack_kv_uint(&pk, "applied", st.appended);
+  bus_pack_kv_uint(&pk, "stale", 0);
+  bus_pack_kv_uint(&pk, "rejected", st.refused);
+  bus_pack_kv_uint(&pk, "outbox", 0);
   msgpack_pack_str_with_body(&pk, "version", 7);
   msgpack_pack_str_with_body(&pk, bus_build_version(),
                              strlen(bus_build_version()));
@@ -85,7 +79,7 @@ serve(app *a) {
     rc = bus_conn_serve(a->s.conn, own, NULL, on_status, a, &one);
   if (!rc)
     SVC_LOG(&a->s, SVC_INFO, "lark.rep.>", 0, "running");
-  while (!rc && !a->s.stop) {
+  while (!rc && !atomic_load(&a->s.stop)) {
     if (bus_conn_closed(a->s.conn)) {
       rc = bus_error(BUS_ECONN, "the connection is closed for good");
       break;
