@@ -1,5 +1,7 @@
 /*
- * apply.c - the signer's apply, dispatched by event type, and its view:
+ * apply.c - the signer's apply, dispatched from a table indexed by event
+ * type (bus_apply_dispatch), each handler reading its event's generated
+ * struct, and its view:
  * certificates by serial, the revocation list, the published CA, and issuing
  * event ids.
  *
@@ -23,9 +25,9 @@
 static const char *const tables[] = {T_CERTS, T_REVOKED, T_CA, T_REQ, NULL};
 
 static int
-apply_issued(bus_txn *t, const bus_event *ev) {
+apply_issued(bus_txn *t, const bus_event *ev, const bus_ev_cert_issued *c) {
   char serial[SIGNER_SERIAL_MAX + 1];
-  if (signer__serial_of(ev, serial, sizeof serial))
+  if (signer__serial_of(ev, c->serial, serial, sizeof serial))
     return BUS_EINVAL;
   int rc = signer__put_record(t, T_CERTS, serial, ev);
   if (!rc && ev->id && *ev->id)
@@ -34,11 +36,12 @@ apply_issued(bus_txn *t, const bus_event *ev) {
 }
 
 static int
-apply_revoked(bus_txn *t, const bus_event *ev, signer_hook *hook) {
+apply_revoked(bus_txn *t, const bus_event *ev, const bus_ev_cert_revoked *r,
+              signer_hook *hook) {
   char serial[SIGNER_SERIAL_MAX + 1], format[8] = "";
   const void *val;
   size_t len;
-  if (signer__serial_of(ev, serial, sizeof serial))
+  if (signer__serial_of(ev, r->serial, serial, sizeof serial))
     return BUS_EINVAL;
   int rc = bus_txn_get(t, T_CERTS, serial, strlen(serial), &val, &len);
   if (rc == BUS_ENOT_FOUND)
@@ -65,9 +68,9 @@ apply_revoked(bus_txn *t, const bus_event *ev, signer_hook *hook) {
   bus_pack_str(&pk, format);
   bus_pack_str(&pk, "reason");
   char reason[1025] = "";
-  bus_pack_str(&pk, bus_obj_str(&ev->data, "reason", reason, sizeof reason)
-                        ? reason
-                        : "");
+  if (r->has_reason)
+    bus_str_copy(r->reason, reason, sizeof reason);
+  bus_pack_str(&pk, reason);
   bus_pack_str(&pk, "seq");
   msgpack_pack_uint64(&pk, ev->seq);
   bus_pack_str(&pk, "ts");
@@ -83,45 +86,43 @@ apply_revoked(bus_txn *t, const bus_event *ev, signer_hook *hook) {
   return rc;
 }
 
+/* A record keeps the event's data as it was written (signer__put_record),
+ * so the handlers read only what they check from the typed struct. */
 static int
-on_issued(bus_txn *t, const bus_event *ev, void *ud) {
+on_issued(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
   (void)ud;
-  return apply_issued(t, ev);
+  return apply_issued(t, ev, data);
 }
 
 static int
-on_published(bus_txn *t, const bus_event *ev, void *ud) {
-  (void)ud;
+on_published(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
+  (void)data, (void)ud;
   return signer__put_record(t, T_CA, "ca", ev);
 }
 
-/* The event's type: ev->t as decoded, or looked up by name for an event
- * built by hand (bus_view_apply takes those too). */
-static bus_type
-type_of(const bus_event *ev) {
-  bus_type t = ev->t != BUS_T_UNKNOWN ? ev->t : bus_type_of(ev->type);
-  return bus_type_name(t) ? t : BUS_T_UNKNOWN;
+static int
+on_revoked(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
+  return apply_revoked(t, ev, data, ud);
 }
 
 /* The types the view applies, indexed by the event's type (BUS_T_*);
  * others are not ours and are passed over. */
-typedef int (*apply_fn)(bus_txn *t, const bus_event *ev, void *ud);
-
-static int
-on_revoked(bus_txn *t, const bus_event *ev, void *ud) {
-  return apply_revoked(t, ev, ud);
-}
-
-static const apply_fn apply_table[BUS_T__COUNT] = {
-    [BUS_T_CA_PUBLISHED] = on_published,
-    [BUS_T_CERT_ISSUED] = on_issued,
-    [BUS_T_CERT_REVOKED] = on_revoked,
-};
+static const bus_apply_table apply_table = {
+    .on = {
+        [BUS_T_CA_PUBLISHED] = on_published,
+        [BUS_T_CERT_ISSUED] = on_issued,
+        [BUS_T_CERT_REVOKED] = on_revoked,
+    }};
 
 static int
 signer_apply(bus_txn *t, const bus_event *ev, void *ud) {
-  apply_fn fn = apply_table[type_of(ev)];
-  return fn ? fn(t, ev, ud) : 0;
+  if (ev->t != BUS_T_UNKNOWN)
+    return bus_apply_dispatch(&apply_table, t, ev, ud);
+  /* an event built by hand (bus_view_apply takes those too): its type by
+   * name */
+  bus_event typed = *ev;
+  typed.t = bus_type_of(ev->type);
+  return bus_apply_dispatch(&apply_table, t, &typed, ud);
 }
 
 void

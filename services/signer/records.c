@@ -32,11 +32,12 @@ signer__pack_record(msgpack_packer *pk, const bus_event *ev,
 
 /* The serial the subject names, which must equal data.serial. */
 int
-signer__serial_of(const bus_event *ev, char *serial, size_t cap) {
+signer__serial_of(const bus_event *ev, bus_str field, char *serial,
+                  size_t cap) {
   if (!ev->subject || strncmp(ev->subject, SUBJ, strlen(SUBJ)))
     return BUS_EINVAL;
   const char *tok = ev->subject + strlen(SUBJ);
-  if (!bus_obj_str(&ev->data, "serial", serial, cap) || strcmp(serial, tok))
+  if (!field.ptr || strcmp(bus_str_copy(field, serial, cap), tok))
     return BUS_EINVAL;
   return 0;
 }

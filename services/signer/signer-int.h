@@ -48,8 +48,10 @@ void signer__serial_x509(uint8_t b[16], char hex[SIGNER_SERIAL_MAX]);
 /* The row of an event: its data d plus {seq, ts, actor}. */
 void signer__pack_record(msgpack_packer *pk, const bus_event *ev,
                          const msgpack_object *d);
-/* The serial a cert event is about (its subject's last token). */
-int signer__serial_of(const bus_event *ev, char *serial, size_t cap);
+/* The serial a cert event is about (its subject's last token), which
+ * must equal its data's serial (field). */
+int signer__serial_of(const bus_event *ev, bus_str field, char *serial,
+                      size_t cap);
 int signer__put_record(bus_txn *t, const char *table, const char *key,
                        const bus_event *ev);
 /* One stored row decoded into z. */
