@@ -91,22 +91,6 @@ reload(hub *h, int force) {
   hub__log(h, "hub: revoked set loaded from %s", h->o.revoked);
 }
 
-int
-hub__still_valid(sess *s, char *why, size_t cap) {
-  hub *h = s->h;
-  pthread_mutex_lock(&h->mu);
-  int revoked = relay_cert_revoked(h->rev, &s->cert) ||
-                relay_cert_revoked(h->ev_rev, &s->cert);
-  pthread_mutex_unlock(&h->mu);
-  if (revoked)
-    snprintf(why, cap, "certificate revoked");
-  else if (now_s() >= s->cert.valid_before)
-    snprintf(why, cap, "certificate expired");
-  else
-    return 1;
-  return 0;
-}
-
 /* ---------------------------------------------------------------- auth */
 
 static int
@@ -177,25 +161,6 @@ on_auth_pubkey(ssh_session ssh, const char *user, struct ssh_key_struct *key,
 }
 
 /* ------------------------------------------------------------- channels */
-
-int
-hub__bridge(sess *s, ssh_channel ch, int fd) {
-  hub_link *l = calloc(1, sizeof *l);
-  if (!l) {
-    close(fd);
-    ssh_channel_close(ch);
-    ssh_channel_free(ch);
-    return -1;
-  }
-  if (!(l->b = relay_bridge_new(s->ev, s->ssh, ch, fd))) {
-    free(l);
-    return -1;
-  }
-  l->next = s->links;
-  s->links = l;
-  s->nlinks++;
-  return 0;
-}
 
 /* Free the bridges that are done (all of them when all). */
 static void

@@ -4,6 +4,7 @@
  * window has passed, and when another writer got there first. And the
  * service loop end to end: an event in, a decision out.
  */
+#include <stdatomic.h>
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -209,7 +210,7 @@ Test(outbox, conflict_with_another_writer_drops_decision) {
 
 typedef struct runner {
   bus_view *v;
-  volatile int stop;
+  atomic_int stop;
   int rc;
 } runner;
 
@@ -220,7 +221,7 @@ run_service(void *arg) {
   bus_service_opts_init(&o);
   o.name = "items";
   o.poll_ms = 100;
-  o.stop = &r->stop;
+  o.stop_flag = &r->stop;
   r->rc = bus_service_run(conn, r->v, &o);
   return NULL;
 }

@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -314,7 +315,7 @@ static bus_conn *busc;
 typedef struct fake_relay {
   char name[32], cluster[32];
   pthread_t th;
-  volatile int stop, registered, channels, dport;
+  atomic_int stop, registered, channels, dport;
 } fake_relay;
 
 static fake_relay relay2;

@@ -8,6 +8,7 @@
  * stream sequence at the next position of a list: the list must read
  * 1, 2, 3, ... with nothing missing and nothing twice.
  */
+#include <stdatomic.h>
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -104,7 +105,7 @@ append_n(int from, int n) {
 
 typedef struct runner {
   bus_view *v;
-  volatile int stop;
+  atomic_int stop;
   int rc;
   int state;
   char why[256];
@@ -125,7 +126,7 @@ run_service(void *arg) {
   o.name = "order";
   o.poll_ms = 100;
   o.batch = 16;
-  o.stop = &r->stop;
+  o.stop_flag = &r->stop;
   o.on_state = on_state;
   o.state_ud = r;
   r->rc = bus_service_run(conn, r->v, &o);
@@ -170,7 +171,7 @@ expect_in_order(bus_view *v, uint64_t n) {
  * permission would) and acks what it takes: each message it takes is a
  * hole in the service's delivery order, noticed and refilled. */
 typedef struct thief {
-  volatile int stop;
+  atomic_int stop;
   int taken;
 } thief;
 

@@ -27,7 +27,7 @@ static bus_conn *conn;
 static char dir[256];
 static bus_view *view;
 static pthread_t loop;
-static volatile int stop;
+static atomic_int stop;
 
 static double
 now_s(void) {
@@ -42,7 +42,7 @@ run_service(void *arg) {
   bus_service_opts o;
   bus_service_opts_init(&o);
   o.name = "verbs";
-  o.stop = &stop;
+  o.stop_flag = &stop;
   if (bus_service_run(conn, view, &o))
     fprintf(stderr, "service: %s\n", bus_last_error());
   return NULL;

@@ -1240,8 +1240,8 @@ int bus_outbox_drain(bus_view *v, bus_conn *c, const char *stream,
  * version}, and
  * `lark.sys.snapshot.<name>` {path} by writing a snapshot of the live view
  * to path on its own host, replying {ok, path, seq} or {error}.
- * Returns when *stop_flag (or the older *stop) becomes non-zero, checked
- * at least every poll_ms.
+ * Returns when *stop_flag becomes non-zero, checked at least every
+ * poll_ms.
  */
 typedef struct bus_service_opts {
   const char *name;   /* the service (and consumer) name */
@@ -1252,9 +1252,6 @@ typedef struct bus_service_opts {
   int tick_ms;        /* 0: no ticks */
   /* set non-zero from any thread or a signal handler: the loop returns */
   atomic_int *stop_flag;
-  /* the older form of stop_flag, read the same way; set stop_flag
-   * instead: this one goes once no caller sets it */
-  volatile int *stop;
   /* called after each committed batch (tests, logging); may be NULL */
   void (*on_batch)(const bus_view_stats *s, void *ud);
   void *ud;

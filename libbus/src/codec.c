@@ -404,3 +404,18 @@ bus_event_derive_id(const char *cause, unsigned index, char out[33]) {
   crypto_generichash_final(&st, raw, sizeof raw);
   sodium_bin2hex(out, 33, raw, sizeof raw);
 }
+
+int
+bus_event_decode_typed(const void *buf, size_t len, bus_event *ev,
+                       msgpack_zone *zone) {
+  if (!ev || !zone)
+    return BUS_ERR(BUS_EINVAL, "bus_event_decode_typed: ev and zone needed");
+  bus_event tmp = *ev;
+  int rc = bus_event_decode(buf, len, &tmp, zone);
+  if (rc >= 0)
+    rc = bus__typed_fill(&tmp, zone);
+  if (rc < 0)
+    return rc;
+  *ev = tmp;
+  return 0;
+}

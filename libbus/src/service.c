@@ -338,11 +338,10 @@ reopen(service *s, bus_consumer **kp) {
   return open_consumer(s, kp);
 }
 
-/* Told to stop: stop_flag, or the older volatile stop. */
+/* Told to stop. */
 static int
 stopping(const service *s) {
-  const bus_service_opts *o = s->o;
-  return (o->stop_flag && atomic_load(o->stop_flag)) || (o->stop && *o->stop);
+  return s->o->stop_flag && atomic_load(s->o->stop_flag);
 }
 
 static int

@@ -80,6 +80,7 @@ int bus__pack_raw(msgpack_packer *pk, const bus_raw *r);
 /* For codec.c: ev->typed packed as an event's data, and those bytes
  * checked against ev->t's schema. */
 int bus__typed_write(msgpack_packer *pk, const bus_event *ev);
+int bus__typed_fill(bus_event *ev, msgpack_zone *zone);
 int bus__typed_check(const bus_event *ev, const char *mp, size_t len);
 
 /* ------------------------------------------------------------- subjects */

@@ -119,27 +119,17 @@ bus_event_typed(const bus_event *ev, msgpack_zone *zone, const void **out) {
   return 0;
 }
 
+/* ev->typed from ev->data, which decode has checked against the schema
+ * (codec.c's bus_event_decode_typed): a fill that walks nothing again. */
 int
-bus_event_decode_typed(const void *buf, size_t len, bus_event *ev,
-                       msgpack_zone *zone) {
-  bus_event tmp;
-  const void *d;
-  void *p;
-  int rc;
-  if (!ev || !zone)
-    return BUS_ERR(BUS_EINVAL, "bus_event_decode_typed: ev and zone needed");
-  tmp = *ev;
-  if ((rc = bus_event_decode(buf, len, &tmp, zone)) < 0)
-    return rc;
-  /* decode passed the data; fill without walking the schema again */
-  if (!(p = msgpack_zone_malloc(zone, bus__tdescs[tmp.t].size)))
-    return BUS_ERR(-ENOMEM, "out of memory unpacking %s", tmp.type);
-  memset(p, 0, bus__tdescs[tmp.t].size);
-  if (bus__tdescs[tmp.t].fill(zone, &tmp.data, p))
-    return BUS_ERR(-ENOMEM, "out of memory unpacking %s", tmp.type);
-  d = p;
-  tmp.typed = d;
-  *ev = tmp;
+bus__typed_fill(bus_event *ev, msgpack_zone *zone) {
+  void *p = msgpack_zone_malloc(zone, bus__tdescs[ev->t].size);
+  if (!p)
+    return BUS_ERR(-ENOMEM, "out of memory unpacking %s", ev->type);
+  memset(p, 0, bus__tdescs[ev->t].size);
+  if (bus__tdescs[ev->t].fill(zone, &ev->data, p))
+    return BUS_ERR(-ENOMEM, "out of memory unpacking %s", ev->type);
+  ev->typed = p;
   return 0;
 }
 

@@ -89,7 +89,7 @@ static void
 on_signal(int sig) {
   (void)sig;
   if (signalled)
-    signalled->stop = 1;
+    atomic_store(&signalled->stop, 1);
 }
 
 void
@@ -114,7 +114,7 @@ svc_connect(svc *s, const char *const *streams) {
   snprintf(name, sizeof name, "lark-%s", s->name);
   o.name = name;
   int rc, warned = 0;
-  while ((rc = bus_conn_open(&s->conn, &o)) < 0 && !s->stop) {
+  while ((rc = bus_conn_open(&s->conn, &o)) < 0 && !atomic_load(&s->stop)) {
     if (rc == BUS_EAUTH || (rc < 0 && rc > -4000)) {
       SVC_LOG(s, SVC_ERROR, "-", 0, "connect %s: %s (%s)", s->url,
               bus_strerror(rc), bus_last_error());
@@ -229,7 +229,7 @@ loop(svc *s, bus_view *v, const svc_view_opts *o) {
   bus_service_opts_init(&so);
   so.name = s->instance ? s->instance : s->name;
   svc_service_input(&so, &o->def);
-  so.stop = &s->stop;
+  so.stop_flag = &s->stop;
   so.tick_ms = o->tick_ms;
   so.on_batch = log_batch;
   so.ud = &l;

@@ -14,6 +14,8 @@
 #include <signal.h>
 #include <stdint.h>
 
+#include <stdatomic.h>
+
 #include "bus.h"
 
 enum { SVC_ERROR = 0, SVC_WARN = 1, SVC_INFO = 2, SVC_DEBUG = 3 };
@@ -26,7 +28,7 @@ typedef struct svc {
   const char *instance; /* --name: the consumer and status name; default
                            the service's own */
   int log_level;
-  volatile int stop;
+  atomic_int stop; /* set by a signal or any thread: the service ends */
   bus_conn *conn;
 } svc;
 

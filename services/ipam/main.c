@@ -60,7 +60,7 @@ run(app *a) {
     bus_service_opts_init(&so);
     so.name = a->s.instance ? a->s.instance : "ipam";
     svc_service_input(&so, &a->def);
-    so.stop = &a->s.stop;
+    so.stop_flag = &a->s.stop;
     so.tick_ms = 500;
     so.on_batch = on_batch;
     so.on_state = svc_on_state;

@@ -92,7 +92,7 @@ serve_and_run(app *a) {
     bus_service_opts_init(&so);
     so.name = "signer";
     svc_service_input(&so, &a->def);
-    so.stop = &a->s.stop;
+    so.stop_flag = &a->s.stop;
     so.on_batch = on_batch;
     so.on_state = svc_on_state;
     so.state_ud = &a->s;

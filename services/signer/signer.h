@@ -233,7 +233,7 @@ int signer_x509_request(const char *name, char **key_pem, size_t *key_len,
  * a revocation so the service rewrites the CRL and KRL after commit.
  */
 typedef struct signer_hook {
-  volatile int dirty;
+  int dirty; /* set by apply, read by on_batch: both on the loop's thread */
 } signer_hook;
 
 void signer_view_def(bus_view_def *def);

@@ -10,6 +10,7 @@
 #ifndef LARK_FAULT_H
 #define LARK_FAULT_H
 
+#include <stdatomic.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -51,7 +52,7 @@ typedef struct fh {
   char data[PATH_MAX];      /* larkctl up's data directory */
   char ran[PATH_MAX];       /* where pods write "<pod> <attempt>" */
   pid_t up;
-  volatile int stop; /* load and faults end */
+  atomic_int stop; /* load and faults end */
   pthread_mutex_t mu;
   fh_counts n;
   int njobs;
