@@ -53,12 +53,6 @@ seen_of(sched_ingress *in, const char *node) {
   return s;
 }
 
-void
-sched_ingress_log(const char *subject, const char *what, const char *detail) {
-  fprintf(stderr, "lark-scheduler ingress subject=%s %s%s\n", subject, what,
-          detail ? detail : "");
-}
-
 /* Append for a node: id from the message (a re-sent report lands once). */
 static int
 append_for(sched_ingress *in, const char *subject, const char *type,
@@ -309,20 +303,6 @@ handle(sched_ingress *in, const char *subject, const bus_event *ev) {
  * by the rules. Handling it in place keeps the node's reports in order; a
  * repeat lands once (ids derive from the message's, appends carry prev).
  */
-int
-sched_ingress_transient(int rc) {
-  return rc == BUS_ETIMEOUT || rc == BUS_ECONN || rc == BUS_ENO_STREAM;
-}
-
-int
-sched_ingress_nap(const bus_worker *w, int *delay_ms, const char *subject) {
-  sched_ingress_log(subject,
-                    "not stored yet, trying again: ", bus_last_error());
-  bus_worker_nap(w, *delay_ms);
-  *delay_ms = *delay_ms < 1000 ? *delay_ms * 2 : 2000;
-  return bus_worker_stopping(w);
-}
-
 static int
 handle_until_stored(sched_ingress *in, const char *subject,
                     const bus_event *ev) {
