@@ -10,11 +10,12 @@
  * Everything decide must act on is left in a table: `queue` (pods to
  * place), `outgoing` (desired states to send), `todo` (phases to record).
  *
- * This file holds what every part of apply shares: the dispatch table,
- * the queues decide reads, the derived phases and the phase records. The
- * events themselves are applied by kind: apply_node.c (nodes and the
- * capacity pods book on them), apply_job.c (Jobs and their placements),
- * apply_pod.c (pods and the addresses of their domains).
+ * This file holds the dispatch table and the phase records. The events
+ * themselves are applied by kind: apply_node.c (nodes), apply_job.c (Jobs
+ * and their placements), apply_pod.c (pods and the addresses of their
+ * domains); what all of those do to the view's shared state (the queues
+ * decide reads, derived phases, capacity booked and given back, a failed
+ * pod retried) is apply_state.c, which calls none of them.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -31,180 +32,6 @@ static const char *
 subject_id(const char *subject) {
   const char *p = strchr(subject + 8, '.');
   return p ? p + 1 : "";
-}
-
-int
-sched_terminal(const char *phase) {
-  return !strcmp(phase, "Succeeded") || !strcmp(phase, "Failed") ||
-         !strcmp(phase, "Stopped");
-}
-
-/* ------------------------------------------------------------- queues */
-
-int
-sched_queue_job(bus_txn *t, const job_rec *j, int on) {
-  unsigned char key[8 + SCHED_NAME_SZ];
-  size_t n = strlen(j->name);
-  for (int i = 0; i < 8; i++)
-    key[i] = (unsigned char)(j->sub_seq >> (56 - 8 * i));
-  memcpy(key + 8, j->name, n);
-  return on ? bus_txn_put(t, "queue", key, 8 + n, "", 0)
-            : bus_txn_del(t, "queue", key, 8 + n);
-}
-
-int
-sched_pod_waiting(const pod_rec *p) {
-  return !p->bound && !strcmp(p->desired, "Running") &&
-         strcmp(p->phase, "Succeeded") && strcmp(p->phase, "Failed");
-}
-
-static int
-find_waiting(bus_txn *t, pod_rec *p, void *ud) {
-  (void)t;
-  *(int *)ud |= sched_pod_waiting(p);
-  return 0;
-}
-
-/*
- * Whether the Job still has a pod to place, read from its pods rather than
- * from the j.bound and j.ended counters: a pod that ended while bound
- * stays in j.bound (its binding is kept for describe) and is counted in
- * j.ended too. With pods sent back to Pending for a retry and placed one
- * job.placed at a time, the sum reached j.pods while a retried pod was
- * still unplaced, and the Job left the queue for good, Running forever.
- */
-int
-sched_job_waits(bus_txn *t, const char *job, int *waits) {
-  *waits = 0;
-  return sched_each_pod(t, job, find_waiting, waits);
-}
-
-/* Queue the pod's desired state for its node, keyed by the event's seq so
- * decide sends them in order and only once (its cursor is in _effects). */
-int
-sched_outgoing(bus_txn *t, pod_rec *p, uint64_t seq) {
-  if (!p->node[0])
-    return 0;
-  unsigned char key[8 + SCHED_DNAME_SZ];
-  size_t n = strlen(p->name);
-  if (p->out_key[0] || p->out_key[7]) {
-    unsigned char old[8 + SCHED_DNAME_SZ];
-    memcpy(old, p->out_key, 8);
-    memcpy(old + 8, p->name, n);
-    bus_txn_del(t, "outgoing", old, 8 + n);
-  }
-  for (int i = 0; i < 8; i++)
-    key[i] = (unsigned char)(seq >> (56 - 8 * i));
-  memcpy(key + 8, p->name, n);
-  memcpy(p->out_key, key, 8);
-  return bus_txn_put(t, "outgoing", key, 8 + n, "", 0);
-}
-
-/* --------------------------------------------------- derived phases */
-
-#define MAX_TASK_PODS 1024
-
-typedef struct derive_ctx {
-  task_rec tasks[SCHED_MAX_TASKS];
-  int ntasks;
-  sched_pod *pods; /* every pod of the Job */
-  size_t npods;
-} derive_ctx;
-
-static int
-take_task(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
-  (void)k, (void)kl;
-  derive_ctx *d = ud;
-  if (vl != sizeof(task_rec) || d->ntasks == SCHED_MAX_TASKS)
-    return 0;
-  memcpy(&d->tasks[d->ntasks++], v, sizeof(task_rec));
-  return 0;
-}
-
-static sched_phase
-phase_of(const char *s) {
-  sched_phase p = SCHED_PH_PENDING;
-  sched_phase_parse(s, &p);
-  return p;
-}
-
-static int
-take_pod(bus_txn *t, pod_rec *p, void *ud) {
-  (void)t;
-  derive_ctx *d = ud;
-  if (d->npods == SCHED_MAX_PODS)
-    return 0;
-  sched_pod *sp = &d->pods[d->npods];
-  memset(sp, 0, sizeof *sp);
-  sched_copy(sp->name, sizeof sp->name, p->name, strlen(p->name));
-  sp->task = p->tmpl;
-  sp->replica = p->replica;
-  /* phase.c counts failures by attempt: the last failed one is
-   * failures - 1 (a resumed Job starts counting again) */
-  sp->attempt = p->failures ? p->failures - 1 : 0;
-  sp->phase = phase_of(p->phase);
-  sp->exit_code = p->exit_code;
-  d->npods++;
-  return 0;
-}
-
-/*
- * Recompute what the Job's and its Tasks' phases should be from its pods,
- * and keep the Job in `todo` while a recorded phase differs from it:
- * decide records the change as task.phase / job.phase events.
- */
-int
-sched_touch(bus_txn *t, const char *job) {
-  job_rec j;
-  int rc = sched_job_get(t, job, &j);
-  if (rc)
-    return rc == BUS_ENOT_FOUND ? 0 : rc;
-  derive_ctx *d = calloc(1, sizeof *d);
-  if (!d || !(d->pods = calloc(SCHED_MAX_PODS, sizeof *d->pods))) {
-    free(d);
-    return -ENOMEM;
-  }
-  char prefix[SCHED_NAME_SZ + 1];
-  snprintf(prefix, sizeof prefix, "%s-", job);
-  rc = bus_txn_scan(t, "tasks", prefix, strlen(prefix), take_task, d);
-  if (!rc)
-    rc = sched_each_pod(t, job, take_pod, d);
-  sched_phase tp[SCHED_MAX_TASKS];
-  int differs = 0, n = 0;
-  for (int i = 0; !rc && i < d->ntasks; i++) {
-    task_rec *tr = &d->tasks[i];
-    if (strcmp(tr->job, job))
-      continue;
-    sched_pod mine[MAX_TASK_PODS];
-    size_t m = 0;
-    for (size_t k = 0; k < d->npods && m < MAX_TASK_PODS; k++)
-      if (d->pods[k].task == tr->index)
-        mine[m++] = d->pods[k];
-    sched_phase want =
-        j.stopped ? SCHED_PH_STOPPED
-                  : sched_task_phase(mine, m, tr->max_retries, NULL, 0);
-    tp[n++] = want;
-    const char *w = sched_phase_name(want);
-    if (strcmp(tr->want, w)) {
-      sched_copy(tr->want, sizeof tr->want, w, strlen(w));
-      rc = sched_task_put(t, tr);
-    }
-    differs |= strcmp(tr->want, tr->phase) != 0;
-  }
-  if (!rc && !j.deleted) {
-    const char *w = j.stopped
-                        ? "Stopped"
-                        : sched_phase_name(sched_job_phase(tp, (size_t)n));
-    sched_copy(j.want, sizeof j.want, w, strlen(w));
-    differs |= strcmp(j.want, j.phase) != 0;
-    rc = sched_job_put(t, &j);
-  }
-  if (!rc)
-    rc = differs ? bus_txn_put(t, "todo", job, strlen(job), "", 0)
-                 : bus_txn_del(t, "todo", job, strlen(job));
-  free(d->pods);
-  free(d);
-  return rc;
 }
 
 /* -------------------------------------------------------------- phases */
@@ -236,13 +63,6 @@ apply_phase(bus_txn *t, const bus_event *ev, const char *kind,
     return sched_touch(t, name);
   task_rec r;
   return sched_task_get(t, name, &r) ? 0 : sched_touch(t, r.job);
-}
-
-int
-sched_repack(const msgpack_object *o, msgpack_sbuffer *sb) {
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-  return msgpack_pack_object(&pk, *o);
 }
 
 /* ------------------------------------------------------------ dispatch */

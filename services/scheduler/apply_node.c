@@ -1,8 +1,7 @@
 /*
  * apply_node.c - the scheduler's view follows its Nodes: node.registered
  * keeps the node's spec and record, node.ready / notready / cordoned /
- * uncordoned its state (a node gone notready fails its running pods), and
- * the capacity a bound pod books on its node and gives back once.
+ * uncordoned its state (a node gone notready fails its running pods).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -11,57 +10,6 @@
 
 #include "apply-int.h"
 #include "scheduler.h"
-
-/* ----------------------------------------------------------- capacity */
-
-int
-sched_node_book(bus_txn *t, const pod_rec *p, int sign) {
-  node_rec n;
-  int rc = sched_noderec_get(t, p->node, &n);
-  if (rc == BUS_ENOT_FOUND)
-    return 0; /* the node is gone: nothing to give back */
-  if (rc)
-    return rc;
-  if (sign > 0) {
-    n.cpu_used_m += p->cpu_m;
-    n.memory_used_mib += p->memory_mib;
-    n.gpu_taken |= p->gpus;
-    n.pods++;
-  } else {
-    n.cpu_used_m -= p->cpu_m < n.cpu_used_m ? p->cpu_m : n.cpu_used_m;
-    n.memory_used_mib -=
-        p->memory_mib < n.memory_used_mib ? p->memory_mib : n.memory_used_mib;
-    n.gpu_taken &= ~p->gpus;
-    n.pods -= n.pods ? 1 : 0;
-  }
-  for (uint32_t i = 0; i < p->ndev; i++) {
-    uint32_t k = 0;
-    while (k < n.ndev && strcmp(n.dev_name[k], p->dev_name[i]))
-      k++;
-    if (k == n.ndev) {
-      if (sign < 0 || n.ndev == SCHED_POD_DEVICES * 2)
-        continue;
-      sched_copy(n.dev_name[k], SCHED_NAME_SZ, p->dev_name[i],
-                 strlen(p->dev_name[i]));
-      n.ndev++;
-    }
-    if (sign > 0)
-      n.dev_used[k] += p->dev_count[i];
-    else
-      n.dev_used[k] -=
-          p->dev_count[i] < n.dev_used[k] ? p->dev_count[i] : n.dev_used[k];
-  }
-  return sched_noderec_put(t, &n);
-}
-
-/* Give a bound pod's capacity back, once. */
-int
-sched_pod_release(bus_txn *t, pod_rec *p) {
-  if (!p->bound || p->released)
-    return 0;
-  p->released = 1;
-  return sched_node_book(t, p, -1);
-}
 
 /* ---------------------------------------------------------------- nodes */
 

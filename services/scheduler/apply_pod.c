@@ -16,45 +16,6 @@
 /* ------------------------------------------------------------------ pods */
 
 int
-sched_fail_pod(bus_txn *t, pod_rec *p, const char *reason, uint64_t seq) {
-  job_rec j;
-  task_rec tr;
-  int rc = sched_job_get(t, p->job, &j);
-  if (!rc)
-    rc = sched_task_get(t, p->task, &tr);
-  if (rc)
-    return rc;
-  if ((rc = sched_pod_release(t, p)))
-    return rc;
-  sched_copy(p->reason, sizeof p->reason, reason, strlen(reason));
-  p->failures++;
-  if (p->failures <= tr.max_retries && !j.stopped) {
-    /* retry: same name, next attempt, placed again */
-    if (p->node[0] && strcmp(p->phase, "Failed")) {
-      strcpy(p->desired, "Stopped");
-      sched_outgoing(t, p, seq);
-    }
-    p->attempt++;
-    p->bound = p->released = 0;
-    p->node[0] = 0;
-    p->gpus = 0;
-    strcpy(p->phase, "Pending");
-    strcpy(p->desired, "Running");
-    j.bound -= j.bound ? 1 : 0;
-    if ((rc = sched_queue_job(t, &j, 1)) || (rc = sched_job_put(t, &j)))
-      return rc;
-  } else {
-    strcpy(p->phase, "Failed");
-    j.ended++;
-    if ((rc = sched_job_put(t, &j)))
-      return rc;
-  }
-  if ((rc = sched_pod_put(t, p)))
-    return rc;
-  return sched_touch(t, p->job);
-}
-
-int
 sched_apply_pod_phase(bus_txn *t, const bus_event *ev, const char *name) {
   char phase[SCHED_PHASE_SZ] = "", node[SCHED_NAME_SZ] = "";
   char reason[SCHED_REASON_SZ] = "";

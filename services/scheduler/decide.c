@@ -26,8 +26,6 @@
 #include "placement.h"
 #include "scheduler.h"
 
-#define ACTOR "lark-scheduler"
-
 typedef struct pass {
   bus_txn *t;
   sched_nodes nodes;
@@ -84,24 +82,6 @@ load_nodes(pass *p) {
     return 0;
   p->loaded = 1;
   return bus_txn_scan(p->t, "nodes", NULL, 0, load_node, p);
-}
-
-/* ------------------------------------------------------------ emitting */
-
-int
-sched_emit(bus_txn *t, const char *subject, const char *type,
-           const char *id_src, const char *cause, uint64_t prev, int flags,
-           const msgpack_sbuffer *data) {
-  char id[33];
-  bus_event_derive_id(id_src, 0, id);
-  bus_event ev = {.type = type,
-                  .id = id,
-                  .actor = ACTOR,
-                  .cause = cause,
-                  .prev = prev,
-                  .data_mp = data->data,
-                  .data_mp_len = data->size};
-  return bus_txn_emit(t, subject, &ev, flags);
 }
 
 /* ----------------------------------------------------------- placement */

@@ -1,0 +1,290 @@
+/*
+ * apply_state.c - what every part of the scheduler's apply does to the
+ * view's shared state: the queues decide reads (`queue`, `outgoing`), the
+ * derived phases of Tasks and Jobs (`todo`), the capacity a bound pod
+ * books on its node and gives back once, and a failed pod retried when
+ * its Task may. The handlers (apply_node.c, apply_job.c, apply_pod.c and
+ * the table in apply.c) call these; these call none of them.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apply-int.h"
+#include "expand.h"
+#include "phase.h"
+#include "scheduler.h"
+
+int
+sched_terminal(const char *phase) {
+  return !strcmp(phase, "Succeeded") || !strcmp(phase, "Failed") ||
+         !strcmp(phase, "Stopped");
+}
+
+/* ------------------------------------------------------------- queues */
+
+int
+sched_queue_job(bus_txn *t, const job_rec *j, int on) {
+  unsigned char key[8 + SCHED_NAME_SZ];
+  size_t n = strlen(j->name);
+  for (int i = 0; i < 8; i++)
+    key[i] = (unsigned char)(j->sub_seq >> (56 - 8 * i));
+  memcpy(key + 8, j->name, n);
+  return on ? bus_txn_put(t, "queue", key, 8 + n, "", 0)
+            : bus_txn_del(t, "queue", key, 8 + n);
+}
+
+int
+sched_pod_waiting(const pod_rec *p) {
+  return !p->bound && !strcmp(p->desired, "Running") &&
+         strcmp(p->phase, "Succeeded") && strcmp(p->phase, "Failed");
+}
+
+static int
+find_waiting(bus_txn *t, pod_rec *p, void *ud) {
+  (void)t;
+  *(int *)ud |= sched_pod_waiting(p);
+  return 0;
+}
+
+/*
+ * Whether the Job still has a pod to place, read from its pods rather than
+ * from the j.bound and j.ended counters: a pod that ended while bound
+ * stays in j.bound (its binding is kept for describe) and is counted in
+ * j.ended too. With pods sent back to Pending for a retry and placed one
+ * job.placed at a time, the sum reached j.pods while a retried pod was
+ * still unplaced, and the Job left the queue for good, Running forever.
+ */
+int
+sched_job_waits(bus_txn *t, const char *job, int *waits) {
+  *waits = 0;
+  return sched_each_pod(t, job, find_waiting, waits);
+}
+
+/* Queue the pod's desired state for its node, keyed by the event's seq so
+ * decide sends them in order and only once (its cursor is in _effects). */
+int
+sched_outgoing(bus_txn *t, pod_rec *p, uint64_t seq) {
+  if (!p->node[0])
+    return 0;
+  unsigned char key[8 + SCHED_DNAME_SZ];
+  size_t n = strlen(p->name);
+  if (p->out_key[0] || p->out_key[7]) {
+    unsigned char old[8 + SCHED_DNAME_SZ];
+    memcpy(old, p->out_key, 8);
+    memcpy(old + 8, p->name, n);
+    bus_txn_del(t, "outgoing", old, 8 + n);
+  }
+  for (int i = 0; i < 8; i++)
+    key[i] = (unsigned char)(seq >> (56 - 8 * i));
+  memcpy(key + 8, p->name, n);
+  memcpy(p->out_key, key, 8);
+  return bus_txn_put(t, "outgoing", key, 8 + n, "", 0);
+}
+
+/* --------------------------------------------------- derived phases */
+
+#define MAX_TASK_PODS 1024
+
+typedef struct derive_ctx {
+  task_rec tasks[SCHED_MAX_TASKS];
+  int ntasks;
+  sched_pod *pods; /* every pod of the Job */
+  size_t npods;
+} derive_ctx;
+
+static int
+take_task(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+  (void)k, (void)kl;
+  derive_ctx *d = ud;
+  if (vl != sizeof(task_rec) || d->ntasks == SCHED_MAX_TASKS)
+    return 0;
+  memcpy(&d->tasks[d->ntasks++], v, sizeof(task_rec));
+  return 0;
+}
+
+static sched_phase
+phase_of(const char *s) {
+  sched_phase p = SCHED_PH_PENDING;
+  sched_phase_parse(s, &p);
+  return p;
+}
+
+static int
+take_pod(bus_txn *t, pod_rec *p, void *ud) {
+  (void)t;
+  derive_ctx *d = ud;
+  if (d->npods == SCHED_MAX_PODS)
+    return 0;
+  sched_pod *sp = &d->pods[d->npods];
+  memset(sp, 0, sizeof *sp);
+  sched_copy(sp->name, sizeof sp->name, p->name, strlen(p->name));
+  sp->task = p->tmpl;
+  sp->replica = p->replica;
+  /* phase.c counts failures by attempt: the last failed one is
+   * failures - 1 (a resumed Job starts counting again) */
+  sp->attempt = p->failures ? p->failures - 1 : 0;
+  sp->phase = phase_of(p->phase);
+  sp->exit_code = p->exit_code;
+  d->npods++;
+  return 0;
+}
+
+/*
+ * Recompute what the Job's and its Tasks' phases should be from its pods,
+ * and keep the Job in `todo` while a recorded phase differs from it:
+ * decide records the change as task.phase / job.phase events.
+ */
+int
+sched_touch(bus_txn *t, const char *job) {
+  job_rec j;
+  int rc = sched_job_get(t, job, &j);
+  if (rc)
+    return rc == BUS_ENOT_FOUND ? 0 : rc;
+  derive_ctx *d = calloc(1, sizeof *d);
+  if (!d || !(d->pods = calloc(SCHED_MAX_PODS, sizeof *d->pods))) {
+    free(d);
+    return -ENOMEM;
+  }
+  char prefix[SCHED_NAME_SZ + 1];
+  snprintf(prefix, sizeof prefix, "%s-", job);
+  rc = bus_txn_scan(t, "tasks", prefix, strlen(prefix), take_task, d);
+  if (!rc)
+    rc = sched_each_pod(t, job, take_pod, d);
+  sched_phase tp[SCHED_MAX_TASKS];
+  int differs = 0, n = 0;
+  for (int i = 0; !rc && i < d->ntasks; i++) {
+    task_rec *tr = &d->tasks[i];
+    if (strcmp(tr->job, job))
+      continue;
+    sched_pod mine[MAX_TASK_PODS];
+    size_t m = 0;
+    for (size_t k = 0; k < d->npods && m < MAX_TASK_PODS; k++)
+      if (d->pods[k].task == tr->index)
+        mine[m++] = d->pods[k];
+    sched_phase want =
+        j.stopped ? SCHED_PH_STOPPED
+                  : sched_task_phase(mine, m, tr->max_retries, NULL, 0);
+    tp[n++] = want;
+    const char *w = sched_phase_name(want);
+    if (strcmp(tr->want, w)) {
+      sched_copy(tr->want, sizeof tr->want, w, strlen(w));
+      rc = sched_task_put(t, tr);
+    }
+    differs |= strcmp(tr->want, tr->phase) != 0;
+  }
+  if (!rc && !j.deleted) {
+    const char *w = j.stopped
+                        ? "Stopped"
+                        : sched_phase_name(sched_job_phase(tp, (size_t)n));
+    sched_copy(j.want, sizeof j.want, w, strlen(w));
+    differs |= strcmp(j.want, j.phase) != 0;
+    rc = sched_job_put(t, &j);
+  }
+  if (!rc)
+    rc = differs ? bus_txn_put(t, "todo", job, strlen(job), "", 0)
+                 : bus_txn_del(t, "todo", job, strlen(job));
+  free(d->pods);
+  free(d);
+  return rc;
+}
+
+int
+sched_repack(const msgpack_object *o, msgpack_sbuffer *sb) {
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+  return msgpack_pack_object(&pk, *o);
+}
+
+/* ----------------------------------------------------------- capacity */
+
+int
+sched_node_book(bus_txn *t, const pod_rec *p, int sign) {
+  node_rec n;
+  int rc = sched_noderec_get(t, p->node, &n);
+  if (rc == BUS_ENOT_FOUND)
+    return 0; /* the node is gone: nothing to give back */
+  if (rc)
+    return rc;
+  if (sign > 0) {
+    n.cpu_used_m += p->cpu_m;
+    n.memory_used_mib += p->memory_mib;
+    n.gpu_taken |= p->gpus;
+    n.pods++;
+  } else {
+    n.cpu_used_m -= p->cpu_m < n.cpu_used_m ? p->cpu_m : n.cpu_used_m;
+    n.memory_used_mib -=
+        p->memory_mib < n.memory_used_mib ? p->memory_mib : n.memory_used_mib;
+    n.gpu_taken &= ~p->gpus;
+    n.pods -= n.pods ? 1 : 0;
+  }
+  for (uint32_t i = 0; i < p->ndev; i++) {
+    uint32_t k = 0;
+    while (k < n.ndev && strcmp(n.dev_name[k], p->dev_name[i]))
+      k++;
+    if (k == n.ndev) {
+      if (sign < 0 || n.ndev == SCHED_POD_DEVICES * 2)
+        continue;
+      sched_copy(n.dev_name[k], SCHED_NAME_SZ, p->dev_name[i],
+                 strlen(p->dev_name[i]));
+      n.ndev++;
+    }
+    if (sign > 0)
+      n.dev_used[k] += p->dev_count[i];
+    else
+      n.dev_used[k] -=
+          p->dev_count[i] < n.dev_used[k] ? p->dev_count[i] : n.dev_used[k];
+  }
+  return sched_noderec_put(t, &n);
+}
+
+/* Give a bound pod's capacity back, once. */
+int
+sched_pod_release(bus_txn *t, pod_rec *p) {
+  if (!p->bound || p->released)
+    return 0;
+  p->released = 1;
+  return sched_node_book(t, p, -1);
+}
+
+/* ----------------------------------------------------------- failures */
+
+int
+sched_fail_pod(bus_txn *t, pod_rec *p, const char *reason, uint64_t seq) {
+  job_rec j;
+  task_rec tr;
+  int rc = sched_job_get(t, p->job, &j);
+  if (!rc)
+    rc = sched_task_get(t, p->task, &tr);
+  if (rc)
+    return rc;
+  if ((rc = sched_pod_release(t, p)))
+    return rc;
+  sched_copy(p->reason, sizeof p->reason, reason, strlen(reason));
+  p->failures++;
+  if (p->failures <= tr.max_retries && !j.stopped) {
+    /* retry: same name, next attempt, placed again */
+    if (p->node[0] && strcmp(p->phase, "Failed")) {
+      strcpy(p->desired, "Stopped");
+      sched_outgoing(t, p, seq);
+    }
+    p->attempt++;
+    p->bound = p->released = 0;
+    p->node[0] = 0;
+    p->gpus = 0;
+    strcpy(p->phase, "Pending");
+    strcpy(p->desired, "Running");
+    j.bound -= j.bound ? 1 : 0;
+    if ((rc = sched_queue_job(t, &j, 1)) || (rc = sched_job_put(t, &j)))
+      return rc;
+  } else {
+    strcpy(p->phase, "Failed");
+    j.ended++;
+    if ((rc = sched_job_put(t, &j)))
+      return rc;
+  }
+  if ((rc = sched_pod_put(t, p)))
+    return rc;
+  return sched_touch(t, p->job);
+}
