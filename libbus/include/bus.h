@@ -24,6 +24,10 @@
  *   digest      SHA-256 over a view's tables in key order
  *   service     the loop that ties them: fetch, apply, decide, ack, publish
  *
+ * It is one file over 600 lines because it is libbus's only public header,
+ * written as the library's manual, as lmdb.h is: every type, call and
+ * convention a caller needs is read in one place, in this order.
+ *
  * Conventions
  *
  * - Every function that can fail returns 0 or a negative error code. Detail

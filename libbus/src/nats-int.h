@@ -76,8 +76,8 @@ void bus__append_failed(jsCtx *js, jsPubAckErr *pae, void *closure);
 /* 1 if a permissions violation was reported since mark was read. */
 int bus__denied_since(const bus_conn *c, unsigned long mark);
 
-/* ---- shared by consumer.c and reader.c: the batch, the $JS.ACK metadata
- * parser and a fetch that treats timeouts as "nothing yet". */
+/* ---- shared by consumer.c, batch.c and reader.c: the batch, the $JS.ACK
+ * metadata parser and a fetch that treats timeouts as "nothing yet". */
 
 struct bus_consumer {
   bus_conn *c;

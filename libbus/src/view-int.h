@@ -1,6 +1,6 @@
 /*
- * view-int.h - the inside of a view, shared by view.c, outbox.c and
- * digest.c.
+ * view-int.h - the inside of a view, shared by view.c, view_apply.c,
+ * view_rows.c, applied.c, outbox.c and digest.c.
  *
  * A view is one LMDB environment with named tables: the definition's own,
  * and three of ours: _meta (name, applied sequence, counters), _versions

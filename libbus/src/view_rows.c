@@ -1,0 +1,135 @@
+/*
+ * view_rows.c - the rows of a view's tables inside a transaction: put, get,
+ * delete and the two scans (from a prefix, after a key), and the _effects
+ * table's marks and notes, which decide writes to remember what it has
+ * done. Each call names its table; the name is looked up in the view's
+ * table list (bus__table_dbi).
+ */
+#include <string.h>
+
+#include "view-int.h"
+
+int
+bus_txn_put(bus_txn *t, const char *table, const void *key, size_t klen,
+            const void *val, size_t vlen) {
+  MDB_dbi dbi = 0;
+  int rc = bus__table_dbi(t->v, table, &dbi);
+  if (rc)
+    return rc;
+  MDB_val k = {klen, (void *)key}, d = {vlen, (void *)val};
+  return bus__mdb_err(mdb_put(t->txn, dbi, &k, &d, 0), table);
+}
+
+int
+bus_txn_get(bus_txn *t, const char *table, const void *key, size_t klen,
+            const void **val, size_t *vlen) {
+  MDB_dbi dbi = 0;
+  int rc = bus__table_dbi(t->v, table, &dbi);
+  if (rc)
+    return rc;
+  MDB_val k = {klen, (void *)key}, d;
+  rc = mdb_get(t->txn, dbi, &k, &d);
+  if (rc == MDB_NOTFOUND)
+    return BUS_ENOT_FOUND;
+  if (rc)
+    return bus__mdb_err(rc, table);
+  *val = d.mv_data;
+  *vlen = d.mv_size;
+  return 0;
+}
+
+int
+bus_txn_del(bus_txn *t, const char *table, const void *key, size_t klen) {
+  MDB_dbi dbi = 0;
+  int rc = bus__table_dbi(t->v, table, &dbi);
+  if (rc)
+    return rc;
+  MDB_val k = {klen, (void *)key};
+  rc = mdb_del(t->txn, dbi, &k, NULL);
+  return rc == MDB_NOTFOUND ? 0 : bus__mdb_err(rc, table);
+}
+
+int
+bus_txn_scan(bus_txn *t, const char *table, const void *prefix, size_t plen,
+             bus_scan_cb cb, void *ud) {
+  MDB_dbi dbi = 0;
+  MDB_cursor *cur;
+  int rc = bus__table_dbi(t->v, table, &dbi);
+  if (rc)
+    return rc;
+  if ((rc = mdb_cursor_open(t->txn, dbi, &cur)))
+    return bus__mdb_err(rc, table);
+  MDB_val k = {plen, (void *)prefix}, d;
+  int mrc = mdb_cursor_get(cur, &k, &d, plen ? MDB_SET_RANGE : MDB_FIRST);
+  while (mrc == 0) {
+    if (plen && (k.mv_size < plen || memcmp(k.mv_data, prefix, plen)))
+      break;
+    if ((rc = cb(k.mv_data, k.mv_size, d.mv_data, d.mv_size, ud)))
+      break;
+    mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT);
+  }
+  mdb_cursor_close(cur);
+  if (mrc && mrc != MDB_NOTFOUND)
+    return bus__mdb_err(mrc, table);
+  return rc;
+}
+
+/* ------------------------------------------------------------- effects */
+
+int
+bus_txn_mark(bus_txn *t, const void *key, size_t klen) {
+  return bus_txn_put(t, BUS__T_EFFECTS, key, klen, "", 0);
+}
+
+int
+bus_txn_marked(bus_txn *t, const void *key, size_t klen) {
+  const void *v;
+  size_t n;
+  int rc = bus_txn_get(t, BUS__T_EFFECTS, key, klen, &v, &n);
+  if (rc == BUS_ENOT_FOUND)
+    return 0;
+  return rc ? rc : 1;
+}
+
+int
+bus_txn_unmark(bus_txn *t, const void *key, size_t klen) {
+  return bus_txn_del(t, BUS__T_EFFECTS, key, klen);
+}
+
+int
+bus_txn_note_put(bus_txn *t, const void *key, size_t klen, const void *val,
+                 size_t vlen) {
+  return bus_txn_put(t, BUS__T_EFFECTS, key, klen, val, vlen);
+}
+
+int
+bus_txn_note_get(bus_txn *t, const void *key, size_t klen, const void **val,
+                 size_t *vlen) {
+  return bus_txn_get(t, BUS__T_EFFECTS, key, klen, val, vlen);
+}
+
+int
+bus_txn_scan_after(bus_txn *t, const char *table, const void *after,
+                   size_t alen, bus_scan_cb cb, void *ud) {
+  MDB_dbi dbi = 0;
+  MDB_cursor *cur;
+  int rc = bus__table_dbi(t->v, table, &dbi);
+  if (rc)
+    return rc;
+  if ((rc = mdb_cursor_open(t->txn, dbi, &cur)))
+    return bus__mdb_err(rc, table);
+  MDB_val k = {alen, (void *)after}, d;
+  int mrc = mdb_cursor_get(cur, &k, &d, alen ? MDB_SET_RANGE : MDB_FIRST);
+  if (mrc == 0 && alen && k.mv_size == alen && !memcmp(k.mv_data, after, alen))
+    mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT);
+  rc = 0;
+  while (mrc == 0 && !rc) {
+    rc = cb(k.mv_data, k.mv_size, d.mv_data, d.mv_size, ud);
+    if (!rc)
+      mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT);
+  }
+  mdb_cursor_close(cur);
+  if (mrc && mrc != MDB_NOTFOUND)
+    return bus__mdb_err(mrc, table);
+  return rc;
+}
