@@ -1,6 +1,9 @@
 /*
  * sshc.c - a node relay's session to the hub for one Domain (see
- * sshc.h).
+ * sshc.h): the session thread, which dials the hub, registers the cluster
+ * and runs the loop until the connection drops, then dials again; and the
+ * public calls that start it, hand it sockets and stop it. The channels it
+ * carries are sshc_chan.c's.
  *
  * Invariants:
  * - The session thread alone touches the libssh session, its event,
@@ -9,14 +12,8 @@
  * - A job is queued only while `ready` is set, both under mu; the thread
  *   clears `ready` under mu before it empties the queue on a disconnect,
  *   so every socket handed over is either carried or reset, never lost.
- * - Channels are opened and bridges freed in the loop between polls,
- *   never inside a libssh callback; an inbound channel is accepted and
- *   bridged inside the message callback because libssh frees the message
- *   when the callback returns.
  */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -29,65 +26,20 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <libssh/callbacks.h>
 #include <libssh/libssh.h>
 #include <libssh/server.h>
 
-#include "bridge.h"
-#include "relay-int.h"
-#include "sshc.h"
+#include "sshc-int.h"
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
 #define SSH_TIMEOUT_S 5
-#define OPEN_TIMEOUT_S 10
-#define DELIVER_TIMEOUT_MS 2000
-#define MAX_BRIDGES 1024
 
-typedef struct job {
-  struct job *next;
-  int fd;
-  char ip[RELAY_IP_MAX];
-  int port;
-  ssh_channel ch;  /* once the open is sent */
-  time_t deadline; /* for the hub's answer */
-} job;
-
-typedef struct blink {
-  struct blink *next;
-  relay_bridge *b;
-  char what[256];
-} blink;
-
-struct relay_sshc {
-  char domain[64], key[1024], cert[1024], host[256], cluster[64];
-  int port;
-  relay_routes *rt;
-  relay_log_fn log;
-  void *log_ud;
-  ssh_key hub_key;
-  pthread_t th;
-  int wake; /* eventfd */
-  atomic_int stop;
-  pthread_mutex_t mu;
-  job *queue; /* under mu */
-  int ready;  /* under mu */
-  /* session thread only */
-  ssh_session ssh;
-  ssh_event ev;
-  job *opening;
-  blink *bridges;
-  int nbridges;
-  char last_err[256];
-};
-
-static void slog(relay_sshc *s, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void
-slog(relay_sshc *s, const char *fmt, ...) {
+void
+sshc__log(relay_sshc *s, const char *fmt, ...) {
   char line[1024];
   va_list ap;
   if (!s->log)
@@ -98,9 +50,8 @@ slog(relay_sshc *s, const char *fmt, ...) {
   s->log(s->log_ud, line);
 }
 
-/* Close fd so that its peer sees a reset, not an orderly end. */
-static void
-reset_fd(int fd) {
+void
+sshc__reset_fd(int fd) {
   struct linger l = {.l_onoff = 1, .l_linger = 0};
   setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
   close(fd);
@@ -113,8 +64,8 @@ set_ready(relay_sshc *s, int v) {
   pthread_mutex_unlock(&s->mu);
 }
 
-static job *
-take_queue(relay_sshc *s) {
+job *
+sshc__take_queue(relay_sshc *s) {
   pthread_mutex_lock(&s->mu);
   job *q = s->queue;
   s->queue = NULL;
@@ -135,8 +86,8 @@ dial_fail(relay_sshc *s, const char *fmt, ...) {
   vsnprintf(why, sizeof why, fmt, ap);
   va_end(ap);
   if (strcmp(why, s->last_err)) {
-    slog(s, "node: domain %s: hub %s:%d: %s (retrying)", s->domain, s->host,
-         s->port, why);
+    sshc__log(s, "node: domain %s: hub %s:%d: %s (retrying)", s->domain,
+              s->host, s->port, why);
     snprintf(s->last_err, sizeof s->last_err, "%s", why);
   }
   return -1;
@@ -183,8 +134,6 @@ authenticate(relay_sshc *s) {
   return rc;
 }
 
-static int on_message(ssh_session ssh, ssh_message m, void *ud);
-
 static int
 open_session(relay_sshc *s) {
   long timeout = SSH_TIMEOUT_S;
@@ -204,7 +153,7 @@ open_session(relay_sshc *s) {
   keepalive(ssh_get_fd(s->ssh));
   if (check_host_key(s) || authenticate(s))
     return -1;
-  ssh_set_message_callback(s->ssh, on_message, s);
+  ssh_set_message_callback(s->ssh, sshc__on_message, s);
   if (!(s->ev = ssh_event_new()) ||
       ssh_event_add_session(s->ev, s->ssh) != SSH_OK)
     return dial_fail(s, "no event loop");
@@ -213,207 +162,6 @@ open_session(relay_sshc *s) {
                      ssh_get_error(s->ssh));
   ssh_set_blocking(s->ssh, 0);
   return 0;
-}
-
-/* -------------------------------------------------------------- inbound */
-
-/* A TCP connection to ip:port within DELIVER_TIMEOUT_MS, or -errno. */
-static int
-connect_now(const char *ip, int port) {
-  return relay__dial(ip, port, DELIVER_TIMEOUT_MS);
-}
-
-/* The virtual address a forwarded channel names: numeric, or in the
- * "tcp://ip:port" form (brackets around IPv6). */
-static void
-dest_ip(const char *in, char out[RELAY_IP_MAX]) {
-  const char *p = in && !strncmp(in, "tcp://", 6) ? in + 6 : in ? in : "";
-  snprintf(out, RELAY_IP_MAX, "%s", p[0] == '[' ? p + 1 : p);
-  char *end = strrchr(out, ']');
-  if (end)
-    *end = 0;
-  else if (p != in && (end = strrchr(out, ':')) && strchr(out, ':') == end)
-    *end = 0;
-}
-
-/* Bridge ch and fd and keep the bridge; both are closed on failure. */
-static void
-add_bridge(relay_sshc *s, ssh_channel ch, int fd, const char *what) {
-  blink *l = calloc(1, sizeof *l);
-  if (!l || !(l->b = relay_bridge_new(s->ev, s->ssh, ch, fd))) {
-    if (!l) {
-      close(fd);
-      ssh_channel_close(ch);
-      ssh_channel_free(ch);
-    }
-    slog(s, "node: %s: out of memory", what);
-    free(l);
-    return;
-  }
-  snprintf(l->what, sizeof l->what, "%s", what);
-  l->next = s->bridges;
-  s->bridges = l;
-  s->nbridges++;
-}
-
-/* Decide on a forwarded-tcpip channel: a connected fd to the pod, or -1
- * with why. */
-static int
-deliver_target(relay_sshc *s, const char *ip, int port, char *why, size_t cap) {
-  relay_route r;
-  if (s->nbridges >= MAX_BRIDGES)
-    return snprintf(why, cap, "too many channels"), -1;
-  if (relay_routes_find(s->rt, s->domain, ip, &r))
-    return snprintf(why, cap, "no route in domain %s", s->domain), -1;
-  if (r.via_hub || strcmp(r.pod_cluster, s->cluster))
-    return snprintf(why, cap, "pod %.128s is not in cluster %s", r.pod,
-                    s->cluster),
-           -1;
-  if (!r.real_ip[0])
-    return snprintf(why, cap, "pod %.128s has no address yet", r.pod), -1;
-  int fd = connect_now(r.real_ip, port);
-  if (fd < 0)
-    snprintf(why, cap, "pod %.128s at %s:%d: %s", r.pod, r.real_ip, port,
-             strerror(-fd));
-  return fd;
-}
-
-static int
-on_message(ssh_session ssh, ssh_message m, void *ud) {
-  relay_sshc *s = ud;
-  char ip[RELAY_IP_MAX], why[512] = "", what[256];
-  (void)ssh;
-  if (ssh_message_type(m) != SSH_REQUEST_CHANNEL_OPEN ||
-      ssh_message_subtype(m) != SSH_CHANNEL_FORWARDED_TCPIP)
-    return 1; /* refused by libssh's default reply */
-  dest_ip(ssh_message_channel_request_open_destination(m), ip);
-  int port = ssh_message_channel_request_open_destination_port(m);
-  const char *from = ssh_message_channel_request_open_originator(m);
-  snprintf(what, sizeof what, "domain %s %.48s -> %s:%d", s->domain,
-           from ? from : "?", ip, port);
-  int fd = deliver_target(s, ip, port, why, sizeof why);
-  if (fd < 0) {
-    slog(s, "node: refused inbound %s: %s", what, why);
-    return 1;
-  }
-  ssh_channel ch = ssh_message_channel_request_open_reply_accept(m);
-  if (!ch) {
-    close(fd);
-    slog(s, "node: inbound %s: accept failed", what);
-    return 0;
-  }
-  slog(s, "node: inbound %s: delivered", what);
-  add_bridge(s, ch, fd, what);
-  return 0;
-}
-
-/* ------------------------------------------------------------- outbound */
-
-static void
-target_host(const job *j, char *out, size_t cap) {
-  if (strchr(j->ip, ':'))
-    snprintf(out, cap, "tcp://[%s]:%d", j->ip, j->port);
-  else
-    snprintf(out, cap, "tcp://%s:%d", j->ip, j->port);
-}
-
-static void
-peer_of(int fd, char ip[INET6_ADDRSTRLEN], int *port) {
-  struct sockaddr_storage sa;
-  socklen_t len = sizeof sa;
-  snprintf(ip, INET6_ADDRSTRLEN, "127.0.0.1");
-  *port = 0;
-  if (getpeername(fd, (struct sockaddr *)&sa, &len))
-    return;
-  if (sa.ss_family == AF_INET) {
-    struct sockaddr_in *v = (struct sockaddr_in *)&sa;
-    inet_ntop(AF_INET, &v->sin_addr, ip, INET6_ADDRSTRLEN);
-    *port = ntohs(v->sin_port);
-  } else if (sa.ss_family == AF_INET6) {
-    struct sockaddr_in6 *v = (struct sockaddr_in6 *)&sa;
-    inet_ntop(AF_INET6, &v->sin6_addr, ip, INET6_ADDRSTRLEN);
-    *port = ntohs(v->sin6_port);
-  }
-}
-
-/* Send (or go on waiting for) the direct-tcpip open of j: SSH_OK,
- * SSH_AGAIN or SSH_ERROR. */
-static int
-open_step(relay_sshc *s, job *j) {
-  char host[RELAY_IP_MAX + 32], from[INET6_ADDRSTRLEN];
-  int from_port;
-  if (!j->ch) {
-    if (!(j->ch = ssh_channel_new(s->ssh)))
-      return SSH_ERROR;
-    j->deadline = time(NULL) + OPEN_TIMEOUT_S;
-  }
-  target_host(j, host, sizeof host);
-  peer_of(j->fd, from, &from_port);
-  int rc = ssh_channel_open_forward(j->ch, host, j->port, from, from_port);
-  if (rc == SSH_AGAIN && time(NULL) > j->deadline)
-    rc = SSH_ERROR;
-  return rc;
-}
-
-static void
-job_free(job *j) {
-  if (j->fd >= 0)
-    reset_fd(j->fd);
-  if (j->ch)
-    ssh_channel_free(j->ch);
-  free(j);
-}
-
-/* Move queued jobs to `opening` and advance every open in flight. */
-static void
-progress_opens(relay_sshc *s) {
-  job *q = take_queue(s);
-  while (q) {
-    job *n = q->next;
-    q->next = s->opening;
-    s->opening = q;
-    q = n;
-  }
-  for (job **pp = &s->opening; *pp;) {
-    job *j = *pp;
-    int rc = open_step(s, j);
-    if (rc == SSH_AGAIN) {
-      pp = &j->next;
-      continue;
-    }
-    *pp = j->next;
-    char what[256];
-    snprintf(what, sizeof what, "domain %s -> %s:%d", s->domain, j->ip,
-             j->port);
-    if (rc != SSH_OK) {
-      slog(s, "node: hub refused %s", what);
-      job_free(j);
-      continue;
-    }
-    slog(s, "node: %s: channel open through the hub", what);
-    add_bridge(s, j->ch, j->fd, what);
-    free(j);
-  }
-}
-
-static void
-reap(relay_sshc *s, int all) {
-  for (blink **pp = &s->bridges; *pp;) {
-    blink *l = *pp;
-    if (!all && !relay_bridge_done(l->b)) {
-      relay_bridge_tick(l->b);
-      pp = &l->next;
-      continue;
-    }
-    uint64_t to_fd = 0, to_ch = 0;
-    relay_bridge_bytes(l->b, &to_fd, &to_ch);
-    slog(s, "node: %s: closed (%llu bytes in, %llu out)", l->what,
-         (unsigned long long)to_fd, (unsigned long long)to_ch);
-    relay_bridge_free(l->b);
-    *pp = l->next;
-    free(l);
-    s->nbridges--;
-  }
 }
 
 /* --------------------------------------------------------------- thread */
@@ -434,8 +182,8 @@ serve(relay_sshc *s) {
     return;
   while (!atomic_load(&s->stop)) {
     ssh_event_dopoll(s->ev, 200);
-    progress_opens(s);
-    reap(s, 0);
+    sshc__progress_opens(s);
+    sshc__reap(s, 0);
     if (!ssh_is_connected(s->ssh) ||
         (ssh_get_status(s->ssh) & (SSH_CLOSED | SSH_CLOSED_ERROR)))
       break;
@@ -447,14 +195,14 @@ serve(relay_sshc *s) {
 static void
 hang_up(relay_sshc *s) {
   set_ready(s, 0);
-  reap(s, 1);
-  for (job *j = take_queue(s), *n; j; j = n) {
+  sshc__reap(s, 1);
+  for (job *j = sshc__take_queue(s), *n; j; j = n) {
     n = j->next;
-    job_free(j);
+    sshc__job_free(j);
   }
   for (job *j = s->opening, *n; j; j = n) {
     n = j->next;
-    job_free(j);
+    sshc__job_free(j);
   }
   s->opening = NULL;
   if (s->ev) {
@@ -484,12 +232,12 @@ session_main(void *arg) {
   while (!atomic_load(&s->stop)) {
     if (open_session(s) == 0) {
       set_ready(s, 1);
-      slog(s, "node: domain %s: registered cluster %s with hub %s:%d",
-           s->domain, s->cluster, s->host, s->port);
+      sshc__log(s, "node: domain %s: registered cluster %s with hub %s:%d",
+                s->domain, s->cluster, s->host, s->port);
       s->last_err[0] = 0;
       serve(s);
       if (!atomic_load(&s->stop))
-        slog(s, "node: domain %s: hub connection lost", s->domain);
+        sshc__log(s, "node: domain %s: hub connection lost", s->domain);
       backoff = BACKOFF_MIN_MS;
     }
     hang_up(s);
