@@ -10,7 +10,7 @@
  * turned into msgpack resources that bus_schema_check and the services
  * read. A task's runtime written directly in the task, as the reference
  * platform writes it (`raw: {...}`), is stored as larkbus's `runtime:
- * {raw: {...}}` (see task_runtime in manifest.c and docs/scheduler.md).
+ * {raw: {...}}` (see task_runtime in manifest_tasks.c and docs/scheduler.md).
  *
  * Formats. A file whose first non-blank character is '{' or '[' is JSON:
  * one object, an array of objects, or several top-level objects one after
@@ -55,7 +55,7 @@
 /* A packed resource must leave room for the command around it. */
 #define LARK_MANIFEST_MAX_PACKED (BUS_MAX_PAYLOAD - 4096)
 
-typedef struct lark_mnode lark_mnode; /* a parsed value; see manifest.c */
+typedef struct lark_mnode lark_mnode; /* a parsed value; see manifest-int.h */
 typedef struct lark_arena lark_arena;
 
 /*
