@@ -5,7 +5,7 @@
  * build, search and pack the value (manifest_value.c), and the steps one
  * part calls in another: the YAML and JSON front ends
  * (manifest_yaml.c, manifest_json.c) hand each document's top value to
- * mf_add_top (manifest.c), which rewrites task runtimes
+ * p->add_top (manifest.c sets it), which rewrites task runtimes
  * (mf_normalise_tasks, manifest_tasks.c) before packing. The public
  * interface is manifest.h.
  */
@@ -46,7 +46,8 @@ struct lark_arena {
   block *head;
 };
 
-typedef struct pctx {
+typedef struct pctx pctx;
+struct pctx {
   const char *file;
   lark_arena *a;
   char *err;
@@ -56,7 +57,10 @@ typedef struct pctx {
   size_t nodes;
   lark_doc *docs;
   size_t ndocs, cap;
-} pctx;
+  /* what the front end hands each document's top value to (manifest.c
+   * sets it): the front ends call no part above them */
+  int (*add_top)(pctx *p, lark_mnode *root, int index, int json);
+};
 
 /* the arena (manifest_value.c) */
 void *mf_arena_alloc(lark_arena *a, size_t n);
@@ -82,9 +86,6 @@ int mf_line_of_offset(const char *buf, size_t len, size_t off);
 /* the front ends (manifest_yaml.c, manifest_json.c) */
 int mf_parse_yaml(pctx *p, const char *buf, size_t len);
 int mf_parse_json(pctx *p, const char *buf, size_t len);
-
-/* a document's top value into resources (manifest.c) */
-int mf_add_top(pctx *p, lark_mnode *root, int index, int json);
 
 /* a task's runtime written in the task, into `runtime:` (manifest_tasks.c) */
 int mf_normalise_tasks(pctx *p, lark_mnode *root, const char *kind, int index);

@@ -103,8 +103,8 @@ add_doc(pctx *p, lark_mnode *root, int index) {
 }
 
 /* A document's top value: a resource, a list of resources, or nothing. */
-int
-mf_add_top(pctx *p, lark_mnode *root, int index, int json) {
+static int
+add_top(pctx *p, lark_mnode *root, int index, int json) {
   if (root->type == MN_NULL)
     return 0; /* an empty YAML document */
   if (root->type != MN_SEQ)
@@ -139,6 +139,7 @@ lark_manifest_parse(lark_manifest *m, const char *file, const void *buf,
   p.file = m->file;
   p.err = err;
   p.errcap = errcap;
+  p.add_top = add_top;
   if (err && errcap)
     err[0] = 0;
   if (len > LARK_MANIFEST_MAX_BYTES)

@@ -100,7 +100,7 @@ mf_parse_json(pctx *p, const char *buf, size_t len) {
                      line + (je.line > 0 ? je.line - 1 : 0), "%s", je.text);
     lark_mnode *root = from_json(p, j, line, 0);
     json_decref(j);
-    if (!root || mf_add_top(p, root, p->pos, 1))
+    if (!root || p->add_top(p, root, p->pos, 1))
       return p->rc;
     size_t used = (size_t)je.position;
     if (used == 0 || used > len - off)

@@ -234,7 +234,7 @@ yevent(pctx *p, ystate *y, const yaml_event_t *ev) {
     return 0;
   case YAML_DOCUMENT_END_EVENT:
     y->in_doc = 0;
-    return y->root ? mf_add_top(p, y->root, p->pos, 0) : 0;
+    return y->root ? p->add_top(p, y->root, p->pos, 0) : 0;
   case YAML_ALIAS_EVENT:
     return mf_fail(p, BUS_EMALFORMED, p->pos, line,
                    "aliases (*%.64s) are not supported: write the value out",

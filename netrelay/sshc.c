@@ -38,39 +38,11 @@
 #define BACKOFF_MAX_MS 5000
 #define SSH_TIMEOUT_S 5
 
-void
-sshc__log(relay_sshc *s, const char *fmt, ...) {
-  char line[1024];
-  va_list ap;
-  if (!s->log)
-    return;
-  va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  s->log(s->log_ud, line);
-}
-
-void
-sshc__reset_fd(int fd) {
-  struct linger l = {.l_onoff = 1, .l_linger = 0};
-  setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
-  close(fd);
-}
-
 static void
 set_ready(relay_sshc *s, int v) {
   pthread_mutex_lock(&s->mu);
   s->ready = v;
   pthread_mutex_unlock(&s->mu);
-}
-
-job *
-sshc__take_queue(relay_sshc *s) {
-  pthread_mutex_lock(&s->mu);
-  job *q = s->queue;
-  s->queue = NULL;
-  pthread_mutex_unlock(&s->mu);
-  return q;
 }
 
 /* ------------------------------------------------------------- dialing */

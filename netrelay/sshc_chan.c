@@ -4,7 +4,9 @@
  * the target pod's real address when the route table says it is here;
  * outbound, a socket captured in a pod, opened as a direct-tcpip channel
  * through the hub; and the bridges that join each channel to its socket
- * until either end is done. All of it runs on the session thread.
+ * until either end is done; and the few helpers the session thread
+ * (sshc.c) shares with them, so sshc.c calls down here and nothing here
+ * calls up. All of it runs on the session thread.
  *
  * Channels are opened and bridges freed in the loop between polls, never
  * inside a libssh callback; an inbound channel is accepted and bridged
@@ -13,6 +15,8 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +33,38 @@
 #define OPEN_TIMEOUT_S 10
 #define DELIVER_TIMEOUT_MS 2000
 #define MAX_BRIDGES 1024
+
+/* ------------------------------------------------------- shared helpers */
+
+/* What the session thread (sshc.c) uses too: its log line, a socket
+ * closed with a reset, the queue of channel requests taken whole. */
+void
+sshc__log(relay_sshc *s, const char *fmt, ...) {
+  char line[1024];
+  va_list ap;
+  if (!s->log)
+    return;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  s->log(s->log_ud, line);
+}
+
+void
+sshc__reset_fd(int fd) {
+  struct linger l = {.l_onoff = 1, .l_linger = 0};
+  setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+  close(fd);
+}
+
+job *
+sshc__take_queue(relay_sshc *s) {
+  pthread_mutex_lock(&s->mu);
+  job *q = s->queue;
+  s->queue = NULL;
+  pthread_mutex_unlock(&s->mu);
+  return q;
+}
 
 /* -------------------------------------------------------------- inbound */
 
