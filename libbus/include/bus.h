@@ -1111,8 +1111,9 @@ int bus_view_sync(bus_view *v);
 /*
  * Apply events in one write transaction, together with the new applied
  * sequence. Events with seq <= the applied sequence are skipped (a
- * redelivery). Every event must carry its seq (and subject). On error
- * nothing of the batch is kept.
+ * redelivery). Every event must carry its seq (and subject). An event
+ * built by hand (t unset) reaches the view's apply with t looked up from
+ * its type name. On error nothing of the batch is kept.
  */
 int bus_view_apply(bus_view *v, const bus_event *const *evs, size_t n);
 /* Same, taking a fetched batch: an undecodable message advances the

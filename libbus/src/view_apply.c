@@ -127,6 +127,12 @@ apply_one(bus_txn *t, const bus_event *ev) {
     t->cur_subject = ev->subject;
     t->cur_ver = now;
   }
+  bus_event named; /* built by hand, not decoded: its type by name, here */
+  if (ev->t == BUS_T_UNKNOWN && ev->type) {
+    named = *ev;
+    named.t = bus_type_of(ev->type);
+    ev = &named;
+  }
   int rc = t->v->def.apply ? t->v->def.apply(t, ev, t->v->def.ud) : 0;
   t->cur_subject = NULL;
   if (refused(rc)) {

@@ -124,12 +124,10 @@ wf_phase(dag__wfrec *r, const bus_event *ev) {
   data_str(ev, "phase", r->announced, sizeof r->announced);
 }
 
-/* The event's type: ev->t as decoded, or looked up by name for an event
- * built by hand (bus_view_apply takes those too). */
+/* The event's type (libbus sets it, for an event built by hand too). */
 static bus_type
 type_of(const bus_event *ev) {
-  bus_type t = ev->t != BUS_T_UNKNOWN ? ev->t : bus_type_of(ev->type);
-  return bus_type_name(t) ? t : BUS_T_UNKNOWN;
+  return bus_type_name(ev->t) ? ev->t : BUS_T_UNKNOWN;
 }
 
 /* A Workflow's events, indexed by the event's type (BUS_T_*):

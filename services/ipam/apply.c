@@ -276,12 +276,10 @@ on_job_deleted(bus_txn *t, const bus_event *ev, const char *id) {
   return apply_job_end(t, ev, id, 1);
 }
 
-/* The event's type: ev->t as decoded, or looked up by name for an event
- * built by hand (bus_view_apply takes those too). */
+/* The event's type (libbus sets it, for an event built by hand too). */
 static bus_type
 type_of(const bus_event *ev) {
-  bus_type t = ev->t != BUS_T_UNKNOWN ? ev->t : bus_type_of(ev->type);
-  return bus_type_name(t) ? t : BUS_T_UNKNOWN;
+  return bus_type_name(ev->t) ? ev->t : BUS_T_UNKNOWN;
 }
 
 /* The types the view applies, indexed by the event's type (BUS_T_*); id

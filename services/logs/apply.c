@@ -170,13 +170,7 @@ static int
 logs_apply(bus_txn *t, const bus_event *ev, void *ud) {
   if (!ev->subject || !ev->type)
     return 0;
-  if (ev->t != BUS_T_UNKNOWN)
-    return bus_apply_dispatch(&apply_table, t, ev, ud);
-  /* an event built by hand (bus_view_apply takes those too): its type by
-   * name */
-  bus_event typed = *ev;
-  typed.t = bus_type_of(ev->type);
-  return bus_apply_dispatch(&apply_table, t, &typed, ud);
+  return bus_apply_dispatch(&apply_table, t, ev, ud);
 }
 
 void

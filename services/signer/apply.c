@@ -116,13 +116,7 @@ static const bus_apply_table apply_table = {
 
 static int
 signer_apply(bus_txn *t, const bus_event *ev, void *ud) {
-  if (ev->t != BUS_T_UNKNOWN)
-    return bus_apply_dispatch(&apply_table, t, ev, ud);
-  /* an event built by hand (bus_view_apply takes those too): its type by
-   * name */
-  bus_event typed = *ev;
-  typed.t = bus_type_of(ev->type);
-  return bus_apply_dispatch(&apply_table, t, &typed, ud);
+  return bus_apply_dispatch(&apply_table, t, ev, ud);
 }
 
 void
