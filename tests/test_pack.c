@@ -4,6 +4,7 @@
  * back with bus_obj_*, and a failing write comes back as -1.
  */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <msgpack.h>
@@ -118,4 +119,31 @@ Test(pack, failed_write_is_minus_one) {
   cr_expect_eq(bus_pack_kv_raw(&bad, "k", "\xc0", 1), -1);
   cr_expect_eq(bus_pack_raw(&bad, "\xc0", 1), -1);
   cr_expect_eq(bus_pack_raw(&bad, NULL, 0), 0, "nothing to write");
+}
+
+Test(pack, packbuf_writes_into_its_buffer) {
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  cr_assert_eq(b.sb.size, 0);
+  cr_expect_eq(msgpack_pack_map(&b.pk, 1), 0);
+  cr_expect_eq(bus_pack_kv_str(&b.pk, "name", "j1"), 0);
+  msgpack_pack_map(&wpk, 1);
+  msgpack_pack_str_with_body(&wpk, "name", 4);
+  msgpack_pack_str_with_body(&wpk, "j1", 2);
+  cr_assert_eq(b.sb.size, want.size);
+  cr_expect(!memcmp(b.sb.data, want.data, want.size));
+  bus_packbuf_destroy(&b);
+}
+
+Test(pack, packbuf_taken_data_is_not_freed) {
+  bus_packbuf b;
+  char *data;
+  bus_packbuf_init(&b);
+  bus_pack_str(&b.pk, "kept");
+  data = b.sb.data;
+  b.sb.data = NULL;
+  bus_packbuf_destroy(&b);
+  cr_expect_eq((unsigned char)data[0], 0xa4);
+  cr_expect(!memcmp(data + 1, "kept", 4));
+  free(data);
 }

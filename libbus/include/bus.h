@@ -536,6 +536,27 @@ int bus_pack_raw(msgpack_packer *pk, const void *mp, size_t len);
 int bus_pack_kv_raw(msgpack_packer *pk, const char *k, const void *mp,
                     size_t len);
 
+/*
+ * A growing buffer with its packer, for the body every reply, event and
+ * request starts as. The packer points at sb: a bus_packbuf is not copied
+ * or moved once initialised. Out of memory shows as a failed pack, as with
+ * a bare sbuffer.
+ *
+ *   bus_packbuf b;
+ *   bus_packbuf_init(&b);
+ *   msgpack_pack_map(&b.pk, 1);
+ *   bus_pack_kv_str(&b.pk, "name", name);
+ *   ... b.sb.data, b.sb.size ...
+ *   bus_packbuf_destroy(&b);
+ */
+typedef struct bus_packbuf {
+  msgpack_sbuffer sb;
+  msgpack_packer pk;
+} bus_packbuf;
+void bus_packbuf_init(bus_packbuf *b);
+/* Frees the buffer (unless its data was taken: sb.data set to NULL). */
+void bus_packbuf_destroy(bus_packbuf *b);
+
 /* -------------------------------------------------------------------- cidr */
 
 /*

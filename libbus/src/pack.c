@@ -1,7 +1,8 @@
 /*
  * pack.c - msgpack pack helpers (bus.h, section pack): a C string, and a
  * map entry keyed by a C string with a string, integer, boolean or
- * pre-packed value. Each returns what msgpack-c's packer returns.
+ * pre-packed value. Each returns what msgpack-c's packer returns. And
+ * bus_packbuf, an sbuffer with its packer.
  */
 #include <string.h>
 
@@ -50,4 +51,15 @@ bus_pack_raw(msgpack_packer *pk, const void *mp, size_t len) {
 int
 bus_pack_kv_raw(msgpack_packer *pk, const char *k, const void *mp, size_t len) {
   return bus_pack_str(pk, k) || bus_pack_raw(pk, mp, len) ? -1 : 0;
+}
+
+void
+bus_packbuf_init(bus_packbuf *b) {
+  msgpack_sbuffer_init(&b->sb);
+  msgpack_packer_init(&b->pk, &b->sb, msgpack_sbuffer_write);
+}
+
+void
+bus_packbuf_destroy(bus_packbuf *b) {
+  msgpack_sbuffer_destroy(&b->sb);
 }
