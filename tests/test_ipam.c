@@ -259,7 +259,9 @@ create(const char *name, const char *cidr, uint64_t prev) {
   msgpack_sbuffer_init(&sb);
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 2);
+  msgpack_pack_map(&pk, 4); /* a whole Domain, as lark-ipam writes it */
+  kv(&pk, "apiVersion", "rlinf.io/v1alpha1");
+  kv(&pk, "kind", "Domain");
   msgpack_pack_str_with_body(&pk, "metadata", 8);
   msgpack_pack_map(&pk, 1);
   kv(&pk, "name", name);

@@ -86,9 +86,12 @@ end_job(bus_txn *t, const char *job, int64_t ts, uint64_t seq) {
 /* ----------------------------------------------------------------- Jobs */
 
 static int
-apply_submitted(bus_txn *t, const bus_event *ev, const char *name) {
-  char domain[IPAM_NAME_SZ] = "";
-  bus_obj_str(bus_obj_get(&ev->data, "spec"), "domain", domain, sizeof domain);
+apply_submitted(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
+  (void)ud;
+  const bus_ev_job_submitted *e = data;
+  const char *name = ipam__subject_id(ev->subject);
+  char domain[IPAM_NAME_SZ];
+  bus_str_copy(e->spec.domain, domain, sizeof domain);
   if (!domain[0] || !bus_name_valid(domain, BUS_NAME_MAX))
     return bus_txn_del(t, "jobs", name, strlen(name));
   bus_version ver;
@@ -106,13 +109,13 @@ apply_submitted(bus_txn *t, const bus_event *ev, const char *name) {
 
 /* One binding of a placed domain Job: the pod joins the Job's wait. */
 static int
-bind_pod(bus_txn *t, const job_rec *j, const msgpack_object *b, uint64_t seq,
+bind_pod(bus_txn *t, const job_rec *j, const bus_binding *b, uint64_t seq,
          msgpack_sbuffer *list) {
-  char pod[IPAM_DNAME_SZ], node[IPAM_NAME_SZ] = "";
-  if (!bus_obj_str(b, "pod", pod, sizeof pod) ||
-      !bus_name_valid(pod, BUS_DERIVED_NAME_MAX))
+  char pod[IPAM_DNAME_SZ], node[IPAM_NAME_SZ];
+  bus_str_copy(b->pod, pod, sizeof pod);
+  bus_str_copy(b->node, node, sizeof node);
+  if (!bus_name_valid(pod, BUS_DERIVED_NAME_MAX))
     return 0;
-  bus_obj_str(b, "node", node, sizeof node);
   pod_rec p;
   int rc = ipam_pod_get(t, pod, &p);
   if (rc == BUS_ENOT_FOUND) {
@@ -148,23 +151,21 @@ bind_pod(bus_txn *t, const job_rec *j, const msgpack_object *b, uint64_t seq,
 }
 
 static int
-apply_placed(bus_txn *t, const bus_event *ev) {
-  char name[IPAM_NAME_SZ] = "";
+apply_placed(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
+  (void)ud;
+  const bus_ev_job_placed *e = data;
+  char name[IPAM_NAME_SZ];
   job_rec j;
-  bus_obj_str(&ev->data, "job", name, sizeof name);
+  bus_str_copy(e->job, name, sizeof name);
   if (ipam_job_get(t, name, &j))
     return 0; /* not a domain Job (or unknown) */
-  if ((uint64_t)bus_obj_int(&ev->data, "generation", (int64_t)j.generation) !=
-      j.generation)
+  if (e->has_generation && e->generation != j.generation)
     return 0;
-  const msgpack_object *bs = bus_obj_get(&ev->data, "bindings");
   msgpack_sbuffer list;
   msgpack_sbuffer_init(&list);
   int rc = ipam__drop_want(t, &j);
-  for (uint32_t i = 0;
-       !rc && bs && bs->type == MSGPACK_OBJECT_ARRAY && i < bs->via.array.size;
-       i++)
-    rc = bind_pod(t, &j, &bs->via.array.ptr[i], ev->seq, &list);
+  for (uint32_t i = 0; !rc && i < e->bindings.n; i++)
+    rc = bind_pod(t, &j, &e->bindings.v[i], ev->seq, &list);
   if (!rc && list.size) {
     unsigned char key[2 * IPAM_NAME_SZ + 9];
     size_t n = ipam_addr_key(j.domain, ev->seq, key);
@@ -201,20 +202,21 @@ terminal(const char *phase) {
 }
 
 static int
-apply_pod_phase(bus_txn *t, const bus_event *ev, const char *name) {
-  char phase[32] = "", node[IPAM_NAME_SZ] = "";
+apply_pod_phase(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
+  (void)ud;
+  const bus_ev_pod_phase *e = data;
+  char phase[32], node[IPAM_NAME_SZ], ip[IPAM_IP_SZ];
   pod_rec p;
-  if (ipam_pod_get(t, name, &p))
+  if (ipam_pod_get(t, ipam__subject_id(ev->subject), &p))
     return 0;
-  bus_obj_str(&ev->data, "phase", phase, sizeof phase);
-  bus_obj_str(&ev->data, "node", node, sizeof node);
+  bus_str_copy(e->phase, phase, sizeof phase);
+  bus_str_copy(e->node, node, sizeof node);
   if (strcmp(node, p.node) || p.ended)
     return 0; /* from a node it has left, or after it ended */
   if (terminal(phase))
     return end_pod(t, &p, ev->ts, ev->seq);
-  char ip[IPAM_IP_SZ] = "";
-  if (!bus_obj_str(&ev->data, "localIP", ip, sizeof ip) ||
-      !strcmp(ip, p.local_ip))
+  bus_str_copy(e->localIP, ip, sizeof ip);
+  if (!e->has_localIP || !strcmp(ip, p.local_ip))
     return 0;
   ipam_copy(p.local_ip, sizeof p.local_ip, ip, strlen(ip));
   int rc = ipam__route_update(t, &p, ev->seq);
@@ -222,10 +224,12 @@ apply_pod_phase(bus_txn *t, const bus_event *ev, const char *name) {
 }
 
 static int
-apply_node(bus_txn *t, const bus_event *ev, const char *name) {
-  char cluster[IPAM_NAME_SZ] = "";
-  bus_obj_str(bus_obj_get(&ev->data, "spec"), "cluster", cluster,
-              sizeof cluster);
+apply_node(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
+  (void)ud;
+  const bus_ev_node_registered *e = data;
+  const char *name = ipam__subject_id(ev->subject);
+  char cluster[IPAM_NAME_SZ];
+  bus_str_copy(e->spec.cluster, cluster, sizeof cluster);
   if (!cluster[0])
     return 0;
   return bus_txn_put(t, "nodes", name, strlen(name), cluster, strlen(cluster));
@@ -233,88 +237,50 @@ apply_node(bus_txn *t, const bus_event *ev, const char *name) {
 
 /* ------------------------------------------------------------- dispatch */
 
-/* The <id> of lark.ev.<kind>.<id>. */
-static const char *
-subject_id(const char *subject) {
-  const char *p = strlen(subject) > 8 ? strchr(subject + 8, '.') : NULL;
-  return p ? p + 1 : "";
-}
-
 static int
-on_created(bus_txn *t, const bus_event *ev, const char *id) {
-  (void)id;
-  return ipam__apply_created(t, ev);
-}
-
-static int
-on_deleted(bus_txn *t, const bus_event *ev, const char *id) {
-  (void)id;
-  return ipam__apply_deleted(t, ev);
-}
-
-static int
-on_placed(bus_txn *t, const bus_event *ev, const char *id) {
-  (void)id;
-  return apply_placed(t, ev);
-}
-
-static int
-on_unplaced(bus_txn *t, const bus_event *ev, const char *id) {
-  (void)id;
-  char job[IPAM_NAME_SZ] = "";
-  bus_obj_str(&ev->data, "job", job, sizeof job);
+on_unplaced(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
+  (void)ud;
+  char job[IPAM_NAME_SZ];
+  bus_str_copy(((const bus_ev_job_unplaced *)data)->job, job, sizeof job);
   return apply_job_end(t, ev, job, 0);
 }
 
+/* job.stopped keeps the Job's row, job.deleted drops it. */
 static int
-on_job_stopped(bus_txn *t, const bus_event *ev, const char *id) {
-  return apply_job_end(t, ev, id, 0);
+on_job_gone(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
+  (void)data, (void)ud;
+  return apply_job_end(t, ev, ipam__subject_id(ev->subject),
+                       ev->t == BUS_T_JOB_DELETED);
 }
 
-static int
-on_job_deleted(bus_txn *t, const bus_event *ev, const char *id) {
-  return apply_job_end(t, ev, id, 1);
-}
-
-/* The event's type (libbus sets it, for an event built by hand too). */
-static bus_type
-type_of(const bus_event *ev) {
-  return bus_type_name(ev->t) ? ev->t : BUS_T_UNKNOWN;
-}
-
-/* The types the view applies, indexed by the event's type (BUS_T_*); id
- * is the <id> of the event's subject lark.ev.<kind>.<id>. */
-typedef int (*apply_fn)(bus_txn *t, const bus_event *ev, const char *id);
-
-static const apply_fn apply_table[BUS_T__COUNT] = {
-    [BUS_T_DOMAIN_ALLOCATED] = ipam__apply_allocated,
-    [BUS_T_DOMAIN_CREATED] = on_created,
-    [BUS_T_DOMAIN_DELETED] = on_deleted,
-    [BUS_T_DOMAIN_EXHAUSTED] = ipam__apply_exhausted,
-    [BUS_T_DOMAIN_RELEASED] = ipam__apply_released,
-    [BUS_T_JOB_DELETED] = on_job_deleted,
-    [BUS_T_JOB_PLACED] = on_placed,
-    [BUS_T_JOB_STOPPED] = on_job_stopped,
-    [BUS_T_JOB_SUBMITTED] = apply_submitted,
-    [BUS_T_JOB_UNPLACED] = on_unplaced,
-    [BUS_T_NODE_REGISTERED] = apply_node,
-    [BUS_T_POD_PHASE] = apply_pod_phase,
-};
+/* The types the view applies, indexed by the event's type (BUS_T_*). */
+static const bus_apply_table apply_table = {
+    .on = {
+        [BUS_T_DOMAIN_ALLOCATED] = ipam__apply_allocated,
+        [BUS_T_DOMAIN_CREATED] = ipam__apply_created,
+        [BUS_T_DOMAIN_DELETED] = ipam__apply_deleted,
+        [BUS_T_DOMAIN_EXHAUSTED] = ipam__apply_exhausted,
+        [BUS_T_DOMAIN_RELEASED] = ipam__apply_released,
+        [BUS_T_JOB_DELETED] = on_job_gone,
+        [BUS_T_JOB_PLACED] = apply_placed,
+        [BUS_T_JOB_STOPPED] = on_job_gone,
+        [BUS_T_JOB_SUBMITTED] = apply_submitted,
+        [BUS_T_JOB_UNPLACED] = on_unplaced,
+        [BUS_T_NODE_REGISTERED] = apply_node,
+        [BUS_T_POD_PHASE] = apply_pod_phase,
+    }};
 
 int
 ipam_apply(bus_txn *t, const bus_event *ev, void *ud) {
-  (void)ud;
-  apply_fn fn = apply_table[type_of(ev)];
-  return fn ? fn(t, ev, subject_id(ev->subject)) : 0;
+  return bus_apply_dispatch(&apply_table, t, ev, ud);
 }
 
 void
 ipam_view_def(bus_view_def *def) {
-  memset(def, 0, sizeof *def);
-  def->name = "ipam";
-  def->tables = tables;
-  def->apply = ipam_apply;
-  def->decide = ipam_decide;
-  def->stream = "LARK_EVENTS";
-  def->filter = "lark.ev.>";
+  *def = (bus_view_def){.name = "ipam",
+                        .tables = tables,
+                        .apply = ipam_apply,
+                        .decide = ipam_decide,
+                        .stream = "LARK_EVENTS",
+                        .filter = "lark.ev.>"};
 }

@@ -41,19 +41,12 @@ set_range(ipam_cidr *c) {
   }
 }
 
-/* Zero the host bits of a; 1 when some were set. */
-static int
-mask_host(uint8_t *a, int bytes, int prefix) {
-  int dirty = 0;
-  for (int i = 0; i < bytes; i++) {
-    int keep = prefix - 8 * i;
-    uint8_t m = keep >= 8   ? 0xff
-                : keep <= 0 ? 0
-                            : (uint8_t)(0xff << (8 - keep));
-    dirty |= (a[i] & ~m) != 0;
-    a[i] &= m;
-  }
-  return dirty;
+/* c as libbus's prefix (bus.h, cidr), for its arithmetic. */
+static bus_cidr
+net_of(const ipam_cidr *c) {
+  bus_cidr n = {.family = c->family, .prefix = c->prefix};
+  memcpy(n.addr, c->base, sizeof n.addr);
+  return n;
 }
 
 int
@@ -85,22 +78,14 @@ ipam_domain_cidr_check(const ipam_cidr *c, char *err, size_t cap) {
 
 void
 ipam_cidr_format(const ipam_cidr *c, char *out, size_t cap) {
-  char a[INET6_ADDRSTRLEN];
-  inet_ntop(c->family == 4 ? AF_INET : AF_INET6, c->base, a, sizeof a);
-  snprintf(out, cap, "%s/%d", a, c->prefix);
+  bus_cidr n = net_of(c);
+  bus_cidr_format(&n, out, cap);
 }
 
 int
 ipam_cidr_overlap(const ipam_cidr *a, const ipam_cidr *b) {
-  if (a->family != b->family)
-    return 0;
-  int p = a->prefix < b->prefix ? a->prefix : b->prefix;
-  uint8_t x[16], y[16];
-  memcpy(x, a->base, 16);
-  memcpy(y, b->base, 16);
-  mask_host(x, 16, p);
-  mask_host(y, 16, p);
-  return !memcmp(x, y, 16);
+  bus_cidr x = net_of(a), y = net_of(b);
+  return bus_cidr_contains(&x, &y) || bus_cidr_contains(&y, &x);
 }
 
 uint64_t
@@ -111,30 +96,18 @@ ipam_cidr_usable(const ipam_cidr *c) {
 
 void
 ipam_addr_format(const ipam_cidr *c, uint64_t off, char *out, size_t cap) {
-  uint8_t a[16];
-  memcpy(a, c->base, 16);
-  int end = c->family == 4 ? 3 : 15;
-  unsigned carry = 0;
-  for (int i = end; i >= 0; i--) {
-    unsigned sum = a[i] + (unsigned)(off & 0xff) + carry;
-    a[i] = (uint8_t)sum;
-    carry = sum >> 8;
-    off >>= 8;
-  }
-  char s[INET6_ADDRSTRLEN];
-  inet_ntop(c->family == 4 ? AF_INET : AF_INET6, a, s, sizeof s);
-  snprintf(out, cap, "%s", s);
+  bus_cidr n = net_of(c), a;
+  if ((bus_cidr_nth(&n, off, &a) || bus_cidr_format_addr(&a, out, cap)) && cap)
+    out[0] = 0;
 }
 
 int
 ipam_addr_offset(const ipam_cidr *c, const char *ip, uint64_t *off) {
-  uint8_t a[16] = {0}, net[16];
   int bytes = c->family == 4 ? 4 : 16;
-  if (inet_pton(c->family == 4 ? AF_INET : AF_INET6, ip, a) != 1)
-    return BUS_EFIELD;
-  memcpy(net, a, 16);
-  mask_host(net, bytes, c->prefix);
-  if (memcmp(net, c->base, (size_t)bytes))
+  bus_cidr n = net_of(c), x = {.family = c->family, .prefix = 8 * bytes};
+  uint8_t *a = x.addr;
+  if (inet_pton(c->family == 4 ? AF_INET : AF_INET6, ip, a) != 1 ||
+      !bus_cidr_contains(&n, &x))
     return BUS_EFIELD;
   /* a - base over the low 8 bytes; higher host bits mean past 2^64 */
   int hb = host_bits(c);

@@ -20,23 +20,30 @@
 #define RETRIES 40    /* conflicts retried, each after the view caught up */
 #define CATCH_MS 2000 /* how long one catch-up may take */
 
+/* The one subject every domain.created and domain.deleted goes on, into
+ * buf (BUS_SUBJECT_MAX bytes). */
+static const char *
+domains_subject(char *buf) {
+  bus_subj_domain_created(buf, BUS_SUBJECT_MAX);
+  return buf;
+}
+
+/* Append type (its data packed in sb) on the domains' subject for cmd. */
 static int
-append(bus_conn *c, const bus_cmd *cmd, const char *type, uint64_t prev,
+append(bus_conn *c, const bus_cmd *cmd, bus_type type, uint64_t prev,
        const msgpack_sbuffer *sb, uint64_t *seq, int *dup) {
-  return bus_cmd_append(c, cmd, IPAM_DOMAINS_SUBJECT, type, prev, sb->data,
-                        sb->size, seq, dup);
+  char subject[BUS_SUBJECT_MAX];
+  return bus_cmd_append(c, cmd, domains_subject(subject), bus_type_name(type),
+                        prev, sb->data, sb->size, seq, dup);
 }
 
 static void
 reply_result(bus_conn *c, const bus_cmd *cmd, uint64_t seq, const char *what) {
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_str_with_body(&pk, "result", 6);
-  msgpack_pack_str_with_body(&pk, what, strlen(what));
-  bus_cmd_reply_ok(c, cmd, seq, sb.data, sb.size, 1);
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  bus_pack_kv_str(&b.pk, "result", what);
+  bus_cmd_reply_ok(c, cmd, seq, b.sb.data, b.sb.size, 1);
+  bus_packbuf_destroy(&b);
 }
 
 static int
@@ -67,21 +74,6 @@ typedef struct check {
   int err;
 } check;
 
-static int
-overlap_cb(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
-  (void)k, (void)kl;
-  check *ck = ud;
-  dom_rec d;
-  if (vl != sizeof d)
-    return 0;
-  memcpy(&d, v, sizeof d);
-  if (!strcmp(d.name, ck->name) || !ipam_cidr_overlap(&d.c, &ck->c))
-    return 0;
-  snprintf(ck->reason, sizeof ck->reason, "%s overlaps domain %s (%s)",
-           ck->cidr, d.name, d.cidr);
-  return 1;
-}
-
 /* Check the new domain against the view; fills ck (err 0: may append). */
 static int
 check_domain(bus_view *v, check *ck) {
@@ -91,7 +83,8 @@ check_domain(bus_view *v, check *ck) {
     return rc;
   bus_version ver;
   dom_rec d;
-  if (!(rc = bus_txn_version(t, IPAM_DOMAINS_SUBJECT, &ver)))
+  char subject[BUS_SUBJECT_MAX];
+  if (!(rc = bus_txn_version(t, domains_subject(subject), &ver)))
     ck->prev = ver.seq;
   int got = rc ? rc : ipam_dom_get(t, ck->name, &d);
   if (got == 0) {
@@ -104,9 +97,11 @@ check_domain(bus_view *v, check *ck) {
                d.cidr);
     }
   } else if (got == BUS_ENOT_FOUND) {
-    if (bus_txn_scan(t, "domains", NULL, 0, overlap_cb, ck) == 1) {
+    if (ipam__overlapping(t, &ck->c, ck->name, &d) == 1) {
       ck->err = BUS_EEXISTS;
       snprintf(ck->path, sizeof ck->path, "spec.cidr");
+      snprintf(ck->reason, sizeof ck->reason, "%s overlaps domain %s (%s)",
+               ck->cidr, d.name, d.cidr);
     }
   } else {
     rc = got;
@@ -131,9 +126,16 @@ validate(bus_conn *c, const bus_cmd *cmd, const msgpack_object *res,
     bus_cmd_reply_error(c, cmd, rc, msg, errs, n < MAX_ERRS ? n : MAX_ERRS);
     return rc;
   }
-  char cidr[128] = "", err[200];
-  bus_obj_str(bus_obj_get(res, "metadata"), "name", ck->name, sizeof ck->name);
-  bus_obj_str(bus_obj_get(res, "spec"), "cidr", cidr, sizeof cidr);
+  char cidr[128], err[200];
+  bus_domain_res d;
+  msgpack_zone z;
+  msgpack_zone_init(&z, 256);
+  rc = bus_domain_created_unpack(res, &z, &d);
+  bus_str_copy(d.metadata.name, ck->name, sizeof ck->name);
+  bus_str_copy(d.spec.cidr, cidr, sizeof cidr);
+  msgpack_zone_destroy(&z);
+  if (rc)
+    return bus_cmd_reply_error(c, cmd, rc, bus_last_error(), NULL, 0), rc;
   if (ipam_cidr_parse(cidr, &ck->c, err, sizeof err) ||
       ipam_domain_cidr_check(&ck->c, err, sizeof err))
     return refuse(c, cmd, BUS_EFIELD, "spec.cidr", err);
@@ -142,23 +144,13 @@ validate(bus_conn *c, const bus_cmd *cmd, const msgpack_object *res,
 }
 
 /* The resource as stored: kind, metadata.name, spec.cidr (canonical). */
-static void
+static int
 pack_domain(msgpack_sbuffer *sb, const check *ck) {
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 4);
-  msgpack_pack_str_with_body(&pk, "apiVersion", 10);
-  msgpack_pack_str_with_body(&pk, "rlinf.io/v1alpha1", 17);
-  msgpack_pack_str_with_body(&pk, "kind", 4);
-  msgpack_pack_str_with_body(&pk, "Domain", 6);
-  msgpack_pack_str_with_body(&pk, "metadata", 8);
-  msgpack_pack_map(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "name", 4);
-  msgpack_pack_str_with_body(&pk, ck->name, strlen(ck->name));
-  msgpack_pack_str_with_body(&pk, "spec", 4);
-  msgpack_pack_map(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "cidr", 4);
-  msgpack_pack_str_with_body(&pk, ck->cidr, strlen(ck->cidr));
+  bus_ev_domain_created d = {.apiVersion = BUS_STR("rlinf.io/v1alpha1"),
+                             .kind = BUS_STR("Domain"),
+                             .metadata = {.name = bus_str_of(ck->name)},
+                             .spec = {.cidr = bus_str_of(ck->cidr)}};
+  return bus_domain_created_pack(sb, &d);
 }
 
 static int
@@ -169,23 +161,23 @@ cmd_apply(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
   int rc = validate(c, cmd, bus_obj_get(&cmd->body, "resource"), &ck);
   if (rc)
     return rc;
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  pack_domain(&sb, &ck);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  int packed = rc = pack_domain(&b.sb, &ck);
   uint64_t seq = 0;
   int dup = 0;
-  for (int i = 0; i < RETRIES; i++) {
+  for (int i = 0; !packed && i < RETRIES; i++) {
     check again = ck;
     if ((rc = check_domain(v, &again)) || again.err || again.same) {
       ck = again;
       break;
     }
-    rc = append(c, cmd, "domain.created", again.prev, &sb, &seq, &dup);
+    rc = append(c, cmd, BUS_T_DOMAIN_CREATED, again.prev, &b.sb, &seq, &dup);
     if (rc != BUS_ECONFLICT)
       break;
     bus_view_catch_up(c, v, NULL, CATCH_MS); /* someone else's creation */
   }
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf_destroy(&b);
   if (!rc && ck.err)
     return refuse(c, cmd, ck.err, ck.path, ck.reason);
   if (rc)
@@ -203,6 +195,7 @@ cmd_delete(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
   if (!bus_obj_str(&cmd->body, "name", name, sizeof name) ||
       !bus_name_valid(name, BUS_NAME_MAX))
     return refuse(c, cmd, BUS_ENAME, "name", "a domain name is required");
+  char subject[BUS_SUBJECT_MAX];
   int rc = BUS_ECONFLICT;
   uint64_t seq = 0;
   for (int i = 0; i < RETRIES && rc == BUS_ECONFLICT; i++) {
@@ -211,7 +204,7 @@ cmd_delete(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
     dom_rec d;
     if ((rc = bus_view_read(v, &t)))
       break;
-    rc = bus_txn_version(t, IPAM_DOMAINS_SUBJECT, &ver);
+    rc = bus_txn_version(t, domains_subject(subject), &ver);
     int got = rc ? rc : ipam_dom_get(t, name, &d);
     bus_txn_end(t);
     if (got == BUS_ENOT_FOUND)
@@ -225,15 +218,12 @@ cmd_delete(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
                (unsigned long long)d.used);
       return refuse(c, cmd, BUS_EEXISTS, "name", why);
     }
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init(&sb);
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_map(&pk, 1);
-    msgpack_pack_str_with_body(&pk, "domain", 6);
-    msgpack_pack_str_with_body(&pk, name, strlen(name));
-    rc = append(c, cmd, "domain.deleted", ver.seq, &sb, &seq, NULL);
-    msgpack_sbuffer_destroy(&sb);
+    bus_ev_domain_deleted e = {.domain = bus_str_of(name)};
+    bus_packbuf b;
+    bus_packbuf_init(&b);
+    if (!(rc = bus_domain_deleted_pack(&b.sb, &e)))
+      rc = append(c, cmd, BUS_T_DOMAIN_DELETED, ver.seq, &b.sb, &seq, NULL);
+    bus_packbuf_destroy(&b);
     if (rc == BUS_ECONFLICT)
       bus_view_catch_up(c, v, NULL, CATCH_MS);
   }

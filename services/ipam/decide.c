@@ -23,19 +23,20 @@
 
 #define ACTOR "lark-ipam"
 
+/* Emit an event of type bt whose data is its generated struct, with the
+ * id derived from src (what was decided, on which version). */
 static int
-emit(bus_txn *t, const char *subject, const char *type, const char *src,
-     uint64_t prev, int flags, int64_t ts, const msgpack_sbuffer *sb) {
+emit(bus_txn *t, const char *subject, bus_type bt, const void *data,
+     const char *src, uint64_t prev, int flags, int64_t ts) {
   char id[33];
   bus_event_derive_id(src, 0, id);
-  bus_event ev = {.type = type,
+  bus_event ev = {.t = bt,
+                  .typed = data,
                   .id = id,
                   .ts = ts,
                   .actor = ACTOR,
                   .cause = "",
-                  .prev = prev,
-                  .data_mp = sb->data,
-                  .data_mp_len = sb->size};
+                  .prev = prev};
   return bus_txn_emit(t, subject, &ev, flags);
 }
 
@@ -59,12 +60,10 @@ static int
 due(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   (void)v, (void)vl;
   rel_walk *w = ud;
-  size_t plen = strlen(w->p->d->name) + 1;
   char pod[IPAM_DNAME_SZ];
   pod_rec r;
-  if (kl <= plen)
+  if (!ipam__key_tail(k, kl, w->p->d->name, pod, sizeof pod))
     return 0;
-  ipam_copy(pod, sizeof pod, (const char *)k + plen, kl - plen);
   if (ipam_pod_get(w->p->t, pod, &r) || !r.held || !r.ended ||
       r.ended_ts > w->p->now - w->p->hold)
     return 0;
@@ -79,31 +78,26 @@ release(dpass *p) {
   char prefix[IPAM_NAME_SZ + 1];
   snprintf(prefix, sizeof prefix, "%s/", p->d->name);
   rel_walk w = {p, calloc(IPAM_MAX_PODS, sizeof(char *)), 0};
-  if (!w.pods)
-    return bus_error(BUS_ESTORE, "out of memory");
-  int rc = bus_txn_scan(p->t, "ending", prefix, strlen(prefix), due, &w);
+  bus_str *pods = calloc(IPAM_MAX_PODS, sizeof *pods);
+  int rc = w.pods && pods
+               ? bus_txn_scan(p->t, "ending", prefix, strlen(prefix), due, &w)
+               : bus_error(BUS_ESTORE, "out of memory");
   if (rc >= 0 && w.n) {
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init(&sb);
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_map(&pk, 2);
-    bus_pack_kv_str(&pk, "domain", p->d->name);
-    msgpack_pack_str_with_body(&pk, "pods", 4);
-    msgpack_pack_array(&pk, (uint32_t)w.n);
     for (size_t i = 0; i < w.n; i++)
-      msgpack_pack_str_with_body(&pk, w.pods[i], strlen(w.pods[i]));
+      pods[i] = bus_str_of(w.pods[i]);
+    bus_ev_domain_released e = {.domain = bus_str_of(p->d->name),
+                                .pods = {pods, (uint32_t)w.n}};
     char src[BUS_SUBJECT_MAX + 64];
     snprintf(src, sizeof src, "released:%s:%llu", p->d->name,
              (unsigned long long)p->ver);
-    rc = emit(p->t, p->subject, "domain.released", src, p->ver,
-              BUS_APPEND_CHECK, p->now, &sb);
-    msgpack_sbuffer_destroy(&sb);
+    rc = emit(p->t, p->subject, BUS_T_DOMAIN_RELEASED, &e, src, p->ver,
+              BUS_APPEND_CHECK, p->now);
     rc = rc ? rc : 1;
   }
   for (size_t i = 0; i < w.n; i++)
     free(w.pods[i]);
   free(w.pods);
+  free(pods);
   return rc < 0 ? rc : rc == 1;
 }
 
@@ -135,56 +129,52 @@ first_want(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   return 1;
 }
 
+/* The decision on the oldest wait: its id names the domain, the version
+ * and the Job ("allocated:<d>:<seq>:<job>"). */
+static int
+emit_want(dpass *p, const want *w, bus_type bt, const void *data,
+          const char *what) {
+  char src[BUS_SUBJECT_MAX + 128];
+  snprintf(src, sizeof src, "%s:%s:%llu:%s", what, p->d->name,
+           (unsigned long long)p->ver, w->job);
+  return emit(p->t, p->subject, bt, data, src, p->ver, BUS_APPEND_CHECK,
+              p->now);
+}
+
 static int
 emit_exhausted(dpass *p, const want *w, uint64_t needed) {
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 4);
-  bus_pack_kv_str(&pk, "domain", p->d->name);
-  bus_pack_kv_str(&pk, "job", w->job);
-  msgpack_pack_str_with_body(&pk, "needed", 6);
-  msgpack_pack_uint64(&pk, needed);
-  msgpack_pack_str_with_body(&pk, "free", 4);
-  msgpack_pack_uint64(&pk, ipam_dom_free(p->d));
-  char src[BUS_SUBJECT_MAX + 128];
-  snprintf(src, sizeof src, "exhausted:%s:%llu:%s", p->d->name,
-           (unsigned long long)p->ver, w->job);
-  int rc = emit(p->t, p->subject, "domain.exhausted", src, p->ver,
-                BUS_APPEND_CHECK, p->now, &sb);
-  msgpack_sbuffer_destroy(&sb);
-  return rc;
+  bus_ev_domain_exhausted e = {.domain = bus_str_of(p->d->name),
+                               .job = bus_str_of(w->job),
+                               .has_needed = 1,
+                               .needed = needed,
+                               .has_free = 1,
+                               .free = ipam_dom_free(p->d)};
+  return emit_want(p, w, BUS_T_DOMAIN_EXHAUSTED, &e, "exhausted");
 }
 
 static int
 emit_allocated(dpass *p, const want *w, const uint64_t *offs) {
   job_rec j;
-  uint64_t gen = ipam_job_get(p->t, w->job, &j) == 0 ? j.generation : 0;
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 4);
-  bus_pack_kv_str(&pk, "domain", p->d->name);
-  bus_pack_kv_str(&pk, "job", w->job);
-  msgpack_pack_str_with_body(&pk, "generation", 10);
-  msgpack_pack_uint64(&pk, gen);
-  msgpack_pack_str_with_body(&pk, "addresses", 9);
-  msgpack_pack_array(&pk, (uint32_t)w->n);
-  for (size_t i = 0; i < w->n; i++) {
-    char ip[IPAM_IP_SZ];
-    ipam_addr_format(&p->d->c, offs[i], ip, sizeof ip);
-    msgpack_pack_map(&pk, 2);
-    bus_pack_kv_str(&pk, "pod", w->pods[i]);
-    bus_pack_kv_str(&pk, "ip", ip);
+  bus_address *as = calloc(w->n + 1, sizeof *as);
+  char(*ips)[IPAM_IP_SZ] = calloc(w->n + 1, sizeof *ips);
+  if (!as || !ips) {
+    free(as);
+    free(ips);
+    return bus_error(BUS_ESTORE, "out of memory");
   }
-  char src[BUS_SUBJECT_MAX + 128];
-  snprintf(src, sizeof src, "allocated:%s:%llu:%s", p->d->name,
-           (unsigned long long)p->ver, w->job);
-  int rc = emit(p->t, p->subject, "domain.allocated", src, p->ver,
-                BUS_APPEND_CHECK, p->now, &sb);
-  msgpack_sbuffer_destroy(&sb);
+  for (size_t i = 0; i < w->n; i++) {
+    ipam_addr_format(&p->d->c, offs[i], ips[i], sizeof ips[i]);
+    as[i] = (bus_address){bus_str_of(w->pods[i]), bus_str_of(ips[i])};
+  }
+  bus_ev_domain_allocated e = {
+      .domain = bus_str_of(p->d->name),
+      .job = bus_str_of(w->job),
+      .has_generation = 1,
+      .generation = ipam_job_get(p->t, w->job, &j) == 0 ? j.generation : 0,
+      .addresses = {as, (uint32_t)w->n}};
+  int rc = emit_want(p, w, BUS_T_DOMAIN_ALLOCATED, &e, "allocated");
+  free(as);
+  free(ips);
   return rc;
 }
 
@@ -259,8 +249,9 @@ one_domain(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
     return 0;
   memcpy(&d, v, sizeof d);
   p->d = &d;
-  snprintf(p->subject, sizeof p->subject, "lark.ev.domain.%s", d.name);
-  int rc = bus_txn_version(p->t, p->subject, &ver);
+  int rc = bus_subj_domain_allocated(p->subject, sizeof p->subject, d.name);
+  if (!rc)
+    rc = bus_txn_version(p->t, p->subject, &ver);
   if (rc)
     return rc;
   p->ver = ver.seq;
@@ -278,28 +269,26 @@ one_domain(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
 
 /* --------------------------------------------------------------- routes */
 
+/* The route.set of pod in (d, c) into e, its strings in r and dr; 1 when
+ * the pod is no longer routed there (its tombstone follows). */
 static int
-pack_route(bus_txn *t, const char *d, const char *c, const char *pod,
-           msgpack_sbuffer *sb) {
-  pod_rec r;
-  if (ipam_pod_get(t, pod, &r) || !r.routed || strcmp(r.domain, d))
-    return 1; /* its tombstone follows */
-  dom_rec dr;
-  int has_cidr = !ipam_dom_get(t, d, &dr) && dr.cidr[0];
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 7 + (r.local_ip[0] ? 1 : 0) + (has_cidr ? 1 : 0));
-  bus_pack_kv_str(&pk, "domain", d);
-  if (has_cidr)
-    bus_pack_kv_str(&pk, "cidr", dr.cidr);
-  bus_pack_kv_str(&pk, "cluster", c);
-  bus_pack_kv_str(&pk, "pod", pod);
-  bus_pack_kv_str(&pk, "ip", r.vip);
-  if (r.local_ip[0])
-    bus_pack_kv_str(&pk, "realIP", r.local_ip);
-  bus_pack_kv_str(&pk, "node", r.node);
-  bus_pack_kv_str(&pk, "podCluster", r.rcluster);
-  bus_pack_kv_str(&pk, "via", strcmp(r.rcluster, c) ? "hub" : "local");
+route_of(bus_txn *t, const char *d, const char *c, const char *pod, pod_rec *r,
+         dom_rec *dr, bus_ev_route_set *e) {
+  if (ipam_pod_get(t, pod, r) || !r->routed || strcmp(r->domain, d))
+    return 1;
+  int has_cidr = !ipam_dom_get(t, d, dr) && dr->cidr[0];
+  *e = (bus_ev_route_set){
+      .domain = bus_str_of(d),
+      .cluster = bus_str_of(c),
+      .pod = bus_str_of(pod),
+      .ip = bus_str_of(r->vip),
+      .has_cidr = has_cidr,
+      .cidr = bus_str_of(has_cidr ? dr->cidr : ""),
+      .has_realIP = r->local_ip[0] != 0,
+      .realIP = bus_str_of(r->local_ip),
+      .node = bus_str_of(r->node),
+      .podCluster = bus_str_of(r->rcluster),
+      .via = bus_str_of(strcmp(r->rcluster, c) ? "hub" : "local")};
   return 0;
 }
 
@@ -326,28 +315,22 @@ send_route(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
     return 0;
   ipam_copy(d, sizeof d, tail, (size_t)(dot1 - tail));
   ipam_copy(c, sizeof c, dot1 + 1, (size_t)(dot2 - dot1 - 1));
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  int del = *(const char *)v == 'D', rc = 0;
-  if (del) {
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_map(&pk, 3);
-    bus_pack_kv_str(&pk, "domain", d);
-    bus_pack_kv_str(&pk, "cluster", c);
-    bus_pack_kv_str(&pk, "pod", dot2 + 1);
-  } else if (pack_route(w->t, d, c, dot2 + 1, &sb)) {
-    msgpack_sbuffer_destroy(&sb);
+  const char *pod = dot2 + 1;
+  int del = *(const char *)v == 'D';
+  bus_ev_route_deleted gone = {bus_str_of(d), bus_str_of(c), bus_str_of(pod)};
+  bus_ev_route_set set;
+  pod_rec r;
+  dom_rec dr;
+  if (!del && route_of(w->t, d, c, pod, &r, &dr, &set))
     return 0;
-  }
   char subject[sizeof tail + 16], src[sizeof tail + 48];
-  snprintf(subject, sizeof subject, "lark.route.%s", tail);
   snprintf(src, sizeof src, "route:%s:%llu", tail,
            (unsigned long long)ipam_get_be64(k));
-  rc = emit(w->t, subject, del ? "route.deleted" : "route.set", src, 0,
-            BUS_APPEND_NOCHECK, w->now, &sb);
-  msgpack_sbuffer_destroy(&sb);
-  return rc;
+  int rc = bus_subj_route_set(subject, sizeof subject, d, c, pod);
+  return rc ? rc
+            : emit(w->t, subject, del ? BUS_T_ROUTE_DELETED : BUS_T_ROUTE_SET,
+                   del ? (const void *)&gone : &set, src, 0, BUS_APPEND_NOCHECK,
+                   w->now);
 }
 
 static int

@@ -15,31 +15,15 @@
 
 /* ------------------------------------------------------------- domains */
 
-typedef struct overlap_walk {
-  const ipam_cidr *c;
-  char other[IPAM_NAME_SZ];
-} overlap_walk;
-
-static int
-overlap_cb(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
-  (void)k, (void)kl;
-  overlap_walk *w = ud;
-  dom_rec d;
-  if (vl != sizeof d)
-    return 0;
-  memcpy(&d, v, sizeof d);
-  if (!ipam_cidr_overlap(&d.c, w->c))
-    return 0;
-  snprintf(w->other, sizeof w->other, "%s", d.name);
-  return 1;
-}
-
 int
-ipam__apply_created(bus_txn *t, const bus_event *ev) {
-  char name[IPAM_NAME_SZ] = "", cidr[IPAM_NAME_SZ] = "", err[200];
-  bus_obj_str(bus_obj_get(&ev->data, "metadata"), "name", name, sizeof name);
-  bus_obj_str(bus_obj_get(&ev->data, "spec"), "cidr", cidr, sizeof cidr);
-  dom_rec d;
+ipam__apply_created(bus_txn *t, const bus_event *ev, const void *data,
+                    void *ud) {
+  (void)ud;
+  const bus_ev_domain_created *e = data;
+  char name[IPAM_NAME_SZ], cidr[IPAM_NAME_SZ], err[200];
+  bus_str_copy(e->metadata.name, name, sizeof name);
+  bus_str_copy(e->spec.cidr, cidr, sizeof cidr);
+  dom_rec d, other;
   memset(&d, 0, sizeof d);
   if (!bus_name_valid(name, BUS_NAME_MAX) ||
       ipam_cidr_parse(cidr, &d.c, err, sizeof err) ||
@@ -49,11 +33,10 @@ ipam__apply_created(bus_txn *t, const bus_event *ev) {
   int rc = ipam_dom_get(t, name, &old);
   if (rc != BUS_ENOT_FOUND)
     return rc ? rc : bus_error(BUS_EINVAL, "domain %s exists", name);
-  overlap_walk w = {&d.c, ""};
-  if ((rc = bus_txn_scan(t, "domains", NULL, 0, overlap_cb, &w)))
-    return rc < 0
-               ? rc
-               : bus_error(BUS_EINVAL, "%s overlaps domain %s", cidr, w.other);
+  if ((rc = ipam__overlapping(t, &d.c, NULL, &other)))
+    return rc < 0 ? rc
+                  : bus_error(BUS_EINVAL, "%s overlaps domain %s", cidr,
+                              other.name);
   d.layout = IPAM_LAYOUT;
   ipam_copy(d.name, sizeof d.name, name, strlen(name));
   ipam_cidr_format(&d.c, d.cidr, sizeof d.cidr);
@@ -103,10 +86,13 @@ del_under(bus_txn *t, const char *table, const char *prefix) {
 }
 
 int
-ipam__apply_deleted(bus_txn *t, const bus_event *ev) {
-  char name[IPAM_NAME_SZ] = "", prefix[IPAM_NAME_SZ + 1];
+ipam__apply_deleted(bus_txn *t, const bus_event *ev, const void *data,
+                    void *ud) {
+  (void)ud;
+  const bus_ev_domain_deleted *e = data;
+  char name[IPAM_NAME_SZ], prefix[IPAM_NAME_SZ + 1];
   dom_rec d;
-  bus_obj_str(&ev->data, "domain", name, sizeof name);
+  bus_str_copy(e->domain, name, sizeof name);
   int rc = ipam_dom_get(t, name, &d);
   if (rc)
     return rc == BUS_ENOT_FOUND ? bus_error(BUS_EINVAL, "no domain %s", name)
@@ -128,13 +114,13 @@ typedef struct grant {
 
 /* Read and check every address of a domain.allocated; 0 when all fit. */
 static int
-check_grants(bus_txn *t, const dom_rec *d, const msgpack_object *as, grant *g) {
-  for (uint32_t i = 0; i < as->via.array.size; i++) {
+check_grants(bus_txn *t, const dom_rec *d, const bus_address_list *as,
+             grant *g) {
+  for (uint32_t i = 0; i < as->n; i++) {
     char ip[IPAM_IP_SZ];
-    const msgpack_object *a = &as->via.array.ptr[i];
-    if (!bus_obj_str(a, "pod", g[i].pod, sizeof g[i].pod) ||
-        !bus_obj_str(a, "ip", ip, sizeof ip) ||
-        ipam_addr_offset(&d->c, ip, &g[i].off))
+    bus_str_copy(as->v[i].pod, g[i].pod, sizeof g[i].pod);
+    bus_str_copy(as->v[i].ip, ip, sizeof ip);
+    if (ipam_addr_offset(&d->c, ip, &g[i].off))
       return bus_error(BUS_EINVAL, "address %u is not in %s", i, d->cidr);
     for (uint32_t k = 0; k < i; k++)
       if (g[k].off == g[i].off || !strcmp(g[k].pod, g[i].pod))
@@ -216,23 +202,25 @@ want_met(bus_txn *t, const job_rec *j) {
 }
 
 int
-ipam__apply_allocated(bus_txn *t, const bus_event *ev, const char *dname) {
-  char job[IPAM_NAME_SZ] = "";
+ipam__apply_allocated(bus_txn *t, const bus_event *ev, const void *data,
+                      void *ud) {
+  (void)ud;
+  const bus_ev_domain_allocated *e = data;
+  const char *dname = ipam__subject_id(ev->subject);
+  char job[IPAM_NAME_SZ];
   dom_rec d;
   int rc = ipam_dom_get(t, dname, &d);
   if (rc)
     return rc == BUS_ENOT_FOUND ? bus_error(BUS_EINVAL, "no domain %s", dname)
                                 : rc;
-  bus_obj_str(&ev->data, "job", job, sizeof job);
-  const msgpack_object *as = bus_obj_get(&ev->data, "addresses");
-  if (!as || as->type != MSGPACK_OBJECT_ARRAY ||
-      as->via.array.size > IPAM_MAX_PODS)
+  bus_str_copy(e->job, job, sizeof job);
+  if (e->addresses.n > IPAM_MAX_PODS)
     return bus_error(BUS_EINVAL, "no addresses");
-  grant *g = calloc(as->via.array.size + 1, sizeof *g);
+  grant *g = calloc(e->addresses.n + 1, sizeof *g);
   if (!g)
     return bus_error(BUS_ESTORE, "out of memory");
-  rc = check_grants(t, &d, as, g);
-  for (uint32_t i = 0; !rc && i < as->via.array.size; i++) {
+  rc = check_grants(t, &d, &e->addresses, g);
+  for (uint32_t i = 0; !rc && i < e->addresses.n; i++) {
     rc = grant_one(t, &d, job, &g[i], ev->seq);
     if (!rc && g[i].off == d.low)
       d.low++;
@@ -252,32 +240,34 @@ ipam__apply_allocated(bus_txn *t, const bus_event *ev, const char *dname) {
 }
 
 int
-ipam__apply_exhausted(bus_txn *t, const bus_event *ev, const char *dname) {
-  char job[IPAM_NAME_SZ] = "";
+ipam__apply_exhausted(bus_txn *t, const bus_event *ev, const void *data,
+                      void *ud) {
+  (void)ud;
+  const bus_ev_domain_exhausted *e = data;
+  char job[IPAM_NAME_SZ];
   job_rec j;
-  bus_obj_str(&ev->data, "job", job, sizeof job);
-  if (ipam_job_get(t, job, &j) || strcmp(j.domain, dname))
+  bus_str_copy(e->job, job, sizeof job);
+  if (ipam_job_get(t, job, &j) ||
+      strcmp(j.domain, ipam__subject_id(ev->subject)))
     return 0;
   snprintf(j.reason, sizeof j.reason, "%lld addresses needed, %lld free",
-           (long long)bus_obj_int(&ev->data, "needed", 0),
-           (long long)bus_obj_int(&ev->data, "free", 0));
+           (long long)(e->has_needed ? e->needed : 0),
+           (long long)(e->has_free ? e->free : 0));
   int rc = ipam__drop_want(t, &j);
   return rc ? rc : ipam__job_put(t, &j);
 }
 
 int
-ipam__apply_released(bus_txn *t, const bus_event *ev, const char *dname) {
-  const msgpack_object *ps = bus_obj_get(&ev->data, "pods");
+ipam__apply_released(bus_txn *t, const bus_event *ev, const void *data,
+                     void *ud) {
+  (void)ud;
+  const bus_ev_domain_released *e = data;
+  const char *dname = ipam__subject_id(ev->subject);
   int rc = 0;
-  for (uint32_t i = 0;
-       !rc && ps && ps->type == MSGPACK_OBJECT_ARRAY && i < ps->via.array.size;
-       i++) {
-    const msgpack_object *o = &ps->via.array.ptr[i];
+  for (uint32_t i = 0; !rc && i < e->pods.n; i++) {
     char pod[IPAM_DNAME_SZ];
     pod_rec p;
-    if (o->type != MSGPACK_OBJECT_STR)
-      continue;
-    ipam_copy(pod, sizeof pod, o->via.str.ptr, o->via.str.size);
+    bus_str_copy(e->pods.v[i], pod, sizeof pod);
     if (ipam_pod_get(t, pod, &p) || !p.held || !p.ended ||
         strcmp(p.domain, dname))
       continue; /* back in use since, or never held */

@@ -22,6 +22,8 @@
 #ifndef LARK_IPAM_INT_H
 #define LARK_IPAM_INT_H
 
+#include <string.h>
+
 #include "ipam.h"
 
 #define IPAM_NAME_SZ 64
@@ -29,7 +31,6 @@
 #define IPAM_IP_SZ 48
 #define IPAM_LAYOUT 1
 #define IPAM_MAX_PODS 4096
-#define IPAM_DOMAINS_SUBJECT "lark.ev.ipam.domains"
 
 typedef struct dom_rec {
   uint8_t layout;
@@ -72,12 +73,37 @@ typedef struct job_rec {
   char reason[160];
 } job_rec;
 
-/* Records: BUS_ENOT_FOUND when absent, BUS_ECORRUPT for a wrong size. */
-int ipam_dom_get(bus_txn *t, const char *name, dom_rec *r);
-int ipam_dom_put(bus_txn *t, const dom_rec *r);
-int ipam_pod_get(bus_txn *t, const char *name, pod_rec *r);
-int ipam_pod_put(bus_txn *t, const pod_rec *r);
-int ipam_job_get(bus_txn *t, const char *name, job_rec *r);
+/*
+ * Records, read and written whole: get returns BUS_ENOT_FOUND when absent,
+ * BUS_ECORRUPT for a wrong size or layout. Each table's record is keyed by
+ * its own name field.
+ */
+int ipam__rec_get(bus_txn *t, const char *table, const char *name, void *r,
+                  size_t sz);
+#define ipam_dom_get(t, name, r)                                               \
+  ipam__rec_get((t), "domains", (name), (dom_rec *)(r), sizeof(dom_rec))
+#define ipam_dom_put(t, r)                                                     \
+  bus_txn_put((t), "domains", (r)->name, strlen((r)->name), (r),               \
+              sizeof(dom_rec))
+#define ipam_pod_get(t, name, r)                                               \
+  ipam__rec_get((t), "pods", (name), (pod_rec *)(r), sizeof(pod_rec))
+#define ipam_pod_put(t, r)                                                     \
+  bus_txn_put((t), "pods", (r)->pod, strlen((r)->pod), (r), sizeof(pod_rec))
+#define ipam_job_get(t, name, r)                                               \
+  ipam__rec_get((t), "jobs", (name), (job_rec *)(r), sizeof(job_rec))
+#define ipam__job_put(t, r)                                                    \
+  bus_txn_put((t), "jobs", (r)->name, strlen((r)->name), (r), sizeof(job_rec))
+
+/* The <id> of the subject lark.ev.<kind>.<id>; "" when there is none. */
+const char *ipam__subject_id(const char *subject);
+/* A key "<d>/<tail>" of a domain's table: the tail into out (cap bytes);
+ * 0 when the key has none. */
+int ipam__key_tail(const void *k, size_t kl, const char *d, char *out,
+                   size_t cap);
+/* The domain whose range overlaps c, other than the one named except
+ * (NULL: none), into other: 1 when there is one, 0 none, or an error. */
+int ipam__overlapping(bus_txn *t, const ipam_cidr *c, const char *except,
+                      dom_rec *other);
 
 /* "<d>/" + be64(off) into key (>= IPAM_NAME_SZ + 9); returns its length. */
 size_t ipam_addr_key(const char *domain, uint64_t off, unsigned char *key);
@@ -99,9 +125,8 @@ uint64_t ipam_dom_free(const dom_rec *d);
 int ipam_apply(bus_txn *t, const bus_event *ev, void *ud);
 int ipam_decide(bus_txn *t, const bus_event *cause, int64_t now, void *ud);
 
-/* records.c: a Job's row written whole, and keys of a table under a
- * prefix, collected before they are deleted. */
-int ipam__job_put(bus_txn *t, const job_rec *r);
+/* records.c: keys of a table under a prefix, collected before they are
+ * deleted. */
 
 typedef struct keys {
   char **v;
@@ -124,11 +149,17 @@ int ipam__ending_key(const pod_rec *p, char *key, size_t cap);
 int ipam__free_addr(bus_txn *t, pod_rec *p);
 int ipam__drop_want(bus_txn *t, job_rec *j);
 
-/* domains.c: the domain events. */
-int ipam__apply_created(bus_txn *t, const bus_event *ev);
-int ipam__apply_deleted(bus_txn *t, const bus_event *ev);
-int ipam__apply_allocated(bus_txn *t, const bus_event *ev, const char *dname);
-int ipam__apply_exhausted(bus_txn *t, const bus_event *ev, const char *dname);
-int ipam__apply_released(bus_txn *t, const bus_event *ev, const char *dname);
+/* domains.c: the domain events, as apply's table calls them (data is the
+ * event's generated struct, bus_ev_domain_*). */
+int ipam__apply_created(bus_txn *t, const bus_event *ev, const void *data,
+                        void *ud);
+int ipam__apply_deleted(bus_txn *t, const bus_event *ev, const void *data,
+                        void *ud);
+int ipam__apply_allocated(bus_txn *t, const bus_event *ev, const void *data,
+                          void *ud);
+int ipam__apply_exhausted(bus_txn *t, const bus_event *ev, const void *data,
+                          void *ud);
+int ipam__apply_released(bus_txn *t, const bus_event *ev, const void *data,
+                         void *ud);
 
 #endif

@@ -37,8 +37,7 @@ pack_domain(bus_txn *t, msgpack_packer *pk, const dom_rec *d) {
   bus_pack_kv_uint(pk, "used", d->used);
   bus_pack_kv_uint(pk, "free", ipam_dom_free(d));
   bus_pack_kv_uint(pk, "waiting", count_under(t, "wants", d->name));
-  msgpack_pack_str_with_body(pk, "ts", 2);
-  msgpack_pack_int64(pk, d->ts);
+  bus_pack_kv_int(pk, "ts", d->ts);
   bus_pack_kv_str(pk, "actor", d->actor);
 }
 
@@ -159,20 +158,23 @@ pack_peer(msgpack_packer *pk, const pod_rec *p, const char *c) {
   bus_pack_kv_str(pk, "via", strcmp(p->rcluster, c) ? "hub" : "local");
 }
 
+/* routes <d>/<pod>: the pod's record, when it is routed; 0 otherwise. */
+static int
+routed_pod(qwalk *w, const void *k, size_t kl, pod_rec *p) {
+  char pod[IPAM_DNAME_SZ];
+  return ipam__key_tail(k, kl, w->domain, pod, sizeof pod) &&
+         ipam_pod_get(w->t, pod, p) == 0 && p->routed;
+}
+
 static int
 peer_row(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   (void)v, (void)vl;
   qwalk *w = ud;
-  size_t plen = strlen(w->domain) + 1;
-  char pod[IPAM_DNAME_SZ];
   pod_rec p;
-  if (kl <= plen)
-    return 0;
-  ipam_copy(pod, sizeof pod, (const char *)k + plen, kl - plen);
-  if (ipam_pod_get(w->t, pod, &p) || !p.routed)
-    return 0;
-  pack_peer(&w->pk, &p, w->cluster);
-  w->n++;
+  if (routed_pod(w, k, kl, &p)) {
+    pack_peer(&w->pk, &p, w->cluster);
+    w->n++;
+  }
   return 0;
 }
 
@@ -187,14 +189,8 @@ static int
 local_cb(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   (void)v, (void)vl;
   qwalk *w = ud;
-  size_t plen = strlen(w->domain) + 1;
-  char pod[IPAM_DNAME_SZ];
   pod_rec p;
-  if (kl <= plen)
-    return 0;
-  ipam_copy(pod, sizeof pod, (const char *)k + plen, kl - plen);
-  if (ipam_pod_get(w->t, pod, &p) == 0 && p.routed &&
-      !strcmp(p.rcluster, w->cluster))
+  if (routed_pod(w, k, kl, &p) && !strcmp(p.rcluster, w->cluster))
     w->n++;
   return 0;
 }
@@ -204,12 +200,9 @@ cluster_cb(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   (void)v, (void)vl;
   cl_walk *cw = ud;
   qwalk *w = cw->w;
-  size_t plen = strlen(w->domain) + 1;
   char c[IPAM_NAME_SZ], prefix[IPAM_NAME_SZ + 1];
-  if (kl <= plen)
-    return 0;
-  ipam_copy(c, sizeof c, (const char *)k + plen, kl - plen);
-  if (cw->only && strcmp(cw->only, c))
+  if (!ipam__key_tail(k, kl, w->domain, c, sizeof c) ||
+      (cw->only && strcmp(cw->only, c)))
     return 0;
   snprintf(prefix, sizeof prefix, "%s/", w->domain);
   w->cluster = c;

@@ -40,8 +40,9 @@ ipam_addr_key(const char *domain, uint64_t off, unsigned char *key) {
   return n + 9;
 }
 
-static int
-get_rec(bus_txn *t, const char *table, const char *name, void *r, size_t sz) {
+int
+ipam__rec_get(bus_txn *t, const char *table, const char *name, void *r,
+              size_t sz) {
   const void *v;
   size_t len;
   int rc = bus_txn_get(t, table, name, strlen(name), &v, &len);
@@ -53,34 +54,43 @@ get_rec(bus_txn *t, const char *table, const char *name, void *r, size_t sz) {
   return 0;
 }
 
-int
-ipam_dom_get(bus_txn *t, const char *name, dom_rec *r) {
-  return get_rec(t, "domains", name, r, sizeof *r);
+const char *
+ipam__subject_id(const char *subject) {
+  const char *p = strlen(subject) > 8 ? strchr(subject + 8, '.') : NULL;
+  return p ? p + 1 : "";
 }
 
 int
-ipam_dom_put(bus_txn *t, const dom_rec *r) {
-  return bus_txn_put(t, "domains", r->name, strlen(r->name), r, sizeof *r);
+ipam__key_tail(const void *k, size_t kl, const char *d, char *out, size_t cap) {
+  size_t plen = strlen(d) + 1;
+  if (kl <= plen)
+    return 0;
+  ipam_copy(out, cap, (const char *)k + plen, kl - plen);
+  return 1;
+}
+
+typedef struct overlap_walk {
+  const ipam_cidr *c;
+  const char *except;
+  dom_rec *other;
+} overlap_walk;
+
+static int
+overlap_cb(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+  (void)k, (void)kl;
+  overlap_walk *w = ud;
+  if (vl != sizeof *w->other)
+    return 0;
+  memcpy(w->other, v, sizeof *w->other);
+  return (!w->except || strcmp(w->other->name, w->except)) &&
+         ipam_cidr_overlap(&w->other->c, w->c);
 }
 
 int
-ipam_pod_get(bus_txn *t, const char *name, pod_rec *r) {
-  return get_rec(t, "pods", name, r, sizeof *r);
-}
-
-int
-ipam_pod_put(bus_txn *t, const pod_rec *r) {
-  return bus_txn_put(t, "pods", r->pod, strlen(r->pod), r, sizeof *r);
-}
-
-int
-ipam_job_get(bus_txn *t, const char *name, job_rec *r) {
-  return get_rec(t, "jobs", name, r, sizeof *r);
-}
-
-int
-ipam__job_put(bus_txn *t, const job_rec *r) {
-  return bus_txn_put(t, "jobs", r->name, strlen(r->name), r, sizeof *r);
+ipam__overlapping(bus_txn *t, const ipam_cidr *c, const char *except,
+                  dom_rec *other) {
+  overlap_walk w = {c, except, other};
+  return bus_txn_scan(t, "domains", NULL, 0, overlap_cb, &w);
 }
 
 uint64_t

@@ -44,38 +44,24 @@ typedef struct fan {
   bus_txn *t;
 } fan;
 
-/* clusters <d>/<c>: queue f->pod for cluster c. */
+/* clusters <d>/<c>: queue f->pod for cluster c; or routes <d>/<pod>:
+ * queue pod for f->cluster. */
 static int
-fan_clusters(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+fan_out(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   (void)v, (void)vl;
   fan *f = ud;
-  size_t plen = strlen(f->d) + 1;
-  char c[IPAM_NAME_SZ];
-  if (kl <= plen)
+  char tail[IPAM_DNAME_SZ];
+  if (!ipam__key_tail(k, kl, f->d, tail, sizeof tail))
     return 0;
-  ipam_copy(c, sizeof c, (const char *)k + plen, kl - plen);
-  return queue_route(f->t, f->d, c, f->pod, f->what, f->seq);
-}
-
-/* routes <d>/<pod>: queue pod for f->cluster. */
-static int
-fan_pods(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
-  (void)v, (void)vl;
-  fan *f = ud;
-  size_t plen = strlen(f->d) + 1;
-  char pod[IPAM_DNAME_SZ];
-  if (kl <= plen)
-    return 0;
-  ipam_copy(pod, sizeof pod, (const char *)k + plen, kl - plen);
-  return queue_route(f->t, f->d, f->cluster, pod, f->what, f->seq);
+  return queue_route(f->t, f->d, f->pod ? tail : f->cluster,
+                     f->pod ? f->pod : tail, f->what, f->seq);
 }
 
 static int
-scan_domain(bus_txn *t, const char *table, const char *d, bus_scan_cb cb,
-            fan *f) {
+scan_domain(bus_txn *t, const char *table, const char *d, fan *f) {
   char prefix[IPAM_NAME_SZ + 1];
   snprintf(prefix, sizeof prefix, "%s/", d);
-  return bus_txn_scan(t, table, prefix, strlen(prefix), cb, f);
+  return bus_txn_scan(t, table, prefix, strlen(prefix), fan_out, f);
 }
 
 /* Add delta to the routed-pod count of <d>/<c>; *now gets the new count. */
@@ -105,7 +91,7 @@ unroute(bus_txn *t, pod_rec *p, uint64_t seq) {
   char key[IPAM_NAME_SZ + IPAM_DNAME_SZ];
   int n = snprintf(key, sizeof key, "%s/%s", p->domain, p->pod);
   fan f = {p->domain, p->pod, NULL, 'D', seq, t};
-  int rc = scan_domain(t, "clusters", p->domain, fan_clusters, &f);
+  int rc = scan_domain(t, "clusters", p->domain, &f);
   uint32_t left = 0;
   if (!rc)
     rc = bus_txn_del(t, "routes", key, (size_t)n);
@@ -113,7 +99,7 @@ unroute(bus_txn *t, pod_rec *p, uint64_t seq) {
     rc = count_cluster(t, p->domain, p->rcluster, -1, &left);
   if (!rc && !left) { /* the cluster left the domain: drop its table */
     fan g = {p->domain, NULL, p->rcluster, 'D', seq, t};
-    rc = scan_domain(t, "routes", p->domain, fan_pods, &g);
+    rc = scan_domain(t, "routes", p->domain, &g);
   }
   p->routed = 0;
   p->rcluster[0] = 0;
@@ -128,14 +114,14 @@ route(bus_txn *t, pod_rec *p, const char *cluster, uint64_t seq) {
   int rc = count_cluster(t, p->domain, cluster, +1, &now);
   if (!rc && now == 1) { /* a new cluster: it gets every route so far */
     fan g = {p->domain, NULL, cluster, 'S', seq, t};
-    rc = scan_domain(t, "routes", p->domain, fan_pods, &g);
+    rc = scan_domain(t, "routes", p->domain, &g);
   }
   if (!rc)
     rc = bus_txn_put(t, "routes", key, (size_t)n, "", 0);
   p->routed = 1;
   ipam_copy(p->rcluster, sizeof p->rcluster, cluster, strlen(cluster));
   fan f = {p->domain, p->pod, NULL, 'S', seq, t};
-  return rc ? rc : scan_domain(t, "clusters", p->domain, fan_clusters, &f);
+  return rc ? rc : scan_domain(t, "clusters", p->domain, &f);
 }
 
 /* Bring the pod's routes in line with its state (p is put by the caller). */
@@ -156,5 +142,5 @@ ipam__route_update(bus_txn *t, pod_rec *p, uint64_t seq) {
   if (!p->routed)
     return route(t, p, cluster, seq);
   fan f = {p->domain, p->pod, NULL, 'S', seq, t}; /* a change: send again */
-  return scan_domain(t, "clusters", p->domain, fan_clusters, &f);
+  return scan_domain(t, "clusters", p->domain, &f);
 }
