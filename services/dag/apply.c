@@ -16,12 +16,6 @@
 static const char *const tables[] = {DAG__T_WORKFLOWS, DAG__T_SPECS,
                                      DAG__T_JOBS, NULL};
 
-static void
-data_str(const bus_event *ev, const char *key, char *buf, size_t cap) {
-  if (!bus_obj_str(&ev->data, key, buf, cap))
-    buf[0] = 0;
-}
-
 /* Store the evaluation of wf in its row (apply side). */
 static int
 refresh(bus_txn *t, const char *name) {
@@ -70,18 +64,19 @@ claim_jobs(bus_txn *t, const char *wf, const dag_graph *g) {
 }
 
 static int
-apply_submitted(bus_txn *t, const bus_event *ev, const char *name) {
+apply_submitted(bus_txn *t, const bus_event *ev,
+                const bus_ev_workflow_submitted *d, const char *name) {
   char meta[BUS_NAME_MAX + 1];
   dag__wfrec r;
   dag_graph g;
-  const msgpack_object *md = bus_obj_get(&ev->data, "metadata");
-  if (!bus_obj_str(md, "name", meta, sizeof meta) || strcmp(meta, name))
+  if (strcmp(bus_str_copy(d->metadata.name, meta, sizeof meta), name))
     return bus_error(BUS_EINVAL, "metadata.name is not the subject's %s", name);
   int rc = dag__wf_get(t, name, &r);
   if (rc == 0 && !r.deleted)
     return bus_error(BUS_EINVAL, "workflow %s exists", name);
   if (rc && rc != BUS_ENOT_FOUND)
     return rc;
+  /* the graph reads the spec as msgpack, as it reads a command's (graph.c) */
   rc = dag_graph_build(bus_obj_get(&ev->data, "spec"), name, &g, NULL, 0, NULL);
   if (rc)
     return rc;
@@ -101,62 +96,33 @@ apply_submitted(bus_txn *t, const bus_event *ev, const char *name) {
   return refresh(t, name);
 }
 
+/* A Workflow's later events change its row: stopped, resumed, deleted,
+ * or the phase it announced. */
 static void
-wf_stopped(dag__wfrec *r, const bus_event *ev) {
-  (void)ev;
-  r->stopped = 1;
+wf_change(dag__wfrec *r, const bus_event *ev, const void *data) {
+  if (ev->t == BUS_T_WORKFLOW_STOPPED || ev->t == BUS_T_WORKFLOW_RESUMED)
+    r->stopped = ev->t == BUS_T_WORKFLOW_STOPPED;
+  else if (ev->t == BUS_T_WORKFLOW_DELETED)
+    r->deleted = 1;
+  else if (ev->t == BUS_T_WORKFLOW_PHASE)
+    bus_str_copy(((const bus_ev_workflow_phase *)data)->phase, r->announced,
+                 sizeof r->announced);
 }
-
-static void
-wf_resumed(dag__wfrec *r, const bus_event *ev) {
-  (void)ev;
-  r->stopped = 0;
-}
-
-static void
-wf_deleted(dag__wfrec *r, const bus_event *ev) {
-  (void)ev;
-  r->deleted = 1;
-}
-
-static void
-wf_phase(dag__wfrec *r, const bus_event *ev) {
-  data_str(ev, "phase", r->announced, sizeof r->announced);
-}
-
-/* The event's type (libbus sets it, for an event built by hand too). */
-static bus_type
-type_of(const bus_event *ev) {
-  return bus_type_name(ev->t) ? ev->t : BUS_T_UNKNOWN;
-}
-
-/* A Workflow's events, indexed by the event's type (BUS_T_*):
- * workflow.submitted makes the row, the others change it. */
-typedef void (*wf_change)(dag__wfrec *r, const bus_event *ev);
-
-static const wf_change wf_table[BUS_T__COUNT] = {
-    [BUS_T_WORKFLOW_DELETED] = wf_deleted,
-    [BUS_T_WORKFLOW_PHASE] = wf_phase,
-    [BUS_T_WORKFLOW_RESUMED] = wf_resumed,
-    [BUS_T_WORKFLOW_STOPPED] = wf_stopped,
-};
 
 static int
-apply_workflow(bus_txn *t, const bus_event *ev, const char *name) {
+apply_workflow(bus_txn *t, const bus_event *ev, const void *data,
+               const char *name) {
   if (!bus_name_valid(name, BUS_NAME_MAX))
     return bus_error(BUS_EINVAL, "workflow name %s", name);
-  if (type_of(ev) == BUS_T_WORKFLOW_SUBMITTED)
-    return apply_submitted(t, ev, name);
-  wf_change change = wf_table[type_of(ev)];
+  if (ev->t == BUS_T_WORKFLOW_SUBMITTED)
+    return apply_submitted(t, ev, data, name);
   dag__wfrec r;
   int rc = dag__wf_get(t, name, &r);
   if (rc == BUS_ENOT_FOUND || (!rc && r.deleted))
     return bus_error(BUS_EINVAL, "no workflow %s", name);
   if (rc)
     return rc;
-  if (!change)
-    return 0; /* a type this version does not act on */
-  change(&r, ev);
+  wf_change(&r, ev, data);
   if ((rc = dag__wf_put(t, &r)))
     return rc;
   return refresh(t, name);
@@ -164,86 +130,73 @@ apply_workflow(bus_txn *t, const bus_event *ev, const char *name) {
 
 /* ----------------------------------------------------------- job events */
 
+/* The value of key in m copied into buf; NULL when m has no key. */
+static const char *
+map_str(const bus_str_map *m, const char *key, char *buf, size_t cap) {
+  for (uint32_t i = 0; i < m->n; i++)
+    if (bus_str_eq(m->v[i].key, key))
+      return bus_str_copy(m->v[i].val, buf, cap);
+  return NULL;
+}
+
 /* Is this job.submitted lark-dag's, for the Workflow that claimed it? */
 static void
-read_submitted(const bus_event *ev, dag__jobrec *r) {
+read_submitted(const bus_event *ev, const bus_ev_job_submitted *d,
+               dag__jobrec *r) {
   char wf[BUS_NAME_MAX + 1], gen[24];
-  const msgpack_object *md = bus_obj_get(&ev->data, "metadata");
-  const msgpack_object *labels = bus_obj_get(md, "labels");
-  const msgpack_object *ann = bus_obj_get(md, "annotations");
   r->ours = ev->actor && !strcmp(ev->actor, DAG_ACTOR) &&
-            bus_obj_str(labels, DAG_LABEL_WORKFLOW, wf, sizeof wf) &&
+            map_str(&d->metadata.labels, DAG_LABEL_WORKFLOW, wf, sizeof wf) &&
             !strcmp(wf, r->wf);
   r->wfgen = 0;
-  if (r->ours && bus_obj_str(ann, DAG_ANN_GENERATION, gen, sizeof gen))
+  if (r->ours &&
+      map_str(&d->metadata.annotations, DAG_ANN_GENERATION, gen, sizeof gen))
     r->wfgen = strtoull(gen, NULL, 10);
-  const msgpack_object *spec = bus_obj_get(&ev->data, "spec");
-  const msgpack_object *stopped = bus_obj_get(spec, "stopped");
-  r->stopped = stopped && stopped->type == MSGPACK_OBJECT_BOOLEAN &&
-               stopped->via.boolean;
+  r->stopped = d->spec.has_stopped && d->spec.stopped;
   r->bydag = 0;
   r->deleted = 0;
   snprintf(r->phase, sizeof r->phase, "Pending");
   r->reason[0] = 0;
 }
 
+/* A claimed Job's events change its row; dag: lark-dag was the actor. */
 static void
-job_submitted(dag__jobrec *r, const bus_event *ev, int dag) {
-  (void)dag;
-  read_submitted(ev, r);
+job_change(dag__jobrec *r, const bus_event *ev, const void *data, int dag) {
+  const bus_ev_job_phase *ph = data;
+  switch (ev->t) {
+  case BUS_T_JOB_SUBMITTED:
+    read_submitted(ev, data, r);
+    break;
+  case BUS_T_JOB_PHASE:
+    bus_str_copy(ph->phase, r->phase, sizeof r->phase);
+    bus_str_copy(ph->reason, r->reason, sizeof r->reason);
+    break;
+  case BUS_T_JOB_STOPPED:
+    r->stopped = 1;
+    r->bydag = dag;
+    break;
+  case BUS_T_JOB_RESUMED:
+    r->stopped = 0;
+    r->bydag = 0;
+    if (strcmp(r->phase, "Succeeded"))
+      snprintf(r->phase, sizeof r->phase, "Pending");
+    break;
+  case BUS_T_JOB_DELETED:
+    r->deleted = 1;
+    break;
+  default:
+    break;
+  }
 }
-
-static void
-job_phase(dag__jobrec *r, const bus_event *ev, int dag) {
-  (void)dag;
-  data_str(ev, "phase", r->phase, sizeof r->phase);
-  data_str(ev, "reason", r->reason, sizeof r->reason);
-}
-
-static void
-job_stopped(dag__jobrec *r, const bus_event *ev, int dag) {
-  (void)ev;
-  r->stopped = 1;
-  r->bydag = dag;
-}
-
-static void
-job_resumed(dag__jobrec *r, const bus_event *ev, int dag) {
-  (void)ev, (void)dag;
-  r->stopped = 0;
-  r->bydag = 0;
-  if (strcmp(r->phase, "Succeeded"))
-    snprintf(r->phase, sizeof r->phase, "Pending");
-}
-
-static void
-job_deleted(dag__jobrec *r, const bus_event *ev, int dag) {
-  (void)ev, (void)dag;
-  r->deleted = 1;
-}
-
-/* A claimed Job's events, indexed by the event's type (BUS_T_*); dag:
- * lark-dag was the actor. */
-typedef void (*job_change)(dag__jobrec *r, const bus_event *ev, int dag);
-
-static const job_change job_table[BUS_T__COUNT] = {
-    [BUS_T_JOB_DELETED] = job_deleted,     [BUS_T_JOB_PHASE] = job_phase,
-    [BUS_T_JOB_RESUMED] = job_resumed,     [BUS_T_JOB_STOPPED] = job_stopped,
-    [BUS_T_JOB_SUBMITTED] = job_submitted,
-};
 
 static int
-apply_job(bus_txn *t, const bus_event *ev, const char *job) {
+apply_job(bus_txn *t, const bus_event *ev, const void *data, const char *job) {
   dag__jobrec r;
   int rc = dag__job_get(t, job, &r);
   if (rc == BUS_ENOT_FOUND)
     return 0; /* not a Job of any Workflow */
   if (rc)
     return rc;
-  job_change change = job_table[type_of(ev)];
-  if (!change)
-    return 0;
-  change(&r, ev, ev->actor && !strcmp(ev->actor, DAG_ACTOR));
+  job_change(&r, ev, data, ev->actor && !strcmp(ev->actor, DAG_ACTOR));
   if ((rc = dag__job_put(t, job, &r)))
     return rc;
   dag__wfrec w;
@@ -253,27 +206,46 @@ apply_job(bus_txn *t, const bus_event *ev, const char *job) {
   return rc ? rc : refresh(t, r.wf);
 }
 
+/* A Workflow's event or a Job's, told apart by the subject; data is the
+ * event's generated struct. */
 static int
-dag_apply(bus_txn *t, const bus_event *ev, void *ud) {
+on_event(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
   (void)ud;
   const char *name;
-  if (!ev->type)
-    return 0;
   if ((name = dag__suffix(ev->subject, DAG__WF_PREFIX)))
-    return apply_workflow(t, ev, name);
+    return apply_workflow(t, ev, data, name);
   if ((name = dag__suffix(ev->subject, DAG__JOB_PREFIX)) &&
       bus_name_valid(name, BUS_DERIVED_NAME_MAX))
-    return apply_job(t, ev, name);
+    return apply_job(t, ev, data, name);
   return 0;
+}
+
+/* The types the view follows, indexed by the event's type (BUS_T_*). */
+static const bus_apply_table apply_table = {
+    .on = {
+        [BUS_T_WORKFLOW_SUBMITTED] = on_event,
+        [BUS_T_WORKFLOW_STOPPED] = on_event,
+        [BUS_T_WORKFLOW_RESUMED] = on_event,
+        [BUS_T_WORKFLOW_DELETED] = on_event,
+        [BUS_T_WORKFLOW_PHASE] = on_event,
+        [BUS_T_JOB_SUBMITTED] = on_event,
+        [BUS_T_JOB_PHASE] = on_event,
+        [BUS_T_JOB_STOPPED] = on_event,
+        [BUS_T_JOB_RESUMED] = on_event,
+        [BUS_T_JOB_DELETED] = on_event,
+    }};
+
+static int
+dag_apply(bus_txn *t, const bus_event *ev, void *ud) {
+  return bus_apply_dispatch(&apply_table, t, ev, ud);
 }
 
 void
 dag_view_def(bus_view_def *def) {
-  memset(def, 0, sizeof *def);
-  def->name = "dag";
-  def->tables = tables;
-  def->apply = dag_apply;
-  def->decide = dag__decide;
-  def->stream = "LARK_EVENTS";
-  def->filter = "lark.ev.>";
+  *def = (bus_view_def){.name = "dag",
+                        .tables = tables,
+                        .apply = dag_apply,
+                        .decide = dag__decide,
+                        .stream = "LARK_EVENTS",
+                        .filter = "lark.ev.>"};
 }

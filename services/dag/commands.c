@@ -27,33 +27,30 @@
 static void
 reply_ok(bus_conn *c, const bus_cmd *cmd, uint64_t seq, const char *name,
          int unchanged) {
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_str_with_body(&pk, "name", 4);
-  msgpack_pack_str_with_body(&pk, name, strlen(name));
-  msgpack_pack_str_with_body(&pk, "unchanged", 9);
-  unchanged ? msgpack_pack_true(&pk) : msgpack_pack_false(&pk);
-  bus_cmd_reply_ok(c, cmd, seq, sb.data, sb.size, 2);
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  bus_pack_kv_str(&b.pk, "name", name);
+  bus_pack_kv_bool(&b.pk, "unchanged", unchanged);
+  bus_cmd_reply_ok(c, cmd, seq, b.sb.data, b.sb.size, 2);
+  bus_packbuf_destroy(&b);
 }
 
-/* Append one workflow event for cmd; *seq as bus_append. */
+/* Append one workflow event for cmd (every type has the subject of
+ * workflow.submitted); *seq as bus_append. */
 static int
 append(bus_conn *c, const bus_cmd *cmd, const char *name, const char *type,
        uint64_t prev, const msgpack_object *data, uint64_t *seq) {
   char subject[BUS_SUBJECT_MAX];
-  snprintf(subject, sizeof subject, "lark.ev.workflow.%s", name);
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  bus_packbuf b;
+  int rc = bus_subj_workflow_submitted(subject, sizeof subject, name);
+  if (rc)
+    return rc;
+  bus_packbuf_init(&b);
   if (data)
-    msgpack_pack_object(&pk, *data);
-  int rc = bus_cmd_append(c, cmd, subject, type, prev, data ? sb.data : NULL,
-                          sb.size, seq, NULL);
-  msgpack_sbuffer_destroy(&sb);
+    msgpack_pack_object(&b.pk, *data);
+  rc = bus_cmd_append(c, cmd, subject, type, prev, data ? b.sb.data : NULL,
+                      b.sb.size, seq, NULL);
+  bus_packbuf_destroy(&b);
   return rc;
 }
 
@@ -89,7 +86,12 @@ do_apply(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
                         n < MAX_DETAILS ? n : MAX_DETAILS);
     return rc;
   }
-  bus_obj_str(bus_obj_get(res, "metadata"), "name", name, sizeof name);
+  bus_ev_workflow_submitted wf;
+  msgpack_zone z;
+  msgpack_zone_init(&z, 4096);
+  if (!(rc = bus_workflow_submitted_unpack(res, &z, &wf)))
+    bus_str_copy(wf.metadata.name, name, sizeof name);
+  msgpack_zone_destroy(&z);
   for (int i = 0; i < ATTEMPTS; i++) {
     rc = check_apply(a, res, errs, &n, &prev);
     if (rc == DAG_APPLY_UNCHANGED) {

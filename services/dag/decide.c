@@ -15,6 +15,7 @@
  * Validation errors of an emit are never fatal: decide returns only store
  * errors, so a hostile spec cannot stop the service.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,92 +28,96 @@ refused(int rc) {
          rc == BUS_ENAME || rc == BUS_EUNKNOWN_TYPE || rc == BUS_ETOO_BIG;
 }
 
-/* Emit one event; a refused one (hostile data) is skipped, not fatal. */
+/* Emit one event on <prefix><name>: its data the generated struct typed,
+ * or when that is NULL the msgpack in raw. A refused one (hostile data)
+ * is skipped, not fatal. */
 static int
-emit(bus_txn *t, const char *prefix, const char *name, const char *type,
-     uint64_t prev, const msgpack_sbuffer *data) {
+emit(bus_txn *t, const char *prefix, const char *name, bus_type type,
+     uint64_t prev, const void *typed, const msgpack_sbuffer *raw) {
   char subject[BUS_SUBJECT_MAX];
   int rc = dag__subject(prefix, name, subject, sizeof subject);
   if (rc)
     return 0;
-  bus_event ev;
-  memset(&ev, 0, sizeof ev);
-  ev.type = type;
-  ev.actor = DAG_ACTOR;
-  ev.prev = prev;
-  ev.data_mp = data->data;
-  ev.data_mp_len = data->size;
+  bus_event ev = {.t = type,
+                  .type = bus_type_name(type),
+                  .typed = typed,
+                  .actor = DAG_ACTOR,
+                  .prev = prev,
+                  .data_mp = raw ? raw->data : NULL,
+                  .data_mp_len = raw ? raw->size : 0};
   rc = bus_txn_emit(t, subject, &ev, BUS_APPEND_CHECK);
   return refused(rc) ? 0 : rc;
 }
 
+/* job.deleted, job.stopped and job.resumed carry the same data: a reason. */
 static int
-emit_reason(bus_txn *t, const char *job, const char *type, uint64_t prev,
+emit_reason(bus_txn *t, const char *job, bus_type type, uint64_t prev,
             const char *reason) {
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 1);
-  bus_pack_kv_str(&pk, "reason", reason);
-  int rc = emit(t, DAG__JOB_PREFIX, job, type, prev, &sb);
-  msgpack_sbuffer_destroy(&sb);
-  return rc;
+  _Static_assert(sizeof(bus_ev_job_deleted) == sizeof(bus_ev_job_stopped) &&
+                     sizeof(bus_ev_job_resumed) == sizeof(bus_ev_job_stopped),
+                 "job.deleted, .stopped and .resumed share one shape");
+  bus_ev_job_stopped d = {.has_reason = 1, .reason = bus_str_of(reason)};
+  return emit(t, DAG__JOB_PREFIX, job, type, prev, &d, NULL);
 }
 
-/* job.submitted: the Job resource built from template i. */
+/*
+ * job.submitted: the Job resource built from template i. Its spec is the
+ * template's, copied as the user wrote it (the same bytes the Workflow
+ * carried); the rest is packed from its generated types.
+ */
 static int
 emit_submit(bus_txn *t, const dag__wf *w, int i) {
   char gen[24];
   snprintf(gen, sizeof gen, "%llu", (unsigned long long)w->rec.generation);
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 4);
-  bus_pack_kv_str(&pk, "apiVersion", "rlinf.io/v1alpha1");
-  bus_pack_kv_str(&pk, "kind", "Job");
-  msgpack_pack_str_with_body(&pk, "metadata", 8);
-  msgpack_pack_map(&pk, 3);
-  bus_pack_kv_str(&pk, "name", w->jobname[i]);
-  msgpack_pack_str_with_body(&pk, "labels", 6);
-  msgpack_pack_map(&pk, 2);
-  bus_pack_kv_str(&pk, DAG_LABEL_WORKFLOW, w->rec.name);
-  bus_pack_kv_str(&pk, DAG_LABEL_TEMPLATE, w->g.t[i].name);
-  msgpack_pack_str_with_body(&pk, "annotations", 11);
-  msgpack_pack_map(&pk, 1);
-  bus_pack_kv_str(&pk, DAG_ANN_GENERATION, gen);
-  msgpack_pack_str_with_body(&pk, "spec", 4);
+  bus_str_kv labels[] = {
+      {BUS_STR(DAG_LABEL_WORKFLOW), bus_str_of(w->rec.name)},
+      {BUS_STR(DAG_LABEL_TEMPLATE), bus_str_of(w->g.t[i].name)}};
+  bus_str_kv ann[] = {{BUS_STR(DAG_ANN_GENERATION), bus_str_of(gen)}};
+  bus_metadata md = {.name = bus_str_of(w->jobname[i]),
+                     .has_labels = 1,
+                     .labels = {labels, 2},
+                     .has_annotations = 1,
+                     .annotations = {ann, 1}};
+  bus_packbuf b;
+  bus_map m;
+  bus_packbuf_init(&b);
+  bus_map_begin(&m, &b.pk);
+  bus_map_str(&m, "apiVersion", "rlinf.io/v1alpha1");
+  bus_map_str(&m, "kind", "Job");
+  bus_metadata_write(bus_map_key(&m, "metadata"), &md);
   if (w->g.t[i].spec)
-    msgpack_pack_object(&pk, *w->g.t[i].spec);
+    msgpack_pack_object(bus_map_key(&m, "spec"), *w->g.t[i].spec);
   else
-    msgpack_pack_map(&pk, 0);
-  int rc = emit(t, DAG__JOB_PREFIX, w->jobname[i], "job.submitted",
-                w->ver[i].seq, &sb);
-  msgpack_sbuffer_destroy(&sb);
+    msgpack_pack_map(bus_map_key(&m, "spec"), 0);
+  int rc = bus_map_end(&m);
+  if (!rc)
+    rc = emit(t, DAG__JOB_PREFIX, w->jobname[i], BUS_T_JOB_SUBMITTED,
+              w->ver[i].seq, NULL, &b.sb);
+  bus_packbuf_destroy(&b);
   return rc;
 }
 
 static int
 emit_phase(bus_txn *t, const dag__wf *w, uint64_t prev) {
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 5);
-  bus_pack_kv_str(&pk, "phase", w->rec.phase);
-  bus_pack_kv_str(&pk, "reason", w->rec.reason);
-  msgpack_pack_str_with_body(&pk, "succeeded", 9);
-  msgpack_pack_uint32(&pk, (uint32_t)w->ev.succeeded);
-  msgpack_pack_str_with_body(&pk, "total", 5);
-  msgpack_pack_uint32(&pk, (uint32_t)w->g.n);
-  msgpack_pack_str_with_body(&pk, "skipped", 7);
-  msgpack_pack_array(&pk, (uint32_t)w->ev.skipped);
+  bus_str *skipped = calloc((size_t)w->g.n + 1, sizeof *skipped);
+  uint32_t n = 0;
+  if (!skipped)
+    return -ENOMEM;
   for (int i = 0; i < w->g.n; i++)
     if (w->skipped[i])
-      msgpack_pack_str_with_body(&pk, w->g.t[i].name, strlen(w->g.t[i].name));
-  int rc = emit(t, DAG__WF_PREFIX, w->rec.name, "workflow.phase", prev, &sb);
-  msgpack_sbuffer_destroy(&sb);
+      skipped[n++] = bus_str_of(w->g.t[i].name);
+  bus_ev_workflow_phase d = {.phase = bus_str_of(w->rec.phase),
+                             .has_reason = 1,
+                             .reason = bus_str_of(w->rec.reason),
+                             .has_succeeded = 1,
+                             .succeeded = (uint32_t)w->ev.succeeded,
+                             .has_total = 1,
+                             .total = (uint32_t)w->g.n,
+                             .has_skipped = 1,
+                             .skipped = {skipped, n}};
+  int rc = emit(t, DAG__WF_PREFIX, w->rec.name, BUS_T_WORKFLOW_PHASE, prev, &d,
+                NULL);
+  free(skipped);
   return rc;
 }
 
@@ -130,17 +135,17 @@ reconcile_tmpl(bus_txn *t, const dag__wf *w, int i) {
   int present = v->seq && !v->deleted;
   int current = w->have[i] && j->ours && j->wfgen == w->rec.generation;
   if (present && w->have[i] && j->ours && !current)
-    return emit_reason(t, w->jobname[i], "job.deleted", v->seq,
+    return emit_reason(t, w->jobname[i], BUS_T_JOB_DELETED, v->seq,
                        "an older generation of its workflow");
   if (!present && w->ready[i] && !w->rec.stopped && w->state[i] == DAG_NONE)
     return emit_submit(t, w, i);
   if (!current || !present)
     return 0;
   if (w->rec.stopped && stoppable(j))
-    return emit_reason(t, w->jobname[i], "job.stopped", v->seq,
+    return emit_reason(t, w->jobname[i], BUS_T_JOB_STOPPED, v->seq,
                        "workflow stopped");
   if (!w->rec.stopped && j->stopped && j->bydag && !j->deleted)
-    return emit_reason(t, w->jobname[i], "job.resumed", v->seq,
+    return emit_reason(t, w->jobname[i], BUS_T_JOB_RESUMED, v->seq,
                        "workflow resumed");
   return 0;
 }
@@ -162,7 +167,7 @@ orphan(bus_txn *t, const char *job) {
     return refused(rc) ? 0 : rc;
   if (!v.seq || v.deleted)
     return 0;
-  return emit_reason(t, job, "job.deleted", v.seq,
+  return emit_reason(t, job, BUS_T_JOB_DELETED, v.seq,
                      "its workflow generation is gone");
 }
 
@@ -173,7 +178,7 @@ reconcile_all(bus_txn *t, const dag__wf *w) {
     int present = w->ver[i].seq && !w->ver[i].deleted;
     if (w->rec.deleted)
       rc = present && w->have[i] && w->jobs[i].ours
-               ? emit_reason(t, w->jobname[i], "job.deleted", w->ver[i].seq,
+               ? emit_reason(t, w->jobname[i], BUS_T_JOB_DELETED, w->ver[i].seq,
                              "workflow deleted")
                : 0;
     else

@@ -27,10 +27,8 @@ pack_summary(msgpack_packer *pk, const dag__wfrec *r, uint32_t extra) {
   bus_pack_kv_uint(pk, "succeeded", r->succeeded);
   bus_pack_kv_uint(pk, "total", r->total);
   bus_pack_kv_uint(pk, "generation", r->generation);
-  bus_pack_str(pk, "stopped");
-  r->stopped ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
-  bus_pack_str(pk, "ts");
-  msgpack_pack_int64(pk, r->ts);
+  bus_pack_kv_bool(pk, "stopped", r->stopped);
+  bus_pack_kv_int(pk, "ts", r->ts);
 }
 
 /* Why template i is where it is, for people. */

@@ -11,6 +11,7 @@
  * - A loaded Workflow's per-template arrays all hold g.n entries.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,137 +26,171 @@ dag__subject(const char *prefix, const char *name, char *out, size_t cap) {
   return 0;
 }
 
-/* --------------------------------------------------------------- packing */
+/* ------------------------------------------------------------ row codec */
 
-static int
-put_packed(bus_txn *t, const char *table, const char *key,
-           const msgpack_sbuffer *sb) {
-  return bus_txn_put(t, table, key, strlen(key), sb->data, sb->size);
+/*
+ * A row is a msgpack map of a record's fields, in the order of its field
+ * table, so equal records are equal bytes (the digest) and the one table
+ * serves both directions.
+ */
+enum { F_STR, F_U64, F_U32, F_I64, F_FLAG /* an int, 0 or 1 */ };
+
+typedef struct field {
+  const char *key;
+  int kind;
+  size_t off, size;
+} field;
+
+#define FIELD(rec, m, key, kind)                                               \
+  { key, kind, offsetof(rec, m), sizeof(((rec *)0)->m) }
+
+static const field wf_fields[] = {
+    FIELD(dag__wfrec, name, "name", F_STR),
+    FIELD(dag__wfrec, generation, "generation", F_U64),
+    FIELD(dag__wfrec, stopped, "stopped", F_FLAG),
+    FIELD(dag__wfrec, deleted, "deleted", F_FLAG),
+    FIELD(dag__wfrec, phase, "phase", F_STR),
+    FIELD(dag__wfrec, announced, "announced", F_STR),
+    FIELD(dag__wfrec, reason, "reason", F_STR),
+    FIELD(dag__wfrec, ts, "ts", F_I64),
+    FIELD(dag__wfrec, succeeded, "succeeded", F_U32),
+    FIELD(dag__wfrec, total, "total", F_U32),
+    {NULL, 0, 0, 0},
+};
+
+static const field job_fields[] = {
+    FIELD(dag__jobrec, wf, "wf", F_STR),
+    FIELD(dag__jobrec, tmpl, "template", F_STR),
+    FIELD(dag__jobrec, ours, "ours", F_FLAG),
+    FIELD(dag__jobrec, wfgen, "wfgen", F_U64),
+    FIELD(dag__jobrec, phase, "phase", F_STR),
+    FIELD(dag__jobrec, reason, "reason", F_STR),
+    FIELD(dag__jobrec, stopped, "stopped", F_FLAG),
+    FIELD(dag__jobrec, bydag, "bydag", F_FLAG),
+    FIELD(dag__jobrec, deleted, "deleted", F_FLAG),
+    {NULL, 0, 0, 0},
+};
+
+static void
+pack_field(msgpack_packer *pk, const field *f, const char *p) {
+  switch (f->kind) {
+  case F_STR:
+    bus_pack_kv_str(pk, f->key, p);
+    break;
+  case F_U64:
+    bus_pack_kv_uint(pk, f->key, *(const uint64_t *)(const void *)p);
+    break;
+  case F_U32:
+    bus_pack_kv_uint(pk, f->key, *(const uint32_t *)(const void *)p);
+    break;
+  case F_I64:
+    bus_pack_kv_int(pk, f->key, *(const int64_t *)(const void *)p);
+    break;
+  default:
+    bus_pack_kv_uint(pk, f->key, (uint64_t) * (const int *)(const void *)p);
+  }
 }
 
-/* Unpack a row into zone; BUS_ECORRUPT unless it is one map. */
 static int
-get_row(bus_txn *t, const char *table, const char *key, msgpack_zone *z,
-        msgpack_object *o) {
+put_row(bus_txn *t, const char *table, const char *key, const field *fs,
+        const void *rec) {
+  bus_packbuf b;
+  uint32_t n = 0;
+  while (fs[n].key)
+    n++;
+  bus_packbuf_init(&b);
+  msgpack_pack_map(&b.pk, n);
+  for (const field *f = fs; f->key; f++)
+    pack_field(&b.pk, f, (const char *)rec + f->off);
+  int rc = bus_txn_put(t, table, key, strlen(key), b.sb.data, b.sb.size);
+  bus_packbuf_destroy(&b);
+  return rc;
+}
+
+/* One value into its field; a value of the wrong type leaves it zero. */
+static void
+read_field(const field *f, const msgpack_object *v, char *p) {
+  int64_t i = 0;
+  if (f->kind == F_STR) {
+    if (v->type == MSGPACK_OBJECT_STR) {
+      size_t n = v->via.str.size < f->size ? v->via.str.size : f->size - 1;
+      memcpy(p, v->via.str.ptr, n);
+      p[n] = 0;
+    }
+    return;
+  }
+  if (v->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+    i = v->via.i64;
+  else if (v->type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+           v->via.u64 <= INT64_MAX)
+    i = (int64_t)v->via.u64;
+  if (f->kind == F_U64)
+    *(uint64_t *)(void *)p = (uint64_t)i;
+  else if (f->kind == F_U32)
+    *(uint32_t *)(void *)p = (uint32_t)i;
+  else if (f->kind == F_I64)
+    *(int64_t *)(void *)p = i;
+  else
+    *(int *)(void *)p = i != 0;
+}
+
+/* A row into rec (zeroed first); BUS_ECORRUPT unless it is one map. */
+static int
+get_row(bus_txn *t, const char *table, const char *key, const field *fs,
+        void *rec, size_t size) {
   const void *val;
-  size_t len;
+  size_t len, off = 0;
+  msgpack_zone z;
+  msgpack_object o;
+  memset(rec, 0, size);
   int rc = bus_txn_get(t, table, key, strlen(key), &val, &len);
   if (rc)
     return rc;
-  size_t off = 0;
-  if (msgpack_unpack(val, len, &off, z, o) != MSGPACK_UNPACK_SUCCESS ||
-      off != len || o->type != MSGPACK_OBJECT_MAP)
-    return bus_error(BUS_ECORRUPT, "%s row %s does not decode", table, key);
-  return 0;
+  msgpack_zone_init(&z, 1024);
+  if (msgpack_unpack(val, len, &off, &z, &o) != MSGPACK_UNPACK_SUCCESS ||
+      off != len || o.type != MSGPACK_OBJECT_MAP)
+    rc = bus_error(BUS_ECORRUPT, "%s row %s does not decode", table, key);
+  for (uint32_t i = 0; !rc && i < o.via.map.size; i++) {
+    const msgpack_object_kv *kv = &o.via.map.ptr[i];
+    for (const field *f = fs; kv->key.type == MSGPACK_OBJECT_STR && f->key; f++)
+      if (kv->key.via.str.size == strlen(f->key) &&
+          !memcmp(kv->key.via.str.ptr, f->key, kv->key.via.str.size)) {
+        read_field(f, &kv->val, (char *)rec + f->off);
+        break;
+      }
+  }
+  msgpack_zone_destroy(&z);
+  return rc;
 }
-
-static void
-str_of(const msgpack_object *o, const char *k, char *buf, size_t cap) {
-  if (!bus_obj_str(o, k, buf, cap))
-    buf[0] = 0;
-}
-
-/* ------------------------------------------------------------- workflows */
 
 int
 dag__wf_put(bus_txn *t, const dag__wfrec *r) {
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 10);
-  bus_pack_kv_str(&pk, "name", r->name);
-  bus_pack_kv_uint(&pk, "generation", r->generation);
-  bus_pack_kv_uint(&pk, "stopped", (uint64_t)r->stopped);
-  bus_pack_kv_uint(&pk, "deleted", (uint64_t)r->deleted);
-  bus_pack_kv_str(&pk, "phase", r->phase);
-  bus_pack_kv_str(&pk, "announced", r->announced);
-  bus_pack_kv_str(&pk, "reason", r->reason);
-  bus_pack_kv_int(&pk, "ts", r->ts);
-  bus_pack_kv_uint(&pk, "succeeded", r->succeeded);
-  bus_pack_kv_uint(&pk, "total", r->total);
-  int rc = put_packed(t, DAG__T_WORKFLOWS, r->name, &sb);
-  msgpack_sbuffer_destroy(&sb);
-  return rc;
+  return put_row(t, DAG__T_WORKFLOWS, r->name, wf_fields, r);
 }
 
 int
 dag__wf_get(bus_txn *t, const char *name, dag__wfrec *r) {
-  msgpack_zone z;
-  msgpack_zone_init(&z, 1024);
-  msgpack_object o;
-  memset(r, 0, sizeof *r);
-  int rc = get_row(t, DAG__T_WORKFLOWS, name, &z, &o);
-  if (!rc) {
-    str_of(&o, "name", r->name, sizeof r->name);
-    r->generation = (uint64_t)bus_obj_int(&o, "generation", 0);
-    r->stopped = bus_obj_int(&o, "stopped", 0) != 0;
-    r->deleted = bus_obj_int(&o, "deleted", 0) != 0;
-    str_of(&o, "phase", r->phase, sizeof r->phase);
-    str_of(&o, "announced", r->announced, sizeof r->announced);
-    str_of(&o, "reason", r->reason, sizeof r->reason);
-    r->ts = bus_obj_int(&o, "ts", 0);
-    r->succeeded = (uint32_t)bus_obj_int(&o, "succeeded", 0);
-    r->total = (uint32_t)bus_obj_int(&o, "total", 0);
-  }
-  msgpack_zone_destroy(&z);
-  return rc;
+  return get_row(t, DAG__T_WORKFLOWS, name, wf_fields, r, sizeof *r);
 }
-
-int
-dag__spec_put(bus_txn *t, const char *wf, const msgpack_object *res) {
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_object(&pk, *res);
-  int rc = put_packed(t, DAG__T_SPECS, wf, &sb);
-  msgpack_sbuffer_destroy(&sb);
-  return rc;
-}
-
-/* ------------------------------------------------------------------ jobs */
 
 int
 dag__job_put(bus_txn *t, const char *job, const dag__jobrec *r) {
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 9);
-  bus_pack_kv_str(&pk, "wf", r->wf);
-  bus_pack_kv_str(&pk, "template", r->tmpl);
-  bus_pack_kv_uint(&pk, "ours", (uint64_t)r->ours);
-  bus_pack_kv_uint(&pk, "wfgen", r->wfgen);
-  bus_pack_kv_str(&pk, "phase", r->phase);
-  bus_pack_kv_str(&pk, "reason", r->reason);
-  bus_pack_kv_uint(&pk, "stopped", (uint64_t)r->stopped);
-  bus_pack_kv_uint(&pk, "bydag", (uint64_t)r->bydag);
-  bus_pack_kv_uint(&pk, "deleted", (uint64_t)r->deleted);
-  int rc = put_packed(t, DAG__T_JOBS, job, &sb);
-  msgpack_sbuffer_destroy(&sb);
-  return rc;
+  return put_row(t, DAG__T_JOBS, job, job_fields, r);
 }
 
 int
 dag__job_get(bus_txn *t, const char *job, dag__jobrec *r) {
-  msgpack_zone z;
-  msgpack_zone_init(&z, 1024);
-  msgpack_object o;
-  memset(r, 0, sizeof *r);
-  int rc = get_row(t, DAG__T_JOBS, job, &z, &o);
-  if (!rc) {
-    str_of(&o, "wf", r->wf, sizeof r->wf);
-    str_of(&o, "template", r->tmpl, sizeof r->tmpl);
-    r->ours = bus_obj_int(&o, "ours", 0) != 0;
-    r->wfgen = (uint64_t)bus_obj_int(&o, "wfgen", 0);
-    str_of(&o, "phase", r->phase, sizeof r->phase);
-    str_of(&o, "reason", r->reason, sizeof r->reason);
-    r->stopped = bus_obj_int(&o, "stopped", 0) != 0;
-    r->bydag = bus_obj_int(&o, "bydag", 0) != 0;
-    r->deleted = bus_obj_int(&o, "deleted", 0) != 0;
-  }
-  msgpack_zone_destroy(&z);
+  return get_row(t, DAG__T_JOBS, job, job_fields, r, sizeof *r);
+}
+
+/* The resource of a workflow.submitted, as it came (its msgpack bytes). */
+int
+dag__spec_put(bus_txn *t, const char *wf, const msgpack_object *res) {
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  msgpack_pack_object(&b.pk, *res);
+  int rc = bus_txn_put(t, DAG__T_SPECS, wf, strlen(wf), b.sb.data, b.sb.size);
+  bus_packbuf_destroy(&b);
   return rc;
 }
 
