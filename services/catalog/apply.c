@@ -64,10 +64,9 @@ catalog_apply(bus_txn *t, const bus_event *ev, void *ud) {
 
 void
 catalog_view_def(bus_view_def *def) {
-  memset(def, 0, sizeof *def);
-  def->name = "catalog";
-  def->tables = tables;
-  def->apply = catalog_apply;
-  def->stream = "LARK_EVENTS";
-  def->filter = "lark.ev.>";
+  *def = (bus_view_def){.name = "catalog",
+                        .tables = tables,
+                        .apply = catalog_apply,
+                        .stream = "LARK_EVENTS",
+                        .filter = "lark.ev.>"};
 }

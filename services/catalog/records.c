@@ -24,6 +24,14 @@ catalog__split_subject(const char *subject, char *key, size_t cap,
   return 0;
 }
 
+/* What both rows say of the event: its type, time and actor. */
+static void
+pack_origin(msgpack_packer *pk, const bus_event *ev) {
+  bus_pack_kv_str(pk, "type", ev->type);
+  bus_pack_kv_int(pk, "ts", ev->ts);
+  bus_pack_kv_str(pk, "actor", ev->actor ? ev->actor : "");
+}
+
 void
 catalog__pack_aggregate(msgpack_packer *pk, const char *key, size_t klen,
                         const bus_event *ev, const bus_version *ver) {
@@ -33,36 +41,19 @@ catalog__pack_aggregate(msgpack_packer *pk, const char *key, size_t klen,
   msgpack_pack_str_with_body(pk, key, (size_t)(slash - key));
   bus_pack_str(pk, "id");
   msgpack_pack_str_with_body(pk, slash + 1, klen - (size_t)(slash - key) - 1);
-  bus_pack_str(pk, "version");
-  msgpack_pack_uint64(pk, ver->seq);
-  bus_pack_str(pk, "generation");
-  msgpack_pack_uint64(pk, ver->generation);
-  bus_pack_str(pk, "events");
-  msgpack_pack_uint64(pk, ver->count);
-  bus_pack_str(pk, "type");
-  bus_pack_str(pk, ev->type);
-  bus_pack_str(pk, "ts");
-  msgpack_pack_int64(pk, ev->ts);
-  bus_pack_str(pk, "actor");
-  bus_pack_str(pk, ev->actor ? ev->actor : "");
-  bus_pack_str(pk, "deleted");
-  ver->deleted ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
+  bus_pack_kv_uint(pk, "version", ver->seq);
+  bus_pack_kv_uint(pk, "generation", ver->generation);
+  bus_pack_kv_uint(pk, "events", ver->count);
+  pack_origin(pk, ev);
+  bus_pack_kv_bool(pk, "deleted", ver->deleted);
 }
 
 void
 catalog__pack_history(msgpack_packer *pk, const bus_event *ev,
                       uint64_t generation) {
   msgpack_pack_map(pk, 6);
-  bus_pack_str(pk, "seq");
-  msgpack_pack_uint64(pk, ev->seq);
-  bus_pack_str(pk, "type");
-  bus_pack_str(pk, ev->type);
-  bus_pack_str(pk, "ts");
-  msgpack_pack_int64(pk, ev->ts);
-  bus_pack_str(pk, "actor");
-  bus_pack_str(pk, ev->actor ? ev->actor : "");
-  bus_pack_str(pk, "cause");
-  bus_pack_str(pk, ev->cause ? ev->cause : "");
-  bus_pack_str(pk, "generation");
-  msgpack_pack_uint64(pk, generation);
+  bus_pack_kv_uint(pk, "seq", ev->seq);
+  pack_origin(pk, ev);
+  bus_pack_kv_str(pk, "cause", ev->cause ? ev->cause : "");
+  bus_pack_kv_uint(pk, "generation", generation);
 }
