@@ -89,21 +89,11 @@ run_raw(const char *url, long n, const char *stream) {
 
 static double
 run_bus(const char *url, long n) {
-  bus_conn *c = NULL;
-  bus_conn_opts o;
-  bus_streams_opts so;
+  bus_conn *c = bench_connect_streams(url, 0);
   bus_event ev;
   msgpack_sbuffer data;
   char subject[64], id[33];
   uint64_t failed = 0;
-  bus_conn_opts_init(&o);
-  o.url = url;
-  o.name = "bench";
-  if (bus_conn_open(&c, &o) < 0)
-    bench_die("connect", bus_last_error());
-  bus_streams_opts_init(&so);
-  if (bus_streams_ensure(c, &so) < 0)
-    bench_die("streams", bus_last_error());
   msgpack_sbuffer_init(&data);
   int text_len = fit_text(&data);
   bench_sample_event(&ev, &data, id, (size_t)text_len);
@@ -126,13 +116,10 @@ int
 main(int argc, char **argv) {
   long n = 1000000;
   lt_natsd s;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--events") == 0 && i + 1 < argc)
-      n = strtol(argv[++i], NULL, 10);
-    else {
-      fprintf(stderr, "usage: bench_append [--events N]\n");
-      return 2;
-    }
+  const bench_opt opts[] = {{"--events", .l = &n}, {NULL}};
+  if (bench_opts(argc, argv, opts) < 0) {
+    fprintf(stderr, "usage: bench_append [--events N]\n");
+    return 2;
   }
   if (n <= 0 || lt_natsd_start(&s, NULL, NULL) < 0)
     return 1;

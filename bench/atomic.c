@@ -36,6 +36,11 @@ typedef struct rates {
   double bus[MODES], cli[MODES];
 } rates;
 
+typedef struct run {
+  long n_sync, n;
+  rates lazy, always;
+} run;
+
 typedef struct slot {
   bus_event ev;
   char id[33];
@@ -44,16 +49,8 @@ typedef struct slot {
 
 static bus_conn *
 connect_bench(const char *url) {
-  bus_conn *c = NULL;
-  bus_conn_opts o;
-  bus_conn_opts_init(&o);
-  o.url = url;
-  o.name = "bench";
-  o.js_wait_ms = 30000;
-  if (bus_conn_open(&c, &o) < 0)
-    bench_die("connect", bus_last_error());
-  if (bus_streams_ensure(c, NULL) < 0 ||
-      bus_stream_allow_atomic(c, "LARK_EVENTS") < 0)
+  bus_conn *c = bench_connect_streams(url, 30000);
+  if (bus_stream_allow_atomic(c, "LARK_EVENTS") < 0)
     bench_die("streams", bus_last_error());
   return c;
 }
@@ -64,16 +61,8 @@ fill(slot *s, bus_atomic_item *it, long k, long i, int round, int mode,
      const msgpack_sbuffer *data) {
   for (long j = 0; j < k; j++) {
     bus_event *ev = &s[j].ev;
-    memset(ev, 0, sizeof *ev);
-    bus_event_new_id(s[j].id);
-    ev->v = BUS_SCHEMA_VERSION;
-    ev->type = "sample.created";
-    ev->id = s[j].id;
+    bench_event_init(ev, s[j].id, "sample.created", "bench", data);
     ev->ts = 1700000000000000000;
-    ev->actor = "bench";
-    ev->cause = "";
-    ev->data_mp = data->data;
-    ev->data_mp_len = data->size;
     snprintf(s[j].subject, sizeof s[j].subject, "lark.ev.sample.r%dm%d.%ld",
              round, mode, i + j);
     it[j] = (bus_atomic_item){s[j].subject, ev, BUS_APPEND_NOCHECK};
@@ -131,72 +120,43 @@ run_cli(const char *url, long n, int mode, int round) {
   return bench_nats_cli_rate(cmd);
 }
 
+/* One round on one broker (bench_lazy_always). */
 static void
-measure(const char *url, long n_sync, long n, int round, rates *r) {
+measure(const char *url, int round, int always, void *ud) {
+  run *x = ud;
+  rates *r = always ? &x->always : &x->lazy;
   for (int m = 0; m < MODES; m++) {
-    long count = m == 0 ? n_sync : n;
+    long count = m == 0 ? x->n_sync : x->n;
     r->bus[m] += 0.5 * run_bus(url, count, m, round);
     r->cli[m] += 0.5 * run_cli(url, count, m, round);
   }
-}
-
-static int
-start_always(lt_natsd *s, char *dir, size_t cap) {
-  char conf[400];
-  lt_tmpdir(dir, cap, "atomic");
-  snprintf(conf, sizeof conf, "%s/always.conf", dir);
-  FILE *f = fopen(conf, "w");
-  if (!f)
-    return -1;
-  fputs("jetstream { sync_interval: always }\n", f);
-  fclose(f);
-  return lt_natsd_start(s, conf, NULL);
 }
 
 static void
 print_row(const char *who, const char *what, double lazy, double always) {
   char label[64];
   snprintf(label, sizeof label, "%s %s", who, what);
-  if (lazy > 0 && always > 0)
-    printf("  %-34s %10.0f %10.0f %8.2f\n", label, lazy, always, always / lazy);
-  else
-    printf("  %-34s %10s %10s\n", label, "n/a", "n/a");
+  bench_ratio_row(label, lazy, always);
 }
 
 int
 main(int argc, char **argv) {
-  long n_sync = 2000, n = 20000;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--sync-events") && i + 1 < argc)
-      n_sync = strtol(argv[++i], NULL, 10);
-    else if (!strcmp(argv[i], "--events") && i + 1 < argc)
-      n = strtol(argv[++i], NULL, 10);
-    else
-      bench_die("usage", "bench_atomic [--sync-events N] [--events N]");
-  }
-  lt_natsd lazy, always;
-  char dir[256];
-  if (n_sync <= 0 || n <= 0 || lt_natsd_start(&lazy, NULL, NULL) < 0)
+  run x = {.n_sync = 2000, .n = 20000};
+  const bench_opt opts[] = {
+      {"--sync-events", .l = &x.n_sync}, {"--events", .l = &x.n}, {NULL}};
+  if (bench_opts(argc, argv, opts) < 0)
+    bench_die("usage", "bench_atomic [--sync-events N] [--events N]");
+  if (x.n_sync <= 0 || x.n <= 0)
     return 1;
-  if (start_always(&always, dir, sizeof dir) < 0) {
-    lt_natsd_stop(&lazy);
-    return 1;
-  }
-  rates l = {0}, a = {0};
-  measure(lazy.url, n_sync, n, 1, &l);
-  measure(always.url, n_sync, n, 1, &a);
-  measure(always.url, n_sync, n, 2, &a);
-  measure(lazy.url, n_sync, n, 2, &l);
+  bench_lazy_always("atomic", measure, &x);
+  const rates *l = &x.lazy, *a = &x.always;
   printf("atomic: %d-byte events, file storage, R1; %ld one at a time, "
          "%ld otherwise\n",
-         BODY, n_sync, n);
-  printf("  %-34s %10s %10s %8s\n", "events/s", "lazy", "always", "ratio");
+         BODY, x.n_sync, x.n);
+  bench_ratio_head("events/s");
   for (int m = 0; m < MODES; m++) {
-    print_row("libbus", mode_name[m], l.bus[m], a.bus[m]);
-    print_row("raw nats", mode_name[m], l.cli[m], a.cli[m]);
+    print_row("libbus", mode_name[m], l->bus[m], a->bus[m]);
+    print_row("raw nats", mode_name[m], l->cli[m], a->cli[m]);
   }
-  lt_natsd_stop(&always);
-  lt_natsd_stop(&lazy);
-  lt_rmtree(dir);
   return 0;
 }

@@ -71,18 +71,6 @@ typedef struct client {
   double *lat; /* n slots */
 } client;
 
-static bus_conn *
-open_conn(const char *url, const char *name) {
-  bus_conn *c = NULL;
-  bus_conn_opts o;
-  bus_conn_opts_init(&o);
-  o.url = url;
-  o.name = name;
-  if (bus_conn_open(&c, &o) < 0)
-    bench_die("connect", bus_last_error());
-  return c;
-}
-
 static void
 series_add(series *s, const double *lat, long n, double wall) {
   s->lat = realloc(s->lat, sizeof *s->lat * (size_t)(s->count + n));
@@ -130,14 +118,10 @@ run_echo(server *sv, long n, double *lat) {
 static void
 run_append(server *sv, long n, int round, double *lat) {
   char id[33], subject[80];
-  bus_event ev = {.v = BUS_SCHEMA_VERSION,
-                  .type = "sample.created",
-                  .id = id,
-                  .ts = 1700000000000000000,
-                  .actor = "bench",
-                  .cause = "",
-                  .data_mp = "\x81\xa4text\xa1x",
-                  .data_mp_len = 8};
+  bus_event ev;
+  msgpack_sbuffer data;
+  msgpack_sbuffer_init(&data);
+  bench_sample_event(&ev, &data, id, 1); /* {text: "x"} */
   double t0 = bench_now_s();
   for (long i = 0; i < n; i++) {
     snprintf(subject, sizeof subject, "lark.ev.sample.r%d-%ld", round, i);
@@ -147,6 +131,7 @@ run_append(server *sv, long n, int round, double *lat) {
       bench_die("append", bus_last_error());
     lat[i] = bench_now_s() - t;
   }
+  msgpack_sbuffer_destroy(&data);
   series_add(&sv->s[S_APPEND], lat, n, bench_now_s() - t0);
 }
 
@@ -167,7 +152,7 @@ apply_jobs(bus_conn *c, int round, int id, long from, long n, double *lat) {
 static void *
 client_main(void *arg) {
   client *cl = arg;
-  bus_conn *c = open_conn(cl->url, "bench-client");
+  bus_conn *c = bench_connect(cl->url, "bench-client", 0);
   apply_jobs(c, cl->round, cl->id, cl->from, cl->n, cl->lat);
   bus_conn_close(c);
   return NULL;
@@ -204,20 +189,18 @@ run_stop(server *sv, long n, int round, double *lat) {
   char name[48];
   double t0 = bench_now_s();
   for (long i = 0; i < n; i++) {
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init(&sb);
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    bus_packbuf b;
+    bus_packbuf_init(&b);
     snprintf(name, sizeof name, "r%dc0-%ld", round, i);
-    msgpack_pack_map(&pk, 2);
-    bus_pack_kv_str(&pk, "key", name);
-    bus_pack_kv_str(&pk, "name", name);
+    msgpack_pack_map(&b.pk, 2);
+    bus_pack_kv_str(&b.pk, "key", name);
+    bus_pack_kv_str(&b.pk, "name", name);
     double t = bench_now_s();
     for (int tries = 0;; tries++) {
       void *reply = NULL;
       size_t len = 0;
-      if (bus_conn_request(sv->c, "lark.cmd.admin.job.stop", sb.data, sb.size,
-                           10000, &reply, &len))
+      if (bus_conn_request(sv->c, "lark.cmd.admin.job.stop", b.sb.data,
+                           b.sb.size, 10000, &reply, &len))
         bench_die("job.stop", bus_last_error());
       int refused = len > 8 && memmem(reply, len, "error", 5);
       free(reply);
@@ -228,7 +211,7 @@ run_stop(server *sv, long n, int round, double *lat) {
       usleep(10 * 1000);
     }
     lat[i] = bench_now_s() - t;
-    msgpack_sbuffer_destroy(&sb);
+    bus_packbuf_destroy(&b);
   }
   series_add(&sv->s[S_STOP], lat, n, bench_now_s() - t0);
 }
@@ -264,22 +247,12 @@ wait_serving(bus_conn *c) {
 
 static void
 start_server(server *sv, const char *argv0, int always, long nodes) {
-  char conf[400] = "";
   lt_tmpdir(sv->dir, sizeof sv->dir, always ? "cmd-always" : "cmd-lazy");
-  if (always) {
-    snprintf(conf, sizeof conf, "%s/always.conf", sv->dir);
-    FILE *f = fopen(conf, "w");
-    if (!f)
-      bench_die("config", conf);
-    fputs("jetstream { sync_interval: always }\n", f);
-    fclose(f);
-  }
-  if (lt_natsd_start(&sv->natsd, always ? conf : NULL, NULL))
-    bench_die("nats-server", "did not start");
-  sv->c = open_conn(sv->natsd.url, "bench");
+  bench_natsd_start(&sv->natsd, sv->dir, always, NULL);
+  sv->c = bench_connect(sv->natsd.url, "bench", 0);
   if (lt_streams(sv->c, 120000))
     bench_die("streams", bus_last_error());
-  sv->echo = open_conn(sv->natsd.url, "bench-echo");
+  sv->echo = bench_connect(sv->natsd.url, "bench-echo", 0);
   if (bus_conn_serve(sv->echo, "bench.echo", NULL, on_echo, NULL, &sv->serv))
     bench_die("serve", bus_last_error());
   sv->sched =
@@ -329,15 +302,11 @@ int
 main(int argc, char **argv) {
   long n = 1000;
   int k = 4;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--commands") && i + 1 < argc)
-      n = strtol(argv[++i], NULL, 10);
-    else if (!strcmp(argv[i], "--clients") && i + 1 < argc)
-      k = atoi(argv[++i]);
-    else {
-      fprintf(stderr, "usage: bench_commands [--commands N] [--clients K]\n");
-      return 2;
-    }
+  const bench_opt opts[] = {
+      {"--commands", .l = &n}, {"--clients", .i = &k}, {NULL}};
+  if (bench_opts(argc, argv, opts) < 0) {
+    fprintf(stderr, "usage: bench_commands [--commands N] [--clients K]\n");
+    return 2;
   }
   if (n <= 0 || k <= 0 || k > MAX_CLIENTS || n < k)
     bench_die("usage", "--commands N >= --clients K, 1 <= K <= 64");

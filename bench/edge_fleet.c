@@ -47,16 +47,15 @@ got(const bus_event *ev, int64_t now, void *ud) {
 
 static void
 pack_desired(msgpack_sbuffer *sb, const char *pod) {
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 6);
-  bus_pack_kv_str(&pk, "pod", pod);
-  bus_pack_kv_str(&pk, "job", "bench");
-  bus_pack_kv_str(&pk, "task", "bench-a");
-  bus_pack_kv_str(&pk, "desired", "Running");
-  bus_pack_kv_str(&pk, "runtime", "raw");
-  msgpack_pack_str_with_body(&pk, "attempt", 7);
-  msgpack_pack_uint32(&pk, 0);
+  bus_ev_pod_desired d = {.pod = bus_str_of(pod),
+                          .job = BUS_STR("bench"),
+                          .task = BUS_STR("bench-a"),
+                          .has_attempt = 1,
+                          .desired = BUS_STR("Running"),
+                          .has_runtime = 1,
+                          .runtime = BUS_STR("raw")};
+  if (bus_pod_desired_pack(sb, &d))
+    bench_die("pod.desired", bus_last_error());
 }
 
 static void
@@ -71,15 +70,8 @@ dispatch(bus_conn *w, int n, long total, int rate) {
     msgpack_sbuffer sb;
     msgpack_sbuffer_init(&sb);
     pack_desired(&sb, pod);
-    bus_event_new_id(id);
-    bus_event ev = {.v = BUS_SCHEMA_VERSION,
-                    .type = "pod.desired",
-                    .id = id,
-                    .ts = bus_wall_ns(),
-                    .actor = "lark-scheduler",
-                    .cause = "",
-                    .data_mp = sb.data,
-                    .data_mp_len = sb.size};
+    bus_event ev;
+    bench_event_init(&ev, id, "pod.desired", "lark-scheduler", &sb);
     if (bus_append_async(w, subject, &ev, BUS_APPEND_NOCHECK))
       bench_die("append", bus_last_error());
     msgpack_sbuffer_destroy(&sb);
@@ -122,31 +114,6 @@ make_streams(bus_conn *w, int n, int one) {
          bench_now_s() - t0);
 }
 
-/* A broker config with sync_interval: always, in the server's directory
- * to be; dir is removed by the caller. */
-static const char *
-always_conf(char *dir, size_t cap, char *conf, size_t ccap) {
-  lt_tmpdir(dir, cap, "edge_fleet");
-  snprintf(conf, ccap, "%s/always.conf", dir);
-  FILE *f = fopen(conf, "w");
-  if (!f)
-    bench_die("config", conf);
-  fputs("jetstream { sync_interval: always }\n", f);
-  fclose(f);
-  return conf;
-}
-
-static bus_conn *
-connect_plain(const char *url) {
-  bus_conn_opts o;
-  bus_conn_opts_init(&o);
-  o.url = url;
-  bus_conn *c = NULL;
-  if (bus_conn_open(&c, &o))
-    bench_die("connect", bus_last_error());
-  return c;
-}
-
 int
 main(int argc, char **argv) {
   int n = 1000, rate = 0, bad = 0, one = 0, always = 0;
@@ -176,13 +143,12 @@ main(int argc, char **argv) {
                        "[--layout one|per-node] [--sync lazy|always] "
                        "[--server-profile PORT]");
   const char *extra[] = {"--profile", profile, NULL};
-  char dir[256] = "", conf[400];
+  char dir[256];
   lt_natsd srv;
-  if (lt_natsd_start(
-          &srv, always ? always_conf(dir, sizeof dir, conf, sizeof conf) : NULL,
-          profile ? extra : NULL))
-    bench_die("start", "cannot start nats-server");
-  bus_conn *w = connect_plain(srv.url), *sub = connect_plain(srv.url);
+  lt_tmpdir(dir, sizeof dir, "edge_fleet");
+  bench_natsd_start(&srv, dir, always, profile ? extra : NULL);
+  bus_conn *w = bench_connect(srv.url, NULL, 0);
+  bus_conn *sub = bench_connect(srv.url, NULL, 0);
   if (lt_streams(w, 120000))
     bench_die("streams", bus_last_error());
   printf("edge_fleet: broker sync %s\n", always ? "always" : "lazy (default)");
@@ -209,8 +175,7 @@ main(int argc, char **argv) {
   bus_conn_close(w);
   bus_conn_close(sub);
   lt_natsd_stop(&srv);
-  if (*dir)
-    lt_rmtree(dir);
+  lt_rmtree(dir);
   fleet_lat_free();
   return edge_n >= total ? 0 : 1;
 }

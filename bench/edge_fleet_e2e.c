@@ -123,16 +123,12 @@ latencies(bus_conn *c, int jobs) {
 int
 main(int argc, char **argv) {
   int nodes = 1000, jobs = 1000, pods = 10, rate = 0;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--nodes"))
-      nodes = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--jobs"))
-      jobs = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--pods"))
-      pods = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--rate"))
-      rate = atoi(argv[i + 1]);
-  }
+  const bench_opt opts[] = {{"--nodes", .i = &nodes},
+                            {"--jobs", .i = &jobs},
+                            {"--pods", .i = &pods},
+                            {"--rate", .i = &rate},
+                            {NULL}};
+  bench_opts(argc, argv, opts);
   if (nodes <= 0 || jobs <= 0 || pods <= 0)
     bench_die("usage", "bench_edge_fleet_e2e [--nodes N] [--jobs J] "
                        "[--pods P] [--rate R]");

@@ -26,99 +26,45 @@
 #include "ipam.h"
 #include "natsd.h"
 
-static uint64_t
-append(bus_conn *c, const char *subject, const char *type, uint64_t prev,
-       const msgpack_sbuffer *sb) {
-  char id[33];
-  bus_event_new_id(id);
-  bus_event ev = {.type = type,
-                  .id = id,
-                  .ts = 1,
-                  .actor = "bench",
-                  .cause = "",
-                  .prev = prev,
-                  .data_mp = sb->data,
-                  .data_mp_len = sb->size};
-  uint64_t seq = 0;
-  if (bus_append(c, subject, &ev, BUS_APPEND_CHECK, &seq, NULL))
-    bench_die(type, bus_last_error());
-  return seq;
-}
-
 static void
 feed_domain(bus_conn *c, const char *cidr) {
+  bus_domain_res d = {.apiVersion = BUS_STR("rlinf.io/v1alpha1"),
+                      .kind = BUS_STR("Domain"),
+                      .metadata.name = BUS_STR("bench"),
+                      .spec.cidr = bus_str_of(cidr)};
   msgpack_sbuffer sb;
   msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  bench_resource_head(&pk, "Domain", "bench");
-  msgpack_pack_map(&pk, 1);
-  bus_pack_kv_str(&pk, "cidr", cidr);
-  append(c, "lark.ev.ipam.domains", "domain.created", 0, &sb);
+  if (bus_domain_created_pack(&sb, &d))
+    bench_die("domain.created", bus_last_error());
+  bench_append(c, "lark.ev.ipam.domains", "domain.created", 0, &sb);
   msgpack_sbuffer_destroy(&sb);
 }
 
 /* job.submitted naming the domain, then its job.placed; the log's seq. */
 static uint64_t
 feed_job(bus_conn *c, int i, int pods, uint64_t log) {
-  char name[32], subject[64], pod[64];
+  char name[32], subject[64], task[40];
   snprintf(name, sizeof name, "j%d", i);
   snprintf(subject, sizeof subject, "lark.ev.job.%s", name);
+  snprintf(task, sizeof task, "%s-a", name);
+  bench_job j;
+  bench_job_init(&j, name, "a", "Actor", pods, 0, NULL);
+  j.res.spec.has_domain = 1;
+  j.res.spec.domain = BUS_STR("bench");
   msgpack_sbuffer sb;
   msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  bench_resource_head(&pk, "Job", name);
-  msgpack_pack_map(&pk, 2);
-  bus_pack_kv_str(&pk, "domain", "bench");
-  msgpack_pack_str_with_body(&pk, "tasks", 5);
-  msgpack_pack_array(&pk, 1);
-  msgpack_pack_map(&pk, 4);
-  bus_pack_kv_str(&pk, "name", "a");
-  bus_pack_kv_str(&pk, "role", "Actor");
-  msgpack_pack_str_with_body(&pk, "replicas", 8);
-  msgpack_pack_int(&pk, pods);
-  bench_runtime_true(&pk);
-  append(c, subject, "job.submitted", 0, &sb);
-  msgpack_sbuffer_clear(&sb);
-  msgpack_pack_map(&pk, 4);
-  bus_pack_kv_str(&pk, "pool", "default");
-  bus_pack_kv_str(&pk, "job", name);
-  msgpack_pack_str_with_body(&pk, "generation", 10);
-  msgpack_pack_uint64(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "bindings", 8);
-  msgpack_pack_array(&pk, (uint32_t)pods);
-  for (int p = 0; p < pods; p++) {
-    snprintf(pod, sizeof pod, "%s-a-%d", name, p);
-    msgpack_pack_map(&pk, 3);
-    bus_pack_kv_str(&pk, "pod", pod);
-    snprintf(pod, sizeof pod, "%s-a", name);
-    bus_pack_kv_str(&pk, "task", pod);
-    bus_pack_kv_str(&pk, "node", "n1");
-  }
-  log = append(c, "lark.ev.placement.default", "job.placed", log, &sb);
+  if (bus_job_submitted_pack(&sb, &j.res))
+    bench_die("job.submitted", bus_last_error());
+  bench_append(c, subject, "job.submitted", 0, &sb);
+  bus_ev_job_placed d = {.pool = BUS_STR("default"),
+                         .job = bus_str_of(name),
+                         .has_generation = 1,
+                         .generation = 1};
+  bus_binding b = {.task = bus_str_of(task), .node = BUS_STR("n1")};
+  bench_placed_pack(&sb, &d, &b, pods);
+  log = bench_append(c, "lark.ev.placement.default", "job.placed", log, &sb);
   msgpack_sbuffer_destroy(&sb);
   return log;
-}
-
-typedef struct loop {
-  bus_conn *c;
-  bus_view *v;
-  atomic_int stop;
-  int rc;
-} loop;
-
-static void *
-run_service(void *ud) {
-  loop *l = ud;
-  bus_service_opts so;
-  bus_service_opts_init(&so);
-  so.name = "ipam";
-  so.stop_flag = &l->stop;
-  so.batch = 1024;
-  so.tick_ms = 500;
-  l->rc = bus_service_run(l->c, l->v, &so);
-  return NULL;
 }
 
 /* The domain's used count, from the view. */
@@ -168,14 +114,11 @@ int
 main(int argc, char **argv) {
   int jobs = 655, pods = 100;
   const char *cidr = "10.0.0.0/16";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--jobs"))
-      jobs = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--pods"))
-      pods = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--cidr"))
-      cidr = argv[i + 1];
-  }
+  const bench_opt opts[] = {{"--jobs", .i = &jobs},
+                            {"--pods", .i = &pods},
+                            {"--cidr", .s = &cidr},
+                            {NULL}};
+  bench_opts(argc, argv, opts);
   ipam_cidr c;
   char err[200];
   if (jobs <= 0 || pods <= 0 || pods > 4096 ||
@@ -184,7 +127,7 @@ main(int argc, char **argv) {
   if ((uint64_t)jobs * (uint64_t)pods > ipam_cidr_usable(&c))
     bench_die("usage", "more pods than the range has addresses");
   lt_natsd srv;
-  loop l = {0};
+  bench_loop l = {0};
   char dir[256];
   if (lt_natsd_start(&srv, NULL, NULL) || lt_connect(&srv, &l.c) ||
       lt_streams(l.c, 120000))
@@ -204,14 +147,16 @@ main(int argc, char **argv) {
   if (bus_view_open(&l.v, &def, &vo))
     bench_die("view", bus_last_error());
   uint64_t want = (uint64_t)jobs * (uint64_t)pods, got = 0;
-  pthread_t th;
+  bus_service_opts_init(&l.opts);
+  l.opts.name = "ipam";
+  l.opts.batch = 1024;
+  l.opts.tick_ms = 500;
   double t0 = bench_now_s();
-  pthread_create(&th, NULL, run_service, &l);
+  bench_loop_start(&l);
   while ((got = used(l.v)) < want && bench_now_s() - t0 < 300 && !l.rc)
     usleep(2000);
   double dt = bench_now_s() - t0;
-  l.stop = 1;
-  pthread_join(th, NULL);
+  bench_loop_stop(&l);
   if (got < want)
     bench_die("timeout", "not every pod was addressed within 300 s");
   double pure = pure_rate(&c, jobs, pods);

@@ -73,15 +73,8 @@ publish(void *arg) {
   for (int i = 0; i < r->batches && !r->rc; i++) {
     int pod = i % r->pods;
     snprintf(subject, sizeof subject, "%s%d", r->prefix, pod);
-    bus_event_new_id(id);
-    bus_event ev = {.v = BUS_SCHEMA_VERSION,
-                    .type = "log.batch",
-                    .id = id,
-                    .ts = bus_wall_ns(),
-                    .actor = "node:n1",
-                    .cause = "",
-                    .data_mp = r->data[pod].data,
-                    .data_mp_len = r->data[pod].size};
+    bus_event ev;
+    bench_event_init(&ev, id, "log.batch", "node:n1", &r->data[pod]);
     r->rc = bus_append_async(r->c, subject, &ev, BUS_APPEND_NOCHECK);
   }
   if (!r->rc)
@@ -134,40 +127,11 @@ static void
 place(bus_conn *c, int pods) {
   msgpack_sbuffer sb;
   msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 3);
-  bus_pack_str(&pk, "pool");
-  bus_pack_str(&pk, "default");
-  bus_pack_str(&pk, "job");
-  bus_pack_str(&pk, "bench");
-  bus_pack_str(&pk, "bindings");
-  msgpack_pack_array(&pk, (uint32_t)pods);
-  for (int i = 0; i < pods; i++) {
-    char pod[64];
-    snprintf(pod, sizeof pod, "bench-w-%d", i);
-    msgpack_pack_map(&pk, 3);
-    bus_pack_str(&pk, "pod");
-    bus_pack_str(&pk, pod);
-    bus_pack_str(&pk, "task");
-    bus_pack_str(&pk, "bench-w");
-    bus_pack_str(&pk, "node");
-    bus_pack_str(&pk, "n1");
-  }
-  char id[33];
-  bus_event_new_id(id);
-  bus_event ev = {.v = BUS_SCHEMA_VERSION,
-                  .type = "job.placed",
-                  .id = id,
-                  .ts = bus_wall_ns(),
-                  .actor = "bench",
-                  .cause = "",
-                  .data_mp = sb.data,
-                  .data_mp_len = sb.size};
-  uint64_t seq = 0;
-  if (bus_append(c, "lark.ev.placement.default", &ev, BUS_APPEND_CHECK, &seq,
-                 NULL))
-    bench_die("place", bus_last_error());
+  bus_ev_job_placed d = {.pool = BUS_STR("default"), .job = BUS_STR("bench")};
+  bus_binding b = {.task = BUS_STR("bench-w"), .node = BUS_STR("n1")};
+  bench_placed_pack(&sb, &d, &b, pods);
+  uint64_t seq =
+      bench_append(c, "lark.ev.placement.default", "job.placed", 0, &sb);
   msgpack_sbuffer_destroy(&sb);
   bus_status st;
   for (int i = 0; i < 300; i++) {
@@ -181,15 +145,11 @@ place(bus_conn *c, int pods) {
 int
 main(int argc, char **argv) {
   int batches = 2000, lines = 100, pods = 8;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    int v = atoi(argv[i + 1]);
-    if (!strcmp(argv[i], "--batches"))
-      batches = v;
-    else if (!strcmp(argv[i], "--lines"))
-      lines = v;
-    else if (!strcmp(argv[i], "--pods"))
-      pods = v;
-  }
+  const bench_opt opts[] = {{"--batches", .i = &batches},
+                            {"--lines", .i = &lines},
+                            {"--pods", .i = &pods},
+                            {NULL}};
+  bench_opts(argc, argv, opts);
   if (batches <= 0 || lines <= 0 || lines > 4096 || pods <= 0 || pods > 1000)
     bench_die("usage",
               "bench_logs [--batches B] [--lines L (1..4096)] [--pods P]");

@@ -103,36 +103,10 @@ baseline(bus_conn *c, int m) {
 /* Job name: one task of one pod running `python3 script` on 1 CPU. */
 static void
 apply_pod_job(bus_conn *c, const char *name, const char *script) {
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  bench_apply_head(&pk, "Job", name);
-  msgpack_pack_map(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "tasks", 5);
-  msgpack_pack_array(&pk, 1);
-  msgpack_pack_map(&pk, 5);
-  bus_pack_kv_str(&pk, "name", "w");
-  bus_pack_kv_str(&pk, "role", "Actor");
-  msgpack_pack_str_with_body(&pk, "replicas", 8);
-  msgpack_pack_uint32(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "resources", 9);
-  msgpack_pack_map(&pk, 2);
-  msgpack_pack_str_with_body(&pk, "cpu", 3);
-  msgpack_pack_uint32(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "memory", 6);
-  msgpack_pack_uint32(&pk, 256);
-  msgpack_pack_str_with_body(&pk, "runtime", 7);
-  msgpack_pack_map(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "raw", 3);
-  msgpack_pack_map(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "entrypoint", 10);
-  msgpack_pack_array(&pk, 3);
-  msgpack_pack_str_with_body(&pk, "/usr/bin/env", 12);
-  msgpack_pack_str_with_body(&pk, "python3", 7);
-  msgpack_pack_str_with_body(&pk, script, strlen(script));
-  bench_call(c, "lark.cmd.admin.job.apply", &sb);
-  msgpack_sbuffer_destroy(&sb);
+  const char *const argv[] = {"/usr/bin/env", "python3", script, NULL};
+  bench_job j;
+  bench_job_init(&j, name, "w", "Actor", 1, 1, argv);
+  bench_apply_job(c, &j);
 }
 
 /* The pod's script: n reports through LARK_SOCKET, flush, then the wall
@@ -224,14 +198,11 @@ int
 main(int argc, char **argv) {
   int n = 50000, m = 200;
   const char *where = "both";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--reports"))
-      n = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--larkctl"))
-      m = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--where"))
-      where = argv[i + 1];
-  }
+  const bench_opt opts[] = {{"--reports", .i = &n},
+                            {"--larkctl", .i = &m},
+                            {"--where", .s = &where},
+                            {NULL}};
+  bench_opts(argc, argv, opts);
   int out = !strcmp(where, "outside") || !strcmp(where, "both");
   int pod = !strcmp(where, "pod") || !strcmp(where, "both");
   if (!out && !pod)

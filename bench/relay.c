@@ -99,34 +99,30 @@ timeouts(int fd) {
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
+/* Send (out) or receive n bytes whole; -1 when the peer is gone. */
 static int
-write_all(int fd, const void *p, size_t n) {
-  const uint8_t *b = p;
+io_all(int fd, void *p, size_t n, int out) {
+  uint8_t *b = p;
   while (n) {
-    ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR)
+    ssize_t k = out ? send(fd, b, n, MSG_NOSIGNAL) : recv(fd, b, n, 0);
+    if (k < 0 && errno == EINTR)
       continue;
-    if (w <= 0)
+    if (k <= 0)
       return -1;
-    b += w;
-    n -= (size_t)w;
+    b += k;
+    n -= (size_t)k;
   }
   return 0;
 }
 
 static int
+write_all(int fd, const void *p, size_t n) {
+  return io_all(fd, (void *)p, n, 1);
+}
+
+static int
 read_all(int fd, void *p, size_t n) {
-  uint8_t *b = p;
-  while (n) {
-    ssize_t r = recv(fd, b, n, 0);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      return -1;
-    b += r;
-    n -= (size_t)r;
-  }
-  return 0;
+  return io_all(fd, p, n, 0);
 }
 
 /* CPU seconds (user + system) process pid has used. */
@@ -358,15 +354,13 @@ int
 main(int argc, char **argv) {
   uint64_t bytes = 2ULL << 30;
   int conns = 2000;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--bytes"))
-      bytes = parse_size(argv[i + 1]);
-    else if (!strcmp(argv[i], "--conns"))
-      conns = atoi(argv[i + 1]);
-    else
-      bytes = 0;
-  }
-  if (!bytes || conns <= 0 || conns > 1000000)
+  const char *size = NULL;
+  const bench_opt opts[] = {
+      {"--bytes", .s = &size}, {"--conns", .i = &conns}, {NULL}};
+  int bad = bench_opts(argc, argv, opts) < 0;
+  if (size)
+    bytes = parse_size(size);
+  if (bad || !bytes || conns <= 0 || conns > 1000000)
     bench_die("usage", "bench_relay [--bytes B[K|M|G]] [--conns N]");
   if (geteuid() != 0)
     bench_die("needs root",

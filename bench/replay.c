@@ -30,38 +30,21 @@
 #define BODY 200
 #define FETCH 4096
 
-/* {text: "x..."}: sized so an encoded event is about BODY bytes. */
-static void
-pack_data(msgpack_sbuffer *sb) {
-  char text[BODY];
-  memset(text, 'x', sizeof text);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "text", 4);
-  msgpack_pack_str_with_body(&pk, text, 80);
-}
-
 static void
 fill(bus_conn *c, long n, long aggregates) {
   uint64_t *last = calloc((size_t)aggregates, sizeof *last);
   msgpack_sbuffer data;
   msgpack_sbuffer_init(&data);
-  pack_data(&data);
+  bench_sample_data(&data, 80); /* an encoded event: about BODY bytes */
   for (long i = 0; i < n; i++) {
     long k = i % aggregates;
     char subject[64], id[33];
     snprintf(subject, sizeof subject, "lark.ev.sample.s%ld", k);
-    bus_event_new_id(id);
-    bus_event ev = {.v = BUS_SCHEMA_VERSION,
-                    .type = last[k] ? "sample.updated" : "sample.created",
-                    .id = id,
-                    .ts = 1700000000000000000 + i,
-                    .actor = "bench",
-                    .cause = "",
-                    .prev = last[k],
-                    .data_mp = data.data,
-                    .data_mp_len = data.size};
+    bus_event ev;
+    bench_event_init(&ev, id, last[k] ? "sample.updated" : "sample.created",
+                     "bench", &data);
+    ev.ts = 1700000000000000000 + i;
+    ev.prev = last[k];
     if (bus_append_async(c, subject, &ev, BUS_APPEND_NOCHECK) < 0)
       bench_die("append", bus_last_error());
     last[k] = (uint64_t)i + 1; /* one writer on a fresh stream */
@@ -125,12 +108,9 @@ run_libbus(bus_conn *c, const char *base, int round, long n) {
 int
 main(int argc, char **argv) {
   long n = 1000000, aggregates = 10000;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--events"))
-      n = atol(argv[i + 1]);
-    else if (!strcmp(argv[i], "--aggregates"))
-      aggregates = atol(argv[i + 1]);
-  }
+  const bench_opt opts[] = {
+      {"--events", .l = &n}, {"--aggregates", .l = &aggregates}, {NULL}};
+  bench_opts(argc, argv, opts);
   if (n <= 0 || aggregates <= 0)
     bench_die("usage", "bench_replay [--events N] [--aggregates S]");
   lt_natsd srv;

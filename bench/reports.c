@@ -37,15 +37,8 @@ make_report(bus_event *ev, msgpack_sbuffer *sb, char id[33], int i) {
   msgpack_pack_int(&pk, i);
   msgpack_pack_str_with_body(&pk, "loss", 4);
   msgpack_pack_double(&pk, 0.25);
-  bus_event_new_id(id);
-  *ev = (bus_event){.v = BUS_SCHEMA_VERSION,
-                    .type = "run.reported",
-                    .id = id,
-                    .ts = 1,
-                    .actor = "bench",
-                    .cause = "",
-                    .data_mp = sb->data,
-                    .data_mp_len = sb->size};
+  bench_event_init(ev, id, "run.reported", "bench", sb);
+  ev->ts = 1;
 }
 
 /* n reports by async publishes, then a flush; reports/s. */
@@ -101,24 +94,12 @@ publish_atomic(bus_conn *c, const char *fmt, int n, int jobs) {
 
 /* A connection with the default JetStream wait (a batch of 1,000 on a
  * busy syncing server may take longer than the tests' 500 ms). */
-static bus_conn *
-connect_to(const lt_natsd *srv) {
-  bus_conn *c = NULL;
-  bus_conn_opts o;
-  bus_conn_opts_init(&o);
-  o.url = srv->url;
-  o.name = "bench";
-  if (bus_conn_open(&c, &o))
-    bench_die("connect", bus_last_error());
-  return c;
-}
-
 /* The queued reports through the appender, until all are in LARK_RUNS. */
 static double
 run_appender(const lt_natsd *srv, bus_conn *c, int n, reports_stats *st) {
   uint64_t base = 0, last = 0;
   bus_stream_last_seq(c, "LARK_RUNS", &base);
-  bus_conn *ac = connect_to(srv);
+  bus_conn *ac = bench_connect(srv->url, "bench", 0);
   reports *r;
   double t0 = bench_now_s();
   if (reports_start(ac, NULL, &r))
@@ -138,11 +119,10 @@ run_appender(const lt_natsd *srv, bus_conn *c, int n, reports_stats *st) {
 }
 
 static void
-measure(const char *conf, int n, int jobs, rates *out) {
+measure(const char *dir, int always, int n, int jobs, rates *out) {
   lt_natsd srv;
-  if (lt_natsd_start(&srv, conf, NULL))
-    bench_die("broker", "cannot start nats-server");
-  bus_conn *c = connect_to(&srv);
+  bench_natsd_start(&srv, dir, always, NULL);
+  bus_conn *c = bench_connect(srv.url, "bench", 0);
   if (lt_streams(c, 120000))
     bench_die("streams", bus_last_error());
   out->raw_async = publish(c, "lark.run.raw-%d", n, jobs);
@@ -154,17 +134,6 @@ measure(const char *conf, int n, int jobs, rates *out) {
   lt_natsd_stop(&srv);
 }
 
-static int
-write_always_conf(char *dir, size_t cap, char *conf, size_t ccap) {
-  lt_tmpdir(dir, cap, "reports");
-  snprintf(conf, ccap, "%s/always.conf", dir);
-  FILE *f = fopen(conf, "w");
-  if (!f)
-    return -1;
-  fputs("jetstream { sync_interval: always }\n", f);
-  return fclose(f);
-}
-
 static void
 row(const char *what, double lazy, double always) {
   printf("  %-40s %10.0f %10.0f\n", what, lazy, always);
@@ -173,18 +142,14 @@ row(const char *what, double lazy, double always) {
 int
 main(int argc, char **argv) {
   int n = 50000, jobs = 8;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--reports"))
-      n = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--jobs"))
-      jobs = atoi(argv[i + 1]);
-  }
-  char dir[256], conf[400];
-  if (write_always_conf(dir, sizeof dir, conf, sizeof conf))
-    bench_die("config", "cannot write the sync-always config");
+  const bench_opt opts[] = {
+      {"--reports", .i = &n}, {"--jobs", .i = &jobs}, {NULL}};
+  bench_opts(argc, argv, opts);
+  char dir[256];
+  lt_tmpdir(dir, sizeof dir, "reports");
   rates lazy = {0}, always = {0};
-  measure(NULL, n, jobs, &lazy);
-  measure(conf, n, jobs, &always);
+  measure(dir, 0, n, jobs, &lazy);
+  measure(dir, 1, n, jobs, &always);
   lt_rmtree(dir);
   printf("reports: %d over %d jobs; reports/s\n", n, jobs);
   printf("  %-40s %10s %10s\n", "", "lazy", "always");

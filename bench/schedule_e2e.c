@@ -62,40 +62,14 @@ static double
 baseline(bus_conn *c, int jobs, int pods) {
   msgpack_sbuffer sb;
   msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 3);
-  bus_pack_kv_str(&pk, "pool", "bench");
-  bus_pack_kv_str(&pk, "job", "base");
-  msgpack_pack_str_with_body(&pk, "bindings", 8);
-  msgpack_pack_array(&pk, (uint32_t)pods);
-  for (int p = 0; p < pods; p++) {
-    char pod[32];
-    snprintf(pod, sizeof pod, "base-w-%d", p);
-    msgpack_pack_map(&pk, 4);
-    bus_pack_kv_str(&pk, "pod", pod);
-    bus_pack_kv_str(&pk, "task", "base-w");
-    bus_pack_kv_str(&pk, "node", "n0000");
-    msgpack_pack_str_with_body(&pk, "gpus", 4);
-    msgpack_pack_array(&pk, 0);
-  }
+  bus_ev_job_placed d = {.pool = BUS_STR("bench"), .job = BUS_STR("base")};
+  bus_binding b = {
+      .task = BUS_STR("base-w"), .node = BUS_STR("n0000"), .has_gpus = 1};
+  bench_placed_pack(&sb, &d, &b, pods);
   uint64_t prev = 0;
   double t0 = bench_now_s();
-  for (int j = 0; j < jobs; j++) {
-    char id[33];
-    bus_event_new_id(id);
-    bus_event ev = {.type = "job.placed",
-                    .id = id,
-                    .ts = 1,
-                    .actor = "bench",
-                    .cause = "",
-                    .prev = prev,
-                    .data_mp = sb.data,
-                    .data_mp_len = sb.size};
-    if (bus_append(c, "lark.ev.placement.bench", &ev, BUS_APPEND_CHECK, &prev,
-                   NULL))
-      bench_die("baseline append", bus_last_error());
-  }
+  for (int j = 0; j < jobs; j++)
+    prev = bench_append(c, "lark.ev.placement.bench", "job.placed", prev, &sb);
   double dt = bench_now_s() - t0;
   msgpack_sbuffer_destroy(&sb);
   return (double)jobs * pods / dt;
@@ -116,18 +90,10 @@ static result
 run(const char *argv0, int always, int nodes, int jobs, int pods) {
   lt_natsd srv;
   bus_conn *c;
-  char dir[256], conf[400] = "";
+  char dir[256];
   lt_tmpdir(dir, sizeof dir, "bench-sched");
-  if (always) {
-    snprintf(conf, sizeof conf, "%s/always.conf", dir);
-    FILE *f = fopen(conf, "w");
-    if (!f)
-      bench_die("config", conf);
-    fputs("jetstream { sync_interval: always }\n", f);
-    fclose(f);
-  }
-  if (lt_natsd_start(&srv, always ? conf : NULL, NULL) ||
-      lt_connect(&srv, &c) || lt_streams(c, 120000))
+  bench_natsd_start(&srv, dir, always, NULL);
+  if (lt_connect(&srv, &c) || lt_streams(c, 120000))
     bench_die("broker", bus_last_error());
   pid_t sched = bench_start_service(argv0, "lark-scheduler", srv.url, dir);
   usleep(300 * 1000);
@@ -170,17 +136,12 @@ int
 main(int argc, char **argv) {
   int nodes = 1000, jobs = 100, pods = 100;
   const char *sync = "both";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    int v = atoi(argv[i + 1]);
-    if (!strcmp(argv[i], "--nodes"))
-      nodes = v;
-    else if (!strcmp(argv[i], "--jobs"))
-      jobs = v;
-    else if (!strcmp(argv[i], "--pods"))
-      pods = v;
-    else if (!strcmp(argv[i], "--sync"))
-      sync = argv[i + 1];
-  }
+  const bench_opt opts[] = {{"--nodes", .i = &nodes},
+                            {"--jobs", .i = &jobs},
+                            {"--pods", .i = &pods},
+                            {"--sync", .s = &sync},
+                            {NULL}};
+  bench_opts(argc, argv, opts);
   int lazy = !strcmp(sync, "lazy") || !strcmp(sync, "both");
   int always = !strcmp(sync, "always") || !strcmp(sync, "both");
   if (nodes <= 0 || jobs <= 0 || pods <= 0 || !(lazy || always))

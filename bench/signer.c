@@ -111,26 +111,12 @@ typedef struct world {
   bus_view *v;
   signer_ca *ca;
   signer_limits limits;
-  atomic_int stop;
 } world;
 
 static void
 on_cmd(bus_conn *c, const bus_cmd *cmd, void *ud) {
   world *w = ud;
   signer_command(c, cmd, w->v, w->ca, &w->limits);
-}
-
-static void *
-service_thread(void *ud) {
-  world *w = ud;
-  bus_service_opts so;
-  bus_service_opts_init(&so);
-  so.name = "signer";
-  so.filter = "lark.ev.cert.>";
-  so.stop_flag = &w->stop;
-  if (bus_service_run(w->c, w->v, &so))
-    fprintf(stderr, "service: %s\n", bus_last_error());
-  return NULL;
 }
 
 typedef struct client {
@@ -218,14 +204,11 @@ world_open(world *w, lt_natsd *srv, const char *dir) {
 int
 main(int argc, char **argv) {
   int n = 20000, clients = 16, workers = SIGNER_WORKERS;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--count"))
-      n = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--clients"))
-      clients = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--workers"))
-      workers = atoi(argv[i + 1]);
-  }
+  const bench_opt opts[] = {{"--count", .i = &n},
+                            {"--clients", .i = &clients},
+                            {"--workers", .i = &workers},
+                            {NULL}};
+  bench_opts(argc, argv, opts);
   if (n < 1 || clients < 1 || clients > 64 || workers < 1 ||
       workers > MAX_WORKERS || sodium_init() < 0)
     return 2;
@@ -239,8 +222,11 @@ main(int argc, char **argv) {
     fprintf(stderr, "setup: %s\n", bus_last_error());
     return 1;
   }
-  pthread_t svc;
-  pthread_create(&svc, NULL, service_thread, &w);
+  bench_loop svc = {.c = w.c, .v = w.v};
+  bus_service_opts_init(&svc.opts);
+  svc.opts.name = "signer";
+  svc.opts.filter = "lark.ev.cert.>";
+  bench_loop_start(&svc);
   bus_serve *q[MAX_WORKERS];
   for (int i = 0; i < workers; i++)
     bus_cmd_serve(w.c, "cert", on_cmd, &w, &q[i]);
@@ -261,8 +247,7 @@ main(int argc, char **argv) {
 
   for (int i = 0; i < workers; i++)
     bus_conn_unserve(q[i]);
-  w.stop = 1;
-  pthread_join(svc, NULL);
+  bench_loop_stop(&svc);
   bus_view_close(w.v);
   signer_ca_free(w.ca);
   free(m.csr);

@@ -120,6 +120,10 @@ const char *cli_service_of(const char *kind);
 int cli_command(lark_cli *cli, bus_conn *c, const char *kind, const char *verb,
                 const msgpack_sbuffer *body, msgpack_zone *zone,
                 msgpack_object *reply);
+/* cli_command of <kind>.describe {name}, the reply into zone. */
+int cli_describe_cmd(lark_cli *cli, bus_conn *c, const char *kind,
+                     const char *name, msgpack_zone *zone,
+                     msgpack_object *reply);
 /* Print why cli_command failed ("no answer on ...: is lark-X running?");
  * returns CLI_ERR. */
 int cli_command_fail(lark_cli *cli, const char *cmd, int rc, const char *kind,
@@ -171,10 +175,8 @@ int cmd_describe(int argc, char **argv, lark_cli *cli);
 int cmd_get(int argc, char **argv, lark_cli *cli);
 int cmd_apply(int argc, char **argv, lark_cli *cli);
 int cmd_delete(int argc, char **argv, lark_cli *cli);
-int cmd_stop(int argc, char **argv, lark_cli *cli);
-int cmd_resume(int argc, char **argv, lark_cli *cli);
-int cmd_cordon(int argc, char **argv, lark_cli *cli);
-int cmd_uncordon(int argc, char **argv, lark_cli *cli);
+/* stop, resume, cordon, uncordon: argv[0] names the verb (cmd_verbs.c) */
+int cmd_name_verb(int argc, char **argv, lark_cli *cli);
 int cmd_wait(int argc, char **argv, lark_cli *cli);
 int cmd_cert(int argc, char **argv, lark_cli *cli);
 int cmd_version(int argc, char **argv, lark_cli *cli);

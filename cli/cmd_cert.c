@@ -30,6 +30,7 @@
 #include <sodium.h>
 
 #include "cli.h"
+#include "deploy.h"
 #include "kinds.h"
 #include "signer.h"
 
@@ -55,19 +56,14 @@ typedef struct keys {
   char pub[256]; /* SSH */
 } keys;
 
+/* "90s", "15m", "24h", "30d" or seconds, at most ten years. */
 static int64_t
 duration_s(const char *s) {
-  char *end;
-  double v = strtod(s, &end);
-  double unit = !*end               ? 1
-                : !strcmp(end, "s") ? 1
-                : !strcmp(end, "m") ? 60
-                : !strcmp(end, "h") ? 3600
-                : !strcmp(end, "d") ? 86400
-                                    : -1;
-  if (end == s || v <= 0 || unit < 0 || v * unit > 3650.0 * 86400)
+  int64_t ns;
+  if (lark_parse_duration(s, 1e9, &ns) < 0 || ns <= 0 ||
+      ns > INT64_C(3650) * 86400 * 1000000000)
     return -1;
-  return (int64_t)(v * unit);
+  return ns / 1000000000;
 }
 
 static int
@@ -96,25 +92,6 @@ parse_request(int argc, char **argv, req_args *a) {
   if (!a->out)
     a->out = a->name;
   return 0;
-}
-
-/* Write a file whole with mode, replacing what was there. */
-static int
-write_file(const char *path, const void *data, size_t len, mode_t mode) {
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-  if (fd < 0)
-    return -errno;
-  int rc = fchmod(fd, mode) ? -errno : 0;
-  const char *p = data;
-  for (size_t off = 0; !rc && off < len;) {
-    ssize_t w = write(fd, p + off, len - off);
-    if (w < 0 && errno != EINTR)
-      rc = -errno;
-    else if (w > 0)
-      off += (size_t)w;
-  }
-  close(fd);
-  return rc;
 }
 
 static int
@@ -175,17 +152,17 @@ save(const req_args *a, const keys *k, const msgpack_object *reply,
   if (!bus_obj_str(reply, "cert", cert, sizeof cert))
     return cli_fail("cert request", 0, "the reply holds no certificate");
   snprintf(path, sizeof path, "%s.key", a->out);
-  int rc = write_file(path, k->priv, k->priv_len, 0600);
+  int rc = lark_write_file(path, k->priv, k->priv_len, 0600);
   snprintf(certpath, cap, "%s%s", a->out, ssh ? "-cert.pub" : ".pem");
   if (ssh)
     strcat(cert, "\n");
   if (!rc)
-    rc = write_file(certpath, cert, strlen(cert), 0644);
+    rc = lark_write_file(certpath, cert, strlen(cert), 0644);
   if (!rc && ssh) {
     char pub[300];
     snprintf(path, sizeof path, "%s.pub", a->out);
     snprintf(pub, sizeof pub, "%s\n", k->pub);
-    rc = write_file(path, pub, strlen(pub), 0644);
+    rc = lark_write_file(path, pub, strlen(pub), 0644);
   }
   if (rc)
     return cli_fail("cert request", rc, "writing %s files", a->out);
@@ -249,20 +226,19 @@ call(lark_cli *cli, const char *verb, const char *const *kv, msgpack_zone *z,
   bus_conn *c = cli_connect(cli);
   if (!c)
     return CLI_ERR;
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
   char key[33];
   bus_event_new_id(key);
   bus_map m;
-  bus_map_begin(&m, &pk);
+  bus_map_begin(&m, &b.pk);
   bus_map_str(&m, "key", key);
   for (size_t i = 0; kv[i]; i += 2)
     bus_map_str(&m, kv[i], kv[i + 1]);
-  int rc = bus_map_end(&m) < 0 ? cli_fail("cert", 0, "%s", bus_last_error())
-                               : cli_call(cli, c, "cert", verb, &sb, z, reply);
-  msgpack_sbuffer_destroy(&sb);
+  int rc = bus_map_end(&m) < 0
+               ? cli_fail("cert", 0, "%s", bus_last_error())
+               : cli_call(cli, c, "cert", verb, &b.sb, z, reply);
+  bus_packbuf_destroy(&b);
   bus_conn_close(c);
   return rc;
 }

@@ -84,22 +84,20 @@ cmd_get(int argc, char **argv, lark_cli *cli) {
   if (kind && !k)
     cli_kind_singular(kind, single, sizeof single);
 
-  msgpack_sbuffer req;
-  msgpack_sbuffer_init(&req);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &req, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 3);
-  bus_pack_kv_str(&pk, k ? "name" : "kind", k ? (name ? name : "") : single);
-  bus_pack_kv_str(&pk, k ? "kind" : "id", k ? k->kind : (name ? name : ""));
-  msgpack_pack_str_with_body(&pk, "limit", 5);
-  msgpack_pack_uint64(&pk, limit);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  msgpack_pack_map(&b.pk, 3);
+  bus_pack_kv_str(&b.pk, k ? "name" : "kind", k ? (name ? name : "") : single);
+  bus_pack_kv_str(&b.pk, k ? "kind" : "id", k ? k->kind : (name ? name : ""));
+  msgpack_pack_str_with_body(&b.pk, "limit", 5);
+  msgpack_pack_uint64(&b.pk, limit);
 
   const cli_kind *show = k ? k : &cli_catalog_kind;
   msgpack_zone zone;
   msgpack_zone_init(&zone, 4096);
   msgpack_object items;
   int rc =
-      cli_query(cli, show->view, show->kind, "list", &req, at, &zone, &items);
+      cli_query(cli, show->view, show->kind, "list", &b.sb, at, &zone, &items);
   if (rc == CLI_OK && cli->output == CLI_OUT_WIDE && !strcmp(show->kind, "pod"))
     cli_pod_vips(cli, at, &items, &zone);
   if (rc == CLI_OK && names_one(show, name) && !watch &&
@@ -111,8 +109,8 @@ cmd_get(int argc, char **argv, lark_cli *cli) {
     cli_print_table(&items, show, cli->output);
   }
   if (rc == CLI_OK && watch)
-    rc = cli_watch(cli, show, &req, &items);
+    rc = cli_watch(cli, show, &b.sb, &items);
   msgpack_zone_destroy(&zone);
-  msgpack_sbuffer_destroy(&req);
+  bus_packbuf_destroy(&b);
   return rc;
 }

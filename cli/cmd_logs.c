@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "grow.h"
 
 #define USAGE                                                                  \
   "larkctl logs job|task|pod NAME [-f] [--since TIME] [--tail N] "             \
@@ -88,14 +89,10 @@ src_of(logs *l, const msgpack_object *d) {
   for (size_t i = l->nsrc; i-- > 0;)
     if (!memcmp(&l->srcs[i], &s, sizeof s))
       return (long)i;
-  if (l->nsrc == l->srccap) {
-    size_t cap = l->srccap ? 2 * l->srccap : 16;
-    src *p = realloc(l->srcs, cap * sizeof *p);
-    if (!p)
-      return -1;
-    l->srcs = p;
-    l->srccap = cap;
-  }
+  src *p = lark_grow(l->srcs, &l->srccap, l->nsrc, sizeof *p, 16);
+  if (!p)
+    return -1;
+  l->srcs = p;
   l->srcs[l->nsrc] = s;
   return (long)l->nsrc++;
 }
@@ -108,14 +105,10 @@ add_line(logs *l, uint32_t s, const msgpack_object *o) {
   if (!text || text->type != MSGPACK_OBJECT_STR ||
       (l->since_ns && ts < l->since_ns))
     return 0;
-  if (l->n == l->cap) {
-    size_t cap = l->cap ? 2 * l->cap : 1024;
-    line *p = realloc(l->lines, cap * sizeof *p);
-    if (!p)
-      return -1;
-    l->lines = p;
-    l->cap = cap;
-  }
+  line *p = lark_grow(l->lines, &l->cap, l->n, sizeof *p, 1024);
+  if (!p)
+    return -1;
+  l->lines = p;
   line *ln = &l->lines[l->n];
   ln->len = text->via.str.size;
   ln->text = malloc(ln->len + 1);
@@ -266,19 +259,12 @@ job_ended(const bus_batch *b, int ended) {
 /* The Job of a Task or Pod that printed nothing yet: ask the scheduler. */
 static void
 lookup_job(lark_cli *cli, bus_conn *c, logs *l) {
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 1);
-  bus_pack_kv_str(&pk, "name", l->name);
   msgpack_zone z;
   msgpack_zone_init(&z, 2048);
   msgpack_object reply;
-  if (cli_command(cli, c, l->kind, "describe", &sb, &z, &reply) == 0)
+  if (cli_describe_cmd(cli, c, l->kind, l->name, &z, &reply) == 0)
     bus_obj_str(bus_obj_get(&reply, "result"), "job", l->job, sizeof l->job);
   msgpack_zone_destroy(&z);
-  msgpack_sbuffer_destroy(&sb);
 }
 
 typedef struct follower {

@@ -48,20 +48,18 @@ cmd_snapshot(int argc, char **argv, lark_cli *cli) {
     snprintf(path, sizeof path, "%s", out);
   snprintf(subject, sizeof subject, "lark.sys.snapshot.%s", view);
 
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "path", 4);
-  msgpack_pack_str_with_body(&pk, path, strlen(path));
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  msgpack_pack_map(&b.pk, 1);
+  msgpack_pack_str_with_body(&b.pk, "path", 4);
+  msgpack_pack_str_with_body(&b.pk, path, strlen(path));
   bus_conn *c = cli_connect(cli);
   void *reply = NULL;
   size_t len = 0;
-  int rc =
-      c ? bus_conn_request(c, subject, sb.data, sb.size, 30000, &reply, &len)
-        : BUS_ECONN;
-  msgpack_sbuffer_destroy(&sb);
+  int rc = c ? bus_conn_request(c, subject, b.sb.data, b.sb.size, 30000, &reply,
+                                &len)
+             : BUS_ECONN;
+  bus_packbuf_destroy(&b);
   bus_conn_close(c);
   if (rc)
     return cli_fail("snapshot", rc,

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "deploy.h"
 #include "kinds.h"
 #include "manifest.h"
 
@@ -45,18 +46,10 @@ static const char *const terminal[] = {"Succeeded", "Failed", "Skipped",
 /* "10m", "30s", "500ms", "1h", "2d"; a bare number is seconds. */
 static int
 parse_ms(const char *s, int64_t *ms) {
-  char *end;
-  double v = strtod(s, &end);
-  double unit = !*end                ? 1000
-                : !strcmp(end, "ms") ? 1
-                : !strcmp(end, "s")  ? 1000
-                : !strcmp(end, "m")  ? 60000
-                : !strcmp(end, "h")  ? 3600000
-                : !strcmp(end, "d")  ? 86400000
-                                     : -1;
-  if (end == s || v < 0 || unit < 0 || v * unit > 1e15)
+  int64_t ns;
+  if (lark_parse_duration(s, 1e9, &ns) < 0)
     return -1;
-  *ms = (int64_t)(v * unit);
+  *ms = ns / 1000000;
   return 0;
 }
 
@@ -84,16 +77,10 @@ take_phase(const msgpack_object *res, const char *kind, seen *s) {
  */
 static int
 poll_once(lark_cli *cli, bus_conn *c, const wait_args *a, seen *s) {
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 1);
-  bus_pack_kv_str(&pk, "name", a->name);
   msgpack_zone zone;
   msgpack_zone_init(&zone, 2048);
   msgpack_object reply;
-  int rc = cli_command(cli, c, a->kind, "describe", &sb, &zone, &reply);
+  int rc = cli_describe_cmd(cli, c, a->kind, a->name, &zone, &reply);
   s->rc = rc;
   s->answered |= rc == 0;
   const msgpack_object *err = rc ? NULL : bus_obj_get(&reply, "error");
@@ -111,7 +98,6 @@ poll_once(lark_cli *cli, bus_conn *c, const wait_args *a, seen *s) {
     take_phase(res, a->kind, s);
   }
   msgpack_zone_destroy(&zone);
-  msgpack_sbuffer_destroy(&sb);
   return out;
 }
 

@@ -99,6 +99,18 @@ cli_command(lark_cli *cli, bus_conn *c, const char *kind, const char *verb,
   }
 }
 
+int
+cli_describe_cmd(lark_cli *cli, bus_conn *c, const char *kind, const char *name,
+                 msgpack_zone *zone, msgpack_object *reply) {
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  msgpack_pack_map(&b.pk, 1);
+  bus_pack_kv_str(&b.pk, "name", name);
+  int rc = cli_command(cli, c, kind, "describe", &b.sb, zone, reply);
+  bus_packbuf_destroy(&b);
+  return rc;
+}
+
 /*
  * Why a command got no reply. A refusal by the broker is "permission
  * denied" (the credentials' role may not send it); nobody subscribed
@@ -244,17 +256,15 @@ name_one(lark_cli *cli, bus_conn *c, const cli_verb *v, const char *kind,
   snprintf(what, sizeof what, "%s.rlinf.io/%s", kind, name);
   if (!bus_name_valid(name, BUS_DERIVED_NAME_MAX))
     return cli_fail(v->name, 0, "%s: not a valid name ([a-z0-9-])", what);
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 2);
-  bus_pack_kv_str(&pk, "key", key);
-  bus_pack_kv_str(&pk, "name", name);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  msgpack_pack_map(&b.pk, 2);
+  bus_pack_kv_str(&b.pk, "key", key);
+  bus_pack_kv_str(&b.pk, "name", name);
   msgpack_zone zone;
   msgpack_zone_init(&zone, 2048);
   msgpack_object reply;
-  int rc = cli_command(cli, c, kind, v->name, &sb, &zone, &reply);
+  int rc = cli_command(cli, c, kind, v->name, &b.sb, &zone, &reply);
   const msgpack_object *err = rc ? NULL : bus_obj_get(&reply, "error");
   char word[32];
   const char *done =
@@ -271,7 +281,7 @@ name_one(lark_cli *cli, bus_conn *c, const cli_verb *v, const char *kind,
   if (!rc && cli->verbose)
     fprintf(stderr, "key %s\n", key);
   msgpack_zone_destroy(&zone);
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf_destroy(&b);
   return rc || err ? CLI_ERR : CLI_OK;
 }
 

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "grow.h"
 #include "manifest-int.h"
 
 static const lark_kind kinds[] = {
@@ -58,14 +59,10 @@ add_doc(pctx *p, lark_mnode *root, int index) {
     return mf_fail(p, BUS_ETOO_BIG, index, root->line,
                    "more than %d resources in one file",
                    LARK_MANIFEST_MAX_DOCS);
-  if (p->ndocs == p->cap) {
-    size_t cap = p->cap ? p->cap * 2 : 8;
-    lark_doc *d = realloc(p->docs, cap * sizeof *d);
-    if (!d)
-      return mf_fail(p, -ENOMEM, index, root->line, "out of memory");
-    p->docs = d;
-    p->cap = cap;
-  }
+  lark_doc *docs = lark_grow(p->docs, &p->cap, p->ndocs, sizeof *docs, 8);
+  if (!docs)
+    return mf_fail(p, -ENOMEM, index, root->line, "out of memory");
+  p->docs = docs;
   lark_doc *d = &p->docs[p->ndocs];
   memset(d, 0, sizeof *d);
   d->index = index;
@@ -78,25 +75,23 @@ add_doc(pctx *p, lark_mnode *root, int index) {
   if (mf_normalise_tasks(p, root, d->kind, index))
     return p->rc;
 
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  int rc = mf_pack_node(&pk, root) ? -ENOMEM : 0;
-  if (!rc && sb.size > LARK_MANIFEST_MAX_PACKED)
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  int rc = mf_pack_node(&b.pk, root) ? -ENOMEM : 0;
+  if (!rc && b.sb.size > LARK_MANIFEST_MAX_PACKED)
     rc = mf_fail(p, BUS_ETOO_BIG, index, root->line,
                  "resource is %zu bytes packed; at most %d fit in a command",
-                 sb.size, LARK_MANIFEST_MAX_PACKED);
-  void *mp = rc ? NULL : mf_arena_alloc(p->a, sb.size ? sb.size : 1);
+                 b.sb.size, LARK_MANIFEST_MAX_PACKED);
+  void *mp = rc ? NULL : mf_arena_alloc(p->a, b.sb.size ? b.sb.size : 1);
   if (!rc && !mp)
     rc = -ENOMEM;
   if (mp) {
-    memcpy(mp, sb.data, sb.size);
+    memcpy(mp, b.sb.data, b.sb.size);
     d->mp = mp;
-    d->mp_len = sb.size;
+    d->mp_len = b.sb.size;
     p->ndocs++;
   }
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf_destroy(&b);
   if (rc == -ENOMEM)
     return mf_fail(p, rc, index, root->line, "out of memory");
   return rc;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "manifest-int.h"
 
 /* room for any derived name, even one too long (the schema refuses it) */
@@ -34,14 +35,10 @@ typedef struct claims {
 static int
 claim_add(claims *cs, const char *kind, const char *name, const char *via,
           int file, const lark_doc *d) {
-  if (cs->n == cs->cap) {
-    size_t cap = cs->cap ? cs->cap * 2 : 64;
-    claim *c = realloc(cs->c, cap * sizeof *c);
-    if (!c)
-      return -ENOMEM;
-    cs->c = c;
-    cs->cap = cap;
-  }
+  claim *all = lark_grow(cs->c, &cs->cap, cs->n, sizeof *all, 64);
+  if (!all)
+    return -ENOMEM;
+  cs->c = all;
   claim *c = &cs->c[cs->n++];
   snprintf(c->kind, sizeof c->kind, "%s", kind);
   snprintf(c->name, sizeof c->name, "%s", name);

@@ -64,22 +64,20 @@ print_row(const watch *w, json_t *row, const char *event) {
     print_change(w, row, event);
   } else {
     /* the row as get prints it: through the same printer, in msgpack */
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init(&sb);
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    cli_json_pack(row, &pk);
+    bus_packbuf b;
+    bus_packbuf_init(&b);
+    cli_json_pack(row, &b.pk);
     msgpack_zone z;
     msgpack_zone_init(&z, 1024);
     msgpack_object o;
     int name = w->cli->output == CLI_OUT_NAME,
-        ok = msgpack_unpack(sb.data, sb.size, NULL, &z, &o) >= 0;
+        ok = msgpack_unpack(b.sb.data, b.sb.size, NULL, &z, &o) >= 0;
     if (ok && name)
       cli_print_name(&o, w->k); /* kubectl -w -o name: deleted ones too */
     else if (ok)
       cli_print_row(&o, w->k, w->cli->output == CLI_OUT_WIDE);
     msgpack_zone_destroy(&z);
-    msgpack_sbuffer_destroy(&sb);
+    bus_packbuf_destroy(&b);
     if (!name && !strcmp(event, "DELETED"))
       printf("(deleted)");
     if (!name)

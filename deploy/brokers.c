@@ -21,8 +21,8 @@
 #include "deploy-int.h"
 
 /* A free TCP port on loopback (bound, then released). */
-static int
-free_port(void) {
+int
+lark_free_port(void) {
   struct sockaddr_in a;
   socklen_t len = sizeof a;
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -116,7 +116,7 @@ start_brokers(lark_up *u, int nservers) {
     return dpl_fail(BUS_EINVAL, "nats-server not found on PATH (install it "
                                 "with ops/setup, or set LARK_NATS_SERVER)");
   for (int i = 0; i < nservers && nservers > 1; i++)
-    if ((routes[i] = free_port()) <= 0)
+    if ((routes[i] = lark_free_port()) <= 0)
       return dpl_fail(BUS_EINVAL, "no free port for the cluster's routes");
   if (nservers > 1 && route_password(u, pw) < 0)
     return dpl_fail(BUS_EINVAL, "cannot write the route password");
@@ -138,24 +138,25 @@ start_brokers(lark_up *u, int nservers) {
   return 0;
 }
 
-/* Client port of pid from its ports file: {"nats":["nats://h:p"],...}
- * (2.9.10 names it "nats"; later versions may say "client"). */
-static int
-read_port(const lark_up *u, pid_t pid) {
-  char path[PATH_MAX + 64], buf[2048];
-  snprintf(path, sizeof path, "%s/run/nats-server_%d.ports", u->data, (int)pid);
-  FILE *f = fopen(path, "re");
-  if (!f)
+int
+lark_ports_file_port(const char *path) {
+  char buf[2048];
+  if (lark_read_text(path, buf, sizeof buf) < 0)
     return -1;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = 0;
   char *p = strstr(buf, "\"nats\"");
   if (!p)
     p = strstr(buf, "\"client\"");
   if (!p || !(p = strstr(p, "nats://")) || !(p = strchr(p + 7, ':')))
     return -1;
   return atoi(p + 1);
+}
+
+/* Client port of broker pid, from its ports file under <data>/run. */
+static int
+read_port(const lark_up *u, pid_t pid) {
+  char path[PATH_MAX + 64];
+  snprintf(path, sizeof path, "%s/run/nats-server_%d.ports", u->data, (int)pid);
+  return lark_ports_file_port(path);
 }
 
 /* Wait for every broker's ports file; learn the ports and the URL. */

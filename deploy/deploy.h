@@ -112,8 +112,16 @@ int lark_role_parse(const char *s, lark_role *r);
 /* The last failure on this thread, as a sentence; "" when none. */
 const char *lark_cfg_error(void);
 
+/* A small file whole into buf (cap bytes with its NUL): its length, or
+ * -1 when it cannot be opened. A longer file is cut. */
+long lark_read_text(const char *path, char *buf, size_t cap);
 /* mkdir -p with mode for every missing component. */
 int lark_mkdirs(const char *path, unsigned mode);
+/* Write path whole with mode (whatever the umask) through a temporary
+ * file, fsync and rename: a reader sees the old file or the new one.
+ * 0 or -errno. */
+int lark_write_file(const char *path, const void *data, size_t len,
+                    unsigned mode);
 
 /* <data>/creds/<name>.nk into out. BUS_EINVAL if it does not fit. */
 int lark_creds_path(const char *data, const char *name, char *out, size_t cap);
@@ -155,6 +163,14 @@ char *lark_accounts_text(const lark_principal *p, size_t n);
  * checkout's broker-config/, else <prefix>/share/larkbus/broker-config. */
 const char *lark_template_dir(void);
 
+/* A loopback TCP port nobody listens on just now (for a route or client
+ * port to give a server), or -1. */
+int lark_free_port(void);
+/* The client port in a nats-server ports file (-ports_file_dir):
+ * {"nats":["nats://h:p"],...}; 2.9.10 names it "nats", later versions may
+ * say "client". -1 when the file is missing or says no such port. */
+int lark_ports_file_port(const char *path);
+
 typedef struct lark_broker_opts {
   const char *template_dir;  /* NULL: lark_template_dir() */
   const char *server_name;   /* default "lark-1" */
@@ -191,8 +207,9 @@ int lark_render_conf(const char *name, const lark_broker_opts *o,
 /* A random password of 32 hex characters into out[33]. */
 void lark_random_password(char out[33]);
 
-/* Parse "90s", "2m", "500ms", "1h", "1d" into nanoseconds; -1 if bad. */
-int lark_parse_duration(const char *s, int64_t *ns);
+/* Parse "90s", "2m", "500ms", "1h", "1d" into nanoseconds; a bare number
+ * counts bare_ns each (0: a unit is required). -1 if bad or negative. */
+int lark_parse_duration(const char *s, double bare_ns, int64_t *ns);
 
 /*
  * Streams: create or update them (bus_streams_ensure) and say, for each,

@@ -28,33 +28,6 @@
 #include "deploy-int.h"
 #include "signer.h"
 
-/* Write path whole (mode) through a temporary file and rename. */
-static int
-write_whole(const char *path, const void *data, size_t len, mode_t mode) {
-  char tmp[PATH_MAX + 16];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-  if (fd < 0)
-    return -errno;
-  int rc = 0;
-  const char *p = data;
-  for (size_t off = 0; !rc && off < len;) {
-    ssize_t w = write(fd, p + off, len - off);
-    if (w < 0 && errno != EINTR)
-      rc = -errno;
-    else if (w > 0)
-      off += (size_t)w;
-  }
-  if (!rc && fsync(fd) < 0)
-    rc = -errno;
-  close(fd);
-  if (!rc && rename(tmp, path) < 0)
-    rc = -errno;
-  if (rc)
-    unlink(tmp);
-  return rc;
-}
-
 /*
  * The hub's SSH host key, made once: <data>/relay/hostkey (0600) and
  * hostkey.pub, which the node relays pin. The public file is written
@@ -80,10 +53,10 @@ host_key(lark_up *u) {
     rc = signer_ssh_pub_format(pk, "lark-relay-hub", line, sizeof line - 1);
   if (!rc) {
     strcat(line, "\n");
-    rc = write_whole(pub, line, strlen(line), 0644);
+    rc = lark_write_file(pub, line, strlen(line), 0644);
   }
   if (!rc)
-    rc = write_whole(key, priv, len, 0600);
+    rc = lark_write_file(key, priv, len, 0600);
   sodium_free(priv);
   if (rc)
     return dpl_fail_bus(rc, "cannot write %s", key);

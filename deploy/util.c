@@ -101,6 +101,43 @@ dpl_sb_printf(sbuf *b, const char *fmt, ...) {
 
 /* ---------------------------------------------------------------- files */
 
+long
+lark_read_text(const char *path, char *buf, size_t cap) {
+  FILE *f = fopen(path, "re");
+  if (!f)
+    return -1;
+  size_t n = fread(buf, 1, cap - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  return (long)n;
+}
+
+int
+lark_write_file(const char *path, const void *data, size_t len, unsigned mode) {
+  char tmp[PATH_MAX + 16];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, (mode_t)mode);
+  if (fd < 0)
+    return -errno;
+  int rc = fchmod(fd, (mode_t)mode) ? -errno : 0;
+  const char *p = data;
+  for (size_t off = 0; !rc && off < len;) {
+    ssize_t w = write(fd, p + off, len - off);
+    if (w < 0 && errno != EINTR)
+      rc = -errno;
+    else if (w > 0)
+      off += (size_t)w;
+  }
+  if (!rc && fsync(fd) < 0)
+    rc = -errno;
+  close(fd);
+  if (!rc && rename(tmp, path) < 0)
+    rc = -errno;
+  if (rc)
+    unlink(tmp);
+  return rc;
+}
+
 int
 lark_mkdirs(const char *path, unsigned mode) {
   char buf[PATH_MAX];
@@ -190,7 +227,7 @@ lark_random_password(char out[33]) {
 }
 
 int
-lark_parse_duration(const char *s, int64_t *ns) {
+lark_parse_duration(const char *s, double bare_ns, int64_t *ns) {
   char *end;
   errno = 0;
   double v = strtod(s, &end);
@@ -201,14 +238,14 @@ lark_parse_duration(const char *s, int64_t *ns) {
     double ns;
   } units[] = {
       {"ms", 1e6}, {"s", 1e9}, {"m", 60e9}, {"h", 3600e9}, {"d", 86400e9}};
+  double unit = !*end ? bare_ns : 0;
   for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-    if (!strcmp(end, units[i].unit)) {
-      if (v * units[i].ns > 9.2e18)
-        return -1;
-      *ns = (int64_t)(v * units[i].ns);
-      return 0;
-    }
-  return -1;
+    if (!strcmp(end, units[i].unit))
+      unit = units[i].ns;
+  if (unit <= 0 || v * unit > 9.2e18)
+    return -1;
+  *ns = (int64_t)(v * unit);
+  return 0;
 }
 
 /* ------------------------------------------------------------ binaries */
