@@ -45,26 +45,6 @@ end_pod(bus_txn *t, pod_rec *p, int64_t ts, uint64_t seq) {
   return rc ? rc : ipam_pod_put(t, p);
 }
 
-typedef struct job_walk {
-  bus_txn *t;
-  const char *job;
-  int64_t ts;
-  uint64_t seq;
-} job_walk;
-
-static int
-end_job_pod(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
-  (void)k, (void)kl;
-  job_walk *w = ud;
-  pod_rec p;
-  if (vl != sizeof p)
-    return 0;
-  memcpy(&p, v, sizeof p);
-  if (strcmp(p.job, w->job) || p.ended)
-    return 0;
-  return end_pod(w->t, &p, w->ts, w->seq);
-}
-
 /* Every pod of the Job ended (stopped, deleted, unplaced). */
 static int
 end_job(bus_txn *t, const char *job, int64_t ts, uint64_t seq) {
@@ -72,12 +52,11 @@ end_job(bus_txn *t, const char *job, int64_t ts, uint64_t seq) {
   keys ks;
   snprintf(prefix, sizeof prefix, "%s-", job);
   int rc = ipam__keys_under(t, "pods", prefix, &ks);
-  job_walk w = {t, job, ts, seq};
   for (size_t i = 0; !rc && i < ks.n; i++) {
-    const void *v;
-    size_t vl;
-    if ((rc = bus_txn_get(t, "pods", ks.v[i], ks.len[i], &v, &vl)) == 0)
-      rc = end_job_pod(NULL, 0, v, vl, &w);
+    pod_rec p;
+    rc = ipam_pod_get(t, ks.v[i], &p);
+    if (!rc && !strcmp(p.job, job) && !p.ended)
+      rc = end_pod(t, &p, ts, seq);
   }
   ipam__keys_free(&ks);
   return rc;

@@ -57,13 +57,9 @@ typedef struct rel_walk {
 } rel_walk;
 
 static int
-due(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
-  (void)v, (void)vl;
+due(const char *pod, void *ud) {
   rel_walk *w = ud;
-  char pod[IPAM_DNAME_SZ];
   pod_rec r;
-  if (!ipam__key_tail(k, kl, w->p->d->name, pod, sizeof pod))
-    return 0;
   if (ipam_pod_get(w->p->t, pod, &r) || !r.held || !r.ended ||
       r.ended_ts > w->p->now - w->p->hold)
     return 0;
@@ -75,12 +71,10 @@ due(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
 /* 1 when a domain.released was emitted. */
 static int
 release(dpass *p) {
-  char prefix[IPAM_NAME_SZ + 1];
-  snprintf(prefix, sizeof prefix, "%s/", p->d->name);
   rel_walk w = {p, calloc(IPAM_MAX_PODS, sizeof(char *)), 0};
   bus_str *pods = calloc(IPAM_MAX_PODS, sizeof *pods);
   int rc = w.pods && pods
-               ? bus_txn_scan(p->t, "ending", prefix, strlen(prefix), due, &w)
+               ? ipam__scan_domain(p->t, "ending", p->d->name, due, &w)
                : bus_error(BUS_ESTORE, "out of memory");
   if (rc >= 0 && w.n) {
     for (size_t i = 0; i < w.n; i++)
@@ -240,23 +234,19 @@ serve_want(dpass *p) {
 }
 
 static int
-one_domain(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
-  (void)k, (void)kl;
+one_domain(void *rec, void *ud) {
   dpass *p = ud;
-  dom_rec d;
   bus_version ver;
-  if (vl != sizeof d)
-    return 0;
-  memcpy(&d, v, sizeof d);
-  p->d = &d;
-  int rc = bus_subj_domain_allocated(p->subject, sizeof p->subject, d.name);
+  p->d = rec;
+  int rc = bus_subj_domain_allocated(p->subject, sizeof p->subject, p->d->name);
   if (!rc)
     rc = bus_txn_version(p->t, p->subject, &ver);
   if (rc)
     return rc;
   p->ver = ver.seq;
   char mark[IPAM_NAME_SZ + 32];
-  snprintf(mark, sizeof mark, "a:%s:%llu", d.name, (unsigned long long)ver.seq);
+  snprintf(mark, sizeof mark, "a:%s:%llu", p->d->name,
+           (unsigned long long)ver.seq);
   if (bus_txn_marked(p->t, mark, strlen(mark)) == 1)
     return 0; /* ours is on its way */
   rc = release(p);
@@ -270,25 +260,17 @@ one_domain(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
 /* --------------------------------------------------------------- routes */
 
 /* The route.set of pod in (d, c) into e, its strings in r and dr; 1 when
- * the pod is no longer routed there (its tombstone follows). */
+ * the pod is no longer routed there (its tombstone follows). The message
+ * carries the domain's cidr, and realIP once the pod has one. */
 static int
-route_of(bus_txn *t, const char *d, const char *c, const char *pod, pod_rec *r,
-         dom_rec *dr, bus_ev_route_set *e) {
+route_set(bus_txn *t, const char *d, const char *c, const char *pod, pod_rec *r,
+          dom_rec *dr, bus_ev_route_set *e) {
   if (ipam_pod_get(t, pod, r) || !r->routed || strcmp(r->domain, d))
     return 1;
-  int has_cidr = !ipam_dom_get(t, d, dr) && dr->cidr[0];
-  *e = (bus_ev_route_set){
-      .domain = bus_str_of(d),
-      .cluster = bus_str_of(c),
-      .pod = bus_str_of(pod),
-      .ip = bus_str_of(r->vip),
-      .has_cidr = has_cidr,
-      .cidr = bus_str_of(has_cidr ? dr->cidr : ""),
-      .has_realIP = r->local_ip[0] != 0,
-      .realIP = bus_str_of(r->local_ip),
-      .node = bus_str_of(r->node),
-      .podCluster = bus_str_of(r->rcluster),
-      .via = bus_str_of(strcmp(r->rcluster, c) ? "hub" : "local")};
+  ipam__route_of(r, c, e);
+  e->has_realIP = r->local_ip[0] != 0;
+  e->has_cidr = !ipam_dom_get(t, d, dr) && dr->cidr[0];
+  e->cidr = bus_str_of(e->has_cidr ? dr->cidr : "");
   return 0;
 }
 
@@ -321,7 +303,7 @@ send_route(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   bus_ev_route_set set;
   pod_rec r;
   dom_rec dr;
-  if (!del && route_of(w->t, d, c, pod, &r, &dr, &set))
+  if (!del && route_set(w->t, d, c, pod, &r, &dr, &set))
     return 0;
   char subject[sizeof tail + 16], src[sizeof tail + 48];
   snprintf(src, sizeof src, "route:%s:%llu", tail,
@@ -362,6 +344,7 @@ ipam_decide(bus_txn *t, const bus_event *cause, int64_t now, void *ud) {
     return 0; /* decided on the whole view, once a batch and on ticks */
   const ipam_opts *o = ud;
   dpass p = {.t = t, .now = now, .hold = o ? o->hold_ns : 0};
-  int rc = bus_txn_scan(t, "domains", NULL, 0, one_domain, &p);
+  dom_rec d;
+  int rc = ipam__scan_recs(t, "domains", &d, sizeof d, one_domain, &p);
   return rc ? rc : decide_routes(t, now);
 }

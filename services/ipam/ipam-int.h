@@ -96,10 +96,19 @@ int ipam__rec_get(bus_txn *t, const char *table, const char *name, void *r,
 
 /* The <id> of the subject lark.ev.<kind>.<id>; "" when there is none. */
 const char *ipam__subject_id(const char *subject);
-/* A key "<d>/<tail>" of a domain's table: the tail into out (cap bytes);
- * 0 when the key has none. */
-int ipam__key_tail(const void *k, size_t kl, const char *d, char *out,
-                   size_t cap);
+/*
+ * Walks. ipam__scan_domain calls fn(tail, ud) for each key "<d>/<tail>"
+ * of a domain's table (addrs' tails are binary: not for it);
+ * ipam__scan_recs calls fn(rec, ud) for each value of a table that is a
+ * whole record of sz bytes, copied into rec. A non-zero fn result stops
+ * the walk and is returned (1: found, < 0: an error).
+ */
+typedef int (*ipam_tail_fn)(const char *tail, void *ud);
+typedef int (*ipam_rec_fn)(void *rec, void *ud);
+int ipam__scan_domain(bus_txn *t, const char *table, const char *d,
+                      ipam_tail_fn fn, void *ud);
+int ipam__scan_recs(bus_txn *t, const char *table, void *rec, size_t sz,
+                    ipam_rec_fn fn, void *ud);
 /* The domain whose range overlaps c, other than the one named except
  * (NULL: none), into other: 1 when there is one, 0 none, or an error. */
 int ipam__overlapping(bus_txn *t, const ipam_cidr *c, const char *except,
@@ -142,6 +151,9 @@ void ipam__keys_free(keys *ks);
  * while it holds an address, is bound to a node of a known cluster and
  * has not ended), its route message queued. */
 int ipam__route_update(bus_txn *t, pod_rec *p, uint64_t seq);
+/* The route of a routed pod as cluster c sees it (strings point into p),
+ * as a route.set and a domainpeer row carry it: realIP always, no cidr. */
+void ipam__route_of(const pod_rec *p, const char *c, bus_ev_route_set *e);
 
 /* apply.c: the pods' lives the domain events share; the key of a pod's
  * `ending` row, its address given back, a Job's `wants` entry dropped. */

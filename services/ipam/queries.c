@@ -12,18 +12,16 @@
 
 /* Count entries under a prefix. */
 static int
-count_cb(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
-  (void)k, (void)kl, (void)v, (void)vl;
+count_cb(const char *tail, void *ud) {
+  (void)tail;
   (*(uint64_t *)ud)++;
   return 0;
 }
 
 static uint64_t
 count_under(bus_txn *t, const char *table, const char *d) {
-  char prefix[IPAM_NAME_SZ + 1];
   uint64_t n = 0;
-  snprintf(prefix, sizeof prefix, "%s/", d);
-  bus_txn_scan(t, table, prefix, strlen(prefix), count_cb, &n);
+  ipam__scan_domain(t, table, d, count_cb, &n);
   return n;
 }
 
@@ -69,16 +67,12 @@ qwalk_done(qwalk *w, msgpack_packer *pk, int rc) {
 }
 
 static int
-list_domain(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
-  (void)k, (void)kl;
+list_domain(void *rec, void *ud) {
+  const dom_rec *d = rec;
   qwalk *w = ud;
-  dom_rec d;
-  if (vl != sizeof d)
+  if (w->domain && w->domain[0] && strcmp(w->domain, d->name))
     return 0;
-  memcpy(&d, v, sizeof d);
-  if (w->domain && w->domain[0] && strcmp(w->domain, d.name))
-    return 0;
-  pack_domain(w->t, &w->pk, &d);
+  pack_domain(w->t, &w->pk, d);
   w->n++;
   return 0;
 }
@@ -147,31 +141,22 @@ describe_domain(bus_txn *t, const char *name, msgpack_packer *pk) {
 /* One routed pod as seen from cluster c. */
 static void
 pack_peer(msgpack_packer *pk, const pod_rec *p, const char *c) {
-  msgpack_pack_map(pk, 8);
-  bus_pack_kv_str(pk, "domain", p->domain);
-  bus_pack_kv_str(pk, "cluster", c);
-  bus_pack_kv_str(pk, "pod", p->pod);
-  bus_pack_kv_str(pk, "ip", p->vip);
-  bus_pack_kv_str(pk, "realIP", p->local_ip);
-  bus_pack_kv_str(pk, "node", p->node);
-  bus_pack_kv_str(pk, "podCluster", p->rcluster);
-  bus_pack_kv_str(pk, "via", strcmp(p->rcluster, c) ? "hub" : "local");
+  bus_ev_route_set e;
+  ipam__route_of(p, c, &e);
+  bus_ev_route_set_write(pk, &e);
 }
 
 /* routes <d>/<pod>: the pod's record, when it is routed; 0 otherwise. */
 static int
-routed_pod(qwalk *w, const void *k, size_t kl, pod_rec *p) {
-  char pod[IPAM_DNAME_SZ];
-  return ipam__key_tail(k, kl, w->domain, pod, sizeof pod) &&
-         ipam_pod_get(w->t, pod, p) == 0 && p->routed;
+routed_pod(qwalk *w, const char *pod, pod_rec *p) {
+  return ipam_pod_get(w->t, pod, p) == 0 && p->routed;
 }
 
 static int
-peer_row(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
-  (void)v, (void)vl;
+peer_row(const char *pod, void *ud) {
   qwalk *w = ud;
   pod_rec p;
-  if (routed_pod(w, k, kl, &p)) {
+  if (routed_pod(w, pod, &p)) {
     pack_peer(&w->pk, &p, w->cluster);
     w->n++;
   }
@@ -186,31 +171,26 @@ typedef struct cl_walk {
 } cl_walk;
 
 static int
-local_cb(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
-  (void)v, (void)vl;
+local_cb(const char *pod, void *ud) {
   qwalk *w = ud;
   pod_rec p;
-  if (routed_pod(w, k, kl, &p) && !strcmp(p.rcluster, w->cluster))
+  if (routed_pod(w, pod, &p) && !strcmp(p.rcluster, w->cluster))
     w->n++;
   return 0;
 }
 
 static int
-cluster_cb(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
-  (void)v, (void)vl;
+cluster_cb(const char *c, void *ud) {
   cl_walk *cw = ud;
   qwalk *w = cw->w;
-  char c[IPAM_NAME_SZ], prefix[IPAM_NAME_SZ + 1];
-  if (!ipam__key_tail(k, kl, w->domain, c, sizeof c) ||
-      (cw->only && strcmp(cw->only, c)))
+  if (cw->only && strcmp(cw->only, c))
     return 0;
-  snprintf(prefix, sizeof prefix, "%s/", w->domain);
   w->cluster = c;
   if (!cw->summary)
-    return bus_txn_scan(w->t, "routes", prefix, strlen(prefix), peer_row, w);
+    return ipam__scan_domain(w->t, "routes", w->domain, peer_row, w);
   qwalk lw = *w;
   lw.n = 0;
-  bus_txn_scan(w->t, "routes", prefix, strlen(prefix), local_cb, &lw);
+  ipam__scan_domain(w->t, "routes", w->domain, local_cb, &lw);
   uint64_t all = count_under(w->t, "routes", w->domain);
   char name[2 * IPAM_NAME_SZ + 1];
   snprintf(name, sizeof name, "%s.%s", w->domain, c);
@@ -227,12 +207,9 @@ cluster_cb(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
 
 static int
 peers_of(qwalk *w, const char *d, const char *only, int summary) {
-  char prefix[IPAM_NAME_SZ + 1];
-  snprintf(prefix, sizeof prefix, "%s/", d);
   w->domain = d;
   cl_walk cw = {w, summary, only};
-  return bus_txn_scan(w->t, "clusters", prefix, strlen(prefix), cluster_cb,
-                      &cw);
+  return ipam__scan_domain(w->t, "clusters", d, cluster_cb, &cw);
 }
 
 static int
@@ -300,8 +277,9 @@ ipam_query(bus_txn *t, const char *kind, const char *verb,
   if (strcmp(verb, "list"))
     return bus_error(BUS_EINVAL, "verbs: list, describe");
   qwalk w;
+  dom_rec d;
   qwalk_init(&w, t);
   w.domain = name;
-  return qwalk_done(&w, pk,
-                    bus_txn_scan(t, "domains", NULL, 0, list_domain, &w));
+  return qwalk_done(
+      &w, pk, ipam__scan_recs(t, "domains", &d, sizeof d, list_domain, &w));
 }

@@ -60,37 +60,75 @@ ipam__subject_id(const char *subject) {
   return p ? p + 1 : "";
 }
 
-int
-ipam__key_tail(const void *k, size_t kl, const char *d, char *out, size_t cap) {
-  size_t plen = strlen(d) + 1;
+typedef struct tail_walk {
+  const char *d;
+  ipam_tail_fn fn;
+  void *ud;
+} tail_walk;
+
+static int
+tail_cb(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+  (void)v, (void)vl;
+  tail_walk *w = ud;
+  size_t plen = strlen(w->d) + 1;
+  char tail[IPAM_DNAME_SZ];
   if (kl <= plen)
     return 0;
-  ipam_copy(out, cap, (const char *)k + plen, kl - plen);
-  return 1;
+  ipam_copy(tail, sizeof tail, (const char *)k + plen, kl - plen);
+  return w->fn(tail, w->ud);
+}
+
+int
+ipam__scan_domain(bus_txn *t, const char *table, const char *d, ipam_tail_fn fn,
+                  void *ud) {
+  char prefix[IPAM_NAME_SZ + 1];
+  snprintf(prefix, sizeof prefix, "%s/", d);
+  tail_walk w = {d, fn, ud};
+  return bus_txn_scan(t, table, prefix, strlen(prefix), tail_cb, &w);
+}
+
+typedef struct rec_walk {
+  void *rec;
+  size_t sz;
+  ipam_rec_fn fn;
+  void *ud;
+} rec_walk;
+
+static int
+rec_cb(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+  (void)k, (void)kl;
+  rec_walk *w = ud;
+  if (vl != w->sz)
+    return 0;
+  memcpy(w->rec, v, vl);
+  return w->fn(w->rec, w->ud);
+}
+
+int
+ipam__scan_recs(bus_txn *t, const char *table, void *rec, size_t sz,
+                ipam_rec_fn fn, void *ud) {
+  rec_walk w = {rec, sz, fn, ud};
+  return bus_txn_scan(t, table, NULL, 0, rec_cb, &w);
 }
 
 typedef struct overlap_walk {
   const ipam_cidr *c;
   const char *except;
-  dom_rec *other;
 } overlap_walk;
 
 static int
-overlap_cb(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
-  (void)k, (void)kl;
-  overlap_walk *w = ud;
-  if (vl != sizeof *w->other)
-    return 0;
-  memcpy(w->other, v, sizeof *w->other);
-  return (!w->except || strcmp(w->other->name, w->except)) &&
-         ipam_cidr_overlap(&w->other->c, w->c);
+overlaps(void *rec, void *ud) {
+  const dom_rec *d = rec;
+  const overlap_walk *w = ud;
+  return (!w->except || strcmp(d->name, w->except)) &&
+         ipam_cidr_overlap(&d->c, w->c);
 }
 
 int
 ipam__overlapping(bus_txn *t, const ipam_cidr *c, const char *except,
                   dom_rec *other) {
-  overlap_walk w = {c, except, other};
-  return bus_txn_scan(t, "domains", NULL, 0, overlap_cb, &w);
+  overlap_walk w = {c, except};
+  return ipam__scan_recs(t, "domains", other, sizeof *other, overlaps, &w);
 }
 
 uint64_t

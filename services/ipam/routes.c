@@ -47,21 +47,10 @@ typedef struct fan {
 /* clusters <d>/<c>: queue f->pod for cluster c; or routes <d>/<pod>:
  * queue pod for f->cluster. */
 static int
-fan_out(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
-  (void)v, (void)vl;
+fan_out(const char *tail, void *ud) {
   fan *f = ud;
-  char tail[IPAM_DNAME_SZ];
-  if (!ipam__key_tail(k, kl, f->d, tail, sizeof tail))
-    return 0;
   return queue_route(f->t, f->d, f->pod ? tail : f->cluster,
                      f->pod ? f->pod : tail, f->what, f->seq);
-}
-
-static int
-scan_domain(bus_txn *t, const char *table, const char *d, fan *f) {
-  char prefix[IPAM_NAME_SZ + 1];
-  snprintf(prefix, sizeof prefix, "%s/", d);
-  return bus_txn_scan(t, table, prefix, strlen(prefix), fan_out, f);
 }
 
 /* Add delta to the routed-pod count of <d>/<c>; *now gets the new count. */
@@ -91,7 +80,7 @@ unroute(bus_txn *t, pod_rec *p, uint64_t seq) {
   char key[IPAM_NAME_SZ + IPAM_DNAME_SZ];
   int n = snprintf(key, sizeof key, "%s/%s", p->domain, p->pod);
   fan f = {p->domain, p->pod, NULL, 'D', seq, t};
-  int rc = scan_domain(t, "clusters", p->domain, &f);
+  int rc = ipam__scan_domain(t, "clusters", p->domain, fan_out, &f);
   uint32_t left = 0;
   if (!rc)
     rc = bus_txn_del(t, "routes", key, (size_t)n);
@@ -99,7 +88,7 @@ unroute(bus_txn *t, pod_rec *p, uint64_t seq) {
     rc = count_cluster(t, p->domain, p->rcluster, -1, &left);
   if (!rc && !left) { /* the cluster left the domain: drop its table */
     fan g = {p->domain, NULL, p->rcluster, 'D', seq, t};
-    rc = scan_domain(t, "routes", p->domain, &g);
+    rc = ipam__scan_domain(t, "routes", p->domain, fan_out, &g);
   }
   p->routed = 0;
   p->rcluster[0] = 0;
@@ -114,14 +103,14 @@ route(bus_txn *t, pod_rec *p, const char *cluster, uint64_t seq) {
   int rc = count_cluster(t, p->domain, cluster, +1, &now);
   if (!rc && now == 1) { /* a new cluster: it gets every route so far */
     fan g = {p->domain, NULL, cluster, 'S', seq, t};
-    rc = scan_domain(t, "routes", p->domain, &g);
+    rc = ipam__scan_domain(t, "routes", p->domain, fan_out, &g);
   }
   if (!rc)
     rc = bus_txn_put(t, "routes", key, (size_t)n, "", 0);
   p->routed = 1;
   ipam_copy(p->rcluster, sizeof p->rcluster, cluster, strlen(cluster));
   fan f = {p->domain, p->pod, NULL, 'S', seq, t};
-  return rc ? rc : scan_domain(t, "clusters", p->domain, &f);
+  return rc ? rc : ipam__scan_domain(t, "clusters", p->domain, fan_out, &f);
 }
 
 /* Bring the pod's routes in line with its state (p is put by the caller). */
@@ -142,5 +131,19 @@ ipam__route_update(bus_txn *t, pod_rec *p, uint64_t seq) {
   if (!p->routed)
     return route(t, p, cluster, seq);
   fan f = {p->domain, p->pod, NULL, 'S', seq, t}; /* a change: send again */
-  return scan_domain(t, "clusters", p->domain, &f);
+  return ipam__scan_domain(t, "clusters", p->domain, fan_out, &f);
+}
+
+void
+ipam__route_of(const pod_rec *p, const char *c, bus_ev_route_set *e) {
+  *e = (bus_ev_route_set){
+      .domain = bus_str_of(p->domain),
+      .cluster = bus_str_of(c),
+      .pod = bus_str_of(p->pod),
+      .ip = bus_str_of(p->vip),
+      .has_realIP = 1,
+      .realIP = bus_str_of(p->local_ip),
+      .node = bus_str_of(p->node),
+      .podCluster = bus_str_of(p->rcluster),
+      .via = bus_str_of(strcmp(p->rcluster, c) ? "hub" : "local")};
 }
