@@ -117,6 +117,16 @@ def _check_kind(kind):
 
 # ------------------------------------------------------------------ msgpack
 
+def _pack_len(n, fix, m16, m32, out):
+    """The header of an array or map of n entries: fix, 16 or 32 bits."""
+    if n < 16:
+        out.append(fix | n)
+    elif n < 1 << 16:
+        out += m16 + struct.pack(">H", n)
+    else:
+        out += m32 + struct.pack(">I", n)
+
+
 def _pack(o, out):
     """Append o's msgpack to the bytearray out (dict/list/str/int/float/
     bool/None; what JSON has)."""
@@ -167,23 +177,11 @@ def _pack(o, out):
             out += b"\xdb" + struct.pack(">I", n)
         out += b
     elif isinstance(o, (list, tuple)):
-        n = len(o)
-        if n < 16:
-            out.append(0x90 | n)
-        elif n < 1 << 16:
-            out += b"\xdc" + struct.pack(">H", n)
-        else:
-            out += b"\xdd" + struct.pack(">I", n)
+        _pack_len(len(o), 0x90, b"\xdc", b"\xdd", out)
         for x in o:
             _pack(x, out)
     elif isinstance(o, dict):
-        n = len(o)
-        if n < 16:
-            out.append(0x80 | n)
-        elif n < 1 << 16:
-            out += b"\xde" + struct.pack(">H", n)
-        else:
-            out += b"\xdf" + struct.pack(">I", n)
+        _pack_len(len(o), 0x80, b"\xde", b"\xdf", out)
         for k, v in o.items():
             if not isinstance(k, str):
                 raise TypeError("keys must be str, not %s"

@@ -15,6 +15,12 @@
 
 #include "nats-int.h"
 
+/* The event's type name: ev->type, or for a typed event, its t's. */
+static const char *
+type_of(const bus_event *ev) {
+  return ev->type ? ev->type : bus_type_name(ev->t);
+}
+
 static int
 make_msg(const char *subject, const bus_event *ev, const char *data, size_t len,
          natsMsg **out) {
@@ -23,7 +29,7 @@ make_msg(const char *subject, const bus_event *ev, const char *data, size_t len,
   if (s == NATS_OK)
     s = natsMsgHeader_Set(m, "Nats-Msg-Id", ev->id);
   if (s == NATS_OK)
-    s = natsMsgHeader_Set(m, "Lark-Type", ev->type);
+    s = natsMsgHeader_Set(m, "Lark-Type", type_of(ev));
   if (s != NATS_OK) {
     natsMsg_Destroy(m);
     return bus__nats_err(s, 0, subject);
@@ -46,7 +52,7 @@ pub_opts(const bus_conn *c, const bus_event *ev, int flags, jsPubOptions *po) {
 
 static int
 check_event(const char *subject, const bus_event *ev) {
-  if (!subject || !*subject || !ev || !ev->id || !*ev->id || !ev->type)
+  if (!subject || !*subject || !ev || !ev->id || !*ev->id || !type_of(ev))
     return BUS_ERR(BUS_EINVAL, "append needs a subject, an id and a type");
   return 0;
 }

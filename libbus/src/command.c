@@ -144,19 +144,15 @@ bus_cmd_reply_ok(bus_conn *c, const bus_cmd *cmd, uint64_t seq,
                  const void *extra, size_t extra_len, uint32_t nextra) {
   if (!cmd->reply)
     return 0;
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 2 + (extra ? nextra : 0));
-  bus_pack_str(&pk, "ok");
-  msgpack_pack_true(&pk);
-  bus_pack_str(&pk, "seq");
-  msgpack_pack_uint64(&pk, seq);
-  if (extra && extra_len)
-    msgpack_sbuffer_write(&sb, extra, extra_len);
-  int rc = bus_conn_publish(c, cmd->reply, sb.data, sb.size);
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  msgpack_pack_map(&b.pk, 2 + (extra ? nextra : 0));
+  bus_pack_kv_bool(&b.pk, "ok", 1);
+  bus_pack_kv_uint(&b.pk, "seq", seq);
+  if (extra)
+    bus_pack_raw(&b.pk, extra, extra_len);
+  int rc = bus_conn_publish(c, cmd->reply, b.sb.data, b.sb.size);
+  bus_packbuf_destroy(&b);
   return rc;
 }
 
@@ -166,28 +162,22 @@ bus_cmd_reply_error(bus_conn *c, const bus_cmd *cmd, int err,
                     int ndetails) {
   if (!cmd || !cmd->reply)
     return 0;
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 1);
-  bus_pack_str(&pk, "error");
-  msgpack_pack_map(&pk, 3);
-  bus_pack_str(&pk, "code");
-  bus_pack_str(&pk, bus_err_name(err));
-  bus_pack_str(&pk, "message");
-  bus_pack_str(&pk, message ? message : bus_strerror(err));
-  bus_pack_str(&pk, "details");
-  msgpack_pack_array(&pk, ndetails > 0 ? (uint32_t)ndetails : 0);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  msgpack_pack_map(&b.pk, 1);
+  bus_pack_str(&b.pk, "error");
+  msgpack_pack_map(&b.pk, 3);
+  bus_pack_kv_str(&b.pk, "code", bus_err_name(err));
+  bus_pack_kv_str(&b.pk, "message", message ? message : bus_strerror(err));
+  bus_pack_str(&b.pk, "details");
+  msgpack_pack_array(&b.pk, ndetails > 0 ? (uint32_t)ndetails : 0);
   for (int i = 0; i < ndetails; i++) {
-    msgpack_pack_map(&pk, 2);
-    bus_pack_str(&pk, "path");
-    bus_pack_str(&pk, details[i].path);
-    bus_pack_str(&pk, "reason");
-    bus_pack_str(&pk, details[i].reason);
+    msgpack_pack_map(&b.pk, 2);
+    bus_pack_kv_str(&b.pk, "path", details[i].path);
+    bus_pack_kv_str(&b.pk, "reason", details[i].reason);
   }
-  int rc = bus_conn_publish(c, cmd->reply, sb.data, sb.size);
-  msgpack_sbuffer_destroy(&sb);
+  int rc = bus_conn_publish(c, cmd->reply, b.sb.data, b.sb.size);
+  bus_packbuf_destroy(&b);
   return rc;
 }
 

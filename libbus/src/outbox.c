@@ -134,17 +134,27 @@ landed(bus_conn *c, const char *stream, const entry *e) {
   return rc;
 }
 
-/* Publish one entry. 1: done (delete it), 2: dropped, 0: keep, <0 error. */
+/* Append an entry's event: synchronously with its flags, or (async) as an
+ * unchecked async append. */
 static int
-publish(bus_conn *c, const char *stream, const entry *e) {
+append_entry(bus_conn *c, const entry *e, int async) {
   msgpack_zone zone;
   bus_event ev;
   memset(&ev, 0, sizeof ev);
   msgpack_zone_init(&zone, 1024);
   int rc = bus_event_decode(e->body, e->len, &ev, &zone);
-  if (rc == 0)
+  if (rc == 0 && async)
+    rc = bus_append_async(c, e->subject, &ev, BUS_APPEND_NOCHECK);
+  else if (rc == 0)
     rc = bus_append(c, e->subject, &ev, e->flags, NULL, NULL);
   msgpack_zone_destroy(&zone);
+  return rc;
+}
+
+/* Publish one entry. 1: done (delete it), 2: dropped, 0: keep, <0 error. */
+static int
+publish(bus_conn *c, const char *stream, const entry *e) {
+  int rc = append_entry(c, e, 0);
   if (rc == 0)
     return 1;
   if (rc == BUS_ECONFLICT) {
@@ -167,18 +177,9 @@ publish(bus_conn *c, const char *stream, const entry *e) {
 static int
 publish_unchecked(bus_conn *c, const chunk *ch, int from, int *fate, int *err) {
   int to = from;
-  for (; to < ch->n && ch->e[to].flags == BUS_APPEND_NOCHECK; to++) {
-    msgpack_zone zone;
-    bus_event ev;
-    memset(&ev, 0, sizeof ev);
-    msgpack_zone_init(&zone, 1024);
-    int rc = bus_event_decode(ch->e[to].body, ch->e[to].len, &ev, &zone);
-    if (rc == 0)
-      rc = bus_append_async(c, ch->e[to].subject, &ev, BUS_APPEND_NOCHECK);
-    msgpack_zone_destroy(&zone);
-    if (rc)
+  for (; to < ch->n && ch->e[to].flags == BUS_APPEND_NOCHECK; to++)
+    if (append_entry(c, &ch->e[to], 1))
       break;
-  }
   int rc = bus_append_flush(c, 0, NULL), ok = rc == 0;
   for (int i = from; i < to; i++)
     fate[i] = ok ? 1 : 0;

@@ -163,26 +163,23 @@ on_snapshot(bus_conn *c, const char *subject, const char *reply,
   uint64_t seq = 0;
   int rc = path[0] ? snapshot_to(s, path, &seq)
                    : BUS_ERR(BUS_EINVAL, "snapshot needs a path");
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
   if (rc == 0) {
-    msgpack_pack_map(&pk, 3);
-    msgpack_pack_str_with_body(&pk, "ok", 2);
-    msgpack_pack_true(&pk);
-    bus_pack_kv_str(&pk, "path", path);
-    bus_pack_kv_uint(&pk, "seq", seq);
+    msgpack_pack_map(&b.pk, 3);
+    bus_pack_kv_bool(&b.pk, "ok", 1);
+    bus_pack_kv_str(&b.pk, "path", path);
+    bus_pack_kv_uint(&b.pk, "seq", seq);
   } else {
-    msgpack_pack_map(&pk, 1);
-    msgpack_pack_str_with_body(&pk, "error", 5);
-    msgpack_pack_map(&pk, 2);
-    bus_pack_kv_str(&pk, "code", bus_err_name(rc));
-    bus_pack_kv_str(&pk, "message", bus_last_error());
+    msgpack_pack_map(&b.pk, 1);
+    bus_pack_str(&b.pk, "error");
+    msgpack_pack_map(&b.pk, 2);
+    bus_pack_kv_str(&b.pk, "code", bus_err_name(rc));
+    bus_pack_kv_str(&b.pk, "message", bus_last_error());
   }
   if (reply)
-    bus_conn_publish(c, reply, sb.data, sb.size);
-  msgpack_sbuffer_destroy(&sb);
+    bus_conn_publish(c, reply, b.sb.data, b.sb.size);
+  bus_packbuf_destroy(&b);
 }
 
 static int

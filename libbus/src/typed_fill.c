@@ -196,46 +196,29 @@ bus__pack_bool(msgpack_packer *pk, bool b) {
   return b ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
 }
 
-int
-bus__pack_strs(msgpack_packer *pk, const bus_str_list *l) {
-  int bad = msgpack_pack_array(pk, l->n);
-  for (uint32_t i = 0; i < l->n; i++)
-    bad |= bus__pack_bstr(pk, l->v[i]);
-  return bad;
-}
+/* An array: its length, then each element. */
+#define PACK_LIST(fn, list_t, each)                                            \
+  int fn(msgpack_packer *pk, const list_t *l) {                                \
+    int bad = msgpack_pack_array(pk, l->n);                                    \
+    for (uint32_t i = 0; i < l->n; i++)                                        \
+      bad |= each(pk, l->v[i]);                                                \
+    return bad;                                                                \
+  }
 
-int
-bus__pack_u64s(msgpack_packer *pk, const bus_u64_list *l) {
-  int bad = msgpack_pack_array(pk, l->n);
-  for (uint32_t i = 0; i < l->n; i++)
-    bad |= msgpack_pack_uint64(pk, l->v[i]);
-  return bad;
-}
+/* A map: its size, then each key and value. */
+#define PACK_MAP(fn, map_t, each)                                              \
+  int fn(msgpack_packer *pk, const map_t *m) {                                 \
+    int bad = msgpack_pack_map(pk, m->n);                                      \
+    for (uint32_t i = 0; i < m->n; i++)                                        \
+      bad |= bus__pack_bstr(pk, m->v[i].key) || each(pk, m->v[i].val);         \
+    return bad;                                                                \
+  }
 
-int
-bus__pack_i64s(msgpack_packer *pk, const bus_i64_list *l) {
-  int bad = msgpack_pack_array(pk, l->n);
-  for (uint32_t i = 0; i < l->n; i++)
-    bad |= msgpack_pack_int64(pk, l->v[i]);
-  return bad;
-}
-
-int
-bus__pack_str_map(msgpack_packer *pk, const bus_str_map *m) {
-  int bad = msgpack_pack_map(pk, m->n);
-  for (uint32_t i = 0; i < m->n; i++)
-    bad |= bus__pack_bstr(pk, m->v[i].key) || bus__pack_bstr(pk, m->v[i].val);
-  return bad;
-}
-
-int
-bus__pack_u64_map(msgpack_packer *pk, const bus_u64_map *m) {
-  int bad = msgpack_pack_map(pk, m->n);
-  for (uint32_t i = 0; i < m->n; i++)
-    bad |=
-        bus__pack_bstr(pk, m->v[i].key) || msgpack_pack_uint64(pk, m->v[i].val);
-  return bad;
-}
+PACK_LIST(bus__pack_strs, bus_str_list, bus__pack_bstr)
+PACK_LIST(bus__pack_u64s, bus_u64_list, msgpack_pack_uint64)
+PACK_LIST(bus__pack_i64s, bus_i64_list, msgpack_pack_int64)
+PACK_MAP(bus__pack_str_map, bus_str_map, bus__pack_bstr)
+PACK_MAP(bus__pack_u64_map, bus_u64_map, msgpack_pack_uint64)
 
 static int
 pack_value(msgpack_packer *pk, const bus_value *v) {

@@ -174,16 +174,25 @@ end_batch(bus_txn *t, uint64_t applied_before) {
   return run_decide(t, NULL);
 }
 
-int
-bus_view_apply(bus_view *v, const bus_event *const *evs, size_t n) {
+/* Apply n events in one transaction: evs[i], or when evs is NULL, the
+ * batch's i-th with its delivery metadata. */
+static int
+apply_n(bus_view *v, const bus_event *const *evs, const bus_batch *b,
+        size_t n) {
   bus_txn t;
   int rc = bus__txn_begin_write(v, &t);
   if (rc)
     return rc;
   t.now_ns = v->opts.effects ? bus_wall_ns() : 0;
   uint64_t before = t.c.applied;
-  for (size_t i = 0; i < n && !rc; i++)
-    rc = apply_seq(&t, evs[i], evs[i]->seq, evs[i]->stored_ns);
+  for (size_t i = 0; i < n && !rc; i++) {
+    const bus_event *ev = evs ? evs[i] : bus_batch_event(b, i);
+    uint64_t seq = ev ? ev->seq : 0;
+    int64_t stored_ns = ev ? ev->stored_ns : 0;
+    if (!evs)
+      bus_batch_meta(b, i, NULL, &seq, &stored_ns);
+    rc = apply_seq(&t, ev, seq, stored_ns);
+  }
   if (!rc)
     rc = end_batch(&t, before);
   if (rc) {
@@ -194,29 +203,14 @@ bus_view_apply(bus_view *v, const bus_event *const *evs, size_t n) {
 }
 
 int
+bus_view_apply(bus_view *v, const bus_event *const *evs, size_t n) {
+  return apply_n(v, evs, NULL, n);
+}
+
+int
 bus_view_apply_batch(bus_view *v, const bus_batch *b) {
   size_t n = bus_batch_len(b);
-  if (n == 0)
-    return 0;
-  bus_txn t;
-  int rc = bus__txn_begin_write(v, &t);
-  if (rc)
-    return rc;
-  t.now_ns = v->opts.effects ? bus_wall_ns() : 0;
-  uint64_t before = t.c.applied;
-  for (size_t i = 0; i < n && !rc; i++) {
-    uint64_t seq;
-    int64_t stored_ns;
-    bus_batch_meta(b, i, NULL, &seq, &stored_ns);
-    rc = apply_seq(&t, bus_batch_event(b, i), seq, stored_ns);
-  }
-  if (!rc)
-    rc = end_batch(&t, before);
-  if (rc) {
-    bus__txn_abort(&t);
-    return rc;
-  }
-  return bus__txn_commit(&t);
+  return n ? apply_n(v, NULL, b, n) : 0;
 }
 
 int

@@ -49,9 +49,13 @@ bus_txn_del(bus_txn *t, const char *table, const void *key, size_t klen) {
   return rc == MDB_NOTFOUND ? 0 : bus__mdb_err(rc, table);
 }
 
-int
-bus_txn_scan(bus_txn *t, const char *table, const void *prefix, size_t plen,
-             bus_scan_cb cb, void *ud) {
+/*
+ * Walk table from key: the rows that start with it (after == 0), or every
+ * row past it (after == 1), until cb returns non-zero.
+ */
+static int
+scan(bus_txn *t, const char *table, const void *key, size_t klen, int after,
+     bus_scan_cb cb, void *ud) {
   MDB_dbi dbi = 0;
   MDB_cursor *cur;
   int rc = bus__table_dbi(t->v, table, &dbi);
@@ -59,10 +63,13 @@ bus_txn_scan(bus_txn *t, const char *table, const void *prefix, size_t plen,
     return rc;
   if ((rc = mdb_cursor_open(t->txn, dbi, &cur)))
     return bus__mdb_err(rc, table);
-  MDB_val k = {plen, (void *)prefix}, d;
-  int mrc = mdb_cursor_get(cur, &k, &d, plen ? MDB_SET_RANGE : MDB_FIRST);
+  MDB_val k = {klen, (void *)key}, d;
+  int mrc = mdb_cursor_get(cur, &k, &d, klen ? MDB_SET_RANGE : MDB_FIRST);
+  if (after && mrc == 0 && klen && k.mv_size == klen &&
+      !memcmp(k.mv_data, key, klen))
+    mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT);
   while (mrc == 0) {
-    if (plen && (k.mv_size < plen || memcmp(k.mv_data, prefix, plen)))
+    if (!after && klen && (k.mv_size < klen || memcmp(k.mv_data, key, klen)))
       break;
     if ((rc = cb(k.mv_data, k.mv_size, d.mv_data, d.mv_size, ud)))
       break;
@@ -72,6 +79,12 @@ bus_txn_scan(bus_txn *t, const char *table, const void *prefix, size_t plen,
   if (mrc && mrc != MDB_NOTFOUND)
     return bus__mdb_err(mrc, table);
   return rc;
+}
+
+int
+bus_txn_scan(bus_txn *t, const char *table, const void *prefix, size_t plen,
+             bus_scan_cb cb, void *ud) {
+  return scan(t, table, prefix, plen, 0, cb, ud);
 }
 
 /* ------------------------------------------------------------- effects */
@@ -111,25 +124,5 @@ bus_txn_note_get(bus_txn *t, const void *key, size_t klen, const void **val,
 int
 bus_txn_scan_after(bus_txn *t, const char *table, const void *after,
                    size_t alen, bus_scan_cb cb, void *ud) {
-  MDB_dbi dbi = 0;
-  MDB_cursor *cur;
-  int rc = bus__table_dbi(t->v, table, &dbi);
-  if (rc)
-    return rc;
-  if ((rc = mdb_cursor_open(t->txn, dbi, &cur)))
-    return bus__mdb_err(rc, table);
-  MDB_val k = {alen, (void *)after}, d;
-  int mrc = mdb_cursor_get(cur, &k, &d, alen ? MDB_SET_RANGE : MDB_FIRST);
-  if (mrc == 0 && alen && k.mv_size == alen && !memcmp(k.mv_data, after, alen))
-    mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT);
-  rc = 0;
-  while (mrc == 0 && !rc) {
-    rc = cb(k.mv_data, k.mv_size, d.mv_data, d.mv_size, ud);
-    if (!rc)
-      mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT);
-  }
-  mdb_cursor_close(cur);
-  if (mrc && mrc != MDB_NOTFOUND)
-    return bus__mdb_err(mrc, table);
-  return rc;
+  return scan(t, table, after, alen, 1, cb, ud);
 }
