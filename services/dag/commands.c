@@ -54,115 +54,105 @@ append(bus_conn *c, const bus_cmd *cmd, const char *name, const char *type,
   return rc;
 }
 
-/* Run the view check under a read transaction. */
+/* One write: the Workflow, its resource (apply) or NULL (a verb), and
+ * what the last check found. */
+typedef struct wf_write {
+  const char *name;
+  const msgpack_object *res;
+  const char *type; /* the event to append */
+  uint64_t prev;
+  bus_field_err errs[MAX_DETAILS];
+  int n;
+} wf_write;
+
+/* The check of w under one read transaction of the view. */
 static int
-check_apply(dag_app *a, const msgpack_object *res, bus_field_err *errs, int *n,
-            uint64_t *prev) {
+check(dag_app *a, const bus_cmd *cmd, wf_write *w) {
   bus_txn *t;
   int rc = bus_view_read(a->view, &t);
   if (rc)
     return rc;
-  rc = dag_check_apply(t, res, errs, MAX_DETAILS, n, prev);
+  w->type = "workflow.submitted";
+  if (w->res)
+    rc = dag_check_apply(t, w->res, w->errs, MAX_DETAILS, &w->n, &w->prev);
+  else
+    rc = dag_check_verb(t, w->name, cmd->verb, &w->type, &w->prev);
   bus_txn_end(t);
   return rc;
+}
+
+/*
+ * Check w, append its event with the prev the check read, and after a
+ * conflict (the view was behind) check again once it has caught up. The
+ * reply is sent here; returns 0 or the error replied.
+ */
+static int
+run_write(bus_conn *c, const bus_cmd *cmd, dag_app *a, wf_write *w) {
+  uint64_t seq = 0;
+  int rc = 0;
+  for (int i = 0; i < ATTEMPTS; i++) {
+    rc = check(a, cmd, w);
+    if (rc == DAG_APPLY_UNCHANGED) {
+      reply_ok(c, cmd, w->prev, w->name, 1);
+      return 0;
+    }
+    if (rc == 0)
+      rc = append(c, cmd, w->name, w->type, w->prev, w->res, &seq);
+    if (rc != BUS_ECONFLICT)
+      break;
+    bus_view_catch_up(c, a->view, NULL, CATCH_MS);
+  }
+  if (rc) {
+    bus_cmd_reply_error(c, cmd, rc, bus_last_error(), w->errs,
+                        w->n < MAX_DETAILS ? w->n : MAX_DETAILS);
+    if (w->res)
+      SVC_LOG(&a->s, SVC_INFO, "lark.cmd", 0, "%s workflow.apply %s: %s",
+              cmd->user, w->name, bus_err_name(rc));
+    return rc;
+  }
+  reply_ok(c, cmd, seq, w->name, 0);
+  SVC_LOG(&a->s, SVC_INFO, "lark.ev.workflow", seq, "%s %s workflow %s",
+          cmd->user, w->res ? "applied" : cmd->verb, w->name);
+  return 0;
 }
 
 static int
 do_apply(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
   (void)v;
-  dag_app *a = ud;
-  bus_field_err errs[MAX_DETAILS];
   char name[BUS_NAME_MAX + 1] = "";
-  int n = 0, rc;
-  uint64_t prev = 0, seq = 0;
-  const msgpack_object *res = bus_obj_get(&cmd->body, "resource");
-  if (!res || res->type != MSGPACK_OBJECT_MAP) {
+  wf_write w = {.name = name, .res = bus_obj_get(&cmd->body, "resource")};
+  int rc;
+  if (!w.res || w.res->type != MSGPACK_OBJECT_MAP) {
     bus_field_err e = {"resource", "required: the Workflow resource"};
     bus_cmd_reply_error(c, cmd, BUS_EMISSING, "no resource", &e, 1);
     return BUS_EMISSING;
   }
-  if ((rc = bus_schema_check("Workflow", res, errs, MAX_DETAILS, &n))) {
-    bus_cmd_reply_error(c, cmd, rc, "invalid Workflow", errs,
-                        n < MAX_DETAILS ? n : MAX_DETAILS);
+  if ((rc = bus_schema_check("Workflow", w.res, w.errs, MAX_DETAILS, &w.n))) {
+    bus_cmd_reply_error(c, cmd, rc, "invalid Workflow", w.errs,
+                        w.n < MAX_DETAILS ? w.n : MAX_DETAILS);
     return rc;
   }
   bus_ev_workflow_submitted wf;
   msgpack_zone z;
   msgpack_zone_init(&z, 4096);
-  if (!(rc = bus_workflow_submitted_unpack(res, &z, &wf)))
+  if (!bus_workflow_submitted_unpack(w.res, &z, &wf))
     bus_str_copy(wf.metadata.name, name, sizeof name);
   msgpack_zone_destroy(&z);
-  for (int i = 0; i < ATTEMPTS; i++) {
-    rc = check_apply(a, res, errs, &n, &prev);
-    if (rc == DAG_APPLY_UNCHANGED) {
-      reply_ok(c, cmd, prev, name, 1);
-      return 0;
-    }
-    if (rc == 0)
-      rc = append(c, cmd, name, "workflow.submitted", prev, res, &seq);
-    if (rc != BUS_ECONFLICT)
-      break;
-    bus_view_catch_up(c, a->view, NULL, CATCH_MS); /* the view is behind */
-  }
-  if (rc) {
-    bus_cmd_reply_error(c, cmd, rc, bus_last_error(), errs,
-                        n < MAX_DETAILS ? n : MAX_DETAILS);
-    SVC_LOG(&a->s, SVC_INFO, "lark.cmd", 0, "%s workflow.apply %s: %s",
-            cmd->user, name, bus_err_name(rc));
-    return rc;
-  }
-  reply_ok(c, cmd, seq, name, 0);
-  SVC_LOG(&a->s, SVC_INFO, "lark.ev.workflow", seq, "%s applied workflow %s",
-          cmd->user, name);
-  return 0;
-}
-
-static int
-check_verb(dag_app *a, const char *name, const char *verb, const char **type,
-           uint64_t *prev) {
-  bus_txn *t;
-  int rc = bus_view_read(a->view, &t);
-  if (rc)
-    return rc;
-  rc = dag_check_verb(t, name, verb, type, prev);
-  bus_txn_end(t);
-  return rc;
+  return run_write(c, cmd, ud, &w);
 }
 
 /* stop, resume, delete {key, name} */
 static int
 do_verb(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
   (void)v;
-  dag_app *a = ud;
   char name[BUS_NAME_MAX + 2] = "";
-  const char *type = NULL;
-  uint64_t prev = 0, seq = 0;
-  int rc = BUS_EMISSING;
+  wf_write w = {.name = name};
   if (!bus_obj_str(&cmd->body, "name", name, sizeof name)) {
     bus_field_err e = {"name", "required: the Workflow's name"};
-    bus_cmd_reply_error(c, cmd, rc, "no name", &e, 1);
-    return rc;
+    bus_cmd_reply_error(c, cmd, BUS_EMISSING, "no name", &e, 1);
+    return BUS_EMISSING;
   }
-  for (int i = 0; i < ATTEMPTS; i++) {
-    rc = check_verb(a, name, cmd->verb, &type, &prev);
-    if (rc == DAG_APPLY_UNCHANGED) {
-      reply_ok(c, cmd, prev, name, 1);
-      return 0;
-    }
-    if (rc == 0)
-      rc = append(c, cmd, name, type, prev, NULL, &seq);
-    if (rc != BUS_ECONFLICT)
-      break;
-    bus_view_catch_up(c, a->view, NULL, CATCH_MS);
-  }
-  if (rc) {
-    bus_cmd_reply_error(c, cmd, rc, bus_last_error(), NULL, 0);
-    return rc;
-  }
-  reply_ok(c, cmd, seq, name, 0);
-  SVC_LOG(&a->s, SVC_INFO, "lark.ev.workflow", seq, "%s %s workflow %s",
-          cmd->user, cmd->verb, name);
-  return 0;
+  return run_write(c, cmd, ud, &w);
 }
 
 /* ---------------------------------------------------------------- verbs */

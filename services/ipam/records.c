@@ -60,22 +60,31 @@ ipam__subject_id(const char *subject) {
   return p ? p + 1 : "";
 }
 
-typedef struct tail_walk {
+/* One walk for both: records (rec set) or the tails of a domain's keys. */
+typedef struct walk {
   const char *d;
-  ipam_tail_fn fn;
+  void *rec;
+  size_t sz;
+  ipam_tail_fn tail_fn;
+  ipam_rec_fn rec_fn;
   void *ud;
-} tail_walk;
+} walk;
 
 static int
-tail_cb(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
-  (void)v, (void)vl;
-  tail_walk *w = ud;
-  size_t plen = strlen(w->d) + 1;
+walk_cb(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+  walk *w = ud;
+  size_t plen = w->rec ? 0 : strlen(w->d) + 1;
   char tail[IPAM_DNAME_SZ];
+  if (w->rec) {
+    if (vl != w->sz)
+      return 0;
+    memcpy(w->rec, v, vl);
+    return w->rec_fn(w->rec, w->ud);
+  }
   if (kl <= plen)
     return 0;
   ipam_copy(tail, sizeof tail, (const char *)k + plen, kl - plen);
-  return w->fn(tail, w->ud);
+  return w->tail_fn(tail, w->ud);
 }
 
 int
@@ -83,32 +92,15 @@ ipam__scan_domain(bus_txn *t, const char *table, const char *d, ipam_tail_fn fn,
                   void *ud) {
   char prefix[IPAM_NAME_SZ + 1];
   snprintf(prefix, sizeof prefix, "%s/", d);
-  tail_walk w = {d, fn, ud};
-  return bus_txn_scan(t, table, prefix, strlen(prefix), tail_cb, &w);
-}
-
-typedef struct rec_walk {
-  void *rec;
-  size_t sz;
-  ipam_rec_fn fn;
-  void *ud;
-} rec_walk;
-
-static int
-rec_cb(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
-  (void)k, (void)kl;
-  rec_walk *w = ud;
-  if (vl != w->sz)
-    return 0;
-  memcpy(w->rec, v, vl);
-  return w->fn(w->rec, w->ud);
+  walk w = {.d = d, .tail_fn = fn, .ud = ud};
+  return bus_txn_scan(t, table, prefix, strlen(prefix), walk_cb, &w);
 }
 
 int
 ipam__scan_recs(bus_txn *t, const char *table, void *rec, size_t sz,
                 ipam_rec_fn fn, void *ud) {
-  rec_walk w = {rec, sz, fn, ud};
-  return bus_txn_scan(t, table, NULL, 0, rec_cb, &w);
+  walk w = {.rec = rec, .sz = sz, .rec_fn = fn, .ud = ud};
+  return bus_txn_scan(t, table, NULL, 0, walk_cb, &w);
 }
 
 typedef struct overlap_walk {
