@@ -166,21 +166,12 @@ dag_query(bus_txn *t, const char *kind, const char *verb,
 
 /* --------------------------------------------------------------- checks */
 
-/* strlcpy: truncated, always terminated. */
-static void
-copy_str(char *dst, size_t cap, const char *src) {
-  size_t n = strlen(src);
-  n = n < cap ? n : cap - 1;
-  memcpy(dst, src, n);
-  dst[n] = 0;
-}
-
 static int
 add_detail(bus_field_err *errs, int max, int *n, const char *path,
            const char *reason) {
   if (*n < max) {
-    copy_str(errs[*n].path, sizeof errs[*n].path, path);
-    copy_str(errs[*n].reason, sizeof errs[*n].reason, reason);
+    bus_str_copy(bus_str_of(path), errs[*n].path, sizeof errs[*n].path);
+    bus_str_copy(bus_str_of(reason), errs[*n].reason, sizeof errs[*n].reason);
   }
   (*n)++;
   return 0;

@@ -11,10 +11,7 @@
 
 void
 ipam_copy(char *dst, size_t cap, const void *s, size_t n) {
-  if (n >= cap)
-    n = cap - 1;
-  memcpy(dst, s, n);
-  dst[n] = 0;
+  bus_str_copy((bus_str){s, (uint32_t)n}, dst, cap);
 }
 
 void
