@@ -90,8 +90,7 @@ describe(bus_txn *t, const char *name, msgpack_packer *pk) {
 
 typedef struct listing {
   bus_txn *t;
-  msgpack_sbuffer items;
-  msgpack_packer pk;
+  bus_packbuf items; /* counted in n */
   uint32_t n, limit;
   int rc;
 } listing;
@@ -111,7 +110,7 @@ list_one(const void *key, size_t klen, const void *val, size_t vlen, void *ud) {
     return 1;
   if (r.deleted)
     return 0;
-  pack_summary(&l->pk, &r, 0);
+  pack_summary(&l->items.pk, &r, 0);
   l->n++;
   return l->limit && l->n == l->limit;
 }
@@ -119,14 +118,13 @@ list_one(const void *key, size_t klen, const void *val, size_t vlen, void *ud) {
 static int
 list(bus_txn *t, const char *name, uint32_t limit, msgpack_packer *pk) {
   listing l = {.t = t, .limit = limit};
-  msgpack_sbuffer_init(&l.items);
-  msgpack_packer_init(&l.pk, &l.items, msgpack_sbuffer_write);
+  bus_packbuf_init(&l.items);
   int rc = 0;
   if (*name) {
     dag__wfrec r;
     rc = dag__wf_get(t, name, &r);
     if (!rc && !r.deleted) {
-      pack_summary(&l.pk, &r, 0);
+      pack_summary(&l.items.pk, &r, 0);
       l.n = 1;
     }
     rc = rc == BUS_ENOT_FOUND ? 0 : rc;
@@ -136,10 +134,9 @@ list(bus_txn *t, const char *name, uint32_t limit, msgpack_packer *pk) {
   }
   if (!rc) {
     msgpack_pack_array(pk, l.n);
-    if (l.items.size)
-      pk->callback(pk->data, l.items.data, l.items.size);
+    bus_pack_raw(pk, l.items.sb.data, l.items.sb.size);
   }
-  msgpack_sbuffer_destroy(&l.items);
+  bus_packbuf_destroy(&l.items);
   return rc;
 }
 

@@ -39,10 +39,10 @@ pack_domain(bus_txn *t, msgpack_packer *pk, const dom_rec *d) {
   bus_pack_kv_str(pk, "actor", d->actor);
 }
 
+/* A walk that packs the items of an array, counted in n (b.pk). */
 typedef struct qwalk {
   bus_txn *t;
-  msgpack_sbuffer sb; /* items, counted in n */
-  msgpack_packer pk;
+  bus_packbuf b;
   uint32_t n;
   const char *domain, *cluster;
 } qwalk;
@@ -51,8 +51,7 @@ static void
 qwalk_init(qwalk *w, bus_txn *t) {
   memset(w, 0, sizeof *w);
   w->t = t;
-  msgpack_sbuffer_init(&w->sb);
-  msgpack_packer_init(&w->pk, &w->sb, msgpack_sbuffer_write);
+  bus_packbuf_init(&w->b);
 }
 
 /* The array of w's items into pk. */
@@ -60,9 +59,9 @@ static int
 qwalk_done(qwalk *w, msgpack_packer *pk, int rc) {
   if (!rc) {
     msgpack_pack_array(pk, w->n);
-    pk->callback(pk->data, w->sb.data, w->sb.size);
+    bus_pack_raw(pk, w->b.sb.data, w->b.sb.size);
   }
-  msgpack_sbuffer_destroy(&w->sb);
+  bus_packbuf_destroy(&w->b);
   return rc;
 }
 
@@ -72,7 +71,7 @@ list_domain(void *rec, void *ud) {
   qwalk *w = ud;
   if (w->domain && w->domain[0] && strcmp(w->domain, d->name))
     return 0;
-  pack_domain(w->t, &w->pk, d);
+  pack_domain(w->t, &w->b.pk, d);
   w->n++;
   return 0;
 }
@@ -86,12 +85,12 @@ list_alloc(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   ipam_copy(pod, sizeof pod, v, vl);
   if (ipam_pod_get(w->t, pod, &p))
     return 0;
-  msgpack_pack_map(&w->pk, 5);
-  bus_pack_kv_str(&w->pk, "pod", p.pod);
-  bus_pack_kv_str(&w->pk, "ip", p.vip);
-  bus_pack_kv_str(&w->pk, "job", p.job);
-  bus_pack_kv_str(&w->pk, "node", p.node);
-  bus_pack_kv_str(&w->pk, "state",
+  msgpack_pack_map(&w->b.pk, 5);
+  bus_pack_kv_str(&w->b.pk, "pod", p.pod);
+  bus_pack_kv_str(&w->b.pk, "ip", p.vip);
+  bus_pack_kv_str(&w->b.pk, "job", p.job);
+  bus_pack_kv_str(&w->b.pk, "node", p.node);
+  bus_pack_kv_str(&w->b.pk, "state",
                   p.ended    ? "ended"
                   : p.routed ? "routed"
                              : "held");
@@ -106,7 +105,7 @@ list_want(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   size_t plen = strlen(w->domain) + 9;
   if (kl <= plen)
     return 0;
-  msgpack_pack_str_with_body(&w->pk, (const char *)k + plen, kl - plen);
+  msgpack_pack_str_with_body(&w->b.pk, (const char *)k + plen, kl - plen);
   w->n++;
   return 0;
 }
@@ -120,18 +119,18 @@ describe_domain(bus_txn *t, const char *name, msgpack_packer *pk) {
   char prefix[IPAM_NAME_SZ + 1];
   snprintf(prefix, sizeof prefix, "%s/", name);
   msgpack_pack_map(pk, 3);
-  msgpack_pack_str_with_body(pk, "domain", 6);
+  bus_pack_str(pk, "domain");
   pack_domain(t, pk, &d);
   qwalk w;
   qwalk_init(&w, t);
   w.domain = name;
-  msgpack_pack_str_with_body(pk, "allocations", 11);
+  bus_pack_str(pk, "allocations");
   rc = bus_txn_scan(t, "addrs", prefix, strlen(prefix), list_alloc, &w);
   if ((rc = qwalk_done(&w, pk, rc)))
     return rc;
   qwalk_init(&w, t);
   w.domain = name;
-  msgpack_pack_str_with_body(pk, "waiting", 7);
+  bus_pack_str(pk, "waiting");
   rc = bus_txn_scan(t, "wants", prefix, strlen(prefix), list_want, &w);
   return qwalk_done(&w, pk, rc);
 }
@@ -157,7 +156,7 @@ peer_row(const char *pod, void *ud) {
   qwalk *w = ud;
   pod_rec p;
   if (routed_pod(w, pod, &p)) {
-    pack_peer(&w->pk, &p, w->cluster);
+    pack_peer(&w->b.pk, &p, w->cluster);
     w->n++;
   }
   return 0;
@@ -170,12 +169,18 @@ typedef struct cl_walk {
   const char *only; /* one cluster, or NULL */
 } cl_walk;
 
+/* The routed pods of w's domain that are in w's cluster, counted in n. */
+typedef struct lcount {
+  qwalk *w;
+  uint64_t n;
+} lcount;
+
 static int
 local_cb(const char *pod, void *ud) {
-  qwalk *w = ud;
+  lcount *lc = ud;
   pod_rec p;
-  if (routed_pod(w, pod, &p) && !strcmp(p.rcluster, w->cluster))
-    w->n++;
+  if (routed_pod(lc->w, pod, &p) && !strcmp(p.rcluster, lc->w->cluster))
+    lc->n++;
   return 0;
 }
 
@@ -188,19 +193,18 @@ cluster_cb(const char *c, void *ud) {
   w->cluster = c;
   if (!cw->summary)
     return ipam__scan_domain(w->t, "routes", w->domain, peer_row, w);
-  qwalk lw = *w;
-  lw.n = 0;
+  lcount lw = {w, 0};
   ipam__scan_domain(w->t, "routes", w->domain, local_cb, &lw);
   uint64_t all = count_under(w->t, "routes", w->domain);
   char name[2 * IPAM_NAME_SZ + 1];
   snprintf(name, sizeof name, "%s.%s", w->domain, c);
-  msgpack_pack_map(&w->pk, 6);
-  bus_pack_kv_str(&w->pk, "name", name);
-  bus_pack_kv_str(&w->pk, "domain", w->domain);
-  bus_pack_kv_str(&w->pk, "cluster", c);
-  bus_pack_kv_uint(&w->pk, "pods", all);
-  bus_pack_kv_uint(&w->pk, "local", lw.n);
-  bus_pack_kv_uint(&w->pk, "hub", all - lw.n);
+  msgpack_pack_map(&w->b.pk, 6);
+  bus_pack_kv_str(&w->b.pk, "name", name);
+  bus_pack_kv_str(&w->b.pk, "domain", w->domain);
+  bus_pack_kv_str(&w->b.pk, "cluster", c);
+  bus_pack_kv_uint(&w->b.pk, "pods", all);
+  bus_pack_kv_uint(&w->b.pk, "local", lw.n);
+  bus_pack_kv_uint(&w->b.pk, "hub", all - lw.n);
   w->n++;
   return 0;
 }
@@ -247,7 +251,7 @@ query_peers(bus_txn *t, const char *verb, const char *name, int routes,
       msgpack_pack_map(pk, 3);
       bus_pack_kv_str(pk, "domain", d);
       bus_pack_kv_str(pk, "cluster", c);
-      msgpack_pack_str_with_body(pk, "peers", 5);
+      bus_pack_str(pk, "peers");
     }
     return qwalk_done(&w, pk, rc);
   }
