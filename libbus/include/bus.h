@@ -1495,6 +1495,17 @@ void bus_query_answer(bus_view *v, bus_query_fn q, const char *kind,
                       const char *verb, const msgpack_object *req,
                       msgpack_sbuffer *out, void *ud);
 
+/*
+ * The array a "list" answers: the rows of table whose key starts with
+ * prefix (plen 0: all), in key order, each packed into pk by `each`, which
+ * returns 1 when it packed one item, 0 to pass the row over, or an error
+ * (< 0) to stop. limit 0: every row. On error out is left as it was.
+ */
+typedef int (*bus_list_cb)(const void *key, size_t klen, const void *val,
+                           size_t vlen, msgpack_packer *pk, void *ud);
+int bus_txn_list(bus_txn *t, const char *table, const void *prefix, size_t plen,
+                 size_t limit, bus_list_cb each, void *ud, msgpack_packer *out);
+
 /* ------------------------------------------------------------------- nkeys */
 
 /*

@@ -5,6 +5,7 @@
  * halfway leaves no partial value in the reply: either {ok, result} whole,
  * or {error}.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "bus-int.h"
@@ -49,4 +50,37 @@ bus_query_answer(bus_view *v, bus_query_fn q, const char *kind,
     pack_error(&pk, rc, bus_last_error());
   }
   msgpack_sbuffer_destroy(&scratch);
+}
+
+typedef struct lister {
+  bus_list_cb each;
+  void *ud;
+  size_t limit, n;
+  bus_packbuf items; /* counted before the array's header is written */
+} lister;
+
+static int
+list_one(const void *key, size_t klen, const void *val, size_t vlen, void *ud) {
+  lister *l = ud;
+  int rc = l->each(key, klen, val, vlen, &l->items.pk, l->ud);
+  if (rc < 0)
+    return rc;
+  l->n += rc > 0;
+  return l->limit && l->n == l->limit ? 1 : 0;
+}
+
+int
+bus_txn_list(bus_txn *t, const char *table, const void *prefix, size_t plen,
+             size_t limit, bus_list_cb each, void *ud, msgpack_packer *out) {
+  lister l = {.each = each, .ud = ud, .limit = limit};
+  bus_packbuf_init(&l.items);
+  int rc = bus_txn_scan(t, table, prefix, plen, list_one, &l);
+  if (rc >= 0) {
+    rc = msgpack_pack_array(out, (uint32_t)l.n) ? -ENOMEM : 0;
+    if (!rc && l.items.sb.size)
+      rc = out->callback(out->data, l.items.sb.data, l.items.sb.size) ? -ENOMEM
+                                                                      : 0;
+  }
+  bus_packbuf_destroy(&l.items);
+  return rc;
 }
