@@ -48,39 +48,27 @@ apply_revoked(bus_txn *t, const bus_event *ev, const bus_ev_cert_revoked *r,
     return BUS_EINVAL; /* revokes nothing we issued */
   if (rc)
     return rc;
-  if (bus_txn_get(t, T_REVOKED, serial, strlen(serial), &val, &len) == 0)
+  const void *rv;
+  size_t rlen;
+  if (bus_txn_get(t, T_REVOKED, serial, strlen(serial), &rv, &rlen) == 0)
     return 0; /* the first revocation stands */
-  msgpack_zone z;
-  msgpack_zone_init(&z, 512);
-  msgpack_object cert;
-  bus_txn_get(t, T_CERTS, serial, strlen(serial), &val, &len);
-  if (msgpack_unpack(val, len, NULL, &z, &cert) >= 0)
-    bus_obj_str(&cert, "format", format, sizeof format);
-  msgpack_zone_destroy(&z);
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 6);
-  bus_pack_str(&pk, "serial");
-  bus_pack_str(&pk, serial);
-  bus_pack_str(&pk, "format");
-  bus_pack_str(&pk, format);
-  bus_pack_str(&pk, "reason");
   char reason[1025] = "";
+  signer__row_get(val, len, "format", format, sizeof format, NULL);
   if (r->has_reason)
     bus_str_copy(r->reason, reason, sizeof reason);
-  bus_pack_str(&pk, reason);
-  bus_pack_str(&pk, "seq");
-  msgpack_pack_uint64(&pk, ev->seq);
-  bus_pack_str(&pk, "ts");
-  msgpack_pack_int64(&pk, ev->ts);
-  bus_pack_str(&pk, "actor");
-  bus_pack_str(&pk, ev->actor ? ev->actor : "");
-  rc = sb.data
-           ? bus_txn_put(t, T_REVOKED, serial, strlen(serial), sb.data, sb.size)
-           : -ENOMEM;
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  msgpack_pack_map(&b.pk, 6);
+  bus_pack_kv_str(&b.pk, "serial", serial);
+  bus_pack_kv_str(&b.pk, "format", format);
+  bus_pack_kv_str(&b.pk, "reason", reason);
+  bus_pack_kv_uint(&b.pk, "seq", ev->seq);
+  bus_pack_kv_int(&b.pk, "ts", ev->ts);
+  bus_pack_kv_str(&b.pk, "actor", ev->actor ? ev->actor : "");
+  rc = b.sb.data ? bus_txn_put(t, T_REVOKED, serial, strlen(serial), b.sb.data,
+                               b.sb.size)
+                 : -ENOMEM;
+  bus_packbuf_destroy(&b);
   if (!rc && hook)
     hook->dirty = 1;
   return rc;

@@ -14,6 +14,7 @@
  * the first attempt's sequence. The verbs are the table near the end.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,47 +52,49 @@ raw_str(const msgpack_object *o, const char *k, size_t *len) {
   return v->via.str.ptr;
 }
 
-/* -------------------------------------------------------------------- sign */
-
-static const char *const reply_keys[] = {"serial",   "format",      "cert",
-                                         "subject",  "principals",  "notBefore",
-                                         "notAfter", "fingerprint", NULL};
-
-/* The reply's extra entries, taken from a certificate record. */
-static void
-pack_reply(msgpack_packer *pk, const msgpack_object *rec, uint32_t *n) {
-  *n = 0;
-  for (int i = 0; reply_keys[i]; i++) {
-    const msgpack_object *v = bus_obj_get(rec, reply_keys[i]);
-    if (!v)
-      continue;
-    bus_pack_str(pk, reply_keys[i]);
-    msgpack_pack_object(pk, *v);
-    (*n)++;
-  }
-}
-
+/* Reply ok with the entries of the map mp (len bytes) that keys names,
+ * in that order (NULL: all of them, in theirs), and seq, or the map's own
+ * seq when it has one. */
 static int
-reply_record(bus_conn *c, const bus_cmd *cmd, uint64_t seq, const void *rec,
-             size_t len) {
+reply_map(bus_conn *c, const bus_cmd *cmd, uint64_t seq, const void *mp,
+          size_t len, const char *const *keys) {
   msgpack_zone z;
   msgpack_zone_init(&z, 2048);
   msgpack_object o;
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
   uint32_t n = 0;
-  int rc = msgpack_unpack(rec, len, NULL, &z, &o) < 0 ? BUS_ECORRUPT : 0;
-  if (!rc) {
-    pack_reply(&pk, &o, &n);
-    uint64_t s = (uint64_t)bus_obj_int(&o, "seq", (int64_t)seq);
-    bus_cmd_reply_ok(c, cmd, s ? s : seq, sb.data, sb.size, n);
+  int rc =
+      msgpack_unpack(mp, len, NULL, &z, &o) < 0 || o.type != MSGPACK_OBJECT_MAP
+          ? BUS_ECORRUPT
+          : 0;
+  for (uint32_t i = 0; !rc && keys && keys[i]; i++) {
+    const msgpack_object *v = bus_obj_get(&o, keys[i]);
+    if (v) {
+      bus_pack_str(&b.pk, keys[i]);
+      msgpack_pack_object(&b.pk, *v);
+      n++;
+    }
   }
-  msgpack_sbuffer_destroy(&sb);
+  for (uint32_t i = 0; !rc && !keys && i < o.via.map.size; i++, n++) {
+    msgpack_pack_object(&b.pk, o.via.map.ptr[i].key);
+    msgpack_pack_object(&b.pk, o.via.map.ptr[i].val);
+  }
+  if (!rc) {
+    uint64_t s = (uint64_t)bus_obj_int(&o, "seq", (int64_t)seq);
+    bus_cmd_reply_ok(c, cmd, s ? s : seq, b.sb.data, b.sb.size, n);
+  }
+  bus_packbuf_destroy(&b);
   msgpack_zone_destroy(&z);
   return rc;
 }
+
+/* -------------------------------------------------------------------- sign */
+
+/* What a sign's reply takes from the certificate's record. */
+static const char *const reply_keys[] = {"serial",   "format",      "cert",
+                                         "subject",  "principals",  "notBefore",
+                                         "notAfter", "fingerprint", NULL};
 
 /* Answer from the view when event id already issued a certificate. 1
  * when answered. */
@@ -101,67 +104,65 @@ reply_existing(bus_conn *c, const bus_cmd *cmd, bus_view *v, const char *id) {
   bus_txn *t;
   int found = 0;
   if (bus_view_read(v, &t) == 0) {
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init(&sb);
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    bus_packbuf b;
+    bus_packbuf_init(&b);
     found = signer_request_serial(t, id, serial) == 0 &&
-            signer_show(t, serial, &pk) == 0;
+            signer_show(t, serial, &b.pk) == 0;
     bus_txn_end(t);
     if (found)
-      reply_record(c, cmd, 0, sb.data, sb.size);
-    msgpack_sbuffer_destroy(&sb);
+      reply_map(c, cmd, 0, b.sb.data, b.sb.size, reply_keys);
+    bus_packbuf_destroy(&b);
   }
   return found;
 }
 
+/* The sign command's names, each copied into a bounded buffer. */
 typedef struct sign_in {
   char role[FIELD], name[FIELD], domain[FIELD], cluster[FIELD], agent[FIELD];
 } sign_in;
 
-static void
-pack_opt(msgpack_packer *pk, const char *k, const char *v, uint32_t *n) {
-  if (!*v)
-    return;
-  bus_pack_str(pk, k);
-  bus_pack_str(pk, v);
-  (*n)++;
+static const struct {
+  const char *key;
+  size_t off;
+} sign_names[] = {
+    {"role", offsetof(sign_in, role)},
+    {"name", offsetof(sign_in, name)},
+    {"domain", offsetof(sign_in, domain)},
+    {"cluster", offsetof(sign_in, cluster)},
+    {"agent", offsetof(sign_in, agent)},
+};
+
+/* An optional name of cert.issued: present when given. */
+static bus_str
+opt_name(const char *v, bool *has) {
+  *has = v[0] != 0;
+  return bus_str_of(v);
 }
 
-/* cert.issued's data: 10 fixed fields and the optional names. */
-static void
+/* cert.issued's data: the certificate and the names it was asked for. */
+static int
 pack_issued(msgpack_sbuffer *sb, const sign_in *in, const signer_cert *ct) {
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-  uint32_t n = 10;
-  n += !!in->domain[0] + !!in->cluster[0] + !!in->agent[0];
-  msgpack_pack_map(&pk, n);
-  bus_pack_str(&pk, "serial");
-  bus_pack_str(&pk, ct->serial);
-  bus_pack_str(&pk, "format");
-  bus_pack_str(&pk, signer_format_name(ct->format));
-  bus_pack_str(&pk, "role");
-  bus_pack_str(&pk, in->role);
-  bus_pack_str(&pk, "name");
-  bus_pack_str(&pk, in->name);
-  bus_pack_str(&pk, "subject");
-  bus_pack_str(&pk, ct->subject);
-  bus_pack_str(&pk, "principals");
-  msgpack_pack_array(&pk, (uint32_t)ct->nprincipals);
+  bus_str pr[SIGNER_MAX_PRINCIPALS];
   for (int i = 0; i < ct->nprincipals; i++)
-    bus_pack_str(&pk, ct->principals[i]);
-  bus_pack_str(&pk, "notBefore");
-  msgpack_pack_int64(&pk, ct->not_before);
-  bus_pack_str(&pk, "notAfter");
-  msgpack_pack_int64(&pk, ct->not_after);
-  bus_pack_str(&pk, "fingerprint");
-  bus_pack_str(&pk, ct->fingerprint);
-  bus_pack_str(&pk, "cert");
-  bus_pack_str(&pk, ct->text);
-  uint32_t extra = 0;
-  pack_opt(&pk, "domain", in->domain, &extra);
-  pack_opt(&pk, "cluster", in->cluster, &extra);
-  pack_opt(&pk, "agent", in->agent, &extra);
+    pr[i] = bus_str_of(ct->principals[i]);
+  bus_ev_cert_issued d = {.serial = bus_str_of(ct->serial),
+                          .format = bus_str_of(signer_format_name(ct->format)),
+                          .role = bus_str_of(in->role),
+                          .has_name = 1,
+                          .name = bus_str_of(in->name),
+                          .subject = bus_str_of(ct->subject),
+                          .has_principals = 1,
+                          .principals = {pr, (uint32_t)ct->nprincipals},
+                          .notBefore = ct->not_before,
+                          .notAfter = ct->not_after,
+                          .has_fingerprint = 1,
+                          .fingerprint = bus_str_of(ct->fingerprint),
+                          .has_cert = 1,
+                          .cert = bus_str_of(ct->text)};
+  d.domain = opt_name(in->domain, &d.has_domain);
+  d.cluster = opt_name(in->cluster, &d.has_cluster);
+  d.agent = opt_name(in->agent, &d.has_agent);
+  return bus_cert_issued_pack(sb, &d);
 }
 
 static int
@@ -172,10 +173,12 @@ append_issued(bus_conn *c, const bus_cmd *cmd, bus_view *v, const char *id,
   int dup = 0;
   msgpack_sbuffer sb;
   msgpack_sbuffer_init(&sb);
-  pack_issued(&sb, in, ct);
-  snprintf(subject, sizeof subject, "lark.ev.cert.%s", ct->serial);
-  int rc = bus_cmd_append(c, cmd, subject, "cert.issued", 0, sb.data, sb.size,
-                          &seq, &dup);
+  int rc = bus_subj_cert_issued(subject, sizeof subject, ct->serial);
+  if (!rc)
+    rc = pack_issued(&sb, in, ct);
+  if (!rc)
+    rc = bus_cmd_append(c, cmd, subject, "cert.issued", 0, sb.data, sb.size,
+                        &seq, &dup);
   if (rc)
     refuse(c, cmd, rc, NULL, bus_last_error());
   else if (dup && (bus_view_wait_applied(v, seq, 3000) ||
@@ -183,7 +186,7 @@ append_issued(bus_conn *c, const bus_cmd *cmd, bus_view *v, const char *id,
     rc = refuse(c, cmd, BUS_ETIMEOUT, NULL,
                 "a retried sign: the first certificate is not in view yet");
   else if (!dup)
-    rc = reply_record(c, cmd, seq, sb.data, sb.size);
+    rc = reply_map(c, cmd, seq, sb.data, sb.size, reply_keys);
   msgpack_sbuffer_destroy(&sb);
   return rc;
 }
@@ -193,11 +196,8 @@ read_sign(const bus_cmd *cmd, sign_in *in, signer_req *r) {
   const msgpack_object *b = &cmd->body;
   memset(in, 0, sizeof *in);
   memset(r, 0, sizeof *r);
-  bus_obj_str(b, "role", in->role, FIELD);
-  bus_obj_str(b, "name", in->name, FIELD);
-  bus_obj_str(b, "domain", in->domain, FIELD);
-  bus_obj_str(b, "cluster", in->cluster, FIELD);
-  bus_obj_str(b, "agent", in->agent, FIELD);
+  for (size_t i = 0; i < sizeof sign_names / sizeof sign_names[0]; i++)
+    bus_obj_str(b, sign_names[i].key, (char *)in + sign_names[i].off, FIELD);
   r->role = in->role;
   r->name = in->name;
   r->domain = in->domain;
@@ -246,32 +246,16 @@ cmd_sign(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
 static int
 view_version(bus_view *v, const char *subject, const char *serial,
              uint64_t *prev) {
-  {
-    bus_txn *t;
-    int rc = bus_view_read(v, &t);
-    if (rc)
-      return rc;
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init(&sb);
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    bus_version ver;
-    rc = signer_show(t, serial, &pk);
-    if (!rc && !(rc = bus_txn_version(t, subject, &ver)))
-      *prev = ver.seq;
-    bus_txn_end(t);
-    int revoked = 0;
-    msgpack_zone z;
-    msgpack_zone_init(&z, 2048);
-    msgpack_object o;
-    if (!rc && msgpack_unpack(sb.data, sb.size, NULL, &z, &o) >= 0) {
-      const msgpack_object *r = bus_obj_get(&o, "revoked");
-      revoked = r && r->type == MSGPACK_OBJECT_MAP;
-    }
-    msgpack_zone_destroy(&z);
-    msgpack_sbuffer_destroy(&sb);
-    return rc ? rc : revoked ? BUS_EEXISTS : 0;
-  }
+  bus_txn *t;
+  bus_version ver;
+  int rc = bus_view_read(v, &t);
+  if (rc)
+    return rc;
+  rc = signer_cert_state(t, serial);
+  if (!rc && !(rc = bus_txn_version(t, subject, &ver)))
+    *prev = ver.seq;
+  bus_txn_end(t);
+  return rc;
 }
 
 /* The certificate's version. One the view has not seen yet (issued just
@@ -280,8 +264,9 @@ view_version(bus_view *v, const char *subject, const char *serial,
 static int
 cert_version(bus_conn *c, bus_view *v, const char *serial, uint64_t *prev) {
   char subject[BUS_SUBJECT_MAX];
-  snprintf(subject, sizeof subject, "lark.ev.cert.%s", serial);
-  int rc = view_version(v, subject, serial, prev);
+  int rc = bus_subj_cert_issued(subject, sizeof subject, serial);
+  if (!rc)
+    rc = view_version(v, subject, serial, prev);
   if (rc != BUS_ENOT_FOUND)
     return rc;
   msgpack_zone z;
@@ -302,11 +287,31 @@ serial_ok(const char *s) {
   return strspn(s, "0123456789abcdef") == n;
 }
 
+/* Append cert.revoked at the certificate's version prev. */
+static int
+append_revoked(bus_conn *c, const bus_cmd *cmd, const char *serial,
+               const char *reason, uint64_t prev, uint64_t *seq) {
+  char subject[BUS_SUBJECT_MAX];
+  bus_ev_cert_revoked d = {.serial = bus_str_of(serial),
+                           .has_reason = reason[0] != 0,
+                           .reason = bus_str_of(reason)};
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  int rc = bus_subj_cert_revoked(subject, sizeof subject, serial);
+  if (!rc)
+    rc = bus_cert_revoked_pack(&sb, &d);
+  if (!rc)
+    rc = bus_cmd_append(c, cmd, subject, "cert.revoked", prev, sb.data, sb.size,
+                        seq, NULL);
+  msgpack_sbuffer_destroy(&sb);
+  return rc;
+}
+
 /* admin only (BUS_VERB_ADMIN) */
 static int
 cmd_revoke(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
   (void)ud;
-  char serial[FIELD] = "", reason[1100] = "", subject[BUS_SUBJECT_MAX];
+  char serial[FIELD] = "", reason[1100] = "";
   uint64_t prev = 0, seq = 0;
   bus_obj_str(&cmd->body, "serial", serial, sizeof serial);
   bus_obj_str(&cmd->body, "reason", reason, sizeof reason);
@@ -318,54 +323,40 @@ cmd_revoke(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
     return refuse(c, cmd, rc, "serial", "no certificate with this serial");
   if (rc == BUS_EEXISTS)
     return refuse(c, cmd, rc, "serial", "already revoked");
+  if (!rc)
+    rc = append_revoked(c, cmd, serial, reason, prev, &seq);
   if (rc)
     return refuse(c, cmd, rc, NULL, bus_last_error());
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, reason[0] ? 2 : 1);
-  bus_pack_str(&pk, "serial");
-  bus_pack_str(&pk, serial);
-  if (reason[0]) {
-    bus_pack_str(&pk, "reason");
-    bus_pack_str(&pk, reason);
-  }
-  snprintf(subject, sizeof subject, "lark.ev.cert.%s", serial);
-  rc = bus_cmd_append(c, cmd, subject, "cert.revoked", prev, sb.data, sb.size,
-                      &seq, NULL);
-  msgpack_sbuffer_clear(&sb);
-  if (rc) {
-    refuse(c, cmd, rc, NULL, bus_last_error());
-  } else {
-    bus_pack_str(&pk, "serial");
-    bus_pack_str(&pk, serial);
-    bus_cmd_reply_ok(c, cmd, seq, sb.data, sb.size, 1);
-  }
-  msgpack_sbuffer_destroy(&sb);
-  return rc;
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  bus_pack_kv_str(&b.pk, "serial", serial);
+  bus_cmd_reply_ok(c, cmd, seq, b.sb.data, b.sb.size, 1);
+  bus_packbuf_destroy(&b);
+  return 0;
 }
 
 /* ---------------------------------------------------------------------- ca */
 
+/* The CA's public parts: ca.published's data and the ca verb's reply. */
+static bus_ev_ca_published
+ca_parts(const signer_ca *ca) {
+  return (bus_ev_ca_published){
+      .pem = bus_str_of(signer_ca_pem(ca)),
+      .sshPublicKey = bus_str_of(signer_ca_ssh_pub(ca)),
+      .x509Fingerprint = bus_str_of(signer_ca_x509_fp(ca)),
+      .sshFingerprint = bus_str_of(signer_ca_ssh_fp(ca))};
+}
+
 static int
 cmd_ca(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
-  const signer_ca *ca = ((const signer_env *)ud)->ca;
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  bus_pack_str(&pk, "pem");
-  bus_pack_str(&pk, signer_ca_pem(ca));
-  bus_pack_str(&pk, "sshPublicKey");
-  bus_pack_str(&pk, signer_ca_ssh_pub(ca));
-  bus_pack_str(&pk, "x509Fingerprint");
-  bus_pack_str(&pk, signer_ca_x509_fp(ca));
-  bus_pack_str(&pk, "sshFingerprint");
-  bus_pack_str(&pk, signer_ca_ssh_fp(ca));
-  bus_cmd_reply_ok(c, cmd, applied_seq(v), sb.data, sb.size, 4);
-  msgpack_sbuffer_destroy(&sb);
-  return 0;
+  bus_ev_ca_published d = ca_parts(((const signer_env *)ud)->ca);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  int rc = bus_ev_ca_published_write(&b.pk, &d) ? -ENOMEM : 0;
+  if (!rc)
+    rc = reply_map(c, cmd, applied_seq(v), b.sb.data, b.sb.size, NULL);
+  bus_packbuf_destroy(&b);
+  return rc;
 }
 
 /* ------------------------------------------------------------------- verbs */
@@ -397,11 +388,12 @@ signer_command(bus_conn *c, const bus_cmd *cmd, bus_view *v,
 
 /* The x509Fingerprint of the last ca.published, "" when none. */
 static int
-last_published(bus_conn *c, char *fp, size_t cap, uint64_t *seq) {
+last_published(bus_conn *c, const char *subject, char *fp, size_t cap,
+               uint64_t *seq) {
   bus_reader_opts o;
   bus_reader_opts_init(&o);
   o.stream = "LARK_EVENTS";
-  o.filter = "lark.ev.cert.ca";
+  o.filter = subject;
   bus_reader *r = NULL;
   bus_batch *b = NULL;
   fp[0] = 0;
@@ -413,8 +405,9 @@ last_published(bus_conn *c, char *fp, size_t cap, uint64_t *seq) {
     rc = bus_reader_next(r, b, 1000);
     for (size_t i = 0; i < bus_batch_len(b); i++) {
       const bus_event *ev = bus_batch_event(b, i);
-      if (ev && !strcmp(ev->type, "ca.published")) {
-        bus_obj_str(&ev->data, "x509Fingerprint", fp, cap);
+      const bus_ev_ca_published *p = bus_as_ca_published(ev);
+      if (p) {
+        bus_str_copy(p->x509Fingerprint, fp, cap);
         *seq = ev->seq;
       }
     }
@@ -428,37 +421,26 @@ last_published(bus_conn *c, char *fp, size_t cap, uint64_t *seq) {
 
 int
 signer_publish_ca(bus_conn *c, const signer_ca *ca, int *published) {
-  char fp[128], id[33];
+  char fp[128], id[33], subject[BUS_SUBJECT_MAX];
   uint64_t prev = 0;
   *published = 0;
-  int rc = last_published(c, fp, sizeof fp, &prev);
+  int rc = bus_subj_ca_published(subject, sizeof subject);
+  if (!rc)
+    rc = last_published(c, subject, fp, sizeof fp, &prev);
   if (rc || !strcmp(fp, signer_ca_x509_fp(ca)))
     return rc;
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 4);
-  bus_pack_str(&pk, "pem");
-  bus_pack_str(&pk, signer_ca_pem(ca));
-  bus_pack_str(&pk, "sshPublicKey");
-  bus_pack_str(&pk, signer_ca_ssh_pub(ca));
-  bus_pack_str(&pk, "x509Fingerprint");
-  bus_pack_str(&pk, signer_ca_x509_fp(ca));
-  bus_pack_str(&pk, "sshFingerprint");
-  bus_pack_str(&pk, signer_ca_ssh_fp(ca));
+  bus_ev_ca_published d = ca_parts(ca);
   bus_event_derive_id(signer_ca_x509_fp(ca), (unsigned)prev, id);
   bus_event ev = {.v = BUS_SCHEMA_VERSION,
                   .type = "ca.published",
+                  .t = BUS_T_CA_PUBLISHED,
+                  .typed = &d,
                   .id = id,
                   .ts = bus_wall_ns(),
                   .actor = "signer",
                   .cause = "",
-                  .prev = prev,
-                  .data_mp = sb.data,
-                  .data_mp_len = sb.size};
-  rc = bus_append(c, "lark.ev.cert.ca", &ev, BUS_APPEND_CHECK, NULL, NULL);
-  msgpack_sbuffer_destroy(&sb);
+                  .prev = prev};
+  rc = bus_append(c, subject, &ev, BUS_APPEND_CHECK, NULL, NULL);
   *published = rc == 0;
   return rc;
 }

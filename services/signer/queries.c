@@ -38,12 +38,18 @@ signer_show(bus_txn *t, const char *serial, msgpack_packer *pk) {
   return rc;
 }
 
-typedef struct lister {
-  bus_txn *t;
-  const char *role;
-  size_t limit, n;
-  msgpack_packer pk;
-} lister;
+int
+signer_cert_state(bus_txn *t, const char *serial) {
+  const void *val;
+  size_t len;
+  size_t n = serial ? strlen(serial) : 0;
+  if (!n || n >= SIGNER_SERIAL_MAX)
+    return BUS_ENOT_FOUND;
+  int rc = bus_txn_get(t, T_CERTS, serial, n, &val, &len);
+  if (!rc && bus_txn_get(t, T_REVOKED, serial, n, &val, &len) == 0)
+    rc = BUS_EEXISTS;
+  return rc;
+}
 
 static void
 copy_field(msgpack_packer *pk, const msgpack_object *o, const char *k) {
@@ -55,51 +61,45 @@ copy_field(msgpack_packer *pk, const msgpack_object *o, const char *k) {
     msgpack_pack_nil(pk);
 }
 
+typedef struct lister {
+  bus_txn *t;
+  const char *role; /* NULL or "": every role */
+} lister;
+
+/* One certificate's summary, when its role is the one asked for. */
 static int
-list_one(const void *key, size_t klen, const void *val, size_t vlen, void *ud) {
-  lister *l = ud;
+list_one(const void *key, size_t klen, const void *val, size_t vlen,
+         msgpack_packer *pk, void *ud) {
+  static const char *const keys[] = {"serial",   "format",     "role",
+                                     "name",     "subject",    "notBefore",
+                                     "notAfter", "fingerprint"};
+  const lister *l = ud;
+  const void *rv;
+  size_t rlen;
+  char own[64] = "";
+  if (l->role && *l->role &&
+      (signer__row_get(val, vlen, "role", own, sizeof own, NULL) ||
+       strcmp(own, l->role)))
+    return 0;
   msgpack_zone z;
   msgpack_zone_init(&z, 1024);
   msgpack_object o;
-  char role[64] = "";
-  const void *rv;
-  size_t rlen;
-  if (signer__unpack(val, vlen, &z, &o) == 0 &&
-      (!l->role || !*l->role ||
-       (bus_obj_str(&o, "role", role, sizeof role) &&
-        !strcmp(role, l->role)))) {
-    static const char *const keys[] = {"serial",   "format",     "role",
-                                       "name",     "subject",    "notBefore",
-                                       "notAfter", "fingerprint"};
-    msgpack_pack_map(&l->pk, 9);
+  int n = signer__unpack(val, vlen, &z, &o) == 0;
+  if (n) {
+    msgpack_pack_map(pk, 9);
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-      copy_field(&l->pk, &o, keys[i]);
-    bus_pack_str(&l->pk, "revoked");
-    if (bus_txn_get(l->t, T_REVOKED, key, klen, &rv, &rlen) == 0)
-      msgpack_pack_true(&l->pk);
-    else
-      msgpack_pack_false(&l->pk);
-    l->n++;
+      copy_field(pk, &o, keys[i]);
+    bus_pack_kv_bool(pk, "revoked",
+                     bus_txn_get(l->t, T_REVOKED, key, klen, &rv, &rlen) == 0);
   }
   msgpack_zone_destroy(&z);
-  return l->limit && l->n == l->limit ? 1 : 0;
+  return n;
 }
 
 int
 signer_list(bus_txn *t, const char *role, size_t limit, msgpack_packer *pk) {
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  lister l = {.t = t, .role = role, .limit = limit};
-  msgpack_packer_init(&l.pk, &sb, msgpack_sbuffer_write);
-  int rc = bus_txn_scan(t, T_CERTS, NULL, 0, list_one, &l);
-  if (rc >= 0) {
-    msgpack_pack_array(pk, (uint32_t)l.n);
-    if (sb.size)
-      pk->callback(pk->data, sb.data, sb.size);
-    rc = 0;
-  }
-  msgpack_sbuffer_destroy(&sb);
-  return rc;
+  lister l = {t, role};
+  return bus_txn_list(t, T_CERTS, NULL, 0, limit, list_one, &l, pk);
 }
 
 int

@@ -34,10 +34,12 @@ signer__pack_record(msgpack_packer *pk, const bus_event *ev,
 int
 signer__serial_of(const bus_event *ev, bus_str field, char *serial,
                   size_t cap) {
-  if (!ev->subject || strncmp(ev->subject, SUBJ, strlen(SUBJ)))
+  char want[BUS_SUBJECT_MAX];
+  if (!field.ptr || !ev->subject)
     return BUS_EINVAL;
-  const char *tok = ev->subject + strlen(SUBJ);
-  if (!field.ptr || strcmp(bus_str_copy(field, serial, cap), tok))
+  bus_str_copy(field, serial, cap);
+  if (bus_subj_cert_issued(want, sizeof want, serial) ||
+      strcmp(want, ev->subject))
     return BUS_EINVAL;
   return 0;
 }
@@ -45,14 +47,13 @@ signer__serial_of(const bus_event *ev, bus_str field, char *serial,
 int
 signer__put_record(bus_txn *t, const char *table, const char *key,
                    const bus_event *ev) {
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  signer__pack_record(&pk, ev, &ev->data);
-  int rc = sb.data ? bus_txn_put(t, table, key, strlen(key), sb.data, sb.size)
-                   : -ENOMEM;
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  signer__pack_record(&b.pk, ev, &ev->data);
+  int rc = b.sb.data
+               ? bus_txn_put(t, table, key, strlen(key), b.sb.data, b.sb.size)
+               : -ENOMEM;
+  bus_packbuf_destroy(&b);
   return rc;
 }
 
@@ -64,4 +65,21 @@ signer__unpack(const void *val, size_t len, msgpack_zone *z,
       o->type != MSGPACK_OBJECT_MAP)
     return BUS_ECORRUPT;
   return 0;
+}
+
+int
+signer__row_get(const void *val, size_t len, const char *key, char *buf,
+                size_t cap, int64_t *num) {
+  msgpack_zone z;
+  msgpack_zone_init(&z, 512);
+  msgpack_object o;
+  int rc = signer__unpack(val, len, &z, &o);
+  if (buf && cap)
+    buf[0] = 0;
+  if (!rc && buf)
+    bus_obj_str(&o, key, buf, cap);
+  if (!rc && num)
+    *num = bus_obj_int(&o, key, 0);
+  msgpack_zone_destroy(&z);
+  return rc;
 }

@@ -34,32 +34,26 @@ grow(void **p, size_t *cap, size_t n, size_t size) {
 static int
 rev_one(const void *key, size_t klen, const void *val, size_t vlen, void *ud) {
   revs *r = ud;
-  msgpack_zone z;
-  msgpack_zone_init(&z, 512);
-  msgpack_object o;
-  char format[8] = "";
-  int rc = 0;
-  if (klen >= SIGNER_SERIAL_MAX || signer__unpack(val, vlen, &z, &o))
-    goto out;
-  bus_obj_str(&o, "format", format, sizeof format);
+  char format[8] = "", serial[SIGNER_SERIAL_MAX];
+  int64_t when = 0;
+  if (klen >= SIGNER_SERIAL_MAX ||
+      signer__row_get(val, vlen, "format", format, sizeof format, NULL))
+    return 0;
+  memcpy(serial, key, klen);
+  serial[klen] = 0;
   if (!strcmp(format, "x509")) {
-    if ((rc = grow((void **)&r->x, &r->capx, r->nx, sizeof *r->x)))
-      goto out;
+    if (grow((void **)&r->x, &r->capx, r->nx, sizeof *r->x))
+      return -ENOMEM;
     signer_revoked *e = &r->x[r->nx++];
-    memcpy(e->serial, key, klen);
-    e->serial[klen] = 0;
-    e->when = bus_obj_int(&o, "ts", 0);
+    memcpy(e->serial, serial, klen + 1);
+    signer__row_get(val, vlen, "ts", NULL, 0, &when);
+    e->when = when;
   } else if (!strcmp(format, "ssh")) {
-    if ((rc = grow((void **)&r->s, &r->caps, r->ns, sizeof *r->s)))
-      goto out;
-    char hex[SIGNER_SERIAL_MAX];
-    memcpy(hex, key, klen);
-    hex[klen] = 0;
-    r->s[r->ns++] = strtoull(hex, NULL, 16);
+    if (grow((void **)&r->s, &r->caps, r->ns, sizeof *r->s))
+      return -ENOMEM;
+    r->s[r->ns++] = strtoull(serial, NULL, 16);
   }
-out:
-  msgpack_zone_destroy(&z);
-  return rc;
+  return 0;
 }
 
 int

@@ -43,7 +43,6 @@ void signer__serial_x509(uint8_t b[16], char hex[SIGNER_SERIAL_MAX]);
 #define T_REVOKED "revoked"
 #define T_CA "ca"
 #define T_REQ "requests"
-#define SUBJ "lark.ev.cert."
 
 /* The row of an event: its data d plus {seq, ts, actor}. */
 void signer__pack_record(msgpack_packer *pk, const bus_event *ev,
@@ -57,5 +56,10 @@ int signer__put_record(bus_txn *t, const char *table, const char *key,
 /* One stored row decoded into z. */
 int signer__unpack(const void *val, size_t len, msgpack_zone *z,
                    msgpack_object *o);
+/* One field of a stored row: a string into buf (cap bytes, "" when
+ * absent) or an integer into num (0 when absent); either may be NULL.
+ * BUS_ECORRUPT when the row is not a map. */
+int signer__row_get(const void *val, size_t len, const char *key, char *buf,
+                    size_t cap, int64_t *num);
 
 #endif

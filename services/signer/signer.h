@@ -252,6 +252,9 @@ int signer_list(bus_txn *t, const char *role, size_t limit, msgpack_packer *pk);
  */
 int signer_query(bus_txn *t, const char *kind, const char *verb,
                  const msgpack_object *req, msgpack_packer *pk, void *ud);
+/* 0 when the view holds certificate serial, unrevoked; BUS_EEXISTS when
+ * it is revoked, BUS_ENOT_FOUND when unknown. */
+int signer_cert_state(bus_txn *t, const char *serial);
 /* The serial recorded for an issuing event id (an idempotent retry). */
 int signer_request_serial(bus_txn *t, const char *event_id,
                           char serial[SIGNER_SERIAL_MAX]);
