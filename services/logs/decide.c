@@ -36,12 +36,12 @@ logs_route(bus_txn *t, const char *subject, const bus_event *ev,
   char node[LOGS_NAME_SZ], pod[LOGS_DNAME_SZ], body_pod[LOGS_DNAME_SZ] = "";
   if (split_ingress(subject, node, pod))
     return bus_error(BUS_EINVAL, "not lark.in.<node>.logs.<pod>");
-  if (!ev || !ev->type || strcmp(ev->type, "log.batch"))
+  const bus_ev_log_batch *in = bus_as_log_batch(ev);
+  if (!in)
     return bus_error(BUS_EINVAL, "expected log.batch, got %s",
                      ev && ev->type ? ev->type : "nothing");
-  const msgpack_object *lines = bus_obj_get(&ev->data, "lines");
-  bus_obj_str(&ev->data, "pod", body_pod, sizeof body_pod);
-  if (strcmp(body_pod, pod) || !lines || lines->type != MSGPACK_OBJECT_ARRAY)
+  bus_str_copy(in->pod, body_pod, sizeof body_pod);
+  if (strcmp(body_pod, pod))
     return bus_error(BUS_EINVAL, "the batch names pod %s on the subject of %s",
                      body_pod, pod);
   logs_binding b;
@@ -52,17 +52,12 @@ logs_route(bus_txn *t, const char *subject, const bus_event *ev,
     return rc;
   if ((rc = bus_subj_log_batch_log(out_subject, cap, b.job, b.task, pod)))
     return rc;
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, out, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 6);
-  bus_pack_kv_str(&pk, "pod", pod);
-  bus_pack_kv_str(&pk, "job", b.job);
-  bus_pack_kv_str(&pk, "task", b.task);
-  bus_pack_kv_str(&pk, "node", node);
-  bus_pack_kv_uint(
-      &pk, "attempt",
-      (uint64_t)bus_obj_int(&ev->data, "attempt", (int64_t)b.attempt));
-  bus_pack_str(&pk, "lines");
-  msgpack_pack_object(&pk, *lines);
-  return 0;
+  /* job, task and node from the view; the lines as the node sent them */
+  bus_ev_log_batch o = *in;
+  o.has_job = o.has_task = o.has_node = o.has_attempt = 1;
+  o.job = bus_str_of(b.job);
+  o.task = bus_str_of(b.task);
+  o.node = bus_str_of(node);
+  o.attempt = in->has_attempt ? in->attempt : b.attempt;
+  return bus_log_batch_pack(out, &o);
 }

@@ -63,13 +63,12 @@ forward(logs_ingress *in, bus_txn *t, const bus_batch *b, size_t i,
   int rc = logs_route(t, subject, ev, out, sizeof out, sb);
   if (rc)
     return rc;
-  const msgpack_object *l = bus_obj_get(&ev->data, "lines");
-  *lines = l ? l->via.array.size : 0;
+  *lines = bus_as_log_batch(ev)->lines.n; /* routed: a log.batch */
   bus_event_derive_id(ev->id, 0, id);
   snprintf(actor, sizeof actor, "node:%s", subject + 8);
   actor[strcspn(actor, ".")] = 0;
   bus_event o = {.v = BUS_SCHEMA_VERSION,
-                 .type = "log.batch",
+                 .type = bus_type_name(BUS_T_LOG_BATCH),
                  .id = id,
                  .ts = ev->ts,
                  .actor = actor,

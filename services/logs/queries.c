@@ -19,26 +19,20 @@ pack_binding(msgpack_packer *pk, const logs_binding *b) {
   bus_pack_kv_bool(pk, "bound", b->bound);
 }
 
-typedef struct lister {
-  const char *job; /* "" for all */
-  msgpack_sbuffer items;
-  msgpack_packer pk;
-  uint32_t n;
-} lister;
-
+/* A binding of the Job ud names ("" for all). */
 static int
-list_one(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+list_one(const void *k, size_t kl, const void *v, size_t vl, msgpack_packer *pk,
+         void *ud) {
   (void)k, (void)kl;
-  lister *l = ud;
+  const char *job = ud;
   logs_binding b;
   if (vl != sizeof b)
     return 0;
   memcpy(&b, v, sizeof b);
-  if (*l->job && strcmp(l->job, b.job))
+  if (*job && strcmp(job, b.job))
     return 0;
-  pack_binding(&l->pk, &b);
-  l->n++;
-  return 0;
+  pack_binding(pk, &b);
+  return 1;
 }
 
 int
@@ -58,15 +52,5 @@ logs_query(bus_txn *t, const char *kind, const char *verb,
   }
   if (strcmp(verb, "list"))
     return bus_error(BUS_EINVAL, "verbs: list {name?: job}, describe {name}");
-  lister l = {.job = name};
-  msgpack_sbuffer_init(&l.items);
-  msgpack_packer_init(&l.pk, &l.items, msgpack_sbuffer_write);
-  int rc = bus_txn_scan(t, T_PODS, NULL, 0, list_one, &l);
-  if (!rc) {
-    msgpack_pack_array(pk, l.n);
-    if (l.items.size)
-      pk->callback(pk->data, l.items.data, l.items.size);
-  }
-  msgpack_sbuffer_destroy(&l.items);
-  return rc;
+  return bus_txn_list(t, T_PODS, NULL, 0, 0, list_one, name, pk);
 }
