@@ -159,6 +159,17 @@ svc_logf(const svc *s, int level, const char *subject, uint64_t seq,
           subject ? subject : "-", (unsigned long long)seq, msg);
 }
 
+void
+svc_log_applied(const svc *s, const bus_view_stats *st, uint64_t *logged) {
+  if (st->applied_seq == *logged)
+    return;
+  *logged = st->applied_seq;
+  SVC_LOG(s, SVC_DEBUG, "lark.ev.>", st->applied_seq,
+          "applied %llu stale %llu rejected %llu outbox %llu",
+          (unsigned long long)st->applied, (unsigned long long)st->stale,
+          (unsigned long long)st->rejected, (unsigned long long)st->outbox);
+}
+
 typedef struct batch_log {
   svc *s;
   uint64_t seq;
@@ -167,13 +178,7 @@ typedef struct batch_log {
 static void
 log_batch(const bus_view_stats *st, void *ud) {
   batch_log *l = ud;
-  if (st->applied_seq == l->seq)
-    return;
-  l->seq = st->applied_seq;
-  SVC_LOG(l->s, SVC_DEBUG, "lark.ev.>", st->applied_seq,
-          "applied %llu stale %llu rejected %llu outbox %llu",
-          (unsigned long long)st->applied, (unsigned long long)st->stale,
-          (unsigned long long)st->rejected, (unsigned long long)st->outbox);
+  svc_log_applied(l->s, st, &l->seq);
 }
 
 void
@@ -221,20 +226,25 @@ repair(bus_conn *c, void *ud) {
   return rc;
 }
 
+void
+svc_service_opts(svc *s, bus_service_opts *so, const bus_view_def *def) {
+  bus_service_opts_init(so);
+  so->name = s->instance ? s->instance : s->name;
+  svc_service_input(so, def);
+  so->stop_flag = &s->stop;
+  so->on_state = svc_on_state;
+  so->state_ud = s;
+}
+
 static int
 loop(svc *s, bus_view *v, const svc_view_opts *o) {
   batch_log l = {s, 0};
   repairer r = {s, v, o};
   bus_service_opts so;
-  bus_service_opts_init(&so);
-  so.name = s->instance ? s->instance : s->name;
-  svc_service_input(&so, &o->def);
-  so.stop_flag = &s->stop;
+  svc_service_opts(s, &so, &o->def);
   so.tick_ms = o->tick_ms;
   so.on_batch = log_batch;
   so.ud = &l;
-  so.on_state = svc_on_state;
-  so.state_ud = s;
   if (o->repair) {
     so.repair = repair;
     so.repair_ud = &r;
@@ -280,16 +290,29 @@ svc_run_view(svc *s, const svc_view_opts *o) {
 }
 
 int
-svc_main(svc *s, const char *name, int argc, char **argv,
-         const char *const *streams, const svc_view_opts *o) {
+svc_main_run(svc *s, const char *name, int argc, char **argv,
+             const char *const *streams, svc_run_fn run, void *ud) {
   int rc = svc_init(s, name, argc, argv);
   if (rc)
     return rc;
   svc_signals(s);
-  if (svc_connect(s, streams) < 0)
+  if (svc_connect(s, streams) < 0) {
+    svc_close(s);
     return 1;
-  rc = svc_run_view(s, o);
+  }
+  rc = run(s, ud);
   svc_close(s);
   SVC_LOG(s, SVC_INFO, "-", 0, "stopped");
   return rc ? 1 : 0;
+}
+
+static int
+run_view(svc *s, void *ud) {
+  return svc_run_view(s, ud);
+}
+
+int
+svc_main(svc *s, const char *name, int argc, char **argv,
+         const char *const *streams, const svc_view_opts *o) {
+  return svc_main_run(s, name, argc, argv, streams, run_view, (void *)o);
 }

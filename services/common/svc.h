@@ -53,6 +53,18 @@ void svc_close(svc *s);
  * (docs/design.md section 5), the ones a rebuild reads too. */
 void svc_service_input(bus_service_opts *so, const bus_view_def *def);
 
+/*
+ * Service loop options every view service starts from: so initialised,
+ * its name the instance's (--name) or the service's, def's input, s's
+ * stop flag, and its state reported by svc_on_state. The caller adds its
+ * hooks (on_batch, ud, tick_ms, ...).
+ */
+void svc_service_opts(svc *s, bus_service_opts *so, const bus_view_def *def);
+
+/* A debug line with the view's counters after a batch that applied
+ * something new (*logged: the applied sequence last logged). */
+void svc_log_applied(const svc *s, const bus_view_stats *st, uint64_t *logged);
+
 /* bus_service_opts.on_state for a service whose state_ud is its svc: one
  * error line saying what is wrong and the way back (a rebuild). */
 void svc_on_state(int state, const char *why, void *ud);
@@ -89,6 +101,15 @@ int svc_run_view(svc *s, const svc_view_opts *o);
  */
 int svc_main(svc *s, const char *name, int argc, char **argv,
              const char *const *streams, const svc_view_opts *o);
+
+/*
+ * The same frame around a service's own run (one that is not
+ * svc_run_view's shape), called once connected; its non-zero result is
+ * an error (exit code 1).
+ */
+typedef int (*svc_run_fn)(svc *s, void *ud);
+int svc_main_run(svc *s, const char *name, int argc, char **argv,
+                 const char *const *streams, svc_run_fn run, void *ud);
 
 /* One line: time, level, service, subject, seq, message. */
 void svc_logf(const svc *s, int level, const char *subject, uint64_t seq,

@@ -34,26 +34,20 @@ on_status(bus_conn *c, const char *subject, const char *reply, const void *data,
     return;
   reports_stats st;
   reports_get_stats(a->r, &st);
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 9);
-  msgpack_pack_str_with_body(&pk, "name", 4);
-  msgpack_pack_str_with_body(&pk, a->name, strlen(a->name));
-  bus_pack_kv_uint(&pk, "seq", st.last_seq);
-  msgpack_pack_str_with_body(&pk, "digest", 6);
-  msgpack_pack_str_with_body(&pk, "", 0);
-  bus_pack_kv_uint(&pk, "lag", 0);
-  bus_pack_kv_uint(&pk, "applied", st.appended);
-  bus_pack_kv_uint(&pk, "stale", 0);
-  bus_pack_kv_uint(&pk, "rejected", st.refused);
-  bus_pack_kv_uint(&pk, "outbox", 0);
-  msgpack_pack_str_with_body(&pk, "version", 7);
-  msgpack_pack_str_with_body(&pk, bus_build_version(),
-                             strlen(bus_build_version()));
-  bus_conn_publish(c, reply, sb.data, sb.size);
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  msgpack_pack_map(&b.pk, 9);
+  bus_pack_kv_str(&b.pk, "name", a->name);
+  bus_pack_kv_uint(&b.pk, "seq", st.last_seq);
+  bus_pack_kv_str(&b.pk, "digest", "");
+  bus_pack_kv_uint(&b.pk, "lag", 0);
+  bus_pack_kv_uint(&b.pk, "applied", st.appended);
+  bus_pack_kv_uint(&b.pk, "stale", 0);
+  bus_pack_kv_uint(&b.pk, "rejected", st.refused);
+  bus_pack_kv_uint(&b.pk, "outbox", 0);
+  bus_pack_kv_str(&b.pk, "version", bus_build_version());
+  bus_conn_publish(c, reply, b.sb.data, b.sb.size);
+  bus_packbuf_destroy(&b);
 }
 
 static void
@@ -63,7 +57,9 @@ on_log(const char *subject, const char *msg, void *ud) {
 }
 
 static int
-serve(app *a) {
+serve(svc *s, void *ud) {
+  app *a = ud;
+  a->name = s->instance ? s->instance : "reports";
   char own[BUS_SUBJECT_MAX];
   bus_serve *all = NULL, *one = NULL;
   reports_opts o;
@@ -100,16 +96,5 @@ int
 main(int argc, char **argv) {
   app a;
   memset(&a, 0, sizeof a);
-  int rc = svc_init(&a.s, "reports", argc, argv);
-  if (rc)
-    return rc;
-  a.name = a.s.instance ? a.s.instance : "reports";
-  svc_signals(&a.s);
-  if (svc_connect(&a.s, streams)) {
-    svc_close(&a.s);
-    return 1;
-  }
-  rc = serve(&a);
-  svc_close(&a.s);
-  return rc ? 1 : 0;
+  return svc_main_run(&a.s, "reports", argc, argv, streams, serve, &a);
 }

@@ -71,13 +71,7 @@ on_batch(const bus_view_stats *st, void *ud) {
     SVC_LOG(&a->s, SVC_INFO, "lark.ev.cert.>", st->applied_seq,
             "revocation list rewritten");
   }
-  if (st->applied_seq == a->logged_seq)
-    return;
-  a->logged_seq = st->applied_seq;
-  SVC_LOG(&a->s, SVC_DEBUG, "lark.ev.cert.>", st->applied_seq,
-          "applied %llu stale %llu rejected %llu",
-          (unsigned long long)st->applied, (unsigned long long)st->stale,
-          (unsigned long long)st->rejected);
+  svc_log_applied(&a->s, st, &a->logged_seq);
 }
 
 static int
@@ -89,13 +83,9 @@ serve_and_run(app *a) {
   int rc = bus_verbs_serve(a->s.conn, &verbs, a->view, &env, a->workers, &q);
   if (!rc) {
     bus_service_opts so;
-    bus_service_opts_init(&so);
+    svc_service_opts(&a->s, &so, &a->def);
     so.name = "signer";
-    svc_service_input(&so, &a->def);
-    so.stop_flag = &a->s.stop;
     so.on_batch = on_batch;
-    so.on_state = svc_on_state;
-    so.state_ud = &a->s;
     so.ud = a;
     SVC_LOG(&a->s, SVC_INFO, "lark.ev.cert.>", 0, "running, %d workers",
             a->workers);
@@ -106,7 +96,9 @@ serve_and_run(app *a) {
 }
 
 static int
-run(app *a) {
+run(svc *s, void *ud) {
+  app *a = ud;
+  (void)s;
   int created = 0, published = 0;
   int rc = signer_ca_open(a->s.data, &a->ca, &created);
   if (rc) {
@@ -196,14 +188,5 @@ main(int argc, char **argv) {
                     "--max-valid take 90s, 15m, 24h, 30d (default <= max)\n");
     return 2;
   }
-  int rc = svc_init(&a.s, "signer", argc, argv);
-  if (rc)
-    return rc;
-  svc_signals(&a.s);
-  if (svc_connect(&a.s, streams) < 0)
-    return 1;
-  rc = run(&a);
-  svc_close(&a.s);
-  SVC_LOG(&a.s, SVC_INFO, "-", 0, "stopped");
-  return rc ? 1 : 0;
+  return svc_main_run(&a.s, "signer", argc, argv, streams, run, &a);
 }
