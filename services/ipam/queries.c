@@ -44,6 +44,7 @@ typedef struct qwalk {
   bus_txn *t;
   bus_packbuf b;
   uint32_t n;
+  uint64_t local; /* a summary's pods in its cluster */
   const char *domain, *cluster;
 } qwalk;
 
@@ -169,18 +170,14 @@ typedef struct cl_walk {
   const char *only; /* one cluster, or NULL */
 } cl_walk;
 
-/* The routed pods of w's domain that are in w's cluster, counted in n. */
-typedef struct lcount {
-  qwalk *w;
-  uint64_t n;
-} lcount;
-
+/* A routed pod of w's domain, counted in w->local when it is in w's
+ * cluster. */
 static int
 local_cb(const char *pod, void *ud) {
-  lcount *lc = ud;
+  qwalk *w = ud;
   pod_rec p;
-  if (routed_pod(lc->w, pod, &p) && !strcmp(p.rcluster, lc->w->cluster))
-    lc->n++;
+  if (routed_pod(w, pod, &p) && !strcmp(p.rcluster, w->cluster))
+    w->local++;
   return 0;
 }
 
@@ -193,8 +190,8 @@ cluster_cb(const char *c, void *ud) {
   w->cluster = c;
   if (!cw->summary)
     return ipam__scan_domain(w->t, "routes", w->domain, peer_row, w);
-  lcount lw = {w, 0};
-  ipam__scan_domain(w->t, "routes", w->domain, local_cb, &lw);
+  w->local = 0;
+  ipam__scan_domain(w->t, "routes", w->domain, local_cb, w);
   uint64_t all = count_under(w->t, "routes", w->domain);
   char name[2 * IPAM_NAME_SZ + 1];
   snprintf(name, sizeof name, "%s.%s", w->domain, c);
@@ -203,8 +200,8 @@ cluster_cb(const char *c, void *ud) {
   bus_pack_kv_str(&w->b.pk, "domain", w->domain);
   bus_pack_kv_str(&w->b.pk, "cluster", c);
   bus_pack_kv_uint(&w->b.pk, "pods", all);
-  bus_pack_kv_uint(&w->b.pk, "local", lw.n);
-  bus_pack_kv_uint(&w->b.pk, "hub", all - lw.n);
+  bus_pack_kv_uint(&w->b.pk, "local", w->local);
+  bus_pack_kv_uint(&w->b.pk, "hub", all - w->local);
   w->n++;
   return 0;
 }
