@@ -26,8 +26,6 @@ typedef struct app {
   svc s;
   bus_view *view;
   ipam_opts opts;
-  bus_view_def def;
-  uint64_t logged_seq;
 } app;
 
 static void
@@ -37,44 +35,13 @@ on_cmd(const bus_cmd *cmd, int rc, void *ud) {
           cmd->kind, cmd->verb, cmd->user, rc ? bus_strerror(rc) : "ok");
 }
 
-static void
-on_batch(const bus_view_stats *st, void *ud) {
-  app *a = ud;
-  if (st->applied_seq == a->logged_seq)
-    return;
-  a->logged_seq = st->applied_seq;
-  SVC_LOG(&a->s, SVC_DEBUG, "lark.ev.>", st->applied_seq,
-          "applied %llu stale %llu rejected %llu outbox %llu",
-          (unsigned long long)st->applied, (unsigned long long)st->stale,
-          (unsigned long long)st->rejected, (unsigned long long)st->outbox);
-}
-
+/* Before the loop: the hold decide keeps ended pods' addresses for. */
 static int
-run(app *a) {
-  bus_verbs verbs = ipam_verbs;
-  verbs.on_done = on_cmd;
-  bus_cmd_server *q = NULL;
-  int rc = bus_verbs_serve(a->s.conn, &verbs, a->view, a, 0, &q);
-  if (!rc) {
-    bus_service_opts so;
-    bus_service_opts_init(&so);
-    so.name = a->s.instance ? a->s.instance : "ipam";
-    svc_service_input(&so, &a->def);
-    so.stop_flag = &a->s.stop;
-    so.tick_ms = 500;
-    so.on_batch = on_batch;
-    so.on_state = svc_on_state;
-    so.state_ud = &a->s;
-    so.ud = a;
-    SVC_LOG(&a->s, SVC_INFO, "lark.ev.>", 0, "running, hold %lld ms",
-            (long long)(a->opts.hold_ns / 1000000));
-    rc = bus_service_run(a->s.conn, a->view, &so);
-  }
-  if (rc)
-    SVC_LOG(&a->s, SVC_ERROR, "lark.ev.>", 0, "%s (%s)", bus_strerror(rc),
-            bus_last_error());
-  bus_cmd_server_stop(q);
-  return rc;
+start(svc *s, bus_view *v, void *ud) {
+  (void)v;
+  SVC_LOG(s, SVC_INFO, "lark.ev.>", 0, "running, hold %lld ms",
+          (long long)(((app *)ud)->opts.hold_ns / 1000000));
+  return 0;
 }
 
 /* "500ms", "30s", "5m", "1h" or seconds; -1 when invalid. */
@@ -120,25 +87,14 @@ main(int argc, char **argv) {
     fprintf(stderr, "lark-ipam: --hold takes 500ms, 30s, 5m, 1h (<= 30d)\n");
     return 2;
   }
-  int rc = svc_init(&a.s, "ipam", argc, argv);
-  if (rc)
-    return rc;
-  svc_signals(&a.s);
-  if (svc_connect(&a.s, streams) < 0)
-    return 1;
-  ipam_view_def(&a.def);
-  a.def.ud = &a.opts;
-  bus_view_opts vo;
-  bus_view_opts_init(&vo);
-  vo.dir = a.s.data;
-  rc = bus_view_open(&a.view, &a.def, &vo);
-  if (rc)
-    SVC_LOG(&a.s, SVC_ERROR, "-", 0, "open view %s: %s (%s)", a.s.data,
-            bus_strerror(rc), bus_last_error());
-  else
-    rc = run(&a);
-  bus_view_close(a.view);
-  svc_close(&a.s);
-  SVC_LOG(&a.s, SVC_INFO, "-", 0, "stopped");
-  return rc ? 1 : 0;
+  bus_verbs verbs = ipam_verbs;
+  verbs.on_done = on_cmd;
+  svc_view_opts o = {.verbs = &verbs,
+                     .ud = &a,
+                     .view = &a.view,
+                     .tick_ms = 500,
+                     .start = start};
+  ipam_view_def(&o.def);
+  o.def.ud = &a.opts;
+  return svc_main(&a.s, "ipam", argc, argv, streams, &o);
 }
