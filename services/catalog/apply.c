@@ -2,10 +2,10 @@
  * apply.c - apply for the catalog view, and its definition.
  *
  * apply is pure: it reads the event and the aggregate's version record
- * (already advanced by the view, see view.c) and writes two entries. It
- * never reads the previous catalog record, so a rebuild costs three puts
- * per event. Keys are "<kind>/<id>": names hold no '/', so a prefix scan
- * on "<kind>/" lists a kind, and "<kind>/<id>/" one history.
+ * (already advanced by the view, libbus view_apply.c) and writes two entries.
+ * It never reads the previous catalog record, so a rebuild costs three puts per
+ * event. Keys are "<kind>/<id>": names hold no '/', so a prefix scan on
+ * "<kind>/" lists a kind, and "<kind>/<id>/" one history.
  */
 #include <string.h>
 

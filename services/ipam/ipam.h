@@ -113,7 +113,7 @@ int ipam_set_next(void *ud, uint64_t from, uint64_t *taken);
 
 /*
  * The view, filter lark.ev.> (domains, the placement log, Jobs, Pods and
- * Nodes). Its tables are described in view.c. decide (live only) emits,
+ * Nodes). Its tables are described in ipam-int.h. decide (live only) emits,
  * per domain and per version of lark.ev.domain.<d>, at most one of:
  * domain.released (pods that ended, after the hold), domain.allocated or
  * domain.exhausted (the oldest Job waiting); and the route messages
