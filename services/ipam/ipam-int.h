@@ -80,19 +80,23 @@ typedef struct job_rec {
  */
 int ipam__rec_get(bus_txn *t, const char *table, const char *name, void *r,
                   size_t sz);
+/* Checks that p points at a type (a compile-time check; evaluates nothing). */
+#define IPAM__IS(type, p) (void)sizeof((p) == (type *)0)
+#define IPAM__PUT(t, table, type, key, r)                                      \
+  (IPAM__IS(type, r),                                                          \
+   bus_txn_put((t), table, key, strlen(key), (r), sizeof(type)))
 #define ipam_dom_get(t, name, r)                                               \
-  ipam__rec_get((t), "domains", (name), (dom_rec *)(r), sizeof(dom_rec))
-#define ipam_dom_put(t, r)                                                     \
-  bus_txn_put((t), "domains", (r)->name, strlen((r)->name), (r),               \
-              sizeof(dom_rec))
+  (IPAM__IS(dom_rec, r),                                                       \
+   ipam__rec_get((t), "domains", (name), (r), sizeof(dom_rec)))
+#define ipam_dom_put(t, r) IPAM__PUT(t, "domains", dom_rec, (r)->name, r)
 #define ipam_pod_get(t, name, r)                                               \
-  ipam__rec_get((t), "pods", (name), (pod_rec *)(r), sizeof(pod_rec))
-#define ipam_pod_put(t, r)                                                     \
-  bus_txn_put((t), "pods", (r)->pod, strlen((r)->pod), (r), sizeof(pod_rec))
+  (IPAM__IS(pod_rec, r),                                                       \
+   ipam__rec_get((t), "pods", (name), (r), sizeof(pod_rec)))
+#define ipam_pod_put(t, r) IPAM__PUT(t, "pods", pod_rec, (r)->pod, r)
 #define ipam_job_get(t, name, r)                                               \
-  ipam__rec_get((t), "jobs", (name), (job_rec *)(r), sizeof(job_rec))
-#define ipam__job_put(t, r)                                                    \
-  bus_txn_put((t), "jobs", (r)->name, strlen((r)->name), (r), sizeof(job_rec))
+  (IPAM__IS(job_rec, r),                                                       \
+   ipam__rec_get((t), "jobs", (name), (r), sizeof(job_rec)))
+#define ipam__job_put(t, r) IPAM__PUT(t, "jobs", job_rec, (r)->name, r)
 
 /* The <id> of the subject lark.ev.<kind>.<id>; "" when there is none. */
 const char *ipam__subject_id(const char *subject);
