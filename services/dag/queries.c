@@ -88,56 +88,36 @@ describe(bus_txn *t, const char *name, msgpack_packer *pk) {
   return rc;
 }
 
-typedef struct listing {
-  bus_txn *t;
-  bus_packbuf items; /* counted in n */
-  uint32_t n, limit;
-  int rc;
-} listing;
-
+/* One row of the workflows table, packed unless deleted. */
 static int
-list_one(const void *key, size_t klen, const void *val, size_t vlen, void *ud) {
+list_one(const void *key, size_t klen, const void *val, size_t vlen,
+         msgpack_packer *pk, void *ud) {
   (void)val, (void)vlen;
-  listing *l = ud;
   char name[BUS_NAME_MAX + 1];
   dag__wfrec r;
   if (klen >= sizeof name)
     return 0;
   memcpy(name, key, klen);
   name[klen] = 0;
-  l->rc = dag__wf_get(l->t, name, &r);
-  if (l->rc)
-    return 1;
-  if (r.deleted)
-    return 0;
-  pack_summary(&l->items.pk, &r, 0);
-  l->n++;
-  return l->limit && l->n == l->limit;
+  int rc = dag__wf_get(ud, name, &r);
+  if (rc || r.deleted)
+    return rc;
+  pack_summary(pk, &r, 0);
+  return 1;
 }
 
 static int
 list(bus_txn *t, const char *name, uint32_t limit, msgpack_packer *pk) {
-  listing l = {.t = t, .limit = limit};
-  bus_packbuf_init(&l.items);
-  int rc = 0;
-  if (*name) {
-    dag__wfrec r;
-    rc = dag__wf_get(t, name, &r);
-    if (!rc && !r.deleted) {
-      pack_summary(&l.items.pk, &r, 0);
-      l.n = 1;
-    }
-    rc = rc == BUS_ENOT_FOUND ? 0 : rc;
-  } else {
-    rc = bus_txn_scan(t, DAG__T_WORKFLOWS, NULL, 0, list_one, &l);
-    rc = rc < 0 ? rc : l.rc;
-  }
-  if (!rc) {
-    msgpack_pack_array(pk, l.n);
-    bus_pack_raw(pk, l.items.sb.data, l.items.sb.size);
-  }
-  bus_packbuf_destroy(&l.items);
-  return rc;
+  dag__wfrec r;
+  if (!*name)
+    return bus_txn_list(t, DAG__T_WORKFLOWS, NULL, 0, limit, list_one, t, pk);
+  int rc = dag__wf_get(t, name, &r);
+  if (rc && rc != BUS_ENOT_FOUND)
+    return rc;
+  msgpack_pack_array(pk, !rc && !r.deleted);
+  if (!rc && !r.deleted)
+    pack_summary(pk, &r, 0);
+  return 0;
 }
 
 int

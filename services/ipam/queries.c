@@ -77,38 +77,38 @@ list_domain(void *rec, void *ud) {
   return 0;
 }
 
+/* addrs <d>/be64(off) -> pod: the pod holding it (ud: the transaction). */
 static int
-list_alloc(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+list_alloc(const void *k, size_t kl, const void *v, size_t vl,
+           msgpack_packer *pk, void *ud) {
   (void)k, (void)kl;
-  qwalk *w = ud;
   char pod[IPAM_DNAME_SZ];
   pod_rec p;
   ipam_copy(pod, sizeof pod, v, vl);
-  if (ipam_pod_get(w->t, pod, &p))
+  if (ipam_pod_get((bus_txn *)ud, pod, &p))
     return 0;
-  msgpack_pack_map(&w->b.pk, 5);
-  bus_pack_kv_str(&w->b.pk, "pod", p.pod);
-  bus_pack_kv_str(&w->b.pk, "ip", p.vip);
-  bus_pack_kv_str(&w->b.pk, "job", p.job);
-  bus_pack_kv_str(&w->b.pk, "node", p.node);
-  bus_pack_kv_str(&w->b.pk, "state",
+  msgpack_pack_map(pk, 5);
+  bus_pack_kv_str(pk, "pod", p.pod);
+  bus_pack_kv_str(pk, "ip", p.vip);
+  bus_pack_kv_str(pk, "job", p.job);
+  bus_pack_kv_str(pk, "node", p.node);
+  bus_pack_kv_str(pk, "state",
                   p.ended    ? "ended"
                   : p.routed ? "routed"
                              : "held");
-  w->n++;
-  return 0;
+  return 1;
 }
 
+/* wants <d>/be64(seq)<job>: the Job (ud: the length of "<d>/"). */
 static int
-list_want(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+list_want(const void *k, size_t kl, const void *v, size_t vl,
+          msgpack_packer *pk, void *ud) {
   (void)v, (void)vl;
-  qwalk *w = ud;
-  size_t plen = strlen(w->domain) + 9;
+  size_t plen = *(const size_t *)ud + 8;
   if (kl <= plen)
     return 0;
-  msgpack_pack_str_with_body(&w->b.pk, (const char *)k + plen, kl - plen);
-  w->n++;
-  return 0;
+  msgpack_pack_str_with_body(pk, (const char *)k + plen, kl - plen);
+  return 1;
 }
 
 static int
@@ -118,22 +118,15 @@ describe_domain(bus_txn *t, const char *name, msgpack_packer *pk) {
   if (rc)
     return rc == BUS_ENOT_FOUND ? bus_error(rc, "no domain %s", name) : rc;
   char prefix[IPAM_NAME_SZ + 1];
-  snprintf(prefix, sizeof prefix, "%s/", name);
+  size_t plen = (size_t)snprintf(prefix, sizeof prefix, "%s/", name);
   msgpack_pack_map(pk, 3);
   bus_pack_str(pk, "domain");
   pack_domain(t, pk, &d);
-  qwalk w;
-  qwalk_init(&w, t);
-  w.domain = name;
   bus_pack_str(pk, "allocations");
-  rc = bus_txn_scan(t, "addrs", prefix, strlen(prefix), list_alloc, &w);
-  if ((rc = qwalk_done(&w, pk, rc)))
+  if ((rc = bus_txn_list(t, "addrs", prefix, plen, 0, list_alloc, t, pk)))
     return rc;
-  qwalk_init(&w, t);
-  w.domain = name;
   bus_pack_str(pk, "waiting");
-  rc = bus_txn_scan(t, "wants", prefix, strlen(prefix), list_want, &w);
-  return qwalk_done(&w, pk, rc);
+  return bus_txn_list(t, "wants", prefix, plen, 0, list_want, &plen, pk);
 }
 
 /* ---------------------------------------------------------------- peers */
