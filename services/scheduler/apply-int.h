@@ -23,30 +23,40 @@ typedef struct pods_ctx {
 int sched_terminal(const char *phase);
 /* Whether the Job still has a pod to place (apply.c). */
 int sched_job_waits(bus_txn *t, const char *job, int *waits);
-/* o packed again into sb. */
-int sched_repack(const msgpack_object *o, msgpack_sbuffer *sb);
+/* The record of the Job an event names into *j; BUS_EINVAL when the view
+ * has no such Job (the event is refused, or passed over). */
+int sched_job_named(bus_txn *t, bus_str job, job_rec *j);
+/* o packed into table under key, as it came (a resource kept as it was
+ * submitted: commands compare it byte for byte). */
+int sched_put_object(bus_txn *t, const char *table, const char *key,
+                     const msgpack_object *o);
 
 /* apply_node.c: book (sign > 0) or give back a pod's capacity on its
  * node; the node events. */
 int sched_node_book(bus_txn *t, const pod_rec *p, int sign);
 int sched_apply_node_registered(bus_txn *t, const bus_event *ev,
-                                const char *name);
-int sched_apply_node_state(bus_txn *t, const bus_event *ev, const char *name,
-                           const char *verb);
+                                const char *name, const bus_node_res *res);
+int sched_apply_node_state(bus_txn *t, const bus_event *ev, const char *name);
 
 /* apply_job.c: the Job events. */
-int sched_apply_job_submitted(bus_txn *t, const bus_event *ev,
-                              const char *name);
-int sched_apply_job_verb(bus_txn *t, const bus_event *ev, const char *name,
-                         const char *verb);
-int sched_apply_job_placed(bus_txn *t, const bus_event *ev);
-int sched_apply_job_unplaced(bus_txn *t, const bus_event *ev);
+int sched_apply_job_submitted(bus_txn *t, const bus_event *ev, const char *name,
+                              const bus_job_res *res);
+int sched_apply_job_verb(bus_txn *t, const bus_event *ev, const char *name);
+int sched_apply_job_placed(bus_txn *t, const bus_event *ev,
+                           const bus_ev_job_placed *d);
+int sched_apply_job_unplaced(bus_txn *t, const bus_event *ev,
+                             const bus_ev_job_unplaced *d);
 
 /* apply_pod.c: a pod failed (retried when it may); the pod and domain
  * events. */
 int sched_fail_pod(bus_txn *t, pod_rec *p, const char *reason, uint64_t seq);
-int sched_apply_pod_phase(bus_txn *t, const bus_event *ev, const char *name);
-int sched_apply_domain(bus_txn *t, const bus_event *ev, const char *verb);
-int sched_apply_domain_released(bus_txn *t, const bus_event *ev);
+int sched_apply_pod_phase(bus_txn *t, const bus_event *ev, const char *name,
+                          const bus_ev_pod_phase *d);
+/* domain.allocated: the Job's pods (of that generation, when given) have
+ * their addresses; domain.exhausted: the Job waits for some. */
+int sched_apply_domain(bus_txn *t, const bus_event *ev, bus_str job,
+                       int has_generation, uint64_t generation);
+int sched_apply_domain_exhausted(bus_txn *t, const bus_ev_domain_exhausted *d);
+int sched_apply_domain_released(bus_txn *t, bus_str domain);
 
 #endif

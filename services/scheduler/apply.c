@@ -30,36 +30,38 @@
 /* The <id> of lark.ev.<kind>.<id>. */
 static const char *
 subject_id(const char *subject) {
-  const char *p = strchr(subject + 8, '.');
+  const char *p = subject ? strchr(subject + 8, '.') : NULL;
   return p ? p + 1 : "";
 }
 
 /* -------------------------------------------------------------- phases */
 
+/* A Job's phase (reason: its job.phase's, when it gives one) or, task
+ * set, a Task's. */
 static int
-apply_phase(bus_txn *t, const bus_event *ev, const char *kind,
-            const char *name) {
-  char phase[SCHED_PHASE_SZ] = "";
-  bus_obj_str(&ev->data, "phase", phase, sizeof phase);
+apply_phase(bus_txn *t, const bus_event *ev, int task, bus_str phase,
+            const bus_str *reason) {
+  const char *name = subject_id(ev->subject);
   int rc;
-  if (!strcmp(kind, "job")) {
+  if (!task) {
     job_rec j;
     if ((rc = sched_job_get(t, name, &j)))
       return rc == BUS_ENOT_FOUND ? BUS_EINVAL : rc;
-    sched_copy(j.phase, sizeof j.phase, phase, strlen(phase));
-    bus_obj_str(&ev->data, "reason", j.reason, sizeof j.reason);
+    bus_str_copy(phase, j.phase, sizeof j.phase);
+    if (reason)
+      bus_str_copy(*reason, j.reason, sizeof j.reason);
     rc = sched_job_put(t, &j);
   } else {
     task_rec r;
     if ((rc = sched_task_get(t, name, &r)))
       return rc == BUS_ENOT_FOUND ? BUS_EINVAL : rc;
-    sched_copy(r.phase, sizeof r.phase, phase, strlen(phase));
+    bus_str_copy(phase, r.phase, sizeof r.phase);
     rc = sched_task_put(t, &r);
   }
   bus_txn_unmark(t, ev->id, strlen(ev->id)); /* decide's note: landed */
   if (rc)
     return rc;
-  if (!strcmp(kind, "job"))
+  if (!task)
     return sched_touch(t, name);
   task_rec r;
   return sched_task_get(t, name, &r) ? 0 : sched_touch(t, r.job);
@@ -67,94 +69,114 @@ apply_phase(bus_txn *t, const bus_event *ev, const char *kind,
 
 /* ------------------------------------------------------------ dispatch */
 
-/* The verb of a type "<kind>.<verb>". */
-static const char *
-verb_of(const bus_event *ev) {
-  return strchr(ev->type, '.') + 1;
+static int
+on_job_phase(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
+  const bus_ev_job_phase *d = data;
+  (void)ud;
+  return apply_phase(t, ev, 0, d->phase, d->has_reason ? &d->reason : NULL);
 }
 
 static int
-on_node_state(bus_txn *t, const bus_event *ev, const char *id) {
-  return sched_apply_node_state(t, ev, id, verb_of(ev));
+on_task_phase(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
+  const bus_ev_task_phase *d = data;
+  (void)ud;
+  return apply_phase(t, ev, 1, d->phase, NULL);
 }
 
 static int
-on_job_verb(bus_txn *t, const bus_event *ev, const char *id) {
-  return sched_apply_job_verb(t, ev, id, verb_of(ev));
+on_node_state(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
+  (void)data, (void)ud;
+  return sched_apply_node_state(t, ev, subject_id(ev->subject));
 }
 
 static int
-on_job_placed(bus_txn *t, const bus_event *ev, const char *id) {
-  (void)id;
-  return sched_apply_job_placed(t, ev);
+on_job_verb(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
+  (void)data, (void)ud;
+  return sched_apply_job_verb(t, ev, subject_id(ev->subject));
 }
 
 static int
-on_job_unplaced(bus_txn *t, const bus_event *ev, const char *id) {
-  (void)id;
-  return sched_apply_job_unplaced(t, ev);
+on_job_submitted(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
+  (void)ud;
+  return sched_apply_job_submitted(t, ev, subject_id(ev->subject), data);
 }
 
 static int
-on_job_phase(bus_txn *t, const bus_event *ev, const char *id) {
-  return apply_phase(t, ev, "job", id);
+on_node_registered(bus_txn *t, const bus_event *ev, const void *data,
+                   void *ud) {
+  (void)ud;
+  return sched_apply_node_registered(t, ev, subject_id(ev->subject), data);
 }
 
 static int
-on_task_phase(bus_txn *t, const bus_event *ev, const char *id) {
-  return apply_phase(t, ev, "task", id);
+on_pod_phase(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
+  (void)ud;
+  return sched_apply_pod_phase(t, ev, subject_id(ev->subject), data);
 }
 
 static int
-on_domain(bus_txn *t, const bus_event *ev, const char *id) {
-  (void)id;
-  return sched_apply_domain(t, ev, verb_of(ev));
+on_job_placed(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
+  (void)ud;
+  return sched_apply_job_placed(t, ev, data);
 }
 
 static int
-on_domain_released(bus_txn *t, const bus_event *ev, const char *id) {
-  (void)id;
-  return sched_apply_domain_released(t, ev);
+on_job_unplaced(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
+  (void)ud;
+  return sched_apply_job_unplaced(t, ev, data);
 }
 
-/* The event's type (libbus sets it, for an event built by hand too). */
-static bus_type
-type_of(const bus_event *ev) {
-  return bus_type_name(ev->t) ? ev->t : BUS_T_UNKNOWN;
+static int
+on_domain_allocated(bus_txn *t, const bus_event *ev, const void *data,
+                    void *ud) {
+  const bus_ev_domain_allocated *d = data;
+  (void)ud;
+  return sched_apply_domain(t, ev, d->job, d->has_generation, d->generation);
 }
 
-/* The types the view applies, indexed by the event's type (BUS_T_*); id
- * is the <id> of the event's subject lark.ev.<kind>.<id>. */
-typedef int (*apply_fn)(bus_txn *t, const bus_event *ev, const char *id);
+static int
+on_domain_exhausted(bus_txn *t, const bus_event *ev, const void *data,
+                    void *ud) {
+  (void)ev, (void)ud;
+  return sched_apply_domain_exhausted(t, data);
+}
 
-static const apply_fn apply_table[BUS_T__COUNT] = {
-    [BUS_T_DOMAIN_ALLOCATED] = on_domain,
-    [BUS_T_DOMAIN_DELETED] = on_domain_released,
-    [BUS_T_DOMAIN_EXHAUSTED] = on_domain,
-    [BUS_T_DOMAIN_RELEASED] = on_domain_released,
-    [BUS_T_JOB_DELETED] = on_job_verb,
-    [BUS_T_JOB_PHASE] = on_job_phase,
-    [BUS_T_JOB_PLACED] = on_job_placed,
-    [BUS_T_JOB_RESUMED] = on_job_verb,
-    [BUS_T_JOB_STOPPED] = on_job_verb,
-    [BUS_T_JOB_SUBMITTED] = sched_apply_job_submitted,
-    [BUS_T_JOB_UNPLACED] = on_job_unplaced,
-    [BUS_T_NODE_CORDONED] = on_node_state,
-    [BUS_T_NODE_HEARTBEAT] = on_node_state,
-    [BUS_T_NODE_NOTREADY] = on_node_state,
-    [BUS_T_NODE_READY] = on_node_state,
-    [BUS_T_NODE_REGISTERED] = sched_apply_node_registered,
-    [BUS_T_NODE_UNCORDONED] = on_node_state,
-    [BUS_T_POD_PHASE] = sched_apply_pod_phase,
-    [BUS_T_TASK_PHASE] = on_task_phase,
-};
+static int
+on_domain_released(bus_txn *t, const bus_event *ev, const void *data,
+                   void *ud) {
+  (void)ud;
+  /* domain.released and domain.deleted both lead with the domain */
+  return sched_apply_domain_released(
+      t, ev->t == BUS_T_DOMAIN_DELETED
+             ? ((const bus_ev_domain_deleted *)data)->domain
+             : ((const bus_ev_domain_released *)data)->domain);
+}
+
+/* The types the view applies, indexed by the event's type (BUS_T_*). */
+static const bus_apply_table apply_table = {
+    .on = {
+        [BUS_T_DOMAIN_ALLOCATED] = on_domain_allocated,
+        [BUS_T_DOMAIN_DELETED] = on_domain_released,
+        [BUS_T_DOMAIN_EXHAUSTED] = on_domain_exhausted,
+        [BUS_T_DOMAIN_RELEASED] = on_domain_released,
+        [BUS_T_JOB_DELETED] = on_job_verb,
+        [BUS_T_JOB_PHASE] = on_job_phase,
+        [BUS_T_JOB_PLACED] = on_job_placed,
+        [BUS_T_JOB_RESUMED] = on_job_verb,
+        [BUS_T_JOB_STOPPED] = on_job_verb,
+        [BUS_T_JOB_SUBMITTED] = on_job_submitted,
+        [BUS_T_JOB_UNPLACED] = on_job_unplaced,
+        [BUS_T_NODE_CORDONED] = on_node_state,
+        [BUS_T_NODE_HEARTBEAT] = on_node_state,
+        [BUS_T_NODE_NOTREADY] = on_node_state,
+        [BUS_T_NODE_READY] = on_node_state,
+        [BUS_T_NODE_REGISTERED] = on_node_registered,
+        [BUS_T_NODE_UNCORDONED] = on_node_state,
+        [BUS_T_POD_PHASE] = on_pod_phase,
+        [BUS_T_TASK_PHASE] = on_task_phase,
+    }};
 
 int
 sched_apply(bus_txn *t, const bus_event *ev, void *ud) {
-  (void)ud;
-  char kind[32];
-  if (bus_event_kind(ev->type, kind, sizeof kind))
-    return 0;
-  apply_fn fn = apply_table[type_of(ev)];
-  return fn ? fn(t, ev, subject_id(ev->subject)) : 0;
+  return bus_apply_dispatch(&apply_table, t, ev, ud);
 }

@@ -132,13 +132,14 @@ names_taken(bus_txn *t, const sched_job *job) {
 }
 
 int
-sched_apply_job_submitted(bus_txn *t, const bus_event *ev, const char *name) {
+sched_apply_job_submitted(bus_txn *t, const bus_event *ev, const char *name,
+                          const bus_job_res *res) {
   sched_job job;
   sched_expansion x;
   bus_field_err err;
   int n = 0;
   memset(&x, 0, sizeof x);
-  int rc = sched_job_from_msgpack(&ev->data, &job, &err, 1, &n);
+  int rc = sched_job_read(res, &job, &err, 1, &n);
   if (rc == 0 && strcmp(job.name, name))
     rc = BUS_EINVAL; /* the resource names another Job than its subject */
   if (rc == 0)
@@ -166,12 +167,8 @@ sched_apply_job_submitted(bus_txn *t, const bus_event *ev, const char *name) {
   j.sub_ts = (uint64_t)ev->ts;
   j.pods = (uint32_t)x.npods;
   j.stopped = (uint8_t)(job.stopped != 0);
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  sched_repack(&ev->data, &sb);
   if (!rc)
-    rc = bus_txn_put(t, "specs", name, strlen(name), sb.data, sb.size);
-  msgpack_sbuffer_destroy(&sb);
+    rc = sched_put_object(t, "specs", name, &ev->data);
   if (!rc)
     rc = put_tasks(t, &job, &x);
   if (!rc)
@@ -213,8 +210,7 @@ set_desired(bus_txn *t, pod_rec *p, void *ud) {
 }
 
 int
-sched_apply_job_verb(bus_txn *t, const bus_event *ev, const char *name,
-                     const char *verb) {
+sched_apply_job_verb(bus_txn *t, const bus_event *ev, const char *name) {
   job_rec j;
   int rc = sched_job_get(t, name, &j);
   if (rc == BUS_ENOT_FOUND)
@@ -222,12 +218,12 @@ sched_apply_job_verb(bus_txn *t, const bus_event *ev, const char *name,
   if (rc)
     return rc;
   pods_ctx c = {&j, "Stopped", ev->seq, 0};
-  if (!strcmp(verb, "stopped")) {
+  if (ev->t == BUS_T_JOB_STOPPED) {
     j.stopped = 1;
     strcpy(j.phase, "Stopped");
     strcpy(j.want, "Stopped");
     snprintf(j.reason, sizeof j.reason, "stopped by %s", ev->actor);
-  } else if (!strcmp(verb, "resumed")) {
+  } else if (ev->t == BUS_T_JOB_RESUMED) {
     j.stopped = 0;
     j.bound = j.ended = 0;
     j.addressed = j.exhausted = 0; /* a new run gets its addresses anew */
@@ -251,48 +247,44 @@ sched_apply_job_verb(bus_txn *t, const bus_event *ev, const char *name,
 /* ------------------------------------------------------------ placement */
 
 static int
-store_why(bus_txn *t, const char *pod, const msgpack_object *why) {
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  sched_repack(why, &sb);
-  int rc = bus_txn_put(t, "why", pod, strlen(pod), sb.data, sb.size);
-  msgpack_sbuffer_destroy(&sb);
+store_why(bus_txn *t, const char *pod, const bus_why *why) {
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  int rc = bus_why_write(&b.pk, why)
+               ? bus_error(-ENOMEM, "out of memory keeping why/%s", pod)
+               : bus_txn_put(t, "why", pod, strlen(pod), b.sb.data, b.sb.size);
+  bus_packbuf_destroy(&b);
   return rc;
 }
 
 static uint64_t
-gpu_mask(const msgpack_object *gpus) {
+gpu_mask(const bus_u64_list *gpus) {
   uint64_t m = 0;
-  for (uint32_t i = 0;
-       gpus && gpus->type == MSGPACK_OBJECT_ARRAY && i < gpus->via.array.size;
-       i++)
-    if (gpus->via.array.ptr[i].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
-        gpus->via.array.ptr[i].via.u64 < 64)
-      m |= 1ull << gpus->via.array.ptr[i].via.u64;
+  for (uint32_t i = 0; i < gpus->n; i++)
+    if (gpus->v[i] < 64)
+      m |= 1ull << gpus->v[i];
   return m;
 }
 
 /* One binding of a job.placed. A binding for a pod that is not waiting
  * with that attempt is passed over (it cannot book twice). */
 static int
-bind_one(bus_txn *t, job_rec *j, const msgpack_object *b,
-         const msgpack_object *why, uint64_t seq) {
-  char pod[SCHED_DNAME_SZ], node[SCHED_NAME_SZ], rt[32] = "raw";
+bind_one(bus_txn *t, job_rec *j, const bus_binding *b, const bus_why *why,
+         uint64_t seq) {
+  char pod[SCHED_DNAME_SZ], rt[32] = "raw";
   pod_rec p;
-  if (!bus_obj_str(b, "pod", pod, sizeof pod) ||
-      !bus_obj_str(b, "node", node, sizeof node))
-    return 0;
-  bus_obj_str(b, "runtime", rt, sizeof rt);
+  bus_str_copy(b->pod, pod, sizeof pod);
+  if (b->has_runtime)
+    bus_str_copy(b->runtime, rt, sizeof rt);
   int rc = sched_pod_get(t, pod, &p);
   if (rc == BUS_ENOT_FOUND)
     return 0;
   if (rc)
     return rc;
-  if (strcmp(p.job, j->name) || p.bound ||
-      (uint32_t)bus_obj_int(b, "attempt", 0) != p.attempt)
+  if (strcmp(p.job, j->name) || p.bound || (uint32_t)b->attempt != p.attempt)
     return 0;
-  sched_copy(p.node, sizeof p.node, node, strlen(node));
-  p.gpus = gpu_mask(bus_obj_get(b, "gpus"));
+  bus_str_copy(b->node, p.node, sizeof p.node);
+  p.gpus = gpu_mask(&b->gpus);
   p.runtime = (uint8_t)sched_runtime_bit(rt);
   p.bound = 1;
   p.released = 0;
@@ -307,30 +299,21 @@ bind_one(bus_txn *t, job_rec *j, const msgpack_object *b,
 }
 
 int
-sched_apply_job_placed(bus_txn *t, const bus_event *ev) {
-  char name[SCHED_NAME_SZ];
+sched_apply_job_placed(bus_txn *t, const bus_event *ev,
+                       const bus_ev_job_placed *d) {
   job_rec j;
-  if (!bus_obj_str(&ev->data, "job", name, sizeof name))
-    return BUS_EINVAL;
-  int rc = sched_job_get(t, name, &j);
-  if (rc == BUS_ENOT_FOUND)
-    return BUS_EINVAL;
+  int rc = sched_job_named(t, d->job, &j);
   if (rc)
     return rc;
-  if (j.stopped ||
-      j.generation !=
-          (uint64_t)bus_obj_int(&ev->data, "generation", (int64_t)j.generation))
+  if (j.stopped || (d->has_generation && d->generation != j.generation))
     return 0; /* placed for a Job that has moved on: books nothing */
-  const msgpack_object *bs = bus_obj_get(&ev->data, "bindings");
-  const msgpack_object *why = bus_obj_get(&ev->data, "why");
-  for (uint32_t i = 0;
-       !rc && bs && bs->type == MSGPACK_OBJECT_ARRAY && i < bs->via.array.size;
-       i++)
-    rc = bind_one(t, &j, &bs->via.array.ptr[i], why, ev->seq);
+  for (uint32_t i = 0; !rc && i < d->bindings.n; i++)
+    rc = bind_one(t, &j, &d->bindings.v[i], d->has_why ? &d->why : NULL,
+                  ev->seq);
   j.reason[0] = 0;
   int waits = 0;
   if (!rc)
-    rc = sched_job_waits(t, name, &waits);
+    rc = sched_job_waits(t, j.name, &waits);
   if (!rc && !waits)
     rc = sched_queue_job(t, &j, 0);
   return rc ? rc : sched_job_put(t, &j);
@@ -356,21 +339,19 @@ unbind(bus_txn *t, pod_rec *p, void *ud) {
 }
 
 int
-sched_apply_job_unplaced(bus_txn *t, const bus_event *ev) {
-  char name[SCHED_NAME_SZ], reason[SCHED_REASON_SZ] = "";
+sched_apply_job_unplaced(bus_txn *t, const bus_event *ev,
+                         const bus_ev_job_unplaced *d) {
   job_rec j;
-  if (!bus_obj_str(&ev->data, "job", name, sizeof name))
-    return BUS_EINVAL;
-  int rc = sched_job_get(t, name, &j);
+  int rc = sched_job_named(t, d->job, &j);
   if (rc)
-    return rc == BUS_ENOT_FOUND ? BUS_EINVAL : rc;
-  bus_obj_str(&ev->data, "reason", reason, sizeof reason);
+    return rc;
   pods_ctx c = {&j, "Stopped", ev->seq, 0};
-  if ((rc = sched_each_pod(t, name, unbind, &c)))
+  if ((rc = sched_each_pod(t, j.name, unbind, &c)))
     return rc;
   j.bound = 0;
   j.addressed = 0;
-  sched_copy(j.reason, sizeof j.reason, reason, strlen(reason));
+  bus_str_copy(d->has_reason ? d->reason : BUS_STR(""), j.reason,
+               sizeof j.reason);
   if (!j.stopped && (rc = sched_queue_job(t, &j, 1)))
     return rc;
   return sched_job_put(t, &j);

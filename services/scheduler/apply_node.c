@@ -14,11 +14,12 @@
 /* ---------------------------------------------------------------- nodes */
 
 int
-sched_apply_node_registered(bus_txn *t, const bus_event *ev, const char *name) {
+sched_apply_node_registered(bus_txn *t, const bus_event *ev, const char *name,
+                            const bus_node_res *res) {
   sched_node sn;
   bus_field_err err;
   int n = 0;
-  int rc = sched_node_from_msgpack(&ev->data, &sn, &err, 1, &n);
+  int rc = sched_node_read(res, &sn, &err, 1, &n);
   if (rc) {
     sched_node_clear(&sn);
     return BUS_EINVAL;
@@ -34,12 +35,8 @@ sched_apply_node_registered(bus_txn *t, const bus_event *ev, const char *name) {
   r.heartbeats = !strncmp(ev->actor, "node:", 5);
   sched_copy(r.cluster, sizeof r.cluster, sn.cluster, strlen(sn.cluster));
   sched_node_clear(&sn);
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  sched_repack(&ev->data, &sb);
   if (!rc)
-    rc = bus_txn_put(t, "nodespecs", name, strlen(name), sb.data, sb.size);
-  msgpack_sbuffer_destroy(&sb);
+    rc = sched_put_object(t, "nodespecs", name, &ev->data);
   return rc ? rc : sched_noderec_put(t, &r);
 }
 
@@ -51,41 +48,36 @@ typedef struct lost {
 
 /* A pod on a lost node failed (and retries elsewhere when it may). */
 static int
-lose_pod(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
-  (void)k, (void)kl;
+lose_pod(void *rec, void *ud) {
   lost *l = ud;
-  pod_rec p;
-  if (vl != sizeof p)
-    return BUS_ECORRUPT;
-  memcpy(&p, v, sizeof p);
-  if (!p.bound || p.released || strcmp(p.node, l->node) ||
-      strcmp(p.desired, "Running"))
+  pod_rec *p = rec;
+  if (!p->bound || p->released || strcmp(p->node, l->node) ||
+      strcmp(p->desired, "Running"))
     return 0;
-  return sched_fail_pod(l->t, &p, "NodeLost: the node stopped responding",
+  return sched_fail_pod(l->t, p, "NodeLost: the node stopped responding",
                         l->seq);
 }
 
 int
-sched_apply_node_state(bus_txn *t, const bus_event *ev, const char *name,
-                       const char *verb) {
+sched_apply_node_state(bus_txn *t, const bus_event *ev, const char *name) {
   node_rec r;
   int rc = sched_noderec_get(t, name, &r);
   if (rc == BUS_ENOT_FOUND)
     return BUS_EINVAL; /* a state change for a node never registered */
   if (rc)
     return rc;
-  if (!strcmp(verb, "ready"))
+  if (ev->t == BUS_T_NODE_READY)
     r.ready = 1;
-  else if (!strcmp(verb, "notready"))
+  else if (ev->t == BUS_T_NODE_NOTREADY)
     r.ready = 0;
-  else if (!strcmp(verb, "cordoned"))
+  else if (ev->t == BUS_T_NODE_CORDONED)
     r.cordoned = 1;
-  else if (!strcmp(verb, "uncordoned"))
+  else if (ev->t == BUS_T_NODE_UNCORDONED)
     r.cordoned = 0;
   if ((rc = sched_noderec_put(t, &r)))
     return rc;
-  if (strcmp(verb, "notready"))
+  if (ev->t != BUS_T_NODE_NOTREADY)
     return 0;
   lost l = {t, name, ev->seq};
-  return bus_txn_scan(t, "pods", NULL, 0, lose_pod, &l);
+  return sched_each_rec(t, "pods", NULL, sizeof(pod_rec), 1, lose_pod, &l);
 }

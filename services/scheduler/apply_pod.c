@@ -16,22 +16,25 @@
 /* ------------------------------------------------------------------ pods */
 
 int
-sched_apply_pod_phase(bus_txn *t, const bus_event *ev, const char *name) {
-  char phase[SCHED_PHASE_SZ] = "", node[SCHED_NAME_SZ] = "";
+sched_apply_pod_phase(bus_txn *t, const bus_event *ev, const char *name,
+                      const bus_ev_pod_phase *d) {
+  char phase[SCHED_PHASE_SZ], node[SCHED_NAME_SZ];
   char reason[SCHED_REASON_SZ] = "";
   pod_rec p;
   int rc = sched_pod_get(t, name, &p);
   if (rc)
     return rc == BUS_ENOT_FOUND ? BUS_EINVAL : rc;
-  bus_obj_str(&ev->data, "phase", phase, sizeof phase);
-  bus_obj_str(&ev->data, "node", node, sizeof node);
-  bus_obj_str(&ev->data, "reason", reason, sizeof reason);
-  if ((uint32_t)bus_obj_int(&ev->data, "attempt", 0) != p.attempt ||
-      strcmp(node, p.node) || !p.bound || p.released)
+  bus_str_copy(d->phase, phase, sizeof phase);
+  bus_str_copy(d->node, node, sizeof node);
+  if (d->has_reason)
+    bus_str_copy(d->reason, reason, sizeof reason);
+  if ((uint32_t)d->attempt != p.attempt || strcmp(node, p.node) || !p.bound ||
+      p.released)
     return 0; /* about an earlier attempt, or a pod no longer there */
-  bus_obj_str(&ev->data, "localIP", p.local_ip, sizeof p.local_ip);
-  p.exit_code = (int32_t)bus_obj_int(&ev->data, "exitCode", 0);
-  p.signal = (uint32_t)bus_obj_int(&ev->data, "signal", 0);
+  if (d->has_localIP)
+    bus_str_copy(d->localIP, p.local_ip, sizeof p.local_ip);
+  p.exit_code = (int32_t)d->exitCode;
+  p.signal = (uint32_t)d->signal;
   if (!strcmp(phase, "Failed"))
     return sched_fail_pod(t, &p, reason[0] ? reason : "the pod failed",
                           ev->seq);
@@ -62,33 +65,33 @@ address(bus_txn *t, pod_rec *p, void *ud) {
 }
 
 int
-sched_apply_domain(bus_txn *t, const bus_event *ev, const char *verb) {
-  char name[SCHED_NAME_SZ];
+sched_apply_domain(bus_txn *t, const bus_event *ev, bus_str job,
+                   int has_generation, uint64_t generation) {
   job_rec j;
-  if (!bus_obj_str(&ev->data, "job", name, sizeof name))
-    return 0;
-  int rc = sched_job_get(t, name, &j);
-  if (rc == BUS_ENOT_FOUND)
-    return 0;
+  int rc = sched_job_named(t, job, &j);
   if (rc)
-    return rc;
-  if (!strcmp(verb, "exhausted")) {
-    snprintf(j.reason, sizeof j.reason,
-             "DomainExhausted: %lld addresses needed, %lld free",
-             (long long)bus_obj_int(&ev->data, "needed", 0),
-             (long long)bus_obj_int(&ev->data, "free", 0));
-    j.exhausted = 1; /* decide gives its capacity back (job.unplaced) */
-    if ((rc = sched_queue_job(t, &j, 1)))
-      return rc;
-    return sched_job_put(t, &j);
-  }
-  uint64_t gen =
-      (uint64_t)bus_obj_int(&ev->data, "generation", (int64_t)j.generation);
-  if (j.addressed || j.stopped || gen != j.generation)
+    return rc == BUS_EINVAL ? 0 : rc; /* a Job this view never had */
+  if (j.addressed || j.stopped ||
+      (has_generation && generation != j.generation))
     return 0; /* already addressed, or addresses for an earlier run */
   j.addressed = 1;
   pods_ctx c = {&j, "Running", ev->seq, 0};
-  if ((rc = sched_each_pod(t, name, address, &c)))
+  if ((rc = sched_each_pod(t, j.name, address, &c)))
+    return rc;
+  return sched_job_put(t, &j);
+}
+
+int
+sched_apply_domain_exhausted(bus_txn *t, const bus_ev_domain_exhausted *d) {
+  job_rec j;
+  int rc = sched_job_named(t, d->job, &j);
+  if (rc)
+    return rc == BUS_EINVAL ? 0 : rc; /* a Job this view never had */
+  snprintf(j.reason, sizeof j.reason,
+           "DomainExhausted: %lld addresses needed, %lld free",
+           (long long)d->needed, (long long)d->free);
+  j.exhausted = 1; /* decide gives its capacity back (job.unplaced) */
+  if ((rc = sched_queue_job(t, &j, 1)))
     return rc;
   return sched_job_put(t, &j);
 }
@@ -99,26 +102,21 @@ typedef struct wake {
 } wake;
 
 static int
-wake_job(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
-  (void)k, (void)kl;
+wake_job(void *rec, void *ud) {
   wake *w = ud;
-  job_rec j;
-  if (vl != sizeof j)
+  job_rec *j = rec;
+  if (!j->exhausted || strcmp(j->domain, w->domain))
     return 0;
-  memcpy(&j, v, sizeof j);
-  if (!j.exhausted || strcmp(j.domain, w->domain))
-    return 0;
-  j.exhausted = 0;
-  j.reason[0] = 0;
-  return sched_job_put(w->t, &j);
+  j->exhausted = 0;
+  j->reason[0] = 0;
+  return sched_job_put(w->t, j);
 }
 
 /* Addresses came free in a domain: its waiting Jobs may be placed again. */
 int
-sched_apply_domain_released(bus_txn *t, const bus_event *ev) {
-  char domain[SCHED_NAME_SZ];
-  if (!bus_obj_str(&ev->data, "domain", domain, sizeof domain))
-    return 0;
-  wake w = {t, domain};
-  return bus_txn_scan(t, "jobs", NULL, 0, wake_job, &w);
+sched_apply_domain_released(bus_txn *t, bus_str domain) {
+  char name[SCHED_NAME_SZ];
+  bus_str_copy(domain, name, sizeof name);
+  wake w = {t, name};
+  return sched_each_rec(t, "jobs", NULL, sizeof(job_rec), 0, wake_job, &w);
 }

@@ -95,12 +95,10 @@ typedef struct derive_ctx {
 } derive_ctx;
 
 static int
-take_task(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
-  (void)k, (void)kl;
+take_task(void *rec, void *ud) {
   derive_ctx *d = ud;
-  if (vl != sizeof(task_rec) || d->ntasks == SCHED_MAX_TASKS)
-    return 0;
-  memcpy(&d->tasks[d->ntasks++], v, sizeof(task_rec));
+  if (d->ntasks < SCHED_MAX_TASKS)
+    d->tasks[d->ntasks++] = *(task_rec *)rec;
   return 0;
 }
 
@@ -149,7 +147,7 @@ sched_touch(bus_txn *t, const char *job) {
   }
   char prefix[SCHED_NAME_SZ + 1];
   snprintf(prefix, sizeof prefix, "%s-", job);
-  rc = bus_txn_scan(t, "tasks", prefix, strlen(prefix), take_task, d);
+  rc = sched_each_rec(t, "tasks", prefix, sizeof(task_rec), 0, take_task, d);
   if (!rc)
     rc = sched_each_pod(t, job, take_pod, d);
   sched_phase tp[SCHED_MAX_TASKS];
@@ -191,10 +189,22 @@ sched_touch(bus_txn *t, const char *job) {
 }
 
 int
-sched_repack(const msgpack_object *o, msgpack_sbuffer *sb) {
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-  return msgpack_pack_object(&pk, *o);
+sched_job_named(bus_txn *t, bus_str job, job_rec *j) {
+  char name[SCHED_NAME_SZ];
+  int rc = sched_job_get(t, bus_str_copy(job, name, sizeof name), j);
+  return rc == BUS_ENOT_FOUND ? BUS_EINVAL : rc;
+}
+
+int
+sched_put_object(bus_txn *t, const char *table, const char *key,
+                 const msgpack_object *o) {
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  int rc = msgpack_pack_object(&b.pk, *o)
+               ? bus_error(-ENOMEM, "out of memory keeping %s/%s", table, key)
+               : bus_txn_put(t, table, key, strlen(key), b.sb.data, b.sb.size);
+  bus_packbuf_destroy(&b);
+  return rc;
 }
 
 /* ----------------------------------------------------------- capacity */

@@ -9,6 +9,7 @@
  * (bus_cmd_event_id): a retried command lands once. The verbs are the
  * table at the end, served by bus_verbs_serve.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,35 +20,103 @@
 
 #define MAX_ERRS 32
 
-/* Append type on lark.ev.<kind>.<name> for cmd, data packed in sb. */
+/* lark.ev.<kind>.<name>, the subject of every event of a Job or Node. */
 static int
-append(bus_conn *c, const bus_cmd *cmd, const char *kind, const char *name,
-       const char *type, uint64_t prev, const msgpack_sbuffer *sb,
-       uint64_t *seq) {
+subject_of(const char *kind, const char *name, char subject[BUS_SUBJECT_MAX]) {
+  return !strcmp(kind, "job")
+             ? bus_subj_job_submitted(subject, BUS_SUBJECT_MAX, name)
+             : bus_subj_node_registered(subject, BUS_SUBJECT_MAX, name);
+}
+
+/* Append type on its subject for cmd, data packed in b (NULL: none). */
+static int
+append(bus_conn *c, const bus_cmd *cmd, bus_type type, const char *name,
+       uint64_t prev, const bus_packbuf *b, uint64_t *seq) {
   char subject[BUS_SUBJECT_MAX];
-  snprintf(subject, sizeof subject, "lark.ev.%s.%s", kind, name);
-  return bus_cmd_append(c, cmd, subject, type, prev, sb ? sb->data : NULL,
-                        sb ? sb->size : 0, seq, NULL);
+  const char *tn = bus_type_name(type);
+  int rc = subject_of(strncmp(tn, "job.", 4) ? "node" : "job", name, subject);
+  return rc ? rc
+            : bus_cmd_append(c, cmd, subject, tn, prev, b ? b->sb.data : NULL,
+                             b ? b->sb.size : 0, seq, NULL);
+}
+
+/*
+ * The version of the subject of name (a job or node) into *prev and, rec
+ * set, its record (a job_rec or node_rec); NOT_FOUND naming it when there
+ * is none.
+ */
+static int
+state_in(bus_txn *t, const char *kind, const char *name, void *rec,
+         uint64_t *prev) {
+  char subject[BUS_SUBJECT_MAX];
+  bus_version ver = {0};
+  int rc = subject_of(kind, name, subject) ? BUS_ENOT_FOUND : 0;
+  if (!rc)
+    rc = bus_txn_version(t, subject, &ver);
+  if (!rc && rec)
+    rc = !strcmp(kind, "job") ? sched_job_get(t, name, rec)
+                              : sched_noderec_get(t, name, rec);
+  *prev = ver.seq;
+  return rc == BUS_ENOT_FOUND ? bus_error(rc, "no %s %s", kind, name) : rc;
+}
+
+/* The same for the body's name (into name), in a read of v of its own. */
+static int
+state_of(bus_view *v, const bus_cmd *cmd, const char *kind,
+         char name[SCHED_NAME_SZ], void *rec, uint64_t *prev) {
+  bus_txn *t;
+  bus_obj_str(&cmd->body, "name", name, SCHED_NAME_SZ);
+  int rc = bus_view_read(v, &t);
+  if (rc)
+    return rc;
+  rc = state_in(t, kind, name, rec, prev);
+  bus_txn_end(t);
+  return rc;
 }
 
 static int
 reply_append(bus_conn *c, const bus_cmd *cmd, int rc, uint64_t seq,
              const char *what) {
   if (rc == 0) {
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init(&sb);
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_str_with_body(&pk, "result", 6);
-    msgpack_pack_str_with_body(&pk, what, strlen(what));
-    bus_cmd_reply_ok(c, cmd, seq, sb.data, sb.size, 1);
-    msgpack_sbuffer_destroy(&sb);
+    bus_packbuf b;
+    bus_packbuf_init(&b);
+    bus_pack_kv_str(&b.pk, "result", what);
+    bus_cmd_reply_ok(c, cmd, seq, b.sb.data, b.sb.size, 1);
+    bus_packbuf_destroy(&b);
   } else if (rc == BUS_ECONFLICT) {
     bus_cmd_reply_error(
         c, cmd, rc, "changed by someone else meanwhile: try again", NULL, 0);
   } else {
     bus_cmd_reply_error(c, cmd, rc, bus_last_error(), NULL, 0);
   }
+  return rc;
+}
+
+/* ------------------------------------------------------------ resources */
+
+/*
+ * The body's resource, checked against kind's schema and unpacked into
+ * out (type's data, from z); its name into name. On error it is replied,
+ * missing the message when there is no resource, else invalid.
+ */
+static int
+resource_of(bus_conn *c, const bus_cmd *cmd, const char *kind, bus_type type,
+            const char *missing, msgpack_zone *z, void *out,
+            char name[SCHED_NAME_SZ]) {
+  const msgpack_object *res = bus_obj_get(&cmd->body, "resource");
+  bus_field_err errs[MAX_ERRS];
+  char invalid[32];
+  int n = 0;
+  int rc = res ? bus_schema_check(kind, res, errs, MAX_ERRS, &n) : BUS_EMISSING;
+  if (!rc)
+    rc = bus_data_unpack(type, res, z, out);
+  if (!rc) /* a Job's and a Node's resource both start with metadata */
+    bus_str_copy(((const bus_job_res *)out)->metadata.name, name,
+                 SCHED_NAME_SZ);
+  snprintf(invalid, sizeof invalid, "invalid %s", kind);
+  if (rc)
+    bus_cmd_reply_error(c, cmd, rc, res ? invalid : missing, errs,
+                        n < MAX_ERRS ? n : MAX_ERRS);
   return rc;
 }
 
@@ -58,24 +127,18 @@ collect_runtimes(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   (void)k, (void)kl;
   unsigned *mask = ud;
   msgpack_zone z;
-  msgpack_zone_init(&z, 1024);
   msgpack_object o;
-  if (msgpack_unpack(v, vl, NULL, &z, &o) >= 0) {
-    const msgpack_object *rts =
-        bus_obj_get(bus_obj_get(&o, "spec"), "runtimes");
-    if (!rts || rts->type != MSGPACK_OBJECT_ARRAY || !rts->via.array.size)
+  bus_node_res res;
+  char name[32];
+  if (!msgpack_zone_init(&z, 1024))
+    return -ENOMEM;
+  if (msgpack_unpack(v, vl, NULL, &z, &o) >= 0 &&
+      bus_node_registered_unpack(&o, &z, &res) == 0) {
+    if (!res.spec.runtimes.n)
       *mask |= SCHED_RT_RAW;
-    for (uint32_t i = 0;
-         rts && rts->type == MSGPACK_OBJECT_ARRAY && i < rts->via.array.size;
-         i++) {
-      const msgpack_object *r = &rts->via.array.ptr[i];
-      char name[32];
-      if (r->type == MSGPACK_OBJECT_STR) {
-        snprintf(name, sizeof name, "%.*s", (int)r->via.str.size,
-                 r->via.str.ptr);
-        *mask |= sched_runtime_bit(name);
-      }
-    }
+    for (uint32_t i = 0; i < res.spec.runtimes.n; i++)
+      *mask |= sched_runtime_bit(
+          bus_str_copy(res.spec.runtimes.v[i], name, sizeof name));
   }
   msgpack_zone_destroy(&z);
   return 0;
@@ -124,45 +187,45 @@ diff(const msgpack_object *a, const msgpack_object *b, char *path, size_t plen,
  * EXISTS with the differences. */
 static int
 compare_existing(bus_txn *t, const char *name, const msgpack_object *res,
-                 bus_field_err *errs, int *n, int *stop_to) {
-  const void *data;
-  size_t len;
-  int rc = sched_spec_get(t, "specs", name, &data, &len);
-  if (rc)
-    return rc;
+                 const bus_job_res *job, bus_field_err *errs, int *n,
+                 int *stop_to) {
   msgpack_zone z;
-  msgpack_zone_init(&z, 4096);
   msgpack_object old;
   char path[256] = "";
+  if (!msgpack_zone_init(&z, 4096))
+    return -ENOMEM;
+  int rc = sched_spec_unpack(t, "specs", name, &z, &old);
   *n = 0;
-  if (msgpack_unpack(data, len, NULL, &z, &old) >= 0)
+  if (rc != BUS_ECORRUPT && rc)
+    goto out;
+  if (!rc)
     diff(&old, res, path, sizeof path, errs, n);
-  msgpack_zone_destroy(&z);
+  rc = 0;
   *stop_to = -1;
-  if (*n == 1 && !strcmp(errs[0].path, "spec.stopped")) {
-    const msgpack_object *s = bus_obj_get(bus_obj_get(res, "spec"), "stopped");
-    *stop_to = s && s->type == MSGPACK_OBJECT_BOOLEAN && s->via.boolean;
-  }
-  return 0;
+  if (*n == 1 && !strcmp(errs[0].path, "spec.stopped"))
+    *stop_to = job->spec.has_stopped && job->spec.stopped;
+out:
+  msgpack_zone_destroy(&z);
+  return rc;
 }
 
 /* What each task needs to run on a node (artifact.h): its artifact's
  * form, and an entrypoint or a runScript. Adds to errs[*n..]. */
 static int
-check_runnable(const msgpack_object *res, bus_field_err *errs, int *n) {
+check_runnable(const msgpack_object *res, const bus_job_res *job,
+               bus_field_err *errs, int *n) {
   const msgpack_object *spec = bus_obj_get(res, "spec");
   const msgpack_object *ts = bus_obj_get(spec, "tasks");
   int found = 0;
-  for (uint32_t i = 0;
-       ts && ts->type == MSGPACK_OBJECT_ARRAY && i < ts->via.array.size; i++) {
-    const msgpack_object *task = &ts->via.array.ptr[i];
-    char field[64], why[200], name[SCHED_NAME_SZ] = "";
-    if (!lark_task_runnable(task, spec, field, sizeof field, why, sizeof why))
+  for (uint32_t i = 0; i < job->spec.tasks.n; i++) {
+    char field[64], why[200], name[SCHED_NAME_SZ];
+    if (!lark_task_runnable(&ts->via.array.ptr[i], spec, field, sizeof field,
+                            why, sizeof why))
       continue;
     found++;
     if (*n >= MAX_ERRS)
       continue;
-    bus_obj_str(task, "name", name, sizeof name);
+    bus_str_copy(job->spec.tasks.v[i].name, name, sizeof name);
     snprintf(errs[*n].path, sizeof errs[*n].path, "spec.tasks[%u].%.60s", i,
              field);
     snprintf(errs[*n].reason, sizeof errs[*n].reason, "task %.63s: %.88s", name,
@@ -174,10 +237,10 @@ check_runnable(const msgpack_object *res, bus_field_err *errs, int *n) {
 
 /* A name collision leaves its reason, naming both Jobs, in message. */
 static int
-check_new_job(bus_txn *t, const msgpack_object *res, bus_field_err *errs,
-              int *n, char *message, size_t cap) {
+check_new_job(bus_txn *t, const msgpack_object *res, const bus_job_res *res_t,
+              bus_field_err *errs, int *n, char *message, size_t cap) {
   sched_job job;
-  int rc = sched_job_from_msgpack(res, &job, errs, MAX_ERRS, n);
+  int rc = sched_job_read(res_t, &job, errs, MAX_ERRS, n);
   if (!rc) {
     sched_owner o = {.t = t};
     rc = sched_names_check(&job, sched_owner_of, &o, &errs[0]);
@@ -191,47 +254,45 @@ check_new_job(bus_txn *t, const msgpack_object *res, bus_field_err *errs,
     rc = sched_job_runtimes_check(&job, offered ? offered : SCHED_RT_ALL, errs,
                                   MAX_ERRS, n);
   }
-  if (!rc && (rc = check_runnable(res, errs, n)))
+  if (!rc && (rc = check_runnable(res, res_t, errs, n)))
     snprintf(message, cap, "%s", errs[0].reason);
   sched_job_clear(&job);
   return rc;
 }
 
 typedef struct plan {
-  const char *type; /* event to append, NULL: nothing */
+  bus_type type; /* event to append, BUS_T_UNKNOWN: nothing */
   uint64_t prev;
   const char *what;  /* created, unchanged, stopped, resumed */
   char message[256]; /* a refusal's message, when not the usual one */
 } plan;
 
 static int
-plan_job_apply(bus_view *v, const msgpack_object *res, const char *name,
-               bus_field_err *errs, int *n, plan *pl) {
+plan_job_apply(bus_view *v, const msgpack_object *res, const bus_job_res *job,
+               const char *name, bus_field_err *errs, int *n, plan *pl) {
   bus_txn *t;
+  job_rec j;
   int rc = bus_view_read(v, &t);
   if (rc)
     return rc;
-  char subject[BUS_SUBJECT_MAX];
-  snprintf(subject, sizeof subject, "lark.ev.job.%s", name);
-  bus_version ver;
-  job_rec j;
-  rc = bus_txn_version(t, subject, &ver);
-  pl->prev = ver.seq;
-  int exists = !rc && sched_job_get(t, name, &j) == 0 && !j.deleted;
+  rc = state_in(t, "job", name, &j, &pl->prev);
+  int exists = !rc && !j.deleted;
+  if (rc == BUS_ENOT_FOUND)
+    rc = 0;
   if (!rc && exists) {
     int stop_to;
-    rc = compare_existing(t, name, res, errs, n, &stop_to);
+    rc = compare_existing(t, name, res, job, errs, n, &stop_to);
     if (!rc && *n == 0)
       pl->what = "unchanged";
     else if (!rc && stop_to >= 0) {
-      pl->type = stop_to ? "job.stopped" : "job.resumed";
+      pl->type = stop_to ? BUS_T_JOB_STOPPED : BUS_T_JOB_RESUMED;
       pl->what = stop_to ? "stopped" : "resumed";
       *n = 0;
     } else if (!rc)
       rc = BUS_EEXISTS;
   } else if (!rc) {
-    rc = check_new_job(t, res, errs, n, pl->message, sizeof pl->message);
-    pl->type = "job.submitted";
+    rc = check_new_job(t, res, job, errs, n, pl->message, sizeof pl->message);
+    pl->type = BUS_T_JOB_SUBMITTED;
     pl->what = "created";
   }
   bus_txn_end(t);
@@ -249,20 +310,18 @@ job_apply(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
   (void)ud;
   const msgpack_object *res = bus_obj_get(&cmd->body, "resource");
   bus_field_err errs[MAX_ERRS];
-  int n = 0;
-  char name[SCHED_NAME_SZ] = "";
-  int rc =
-      res ? bus_schema_check("Job", res, errs, MAX_ERRS, &n) : BUS_EMISSING;
-  if (rc ||
-      !bus_obj_str(bus_obj_get(res, "metadata"), "name", name, sizeof name)) {
-    bus_cmd_reply_error(c, cmd, rc ? rc : BUS_EMISSING,
-                        res ? "invalid Job" : "the body needs a resource", errs,
-                        n < MAX_ERRS ? n : MAX_ERRS);
-    return rc ? rc : BUS_EMISSING;
-  }
+  char name[SCHED_NAME_SZ];
+  bus_job_res job;
+  msgpack_zone z;
   plan pl = {0};
-  rc = plan_job_apply(v, res, name, errs, &n, &pl);
-  if (rc) {
+  bus_packbuf b;
+  uint64_t seq = 0;
+  int n = 0;
+  if (!msgpack_zone_init(&z, 4096))
+    return -ENOMEM;
+  int rc = resource_of(c, cmd, "Job", BUS_T_JOB_SUBMITTED,
+                       "the body needs a resource", &z, &job, name);
+  if (!rc && (rc = plan_job_apply(v, res, &job, name, errs, &n, &pl)))
     bus_cmd_reply_error(c, cmd, rc,
                         pl.message[0] ? pl.message
                         : rc == BUS_EEXISTS
@@ -270,42 +329,21 @@ job_apply(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
                               "spec.stopped); delete it first"
                             : "invalid Job",
                         errs, n < MAX_ERRS ? n : MAX_ERRS);
+  if (rc) {
+    msgpack_zone_destroy(&z);
     return rc;
   }
-  uint64_t seq = 0;
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_object(&pk, *res);
-  if (pl.type && !strcmp(pl.type, "job.submitted"))
-    rc = append(c, cmd, "job", name, pl.type, pl.prev, &sb, &seq);
-  else if (pl.type)
-    rc = append(c, cmd, "job", name, pl.type, pl.prev, NULL, &seq);
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf_init(&b);
+  msgpack_pack_object(&b.pk, *res);
+  if (pl.type)
+    rc = append(c, cmd, pl.type, name, pl.prev,
+                pl.type == BUS_T_JOB_SUBMITTED ? &b : NULL, &seq);
+  bus_packbuf_destroy(&b);
+  msgpack_zone_destroy(&z);
   return reply_append(c, cmd, rc, seq, pl.what);
 }
 
 /* ------------------------------------------------- job stop/resume/delete */
-
-static int
-job_state(bus_view *v, const char *name, job_rec *j, uint64_t *prev) {
-  bus_txn *t;
-  int rc = bus_view_read(v, &t);
-  if (rc)
-    return rc;
-  char subject[BUS_SUBJECT_MAX];
-  snprintf(subject, sizeof subject, "lark.ev.job.%s", name);
-  bus_version ver;
-  rc = sched_job_get(t, name, j);
-  if (!rc)
-    rc = bus_txn_version(t, subject, &ver);
-  *prev = ver.seq;
-  bus_txn_end(t);
-  if (rc == BUS_ENOT_FOUND || (!rc && j->deleted))
-    return bus_error(BUS_ENOT_FOUND, "no job %s", name);
-  return rc;
-}
 
 static int
 job_verb(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
@@ -313,26 +351,28 @@ job_verb(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
   char name[SCHED_NAME_SZ] = "";
   job_rec j;
   uint64_t prev = 0, seq = 0;
-  bus_obj_str(&cmd->body, "name", name, sizeof name);
-  int rc = job_state(v, name, &j, &prev);
-  const char *type = NULL, *what = NULL;
+  int rc = state_of(v, cmd, "job", name, &j, &prev);
+  if (!rc && j.deleted)
+    rc = bus_error(BUS_ENOT_FOUND, "no job %s", name);
+  bus_type type = BUS_T_UNKNOWN;
+  const char *what = NULL;
   if (!rc && !strcmp(cmd->verb, "stop")) {
     if (j.stopped || !strcmp(j.phase, "Succeeded"))
       what = j.stopped ? "unchanged" : NULL;
     else
-      type = "job.stopped", what = "stopped";
+      type = BUS_T_JOB_STOPPED, what = "stopped";
     if (!what)
       rc = bus_error(BUS_EINVAL, "job %s has Succeeded: nothing to stop", name);
   } else if (!rc && !strcmp(cmd->verb, "resume")) {
     if (!j.stopped)
       what = "unchanged";
     else
-      type = "job.resumed", what = "resumed";
+      type = BUS_T_JOB_RESUMED, what = "resumed";
   } else if (!rc) {
-    type = "job.deleted", what = "deleted";
+    type = BUS_T_JOB_DELETED, what = "deleted";
   }
   if (!rc && type)
-    rc = append(c, cmd, "job", name, type, prev, NULL, &seq);
+    rc = append(c, cmd, type, name, prev, NULL, &seq);
   return reply_append(c, cmd, rc, seq, what ? what : "");
 }
 
@@ -341,83 +381,54 @@ job_verb(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
 static int
 node_apply(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
   (void)ud;
-  const msgpack_object *res = bus_obj_get(&cmd->body, "resource");
-  bus_field_err errs[MAX_ERRS];
-  int n = 0;
-  char name[SCHED_NAME_SZ] = "";
-  int rc =
-      res ? bus_schema_check("Node", res, errs, MAX_ERRS, &n) : BUS_EMISSING;
-  if (!rc &&
-      !bus_obj_str(bus_obj_get(res, "metadata"), "name", name, sizeof name))
-    rc = BUS_EMISSING;
-  if (rc) {
-    bus_cmd_reply_error(c, cmd, rc, "invalid Node", errs,
-                        n < MAX_ERRS ? n : MAX_ERRS);
-    return rc;
-  }
+  char name[SCHED_NAME_SZ];
+  bus_node_res node;
+  msgpack_zone z;
+  bus_packbuf b;
   bus_txn *t;
-  char subject[BUS_SUBJECT_MAX];
-  snprintf(subject, sizeof subject, "lark.ev.node.%s", name);
-  bus_version ver = {0};
+  uint64_t prev = 0, seq = 0;
   const char *what = "created";
+  if (!msgpack_zone_init(&z, 2048))
+    return -ENOMEM;
+  int rc = resource_of(c, cmd, "Node", BUS_T_NODE_REGISTERED, "invalid Node",
+                       &z, &node, name);
+  msgpack_zone_destroy(&z);
+  if (rc)
+    return rc;
+  bus_packbuf_init(&b);
+  msgpack_pack_object(&b.pk, *bus_obj_get(&cmd->body, "resource"));
   if ((rc = bus_view_read(v, &t)) == 0) {
-    bus_txn_version(t, subject, &ver);
     const void *old;
     size_t len;
-    if (sched_spec_get(t, "nodespecs", name, &old, &len) == 0) {
-      msgpack_sbuffer cur;
-      msgpack_sbuffer_init(&cur);
-      msgpack_packer pk;
-      msgpack_packer_init(&pk, &cur, msgpack_sbuffer_write);
-      msgpack_pack_object(&pk, *res);
-      what = cur.size == len && !memcmp(cur.data, old, len) ? "unchanged"
-                                                            : "configured";
-      msgpack_sbuffer_destroy(&cur);
-    }
+    state_in(t, "node", name, NULL, &prev);
+    if (sched_spec_get(t, "nodespecs", name, &old, &len) == 0)
+      what = b.sb.size == len && !memcmp(b.sb.data, old, len) ? "unchanged"
+                                                              : "configured";
     bus_txn_end(t);
   }
-  uint64_t seq = 0;
   /* the node's stream first: it exists before the node can be placed */
   if (!rc && (rc = sched_slice_ensure(c, name)) > 0)
     rc = 0;
-  if (!rc && strcmp(what, "unchanged")) {
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init(&sb);
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_object(&pk, *res);
-    rc = append(c, cmd, "node", name, "node.registered", ver.seq, &sb, &seq);
-    msgpack_sbuffer_destroy(&sb);
-  }
+  if (!rc && strcmp(what, "unchanged"))
+    rc = append(c, cmd, BUS_T_NODE_REGISTERED, name, prev, &b, &seq);
+  bus_packbuf_destroy(&b);
   return reply_append(c, cmd, rc, seq, what);
 }
 
 static int
 node_verb(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
   (void)ud;
-  char name[SCHED_NAME_SZ] = "", subject[BUS_SUBJECT_MAX];
-  bus_obj_str(&cmd->body, "name", name, sizeof name);
-  snprintf(subject, sizeof subject, "lark.ev.node.%s", name);
-  bus_txn *t;
+  char name[SCHED_NAME_SZ] = "";
   node_rec r;
-  bus_version ver = {0};
-  int rc = bus_view_read(v, &t);
-  if (!rc) {
-    rc = sched_noderec_get(t, name, &r);
-    bus_txn_version(t, subject, &ver);
-    bus_txn_end(t);
-  }
-  if (rc == BUS_ENOT_FOUND)
-    rc = bus_error(rc, "no node %s", name);
+  uint64_t prev = 0, seq = 0;
+  int rc = state_of(v, cmd, "node", name, &r, &prev);
   int cordon = !strcmp(cmd->verb, "cordon");
-  uint64_t seq = 0;
   const char *what = cordon ? "cordoned" : "uncordoned";
   if (!rc && r.cordoned == cordon)
     what = "unchanged";
   else if (!rc)
-    rc = append(c, cmd, "node", name,
-                cordon ? "node.cordoned" : "node.uncordoned", ver.seq, NULL,
-                &seq);
+    rc = append(c, cmd, cordon ? BUS_T_NODE_CORDONED : BUS_T_NODE_UNCORDONED,
+                name, prev, NULL, &seq);
   return reply_append(c, cmd, rc, seq, what);
 }
 

@@ -37,40 +37,34 @@ typedef struct pass {
 /* ---------------------------------------------------------------- nodes */
 
 static int
-load_node(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
-  (void)k, (void)kl;
+load_node(void *rec, void *ud) {
   pass *p = ud;
-  node_rec r;
-  if (vl != sizeof r)
-    return BUS_ECORRUPT;
-  memcpy(&r, v, sizeof r);
-  const void *spec;
-  size_t len;
-  if (sched_spec_get(p->t, "nodespecs", r.name, &spec, &len))
-    return 0;
+  const node_rec *r = rec;
   msgpack_zone z;
-  msgpack_zone_init(&z, 2048);
-  msgpack_object o;
+  bus_node_res res;
   sched_node n;
   bus_field_err err;
   int nerr = 0, rc = 0;
-  if (msgpack_unpack(spec, len, NULL, &z, &o) < 0 ||
-      sched_node_from_msgpack(&o, &n, &err, 1, &nerr)) {
+  if (!msgpack_zone_init(&z, 2048))
+    return -ENOMEM;
+  sched_node_init(&n, "");
+  if (sched_spec_read(p->t, BUS_T_NODE_REGISTERED, r->name, &z, &res) ||
+      sched_node_read(&res, &n, &err, 1, &nerr)) {
     msgpack_zone_destroy(&z);
     sched_node_clear(&n);
     return 0; /* a node we cannot read takes no pods */
   }
   msgpack_zone_destroy(&z);
-  n.ready = r.ready;
-  n.cordoned = r.cordoned;
-  n.cpu_used_m = r.cpu_used_m;
-  n.memory_used_mib = r.memory_used_mib;
-  n.gpu_taken = r.gpu_taken;
-  n.pods = r.pods;
+  n.ready = r->ready;
+  n.cordoned = r->cordoned;
+  n.cpu_used_m = r->cpu_used_m;
+  n.memory_used_mib = r->memory_used_mib;
+  n.gpu_taken = r->gpu_taken;
+  n.pods = r->pods;
   for (int d = 0; d < n.capacity.ndevices; d++)
-    for (uint32_t k2 = 0; k2 < r.ndev; k2++)
-      if (!strcmp(n.capacity.devices[d].name, r.dev_name[k2]))
-        n.dev_used[d] = r.dev_used[k2];
+    for (uint32_t k2 = 0; k2 < r->ndev; k2++)
+      if (!strcmp(n.capacity.devices[d].name, r->dev_name[k2]))
+        n.dev_used[d] = r->dev_used[k2];
   rc = sched_nodes_put(&p->nodes, &n);
   sched_node_clear(&n);
   return rc;
@@ -81,7 +75,7 @@ load_nodes(pass *p) {
   if (p->loaded)
     return 0;
   p->loaded = 1;
-  return bus_txn_scan(p->t, "nodes", NULL, 0, load_node, p);
+  return sched_each_rec(p->t, "nodes", NULL, sizeof(node_rec), 1, load_node, p);
 }
 
 /* ----------------------------------------------------------- placement */
@@ -140,41 +134,32 @@ place_one(pass *p, const sched_job *job, const waiting *w,
 
 static int
 emit_placed(pass *p, const job_rec *j, const sched_placement *pl) {
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  int rc = sched_pack_placed(&pk, SCHED_POOL, j->name, j->generation, pl);
+  msgpack_zone z;
+  bus_ev_job_placed d;
   char src[160];
+  if (!msgpack_zone_init(&z, 4096))
+    return -ENOMEM;
+  int rc = sched_placed_data(SCHED_POOL, j->name, j->generation, pl, &z, &d);
   snprintf(src, sizeof src, "placed:%s:%llu", j->name,
            (unsigned long long)p->log_seq);
   if (!rc)
-    rc = sched_emit(p->t, SCHED_PLACEMENT_SUBJECT, "job.placed", src, j->sub_id,
-                    p->log_seq, BUS_APPEND_CHECK, &sb);
-  msgpack_sbuffer_destroy(&sb);
+    rc = sched_emit(p->t, SCHED_PLACEMENT_SUBJECT, BUS_T_JOB_PLACED, &d, src,
+                    j->sub_id, p->log_seq, BUS_APPEND_CHECK);
+  msgpack_zone_destroy(&z);
   return rc;
 }
 
 static int
 emit_unplaced(pass *p, const job_rec *j) {
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 3);
-  msgpack_pack_str_with_body(&pk, "pool", 4);
-  msgpack_pack_str_with_body(&pk, SCHED_POOL, strlen(SCHED_POOL));
-  msgpack_pack_str_with_body(&pk, "job", 3);
-  msgpack_pack_str_with_body(&pk, j->name, strlen(j->name));
-  msgpack_pack_str_with_body(&pk, "reason", 6);
-  msgpack_pack_str_with_body(&pk, j->reason, strlen(j->reason));
+  bus_ev_job_unplaced d = {.pool = BUS_STR(SCHED_POOL),
+                           .job = bus_str_of(j->name),
+                           .has_reason = 1,
+                           .reason = bus_str_of(j->reason)};
   char src[160];
   snprintf(src, sizeof src, "unplaced:%s:%llu", j->name,
            (unsigned long long)p->log_seq);
-  int rc = sched_emit(p->t, SCHED_PLACEMENT_SUBJECT, "job.unplaced", src,
-                      j->sub_id, p->log_seq, BUS_APPEND_CHECK, &sb);
-  msgpack_sbuffer_destroy(&sb);
-  return rc;
+  return sched_emit(p->t, SCHED_PLACEMENT_SUBJECT, BUS_T_JOB_UNPLACED, &d, src,
+                    j->sub_id, p->log_seq, BUS_APPEND_CHECK);
 }
 
 /*
@@ -211,27 +196,18 @@ emit_pending(pass *p, const job_rec *j, const char *reason) {
     return 0;
   char subject[BUS_SUBJECT_MAX], src[700];
   bus_version ver;
-  snprintf(subject, sizeof subject, "lark.ev.job.%s", j->name);
-  int rc = bus_txn_version(p->t, subject, &ver);
+  int rc = bus_subj_job_phase(subject, sizeof subject, j->name);
+  if (!rc)
+    rc = bus_txn_version(p->t, subject, &ver);
+  if (rc)
+    return rc;
   snprintf(src, sizeof src, "pending:%s:%llu:%s", j->name,
            (unsigned long long)ver.seq, reason);
-  char id[33];
-  bus_event_derive_id(src, 0, id);
-  if (rc || bus_txn_marked(p->t, id, strlen(id)) == 1)
-    return rc;
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 2);
-  msgpack_pack_str_with_body(&pk, "phase", 5);
-  msgpack_pack_str_with_body(&pk, j->phase, strlen(j->phase));
-  msgpack_pack_str_with_body(&pk, "reason", 6);
-  msgpack_pack_str_with_body(&pk, reason, strnlen(reason, 1000));
-  rc = sched_emit(p->t, subject, "job.phase", src, j->sub_id, ver.seq,
-                  BUS_APPEND_CHECK, &sb);
-  msgpack_sbuffer_destroy(&sb);
-  return rc ? rc : bus_txn_mark(p->t, id, strlen(id));
+  bus_ev_job_phase d = {.phase = bus_str_of(j->phase),
+                        .has_reason = 1,
+                        .reason = {reason, (uint32_t)strnlen(reason, 1000)}};
+  return sched_emit_once(p->t, subject, BUS_T_JOB_PHASE, &d, src, j->sub_id,
+                         ver.seq);
 }
 
 /* Try to place job; 1 when a placement-log event was emitted. */
@@ -310,34 +286,24 @@ decide_placement(pass *p) {
 
 /* -------------------------------------------------------------- phases */
 
+/* A Task's phase (job: its Job) or, job NULL, a Job's. */
 static int
-emit_phase(bus_txn *t, const char *kind, const char *name, const char *job,
-           const char *phase, const char *cause) {
-  char subject[BUS_SUBJECT_MAX], src[600], id[33];
+emit_phase(bus_txn *t, const char *name, const char *job, const char *phase,
+           const char *cause) {
+  char subject[BUS_SUBJECT_MAX], src[600];
   bus_version ver;
-  snprintf(subject, sizeof subject, "lark.ev.%s.%s", kind, name);
-  int rc = bus_txn_version(t, subject, &ver);
+  bus_ev_job_phase jd = {.phase = bus_str_of(phase)};
+  bus_ev_task_phase td = {.phase = bus_str_of(phase), .job = bus_str_of(job)};
+  int rc = job ? bus_subj_task_phase(subject, sizeof subject, name)
+               : bus_subj_job_phase(subject, sizeof subject, name);
+  if (!rc)
+    rc = bus_txn_version(t, subject, &ver);
+  if (rc)
+    return rc;
   snprintf(src, sizeof src, "phase:%s:%llu:%s", subject,
            (unsigned long long)ver.seq, phase);
-  bus_event_derive_id(src, 0, id);
-  if (rc || bus_txn_marked(t, id, strlen(id)) == 1)
-    return rc;
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, job ? 2 : 1);
-  msgpack_pack_str_with_body(&pk, "phase", 5);
-  msgpack_pack_str_with_body(&pk, phase, strlen(phase));
-  if (job) {
-    msgpack_pack_str_with_body(&pk, "job", 3);
-    msgpack_pack_str_with_body(&pk, job, strlen(job));
-  }
-  char type[32];
-  snprintf(type, sizeof type, "%s.phase", kind);
-  rc = sched_emit(t, subject, type, src, cause, ver.seq, BUS_APPEND_CHECK, &sb);
-  msgpack_sbuffer_destroy(&sb);
-  return rc ? rc : bus_txn_mark(t, id, strlen(id));
+  return sched_emit_once(t, subject, job ? BUS_T_TASK_PHASE : BUS_T_JOB_PHASE,
+                         job ? (const void *)&td : &jd, src, cause, ver.seq);
 }
 
 typedef struct phase_walk {
@@ -346,16 +312,12 @@ typedef struct phase_walk {
 } phase_walk;
 
 static int
-task_phase(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
-  (void)k, (void)kl;
+task_phase(void *rec, void *ud) {
   phase_walk *w = ud;
-  task_rec r;
-  if (vl != sizeof r)
+  const task_rec *r = rec;
+  if (strcmp(r->job, w->j->name) || !strcmp(r->want, r->phase))
     return 0;
-  memcpy(&r, v, sizeof r);
-  if (strcmp(r.job, w->j->name) || !strcmp(r.want, r.phase))
-    return 0;
-  return emit_phase(w->t, "task", r.name, r.job, r.want, w->j->sub_id);
+  return emit_phase(w->t, r->name, r->job, r->want, w->j->sub_id);
 }
 
 static int
@@ -369,9 +331,10 @@ job_phases(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
     return 0;
   phase_walk w = {t, &j};
   snprintf(prefix, sizeof prefix, "%s-", name);
-  int rc = bus_txn_scan(t, "tasks", prefix, strlen(prefix), task_phase, &w);
+  int rc =
+      sched_each_rec(t, "tasks", prefix, sizeof(task_rec), 0, task_phase, &w);
   if (!rc && strcmp(j.want, j.phase) && !j.deleted)
-    rc = emit_phase(t, "job", name, NULL, j.want, j.sub_id);
+    rc = emit_phase(t, name, NULL, j.want, j.sub_id);
   return rc;
 }
 

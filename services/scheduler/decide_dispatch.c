@@ -14,126 +14,105 @@
 
 /* ------------------------------------------------------------ dispatch */
 
-static void
-pack_env(msgpack_packer *pk, const pod_rec *p, const task_rec *tr,
-         const char *head_addr) {
-  char buf[32];
-  msgpack_pack_str_with_body(pk, "env", 3);
-  msgpack_pack_map(pk, 9);
-  bus_pack_kv_str(pk, "LARK_JOB", p->job);
-  bus_pack_kv_str(pk, "LARK_TASK", p->task);
-  bus_pack_kv_str(pk, "LARK_POD", p->name);
-  bus_pack_kv_str(pk, "LARK_NODE", p->node);
-  snprintf(buf, sizeof buf, "%u", tr->rank_start + p->replica);
-  bus_pack_kv_str(pk, "RLARK_NODE_RANK", buf);
-  snprintf(buf, sizeof buf, "%u", tr->rank_start);
-  bus_pack_kv_str(pk, "RLARK_NODE_RANK_START", buf);
-  snprintf(buf, sizeof buf, "%u", tr->total_nodes);
-  bus_pack_kv_str(pk, "RLARK_TOTAL_NODES", buf);
-  bus_pack_kv_str(pk, "RLARK_RAY_ROLE", tr->head ? "head" : "worker");
-  bus_pack_kv_str(pk, "RLARK_HEAD_TASK", head_addr);
-}
+/* A pod.desired being built: its data and what that points at. */
+typedef struct desired {
+  bus_ev_pod_desired d;
+  task_rec tr;
+  uint64_t gpus[64];
+  bus_value env[9];
+  char num[3][16];
+} desired;
 
-/* The task's script (prepareScript, runScript), else its Job's; NULL
- * when neither gives a non-empty one. */
-static const msgpack_object *
-task_script(const msgpack_object *spec, const task_rec *tr, const char *key) {
-  const msgpack_object *s = bus_obj_get(spec, "spec");
-  const msgpack_object *tasks = bus_obj_get(s, "tasks");
-  const msgpack_object *v = NULL;
-  if (tasks && tasks->type == MSGPACK_OBJECT_ARRAY &&
-      (uint32_t)tr->index < tasks->via.array.size)
-    v = bus_obj_get(&tasks->via.array.ptr[tr->index], key);
-  if (!v || v->type != MSGPACK_OBJECT_STR || !v->via.str.size)
-    v = bus_obj_get(s, key);
-  return v && v->type == MSGPACK_OBJECT_STR && v->via.str.size ? v : NULL;
-}
-
-/* The pod's raw runtime, working directory and scripts (those given),
- * from its Job's spec. */
 static void
-pack_runtime(msgpack_packer *pk, const msgpack_object *spec,
-             const task_rec *tr) {
-  const msgpack_object *s = bus_obj_get(spec, "spec");
-  const msgpack_object *tasks = bus_obj_get(s, "tasks");
-  const msgpack_object *raw = NULL, *wd = bus_obj_get(s, "workingDir");
-  static const char *const scripts[] = {"prepareScript", "runScript"};
-  for (int i = 0; i < 2; i++) {
-    const msgpack_object *v = task_script(spec, tr, scripts[i]);
-    if (v) {
-      msgpack_pack_str_with_body(pk, scripts[i], strlen(scripts[i]));
-      msgpack_pack_object(pk, *v);
-    }
-  }
-  if (tasks && tasks->type == MSGPACK_OBJECT_ARRAY &&
-      (uint32_t)tr->index < tasks->via.array.size)
-    raw = bus_obj_get(bus_obj_get(&tasks->via.array.ptr[tr->index], "runtime"),
-                      "raw");
-  msgpack_pack_str_with_body(pk, "raw", 3);
-  if (raw)
-    msgpack_pack_object(pk, *raw);
-  else
-    msgpack_pack_map(pk, 0);
-  msgpack_pack_str_with_body(pk, "workingDir", 10);
-  if (wd && wd->type == MSGPACK_OBJECT_STR)
-    msgpack_pack_object(pk, *wd);
-  else
-    msgpack_pack_str_with_body(pk, "", 0);
+env_str(desired *w, int i, const char *key, const char *val) {
+  w->env[i] = (bus_value){
+      .key = bus_str_of(key), .kind = BUS_V_STR, .as.s = bus_str_of(val)};
 }
 
 static void
-pack_gpus(msgpack_packer *pk, uint64_t gpus) {
-  int n = __builtin_popcountll(gpus);
-  msgpack_pack_str_with_body(pk, "gpus", 4);
-  msgpack_pack_array(pk, (uint32_t)n);
+fill_env(desired *w, const pod_rec *p) {
+  const task_rec *tr = &w->tr;
+  snprintf(w->num[0], sizeof w->num[0], "%u", tr->rank_start + p->replica);
+  snprintf(w->num[1], sizeof w->num[1], "%u", tr->rank_start);
+  snprintf(w->num[2], sizeof w->num[2], "%u", tr->total_nodes);
+  env_str(w, 0, "LARK_JOB", p->job);
+  env_str(w, 1, "LARK_TASK", p->task);
+  env_str(w, 2, "LARK_POD", p->name);
+  env_str(w, 3, "LARK_NODE", p->node);
+  env_str(w, 4, "RLARK_NODE_RANK", w->num[0]);
+  env_str(w, 5, "RLARK_NODE_RANK_START", w->num[1]);
+  env_str(w, 6, "RLARK_TOTAL_NODES", w->num[2]);
+  env_str(w, 7, "RLARK_RAY_ROLE", tr->head ? "head" : "worker");
+  env_str(w, 8, "RLARK_HEAD_TASK", tr->head_task);
+  w->d.has_env = 1;
+  w->d.env = (bus_values){w->env, 9};
+}
+
+/* The task's script (prepareScript, runScript), else its Job's; 0 when
+ * neither gives a non-empty one. */
+static bool
+script(bool has_task, bus_str task, bool has_job, bus_str job, bus_str *out) {
+  *out = has_task && task.len ? task : job;
+  return (has_task && task.len) || (has_job && job.len);
+}
+
+/* The pod's GPUs, raw runtime, working directory and scripts (those
+ * given), from its Job's spec (s: zeroed when there is none). */
+static void
+fill_run(desired *w, const pod_rec *p, const bus_job_spec *s) {
+  bus_ev_pod_desired *d = &w->d;
+  const bus_task *tk = (uint32_t)w->tr.index < s->tasks.n
+                           ? &s->tasks.v[w->tr.index]
+                           : &(const bus_task){0};
+  uint32_t n = 0;
   for (int i = 0; i < 64; i++)
-    if (gpus & (1ull << i))
-      msgpack_pack_uint32(pk, (uint32_t)i);
+    if (p->gpus & (1ull << i))
+      w->gpus[n++] = (uint64_t)i;
+  d->has_gpus = 1;
+  d->gpus = (bus_u64_list){w->gpus, n};
+  d->has_raw = 1;
+  if (tk->runtime.has_raw)
+    d->raw = tk->runtime.raw;
+  d->has_workingDir = 1;
+  d->workingDir = s->has_workingDir ? s->workingDir : BUS_STR("");
+  d->has_prepareScript =
+      script(tk->has_prepareScript, tk->prepareScript, s->has_prepareScript,
+             s->prepareScript, &d->prepareScript);
+  d->has_runScript = script(tk->has_runScript, tk->runScript, s->has_runScript,
+                            s->runScript, &d->runScript);
+  fill_env(w, p);
 }
 
 /* version: the sequence of the event that decided it, which only grows
  * for a pod, whichever node stream carries it (the node keeps the
- * highest; a stream made anew starts its own sequences from 1). */
+ * highest; a stream made anew starts its own sequences from 1). The
+ * Job's spec is unpacked into z. */
 static int
-pack_desired(bus_txn *t, const pod_rec *p, const job_rec *j, uint64_t version,
-             msgpack_sbuffer *sb) {
-  task_rec tr;
-  int rc = sched_task_get(t, p->task, &tr);
+fill_desired(bus_txn *t, const pod_rec *p, const job_rec *j, uint64_t version,
+             msgpack_zone *z, desired *w) {
+  int rc = sched_task_get(t, p->task, &w->tr);
   if (rc)
     return rc;
-  int run = !strcmp(p->desired, "Running");
-  const void *spec = NULL;
-  size_t len = 0;
-  msgpack_zone z;
-  msgpack_zone_init(&z, 4096);
-  msgpack_object so = {.type = MSGPACK_OBJECT_NIL};
-  if (run && !sched_spec_get(t, "specs", p->job, &spec, &len))
-    msgpack_unpack(spec, len, NULL, &z, &so);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-  uint32_t n = 7 + (run ? 4 : 0) + (j->domain[0] ? 1 : 0);
-  if (run)
-    n += (task_script(&so, &tr, "prepareScript") != NULL) +
-         (task_script(&so, &tr, "runScript") != NULL);
-  msgpack_pack_map(&pk, n);
-  bus_pack_kv_str(&pk, "pod", p->name);
-  msgpack_pack_str_with_body(&pk, "version", 7);
-  msgpack_pack_uint64(&pk, version);
-  bus_pack_kv_str(&pk, "job", p->job);
-  bus_pack_kv_str(&pk, "task", p->task);
-  msgpack_pack_str_with_body(&pk, "attempt", 7);
-  msgpack_pack_uint32(&pk, p->attempt);
-  bus_pack_kv_str(&pk, "desired", p->desired);
-  bus_pack_kv_str(&pk, "runtime",
-                  p->runtime == SCHED_RT_RAW_NETNS ? "raw+netns" : "raw");
-  if (run) {
-    pack_gpus(&pk, p->gpus);
-    pack_runtime(&pk, &so, &tr);
-    pack_env(&pk, p, &tr, tr.head_task);
-  }
-  if (j->domain[0])
-    bus_pack_kv_str(&pk, "domain", j->domain);
-  msgpack_zone_destroy(&z);
+  w->d = (bus_ev_pod_desired){
+      .pod = bus_str_of(p->name),
+      .has_version = 1,
+      .version = version,
+      .job = bus_str_of(p->job),
+      .task = bus_str_of(p->task),
+      .has_attempt = 1,
+      .attempt = p->attempt,
+      .desired = bus_str_of(p->desired),
+      .has_runtime = 1,
+      .runtime =
+          bus_str_of(p->runtime == SCHED_RT_RAW_NETNS ? "raw+netns" : "raw"),
+      .has_domain = j->domain[0] != 0,
+      .domain = bus_str_of(j->domain)};
+  if (strcmp(p->desired, "Running"))
+    return 0;
+  bus_job_res res;
+  if (sched_spec_read(t, BUS_T_JOB_SUBMITTED, p->job, z, &res))
+    memset(&res, 0, sizeof res);
+  fill_run(w, p, &res.spec);
   return 0;
 }
 
@@ -163,16 +142,22 @@ send_one(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   uint64_t seq = 0;
   for (int i = 0; i < 8; i++)
     seq = seq << 8 | ((const unsigned char *)k)[i];
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  int rc = pack_desired(w->t, &p, &j, seq, &sb);
+  desired *d = malloc(sizeof *d);
+  msgpack_zone z;
+  if (!d || !msgpack_zone_init(&z, 4096)) {
+    free(d);
+    return -ENOMEM;
+  }
   char subject[BUS_SUBJECT_MAX], src[400];
-  snprintf(subject, sizeof subject, "lark.node.%s.pod.%s", p.node, p.name);
+  int rc = fill_desired(w->t, &p, &j, seq, &z, d);
+  if (!rc)
+    rc = bus_subj_pod_desired(subject, sizeof subject, p.node, p.name);
   snprintf(src, sizeof src, "desired:%s:%llu", p.name, (unsigned long long)seq);
   if (!rc)
-    rc = sched_emit(w->t, subject, "pod.desired", src, j.sub_id, 0,
-                    BUS_APPEND_NOCHECK, &sb);
-  msgpack_sbuffer_destroy(&sb);
+    rc = sched_emit(w->t, subject, BUS_T_POD_DESIRED, &d->d, src, j.sub_id, 0,
+                    BUS_APPEND_NOCHECK);
+  msgpack_zone_destroy(&z);
+  free(d);
   return rc;
 }
 

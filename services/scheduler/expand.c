@@ -101,14 +101,11 @@ expand_pods(sched_expansion *x) {
 
 int
 sched_expand(const sched_job *job, sched_expansion *out) {
-  int rc;
+  size_t pods;
   memset(out, 0, sizeof *out);
-  if (!job || job->ntasks <= 0)
-    return bus_error(BUS_EINVAL, "a Job needs at least one task");
-  size_t pods = sched_job_pods(job);
-  if (pods > SCHED_MAX_PODS)
-    return bus_error(BUS_EINVAL, "job %s has %zu pods: at most %d", job->name,
-                     pods, SCHED_MAX_PODS);
+  int rc = sched_job_sized(job, &pods);
+  if (rc)
+    return rc;
   out->tasks = calloc((size_t)job->ntasks, sizeof *out->tasks);
   out->pods = calloc(pods ? pods : 1, sizeof *out->pods);
   if (!out->tasks || !out->pods)

@@ -53,22 +53,20 @@ seen_of(sched_ingress *in, const char *node) {
   return s;
 }
 
-/* Append for a node: id from the message (a re-sent report lands once). */
+/* Append ev (its type's enum, data and actor set) for a node, with the
+ * version check: its id derived from src_id, the message's (a re-sent
+ * report lands once), which is also its cause. */
 static int
-append_for(sched_ingress *in, const char *subject, const char *type,
-           const char *actor, const char *src_id, uint64_t prev, int flags,
-           const msgpack_sbuffer *data) {
+append_for(sched_ingress *in, const char *subject, bus_event *ev,
+           const char *src_id, uint64_t prev) {
   char id[33];
   bus_event_derive_id(src_id, 0, id);
-  bus_event ev = {.type = type,
-                  .id = id,
-                  .ts = bus_wall_ns(),
-                  .actor = actor,
-                  .cause = src_id,
-                  .prev = prev,
-                  .data_mp = data->data,
-                  .data_mp_len = data->size};
-  return bus_append(in->c, subject, &ev, flags, NULL, NULL);
+  ev->type = bus_type_name(ev->t); /* the Lark-Type header */
+  ev->id = id;
+  ev->ts = bus_wall_ns();
+  ev->cause = src_id;
+  ev->prev = prev;
+  return bus_append(in->c, subject, ev, BUS_APPEND_CHECK, NULL, NULL);
 }
 
 static int
@@ -96,53 +94,45 @@ pod_of(sched_ingress *in, const char *pod, pod_rec *p) {
   return rc;
 }
 
-static void
-copy_field(msgpack_packer *pk, const msgpack_object *data, const char *k) {
-  const msgpack_object *v = bus_obj_get(data, k);
-  if (!v)
-    return;
-  msgpack_pack_str_with_body(pk, k, strlen(k));
-  msgpack_pack_object(pk, *v);
-}
-
-static int
-count_fields(const msgpack_object *data, const char *const *keys) {
-  int n = 0;
-  for (int i = 0; keys[i]; i++)
-    n += bus_obj_get(data, keys[i]) != NULL;
-  return n;
+/* The pod.phase of a node's pod.report: what the node says, with the
+ * pod's Job and the node as the view knows them. */
+static bus_ev_pod_phase
+phase_of(const bus_ev_pod_report *r, const pod_rec *p, const char *node) {
+  return (bus_ev_pod_phase){.phase = r->phase,
+                            .has_job = 1,
+                            .job = bus_str_of(p->job),
+                            .node = bus_str_of(node),
+                            .has_attempt = r->has_attempt,
+                            .attempt = r->attempt,
+                            .has_exitCode = r->has_exitCode,
+                            .exitCode = r->exitCode,
+                            .has_signal = r->has_signal,
+                            .signal = r->signal,
+                            .has_localIP = r->has_localIP,
+                            .localIP = r->localIP,
+                            .has_reason = r->has_reason,
+                            .reason = r->reason};
 }
 
 static int
 pod_report(sched_ingress *in, const char *node, const bus_event *ev) {
-  char pod[SCHED_DNAME_SZ] = "", subject[BUS_SUBJECT_MAX], actor[80];
+  const bus_ev_pod_report *r = bus_as_pod_report(ev);
+  char pod[SCHED_DNAME_SZ], subject[BUS_SUBJECT_MAX], actor[80];
   pod_rec p;
-  bus_obj_str(&ev->data, "pod", pod, sizeof pod);
+  bus_str_copy(r->pod, pod, sizeof pod);
   int rc = pod_of(in, pod, &p);
-  if (rc || strcmp(p.node, node) || !p.bound ||
-      (uint32_t)bus_obj_int(&ev->data, "attempt", 0) != p.attempt)
+  if (rc || strcmp(p.node, node) || !p.bound || r->attempt != p.attempt)
     return bus_error(BUS_EDENIED, "pod %s is not bound to %s at that attempt",
                      pod, node);
-  static const char *const keys[] = {"phase",   "attempt", "exitCode", "signal",
-                                     "localIP", "reason",  NULL};
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, (uint32_t)(2 + count_fields(&ev->data, keys)));
-  msgpack_pack_str_with_body(&pk, "job", 3);
-  msgpack_pack_str_with_body(&pk, p.job, strlen(p.job));
-  msgpack_pack_str_with_body(&pk, "node", 4);
-  msgpack_pack_str_with_body(&pk, node, strlen(node));
-  for (int i = 0; keys[i]; i++)
-    copy_field(&pk, &ev->data, keys[i]);
-  snprintf(subject, sizeof subject, "lark.ev.pod.%s", pod);
+  bus_ev_pod_phase d = phase_of(r, &p, node);
   snprintf(actor, sizeof actor, "node:%s", node);
   bus_version ver;
-  rc = version_of(in->v, subject, &ver);
+  rc = bus_subj_pod_phase(subject, sizeof subject, pod);
+  if (!rc)
+    rc = version_of(in->v, subject, &ver);
   for (int tries = 0; !rc && tries < 3; tries++) {
-    rc = append_for(in, subject, "pod.phase", actor, ev->id, ver.seq,
-                    BUS_APPEND_CHECK, &sb);
+    bus_event out = {.t = BUS_T_POD_PHASE, .typed = &d, .actor = actor};
+    rc = append_for(in, subject, &out, ev->id, ver.seq);
     if (rc != BUS_ECONFLICT)
       break;
     /* our view lags the stream: take the subject's own last version */
@@ -154,7 +144,6 @@ pod_report(sched_ingress *in, const char *node, const bus_event *ev) {
     ver.seq = last.seq;
     msgpack_zone_destroy(&z);
   }
-  msgpack_sbuffer_destroy(&sb);
   return rc;
 }
 
@@ -167,18 +156,20 @@ pod_report(sched_ingress *in, const char *node, const bus_event *ev) {
  */
 static int
 pod_forgotten(sched_ingress *in, const char *node, const bus_event *ev) {
-  char pod[SCHED_DNAME_SZ] = "", subject[BUS_SUBJECT_MAX];
+  const bus_ev_pod_forgotten *f = bus_as_pod_forgotten(ev);
+  char pod[SCHED_DNAME_SZ], subject[BUS_SUBJECT_MAX];
   char stream[BUS_NODE_STREAM_MAX];
   pod_rec p;
-  bus_obj_str(&ev->data, "pod", pod, sizeof pod);
+  bus_str_copy(f->pod, pod, sizeof pod);
   int rc = pod_of(in, pod, &p);
-  uint64_t version = (uint64_t)bus_obj_int(&ev->data, "version", 0), out = 0;
+  uint64_t version = f->version, out = 0;
   for (int i = 0; !rc && i < 8; i++)
     out = out << 8 | p.out_key[i];
   if (rc || strcmp(p.node, node) || strcmp(p.desired, "Deleted") ||
       (version && out && version != out))
     return bus_error(BUS_EDENIED, "pod %s is not Deleted on %s", pod, node);
-  snprintf(subject, sizeof subject, "lark.node.%s.pod.%s", node, pod);
+  if ((rc = bus_subj_pod_desired(subject, sizeof subject, node, pod)))
+    return rc;
   if ((rc = bus_node_stream_name(node, stream, sizeof stream)) == 0)
     rc = bus_purge_subject(in->c, stream, subject);
   if (rc == 0)
@@ -191,23 +182,20 @@ pod_forgotten(sched_ingress *in, const char *node, const bus_event *ev) {
 static int
 node_ready(sched_ingress *in, const char *node, int ready, const char *reason) {
   char subject[BUS_SUBJECT_MAX], src[160];
-  snprintf(subject, sizeof subject, "lark.ev.node.%s", node);
   bus_version ver;
-  int rc = version_of(in->v, subject, &ver);
+  int rc = bus_subj_node_ready(subject, sizeof subject, node);
+  if (!rc)
+    rc = version_of(in->v, subject, &ver);
   if (rc)
     return rc;
   snprintf(src, sizeof src, "%s:%s:%llu", ready ? "ready" : "notready", node,
            (unsigned long long)ver.seq);
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "reason", 6);
-  msgpack_pack_str_with_body(&pk, reason, strlen(reason));
-  rc = append_for(in, subject, ready ? "node.ready" : "node.notready",
-                  "lark-scheduler", src, ver.seq, BUS_APPEND_CHECK, &sb);
-  msgpack_sbuffer_destroy(&sb);
+  bus_ev_node_ready r = {.has_reason = 1, .reason = bus_str_of(reason)};
+  bus_ev_node_notready nr = {.has_reason = 1, .reason = bus_str_of(reason)};
+  bus_event ev = {.t = ready ? BUS_T_NODE_READY : BUS_T_NODE_NOTREADY,
+                  .typed = ready ? (const void *)&r : &nr,
+                  .actor = "lark-scheduler"};
+  rc = append_for(in, subject, &ev, src, ver.seq);
   return rc == BUS_ECONFLICT ? 0 : rc; /* the view will show the change */
 }
 
@@ -232,26 +220,24 @@ heartbeat(sched_ingress *in, const char *node) {
 
 static int
 registration(sched_ingress *in, const char *node, const bus_event *ev) {
-  char name[SCHED_NAME_SZ] = "", subject[BUS_SUBJECT_MAX], actor[80];
-  bus_obj_str(bus_obj_get(&ev->data, "metadata"), "name", name, sizeof name);
+  const bus_node_res *res = bus_as_node_registered(ev);
+  char name[SCHED_NAME_SZ], subject[BUS_SUBJECT_MAX], actor[80];
+  bus_str_copy(res->metadata.name, name, sizeof name);
   if (strcmp(name, node))
     return bus_error(BUS_EDENIED, "node %s may not register %s", node, name);
-  snprintf(subject, sizeof subject, "lark.ev.node.%s", node);
   snprintf(actor, sizeof actor, "node:%s", node);
   bus_version ver;
   /* the node's stream first: it exists before the node can be placed */
   int rc = sched_slice_ensure(in->c, node);
   if (rc >= 0)
-    rc = version_of(in->v, subject, &ver);
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_object(&pk, ev->data);
+    rc = bus_subj_node_registered(subject, sizeof subject, node);
   if (!rc)
-    rc = append_for(in, subject, "node.registered", actor, ev->id, ver.seq,
-                    BUS_APPEND_CHECK, &sb);
-  msgpack_sbuffer_destroy(&sb);
+    rc = version_of(in->v, subject, &ver);
+  /* the resource as the node sent it: apply keeps it byte for byte */
+  bus_event out = {
+      .t = BUS_T_NODE_REGISTERED, .data = ev->data, .actor = actor};
+  if (!rc)
+    rc = append_for(in, subject, &out, ev->id, ver.seq);
   seen *s = seen_of(in, node);
   if (s)
     s->last_ms = bus_mono_ms();
@@ -275,7 +261,7 @@ route(const char *subject, char node[SCHED_NAME_SZ], const char **what) {
 
 static int
 is_run_report(const bus_event *ev, const char *what) {
-  return !strcmp(ev->type, "run.reported") && !strncmp(what, "run.", 4);
+  return ev->t == BUS_T_RUN_REPORTED && !strncmp(what, "run.", 4);
 }
 
 static int
@@ -285,14 +271,20 @@ handle(sched_ingress *in, const char *subject, const bus_event *ev) {
   int rc = route(subject, node, &what);
   if (rc)
     return rc;
-  if (!strcmp(ev->type, "node.heartbeat"))
+  if (!ev->typed) /* a worker's batch decodes every message to its type */
+    return bus_error(BUS_EINVAL, "%s: not decoded to its type", ev->type);
+  switch (ev->t) {
+  case BUS_T_NODE_HEARTBEAT:
     return heartbeat(in, node);
-  if (!strcmp(ev->type, "node.registered"))
+  case BUS_T_NODE_REGISTERED:
     return registration(in, node, ev);
-  if (!strcmp(ev->type, "pod.report"))
+  case BUS_T_POD_REPORT:
     return pod_report(in, node, ev);
-  if (!strcmp(ev->type, "pod.forgotten"))
+  case BUS_T_POD_FORGOTTEN:
     return pod_forgotten(in, node, ev);
+  default:
+    break;
+  }
   return bus_error(BUS_EINVAL, "unexpected %s", ev->type);
 }
 
@@ -358,14 +350,10 @@ silent_nodes(sched_ingress *in) {
 /* Nodes that send heartbeats are watched from the start, even before the
  * first one arrives after a restart. */
 static int
-watch_node(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
-  (void)k, (void)kl;
-  node_rec r;
-  if (vl != sizeof r)
-    return 0;
-  memcpy(&r, v, sizeof r);
-  if (r.heartbeats)
-    seen_of(ud, r.name);
+watch_node(void *rec, void *ud) {
+  const node_rec *r = rec;
+  if (r->heartbeats)
+    seen_of(ud, r->name);
   return 0;
 }
 
@@ -415,7 +403,7 @@ sched_ingress_start(bus_conn *c, bus_view *v, int timeout_ms,
   in->started_ms = bus_mono_ms();
   bus_txn *t;
   if (bus_view_read(v, &t) == 0) {
-    bus_txn_scan(t, "nodes", NULL, 0, watch_node, in);
+    sched_each_rec(t, "nodes", NULL, sizeof(node_rec), 0, watch_node, in);
     bus_txn_end(t);
   }
   bus_worker_opts wo;

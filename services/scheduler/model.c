@@ -27,40 +27,40 @@ static const char *const strategy_names[] = {"spread", "pack", "colocate",
                                              "disaggregate"};
 static const char *const role_names[] = {"Actor", "Rollout", "Env"};
 
-const char *
-sched_strategy_name(sched_strategy s) {
-  if ((unsigned)s >= sizeof strategy_names / sizeof *strategy_names)
-    return NULL;
-  return strategy_names[s];
+#define NNAMES(v) ((unsigned)(sizeof v / sizeof *v))
+
+/* names[i], or NULL out of range. */
+static const char *
+name_at(const char *const *names, unsigned n, unsigned i) {
+  return i < n ? names[i] : NULL;
 }
 
-int
-sched_strategy_parse(const char *s, sched_strategy *out) {
-  for (unsigned i = 0; s && i < sizeof strategy_names / sizeof *strategy_names;
-       i++)
-    if (!strcmp(s, strategy_names[i])) {
-      *out = (sched_strategy)i;
+/* The index of s in names into *out; BUS_EINVAL when absent. */
+static int
+index_of(const char *const *names, unsigned n, const char *s, unsigned *out) {
+  for (unsigned i = 0; s && i < n; i++)
+    if (!strcmp(s, names[i])) {
+      *out = i;
       return 0;
     }
   return BUS_EINVAL;
 }
 
-const char *
-sched_role_name(sched_role r) {
-  if ((unsigned)r >= sizeof role_names / sizeof *role_names)
-    return NULL;
-  return role_names[r];
-}
+/* The name of an enum's value and its parse, from its table of names. */
+#define NAMED_ENUM(fn, type, names)                                            \
+  const char *sched_##fn##_name(type v) {                                      \
+    return name_at(names, NNAMES(names), (unsigned)v);                         \
+  }                                                                            \
+  int sched_##fn##_parse(const char *s, type *out) {                           \
+    unsigned i;                                                                \
+    int rc = index_of(names, NNAMES(names), s, &i);                            \
+    if (!rc)                                                                   \
+      *out = (type)i;                                                          \
+    return rc;                                                                 \
+  }
 
-int
-sched_role_parse(const char *s, sched_role *out) {
-  for (unsigned i = 0; s && i < sizeof role_names / sizeof *role_names; i++)
-    if (!strcmp(s, role_names[i])) {
-      *out = (sched_role)i;
-      return 0;
-    }
-  return BUS_EINVAL;
-}
+NAMED_ENUM(strategy, sched_strategy, strategy_names)
+NAMED_ENUM(role, sched_role, role_names)
 
 unsigned
 sched_runtime_bit(const char *name) {
@@ -415,6 +415,17 @@ sched_job_pods(const sched_job *job) {
   for (int i = 0; i < job->ntasks; i++)
     n += job->tasks[i].replicas;
   return n;
+}
+
+int
+sched_job_sized(const sched_job *job, size_t *pods) {
+  if (!job || job->ntasks <= 0)
+    return bus_error(BUS_EINVAL, "a Job needs at least one task");
+  *pods = sched_job_pods(job);
+  if (*pods > SCHED_MAX_PODS)
+    return bus_error(BUS_EINVAL, "job %s has %zu pods: at most %d", job->name,
+                     *pods, SCHED_MAX_PODS);
+  return 0;
 }
 
 int

@@ -219,13 +219,17 @@ int sched_node_set_device(sched_node *n, const char *name, uint32_t count);
 uint32_t sched_node_free_gpus(const sched_node *n);
 
 /*
- * Read a Node resource {apiVersion, kind, metadata: {name}, spec: {cluster,
- * labels, runtimes, capacity}} into out (initialised here; release it with
- * sched_node_clear, also on error). Checks the shapes it reads and reports
- * each problem into errs[0..max) as {path, reason}, *n the count found.
- * Returns 0, BUS_EFIELD / BUS_EMISSING / BUS_ENAME (the first problem), or
- * -ENOMEM. The node is Ready and not cordoned; the service sets both.
+ * Read a Node resource (its generated type: metadata.name, spec: cluster,
+ * labels, runtimes, capacity) into out (initialised here; release it with
+ * sched_node_clear, also on error). The schema has checked the shapes;
+ * what it cannot say is reported into errs[0..max) as {path, reason}, *n
+ * the count found. Returns 0, BUS_EFIELD / BUS_ENAME (the first problem),
+ * or -ENOMEM. The node is Ready and not cordoned; the service sets both.
  */
+int sched_node_read(const bus_node_res *res, sched_node *out,
+                    bus_field_err *errs, int max, int *n);
+/* The same from a resource not yet checked: the schema's problems first
+ * (returned as bus_schema_check returns them), then sched_node_read. */
 int sched_node_from_msgpack(const msgpack_object *resource, sched_node *out,
                             bus_field_err *errs, int max, int *n);
 
@@ -265,20 +269,27 @@ int sched_template_set_selector(sched_template *t, const char *key,
                                 const char *value);
 /* Pods of the Job: the sum of replicas. */
 size_t sched_job_pods(const sched_job *job);
+/* Its pods into *pods, when it has tasks and at most SCHED_MAX_PODS pods;
+ * BUS_EINVAL otherwise. */
+int sched_job_sized(const sched_job *job, size_t *pods);
 /* The index of the template called name, or -1. */
 int sched_job_task_index(const sched_job *job, const char *name);
 
 /*
- * Read a Job resource {apiVersion, kind, metadata: {name}, spec: JobSpec}
+ * Read a Job resource (its generated type: metadata.name, spec: JobSpec)
  * into out (initialised here; release with sched_job_clear, also on
  * error). Defaults: strategy spread, replicas 1, maxRetries 0, runtime raw
- * ("raw+netns" for every task when the Job names a domain). Besides the
- * shapes, refuses what the schema cannot say: two templates with the same
- * name, more than one head, more than SCHED_MAX_PODS pods. Problems go to
- * errs[0..max) as {path, reason} with *n the count found. Returns 0,
- * the code of the first problem (BUS_EFIELD, BUS_EMISSING, BUS_ENAME), or
- * -ENOMEM.
+ * ("raw+netns" for every task when the Job names a domain). The schema
+ * has checked the shapes; refuses what it cannot say: two templates with
+ * the same name, more than one head, a task naming no runtime or two,
+ * more than SCHED_MAX_PODS pods. Problems go to errs[0..max) as {path,
+ * reason} with *n the count found. Returns 0, the code of the first
+ * problem (BUS_EFIELD, BUS_ENAME), or -ENOMEM.
  */
+int sched_job_read(const bus_job_res *res, sched_job *out, bus_field_err *errs,
+                   int max, int *n);
+/* The same from a resource not yet checked: the schema's problems first
+ * (returned as bus_schema_check returns them), then sched_job_read. */
 int sched_job_from_msgpack(const msgpack_object *resource, sched_job *out,
                            bus_field_err *errs, int max, int *n);
 

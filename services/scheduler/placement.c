@@ -347,13 +347,11 @@ sched_place(sched_nodes *nodes, const sched_job *job, const uint32_t *attempts,
             sched_placement *out) {
   ctx x;
   sched_placement_clear(out);
-  if (!job || job->ntasks <= 0)
-    return bus_error(BUS_EINVAL, "a Job needs at least one task");
-  size_t pods = sched_job_pods(job);
-  if (pods > SCHED_MAX_PODS)
-    return bus_error(BUS_EINVAL, "job %s has %zu pods: at most %d", job->name,
-                     pods, SCHED_MAX_PODS);
-  int rc = ctx_init(&x, nodes, job, out, pods);
+  size_t pods;
+  int rc = sched_job_sized(job, &pods);
+  if (rc)
+    return rc;
+  rc = ctx_init(&x, nodes, job, out, pods);
   if (rc == 0)
     rc = place_all(&x, attempts);
   if (rc == 0)

@@ -126,5 +126,10 @@ int sched_placement_from_msgpack(const msgpack_object *data,
  */
 int sched_pack_placed(msgpack_packer *pk, const char *pool, const char *job,
                       uint64_t generation, const sched_placement *p);
+/* The same as job.placed's generated struct, its arrays allocated in z
+ * (alive as long as z). */
+int sched_placed_data(const char *pool, const char *job, uint64_t generation,
+                      const sched_placement *p, msgpack_zone *z,
+                      bus_ev_job_placed *out);
 
 #endif

@@ -12,69 +12,87 @@
 
 /* --------------------------------------------------------------- codec */
 
-static void
-pack_binding(msgpack_packer *pk, const sched_binding *b) {
-  msgpack_pack_map(pk, 6);
-  bus_pack_str(pk, "pod");
-  bus_pack_str(pk, b->pod);
-  bus_pack_str(pk, "task");
-  bus_pack_str(pk, b->task);
-  bus_pack_str(pk, "node");
-  bus_pack_str(pk, b->node);
-  bus_pack_str(pk, "attempt");
-  msgpack_pack_uint32(pk, b->attempt);
-  bus_pack_str(pk, "gpus");
-  msgpack_pack_array(pk, (size_t)b->ngpus);
-  for (int g = 0; g < b->ngpus; g++)
-    msgpack_pack_uint8(pk, b->gpus[g]);
-  bus_pack_str(pk, "runtime");
-  bus_pack_str(pk, b->runtime == SCHED_RT_RAW_NETNS ? "raw+netns" : "raw");
+static const char *
+runtime_name(unsigned bit) {
+  return bit == SCHED_RT_RAW_NETNS ? "raw+netns" : "raw";
 }
 
 static void
-pack_why(msgpack_packer *pk, const sched_why *w) {
+fill_binding(bus_binding *o, const sched_binding *b, uint64_t *gpus) {
+  for (int g = 0; g < b->ngpus; g++)
+    gpus[g] = b->gpus[g];
+  *o = (bus_binding){.pod = bus_str_of(b->pod),
+                     .task = bus_str_of(b->task),
+                     .node = bus_str_of(b->node),
+                     .has_attempt = 1,
+                     .attempt = b->attempt,
+                     .has_gpus = 1,
+                     .gpus = {gpus, (uint32_t)b->ngpus},
+                     .has_runtime = 1,
+                     .runtime = bus_str_of(runtime_name(b->runtime))};
+}
+
+static void
+fill_why(bus_why *o, const sched_why *w, bus_value *scores) {
   size_t n = w->nscores < SCHED_WHY_SCORES ? w->nscores : SCHED_WHY_SCORES;
   const char *s = sched_strategy_name(w->strategy);
-  msgpack_pack_map(pk, 7);
-  bus_pack_str(pk, "strategy");
-  bus_pack_str(pk, s ? s : "spread");
-  bus_pack_str(pk, "nodes");
-  msgpack_pack_uint32(pk, w->nodes);
-  bus_pack_str(pk, "selector");
-  msgpack_pack_uint32(pk, w->selector);
-  bus_pack_str(pk, "runtime");
-  msgpack_pack_uint32(pk, w->runtime);
-  bus_pack_str(pk, "ready");
-  msgpack_pack_uint32(pk, w->ready);
-  bus_pack_str(pk, "capacity");
-  msgpack_pack_uint32(pk, w->capacity);
-  bus_pack_str(pk, "scores");
-  msgpack_pack_map(pk, n);
-  for (size_t i = 0; i < n; i++) {
-    bus_pack_str(pk, w->scores[i].node);
-    msgpack_pack_int64(pk, w->scores[i].score);
-  }
+  for (size_t i = 0; i < n; i++)
+    scores[i] = (bus_value){.key = bus_str_of(w->scores[i].node),
+                            .kind = BUS_V_INT,
+                            .as.i = w->scores[i].score};
+  *o = (bus_why){.has_strategy = 1,
+                 .strategy = bus_str_of(s ? s : "spread"),
+                 .has_nodes = 1,
+                 .nodes = w->nodes,
+                 .has_selector = 1,
+                 .selector = w->selector,
+                 .has_runtime = 1,
+                 .runtime = w->runtime,
+                 .has_ready = 1,
+                 .ready = w->ready,
+                 .has_capacity = 1,
+                 .capacity = w->capacity,
+                 .has_scores = 1,
+                 .scores = {scores, (uint32_t)n}};
+}
+
+int
+sched_placed_data(const char *pool, const char *job, uint64_t generation,
+                  const sched_placement *p, msgpack_zone *z,
+                  bus_ev_job_placed *out) {
+  if (!p || !p->ok || !pool || !job)
+    return BUS_EINVAL;
+  size_t n = p->n ? p->n : 1;
+  bus_binding *bs = msgpack_zone_malloc(z, n * sizeof *bs);
+  uint64_t *gpus = msgpack_zone_malloc(z, n * SCHED_MAX_GPUS * sizeof *gpus);
+  bus_value *scores =
+      msgpack_zone_malloc(z, (SCHED_WHY_SCORES + 1) * sizeof *scores);
+  if (!bs || !gpus || !scores)
+    return -ENOMEM;
+  for (size_t i = 0; i < p->n; i++)
+    fill_binding(&bs[i], &p->bindings[i], gpus + i * SCHED_MAX_GPUS);
+  *out = (bus_ev_job_placed){.pool = bus_str_of(pool),
+                             .job = bus_str_of(job),
+                             .has_generation = 1,
+                             .generation = generation,
+                             .bindings = {bs, (uint32_t)p->n},
+                             .has_why = 1};
+  fill_why(&out->why, &p->why, scores);
+  return 0;
 }
 
 int
 sched_pack_placed(msgpack_packer *pk, const char *pool, const char *job,
                   uint64_t generation, const sched_placement *p) {
-  if (!p || !p->ok || !pool || !job)
-    return BUS_EINVAL;
-  msgpack_pack_map(pk, 5);
-  bus_pack_str(pk, "pool");
-  bus_pack_str(pk, pool);
-  bus_pack_str(pk, "job");
-  bus_pack_str(pk, job);
-  bus_pack_str(pk, "generation");
-  msgpack_pack_uint64(pk, generation);
-  bus_pack_str(pk, "bindings");
-  msgpack_pack_array(pk, p->n);
-  for (size_t i = 0; i < p->n; i++)
-    pack_binding(pk, &p->bindings[i]);
-  bus_pack_str(pk, "why");
-  pack_why(pk, &p->why);
-  return 0;
+  msgpack_zone z;
+  bus_ev_job_placed d;
+  if (!msgpack_zone_init(&z, 4096))
+    return -ENOMEM;
+  int rc = sched_placed_data(pool, job, generation, p, &z, &d);
+  if (!rc && bus_ev_job_placed_write(pk, &d))
+    rc = -ENOMEM;
+  msgpack_zone_destroy(&z);
+  return rc;
 }
 
 /* The template of a binding's task name, and the pod's replica. */
@@ -102,26 +120,22 @@ binding_owner(const sched_job *job, sched_binding *b) {
 }
 
 static int
-read_binding(const msgpack_object *o, const sched_job *job, sched_binding *b) {
+read_binding(const bus_binding *o, const sched_job *job, sched_binding *b) {
   char rt[SCHED_RUNTIME_SZ] = "raw";
-  const msgpack_object *g = bus_obj_get(o, "gpus");
-  int64_t attempt = bus_obj_int(o, "attempt", 0);
-  if (!bus_obj_str(o, "pod", b->pod, sizeof b->pod) ||
-      !bus_obj_str(o, "task", b->task, sizeof b->task) ||
-      !bus_obj_str(o, "node", b->node, sizeof b->node) || attempt < 0 ||
-      attempt > 1000 || (g && g->type != MSGPACK_OBJECT_ARRAY) ||
-      (g && g->via.array.size > SCHED_MAX_GPUS))
+  if (o->gpus.n > SCHED_MAX_GPUS)
     return bus_error(BUS_EMALFORMED, "a binding of job %s is malformed",
                      job->name);
-  b->attempt = (uint32_t)attempt;
-  bus_obj_str(o, "runtime", rt, sizeof rt);
+  bus_str_copy(o->pod, b->pod, sizeof b->pod);
+  bus_str_copy(o->task, b->task, sizeof b->task);
+  bus_str_copy(o->node, b->node, sizeof b->node);
+  b->attempt = (uint32_t)o->attempt;
+  if (o->has_runtime)
+    bus_str_copy(o->runtime, rt, sizeof rt);
   b->runtime = sched_runtime_bit(rt);
-  for (uint32_t i = 0; g && i < g->via.array.size; i++) {
-    const msgpack_object *v = &g->via.array.ptr[i];
-    if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
-        v->via.u64 >= SCHED_MAX_GPUS)
+  for (uint32_t i = 0; i < o->gpus.n; i++) {
+    if (o->gpus.v[i] >= SCHED_MAX_GPUS)
       return bus_error(BUS_EMALFORMED, "pod %s: bad GPU index", b->pod);
-    b->gpus[b->ngpus++] = (uint8_t)v->via.u64;
+    b->gpus[b->ngpus++] = (uint8_t)o->gpus.v[i];
   }
   if (!b->runtime)
     return bus_error(BUS_EMALFORMED, "pod %s: unknown runtime %s", b->pod, rt);
@@ -131,24 +145,26 @@ read_binding(const msgpack_object *o, const sched_job *job, sched_binding *b) {
 int
 sched_placement_from_msgpack(const msgpack_object *data, const sched_job *job,
                              sched_placement *out) {
-  const msgpack_object *bs = bus_obj_get(data, "bindings");
-  int rc = 0;
+  msgpack_zone z;
+  bus_ev_job_placed d;
   sched_placement_clear(out);
-  if (!bs || bs->type != MSGPACK_OBJECT_ARRAY ||
-      bs->via.array.size > SCHED_MAX_PODS)
-    return bus_error(BUS_EMALFORMED, "job.placed without bindings");
-  out->bindings = calloc(bs->via.array.size ? bs->via.array.size : 1,
-                         sizeof *out->bindings);
-  if (!out->bindings)
+  if (!msgpack_zone_init(&z, 4096))
     return -ENOMEM;
-  for (uint32_t i = 0; i < bs->via.array.size && rc == 0; i++)
-    rc = read_binding(&bs->via.array.ptr[i], job, &out->bindings[i]);
-  if (rc) {
+  int rc = bus_job_placed_unpack(data, &z, &d);
+  if (rc != -ENOMEM && (rc || d.bindings.n > SCHED_MAX_PODS))
+    rc = bus_error(BUS_EMALFORMED, "job.placed without bindings");
+  if (!rc && !(out->bindings = calloc(d.bindings.n ? d.bindings.n : 1,
+                                      sizeof *out->bindings)))
+    rc = -ENOMEM;
+  for (uint32_t i = 0; !rc && i < d.bindings.n; i++)
+    rc = read_binding(&d.bindings.v[i], job, &out->bindings[i]);
+  if (!rc) {
+    out->n = d.bindings.n;
+    out->ok = 1;
+    out->why.strategy = job->strategy;
+  } else {
     sched_placement_clear(out);
-    return rc;
   }
-  out->n = bs->via.array.size;
-  out->ok = 1;
-  out->why.strategy = job->strategy;
-  return 0;
+  msgpack_zone_destroy(&z);
+  return rc;
 }

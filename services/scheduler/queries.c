@@ -105,75 +105,76 @@ pack_node(msgpack_packer *pk, const node_rec *r, bus_txn *t, int full) {
 
 typedef struct lister {
   bus_txn *t;
-  const char *kind;
-  const char *name; /* only this one; "" for all */
-  msgpack_sbuffer items;
-  msgpack_packer pk;
+  char kind;
+  const char *name; /* only those it names; "" for all */
+  bus_packbuf items;
   uint32_t n;
 } lister;
 
+/* 1 when l lists everything, or its name is one of a, b, c (b, c: may
+ * be NULL). */
 static int
-list_one(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
-  (void)k, (void)kl;
+names(const lister *l, const char *a, const char *b, const char *c) {
+  return !*l->name || !strcmp(l->name, a) || (b && !strcmp(l->name, b)) ||
+         (c && !strcmp(l->name, c));
+}
+
+/* One record of the kind listed (its first letter: j, t, p or n). */
+static int
+list_one(void *rec, void *ud) {
   lister *l = ud;
-  /* records are copied out: LMDB values need not be aligned */
-  if (!strcmp(l->kind, "job") && vl == sizeof(job_rec)) {
-    job_rec j;
-    memcpy(&j, v, sizeof j);
-    if (j.deleted || (*l->name && strcmp(l->name, j.name)))
-      return 0;
-    pack_job(&l->pk, &j);
-  } else if (!strcmp(l->kind, "task") && vl == sizeof(task_rec)) {
-    task_rec r;
-    memcpy(&r, v, sizeof r);
-    if (*l->name && strcmp(l->name, r.name) && strcmp(l->name, r.job))
-      return 0;
-    pack_task(&l->pk, &r);
-  } else if (!strcmp(l->kind, "pod") && vl == sizeof(pod_rec)) {
-    pod_rec p;
-    memcpy(&p, v, sizeof p);
-    if (!strcmp(p.desired, "Deleted") ||
-        (*l->name && strcmp(l->name, p.name) && strcmp(l->name, p.job) &&
-         strcmp(l->name, p.task)))
-      return 0;
-    pack_pod(&l->pk, &p, l->t, 0);
-  } else if (!strcmp(l->kind, "node") && vl == sizeof(node_rec)) {
-    node_rec r;
-    memcpy(&r, v, sizeof r);
-    if (*l->name && strcmp(l->name, r.name))
-      return 0;
-    pack_node(&l->pk, &r, l->t, 0);
-  } else {
+  msgpack_packer *pk = &l->items.pk;
+  const job_rec *j = rec;
+  const task_rec *r = rec;
+  const pod_rec *p = rec;
+  const node_rec *n = rec;
+  if (l->kind == 'j' && !j->deleted && names(l, j->name, NULL, NULL))
+    pack_job(pk, j);
+  else if (l->kind == 't' && names(l, r->name, r->job, NULL))
+    pack_task(pk, r);
+  else if (l->kind == 'p' && strcmp(p->desired, "Deleted") &&
+           names(l, p->name, p->job, p->task))
+    pack_pod(pk, p, l->t, 0);
+  else if (l->kind == 'n' && names(l, n->name, NULL, NULL))
+    pack_node(pk, n, l->t, 0);
+  else
     return 0;
-  }
   l->n++;
   return 0;
 }
 
-static const char *
-table_of(const char *kind) {
-  if (!strcmp(kind, "job"))
-    return "jobs";
-  if (!strcmp(kind, "task"))
-    return "tasks";
-  if (!strcmp(kind, "pod"))
-    return "pods";
-  if (!strcmp(kind, "node"))
-    return "nodes";
+/* The kinds the scheduler answers for: their table and records. */
+typedef struct kind_def {
+  const char *kind, *table;
+  size_t size;
+} kind_def;
+
+static const kind_def kinds[] = {
+    {"job", "jobs", sizeof(job_rec)},
+    {"task", "tasks", sizeof(task_rec)},
+    {"pod", "pods", sizeof(pod_rec)},
+    {"node", "nodes", sizeof(node_rec)},
+};
+
+static const kind_def *
+kind_of(const char *kind) {
+  for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+    if (!strcmp(kind, kinds[i].kind))
+      return &kinds[i];
   return NULL;
 }
 
 static int
 list(bus_txn *t, const char *kind, const char *name, msgpack_packer *pk) {
-  lister l = {.t = t, .kind = kind, .name = name};
-  msgpack_sbuffer_init(&l.items);
-  msgpack_packer_init(&l.pk, &l.items, msgpack_sbuffer_write);
-  int rc = bus_txn_scan(t, table_of(kind), NULL, 0, list_one, &l);
+  const kind_def *k = kind_of(kind);
+  lister l = {.t = t, .kind = kind[0], .name = name};
+  bus_packbuf_init(&l.items);
+  int rc = sched_each_rec(t, k->table, NULL, k->size, 0, list_one, &l);
   if (!rc) {
     msgpack_pack_array(pk, l.n);
-    pk->callback(pk->data, l.items.data, l.items.size);
+    pk->callback(pk->data, l.items.sb.data, l.items.sb.size);
   }
-  msgpack_sbuffer_destroy(&l.items);
+  bus_packbuf_destroy(&l.items);
   return rc;
 }
 
@@ -226,7 +227,7 @@ sched_query(bus_txn *t, const char *kind, const char *verb,
   (void)ud;
   char name[SCHED_DNAME_SZ] = "";
   bus_obj_str(req, "name", name, sizeof name);
-  if (!table_of(kind))
+  if (!kind_of(kind))
     return bus_error(BUS_EINVAL,
                      "the scheduler knows jobs, tasks, pods "
                      "and nodes, not %s",

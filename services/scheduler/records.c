@@ -6,16 +6,14 @@
  * the layout version; another version means the view predates this
  * binary and must be rebuilt (`larkctl replay scheduler`).
  */
+#include <errno.h>
 #include <string.h>
 
 #include "scheduler.h"
 
 void
 sched_copy(char *dst, size_t cap, const char *src, size_t n) {
-  if (n >= cap)
-    n = cap - 1;
-  memcpy(dst, src, n);
-  dst[n] = 0;
+  bus_str_copy((bus_str){src, (uint32_t)n}, dst, cap);
 }
 
 static int
@@ -40,45 +38,19 @@ put_rec(bus_txn *t, const char *table, const char *name, const void *r,
   return bus_txn_put(t, table, name, strlen(name), r, size);
 }
 
-int
-sched_job_get(bus_txn *t, const char *name, job_rec *r) {
-  return get_rec(t, "jobs", name, r, sizeof *r);
-}
+/* A record's get and put, by its table. */
+#define RECORD(fn, table, type)                                                \
+  int sched_##fn##_get(bus_txn *t, const char *name, type *r) {                \
+    return get_rec(t, table, name, r, sizeof *r);                              \
+  }                                                                            \
+  int sched_##fn##_put(bus_txn *t, const type *r) {                            \
+    return put_rec(t, table, r->name, r, sizeof *r);                           \
+  }
 
-int
-sched_job_put(bus_txn *t, const job_rec *r) {
-  return put_rec(t, "jobs", r->name, r, sizeof *r);
-}
-
-int
-sched_task_get(bus_txn *t, const char *name, task_rec *r) {
-  return get_rec(t, "tasks", name, r, sizeof *r);
-}
-
-int
-sched_task_put(bus_txn *t, const task_rec *r) {
-  return put_rec(t, "tasks", r->name, r, sizeof *r);
-}
-
-int
-sched_pod_get(bus_txn *t, const char *name, pod_rec *r) {
-  return get_rec(t, "pods", name, r, sizeof *r);
-}
-
-int
-sched_pod_put(bus_txn *t, const pod_rec *r) {
-  return put_rec(t, "pods", r->name, r, sizeof *r);
-}
-
-int
-sched_noderec_get(bus_txn *t, const char *name, node_rec *r) {
-  return get_rec(t, "nodes", name, r, sizeof *r);
-}
-
-int
-sched_noderec_put(bus_txn *t, const node_rec *r) {
-  return put_rec(t, "nodes", r->name, r, sizeof *r);
-}
+RECORD(job, "jobs", job_rec)
+RECORD(task, "tasks", task_rec)
+RECORD(pod, "pods", pod_rec)
+RECORD(noderec, "nodes", node_rec)
 
 int
 sched_spec_get(bus_txn *t, const char *table, const char *name,
@@ -87,23 +59,74 @@ sched_spec_get(bus_txn *t, const char *table, const char *name,
 }
 
 int
-sched_job_load(bus_txn *t, const char *name, sched_job *job) {
+sched_spec_unpack(bus_txn *t, const char *table, const char *name,
+                  msgpack_zone *z, msgpack_object *o) {
   const void *data;
   size_t len;
-  int rc = sched_spec_get(t, "specs", name, &data, &len);
-  if (rc)
-    return rc;
-  msgpack_zone z;
-  msgpack_zone_init(&z, 4096);
+  int rc = sched_spec_get(t, table, name, &data, &len);
+  if (!rc && msgpack_unpack(data, len, NULL, z, o) < 0)
+    rc = bus_error(BUS_ECORRUPT, "%s/%s: not msgpack", table, name);
+  return rc;
+}
+
+int
+sched_spec_read(bus_txn *t, bus_type type, const char *name, msgpack_zone *z,
+                void *out) {
   msgpack_object o;
+  const char *table = type == BUS_T_NODE_REGISTERED ? "nodespecs" : "specs";
+  int rc = sched_spec_unpack(t, table, name, z, &o);
+  return rc ? rc : bus_data_unpack(type, &o, z, out);
+}
+
+int
+sched_job_load(bus_txn *t, const char *name, sched_job *job) {
+  msgpack_zone z;
+  bus_job_res res;
   bus_field_err err;
   int n = 0;
-  if (msgpack_unpack(data, len, NULL, &z, &o) < 0)
-    rc = bus_error(BUS_ECORRUPT, "specs/%s: not msgpack", name);
-  else
-    rc = sched_job_from_msgpack(&o, job, &err, 1, &n);
+  if (!msgpack_zone_init(&z, 4096))
+    return -ENOMEM;
+  int rc = sched_spec_read(t, BUS_T_JOB_SUBMITTED, name, &z, &res);
+  if (!rc)
+    rc = sched_job_read(&res, job, &err, 1, &n);
   msgpack_zone_destroy(&z);
   return rc;
+}
+
+/* Any record, for a copy of one. */
+typedef union any_rec {
+  job_rec job;
+  task_rec task;
+  pod_rec pod;
+  node_rec node;
+} any_rec;
+
+typedef struct each_rec {
+  size_t size;
+  int strict;
+  sched_rec_cb cb;
+  void *ud;
+} each_rec;
+
+static int
+visit_rec(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+  (void)k, (void)kl;
+  each_rec *e = ud;
+  any_rec r;
+  if (vl != e->size)
+    return e->strict ? BUS_ECORRUPT : 0;
+  memcpy(&r, v, vl); /* LMDB values need not be aligned */
+  return e->cb(&r, e->ud);
+}
+
+int
+sched_each_rec(bus_txn *t, const char *table, const char *prefix, size_t size,
+               int strict, sched_rec_cb cb, void *ud) {
+  each_rec e = {size, strict, cb, ud};
+  if (size > sizeof(any_rec))
+    return BUS_EINVAL;
+  return bus_txn_scan(t, table, prefix, prefix ? strlen(prefix) : 0, visit_rec,
+                      &e);
 }
 
 typedef struct each_pod {
@@ -114,16 +137,12 @@ typedef struct each_pod {
 } each_pod;
 
 static int
-visit_pod(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
-  (void)k, (void)kl;
+visit_pod(void *rec, void *ud) {
   each_pod *e = ud;
-  pod_rec p;
-  if (vl != sizeof p)
-    return BUS_ECORRUPT;
-  memcpy(&p, v, sizeof p);
-  if (strcmp(p.job, e->job))
+  pod_rec *p = rec;
+  if (strcmp(p->job, e->job))
     return 0; /* another Job's pod sharing the prefix */
-  return e->cb(e->t, &p, e->ud);
+  return e->cb(e->t, p, e->ud);
 }
 
 /*
@@ -135,7 +154,7 @@ sched_each_pod(bus_txn *t, const char *job, sched_pod_cb cb, void *ud) {
   char prefix[SCHED_NAME_SZ + 1];
   snprintf(prefix, sizeof prefix, "%s-", job);
   each_pod e = {job, cb, ud, t};
-  return bus_txn_scan(t, "pods", prefix, strlen(prefix), visit_pod, &e);
+  return sched_each_rec(t, "pods", prefix, sizeof(pod_rec), 1, visit_pod, &e);
 }
 
 static const char *const tables[] = {"jobs",     "specs", "tasks",     "pods",

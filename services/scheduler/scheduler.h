@@ -115,8 +115,25 @@ int sched_noderec_put(bus_txn *t, const node_rec *r);
 /* The raw resource stored for a Job or Node (points into t). */
 int sched_spec_get(bus_txn *t, const char *table, const char *name,
                    const void **data, size_t *len);
+/* The stored resource of table unpacked into z; BUS_ECORRUPT when it is
+ * not msgpack. */
+int sched_spec_unpack(bus_txn *t, const char *table, const char *name,
+                      msgpack_zone *z, msgpack_object *o);
+/* The stored resource of a Job (type BUS_T_JOB_SUBMITTED: a bus_job_res)
+ * or a Node (BUS_T_NODE_REGISTERED: a bus_node_res) into out, from z. */
+int sched_spec_read(bus_txn *t, bus_type type, const char *name,
+                    msgpack_zone *z, void *out);
 /* Decode the stored Job spec into job (sched_job_clear it after). */
 int sched_job_load(bus_txn *t, const char *name, sched_job *job);
+/*
+ * Visit the records of table (those whose key starts with prefix, when
+ * not NULL): cb gets a copy of each, of size bytes. A value of another
+ * size is passed over, or with strict ends the walk with BUS_ECORRUPT.
+ * A non-zero return of cb ends it too, with that value.
+ */
+typedef int (*sched_rec_cb)(void *rec, void *ud);
+int sched_each_rec(bus_txn *t, const char *table, const char *prefix,
+                   size_t size, int strict, sched_rec_cb cb, void *ud);
 /* Visit every pod of job (prefix scan of "<job>-"; checks pod.job). */
 typedef int (*sched_pod_cb)(bus_txn *t, pod_rec *p, void *ud);
 int sched_each_pod(bus_txn *t, const char *job, sched_pod_cb cb, void *ud);
@@ -129,10 +146,16 @@ void sched_copy(char *dst, size_t cap, const char *src, size_t n);
 void sched_view_def(bus_view_def *def);
 int sched_apply(bus_txn *t, const bus_event *ev, void *ud);
 int sched_decide(bus_txn *t, const bus_event *cause, int64_t now, void *ud);
-/* One event decided from id_src, appended by decide (decide.c). */
-int sched_emit(bus_txn *t, const char *subject, const char *type,
-               const char *id_src, const char *cause, uint64_t prev, int flags,
-               const msgpack_sbuffer *data);
+/* One event decided from id_src, appended by decide (emit.c): data is
+ * the generated struct of type (bus_ev_<type>). */
+int sched_emit(bus_txn *t, const char *subject, bus_type type, const void *data,
+               const char *id_src, const char *cause, uint64_t prev, int flags);
+/* The same with the version check, once: its id stays noted in _effects
+ * until apply sees the event (and unmarks it), so the next pass does not
+ * emit it again. */
+int sched_emit_once(bus_txn *t, const char *subject, bus_type type,
+                    const void *data, const char *id_src, const char *cause,
+                    uint64_t prev);
 /* Send the desired states queued in `outgoing` (decide_dispatch.c). */
 int sched_decide_dispatch(bus_txn *t);
 
