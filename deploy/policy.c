@@ -1,8 +1,9 @@
 /*
  * policy.c - the security policy: every role's permissions on the broker,
  * one row per subject (docs/design.md section 6). accounts.c renders the
- * accounts file from this table and from nothing else; tests/test_security.c
- * holds hostile clients of each role against it on a real broker, and
+ * accounts file from this table and from nothing else;
+ * tests/test_security_hostile.c holds hostile clients of each role against
+ * it on a real broker (test_security_*.c: each role's rules), and
  * tests/test_policy.c checks the rendered rules, role by role.
  *
  * Reading a row: role, what it grants (ALL: no permissions block at all;

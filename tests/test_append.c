@@ -14,6 +14,7 @@
 #include "events.h"
 #include "json.h"
 #include "natsd.h"
+#include "wait.h"
 
 typedef struct fixture {
   lt_natsd s;
@@ -266,12 +267,6 @@ Test(append, async_flush_counts_failures) {
   down(&f);
 }
 
-static void
-sleep_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
 /* Append with the same id until it lands: a retry is harmless. */
 static int
 append_retry(fixture *f, const char *subj, bus_event *ev, uint64_t *seq) {
@@ -281,7 +276,7 @@ append_retry(fixture *f, const char *subj, bus_event *ev, uint64_t *seq) {
     if (rc == 0 || (rc != BUS_ETIMEOUT && rc != BUS_ECONN &&
                     rc != BUS_ENO_STREAM && rc != BUS_EBROKER))
       return rc;
-    sleep_ms(50);
+    lt_sleep_ms(50);
   }
   return rc;
 }

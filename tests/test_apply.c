@@ -16,8 +16,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bed.h"
 #include "natsd.h"
 #include "proc.h"
+#include "wait.h"
 
 #define MAX_SEEN 64
 
@@ -44,50 +46,37 @@ static int catalog_version = 1, catalog_b;
 
 static void
 reply_extra(bus_conn *c, const bus_cmd *cmd, const char *k, int v) {
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_str_with_body(&pk, k, strlen(k));
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  bus_pack_str(&b.pk, k);
   if (v)
-    msgpack_pack_true(&pk);
+    msgpack_pack_true(&b.pk);
   else
-    msgpack_pack_false(&pk);
-  bus_cmd_reply_ok(c, cmd, 10, sb.data, sb.size, 1);
-  msgpack_sbuffer_destroy(&sb);
+    msgpack_pack_false(&b.pk);
+  bus_cmd_reply_ok(c, cmd, 10, b.sb.data, b.sb.size, 1);
+  bus_packbuf_destroy(&b);
 }
 
 /* Reply {ok, seq, result: word}. */
 static void
 reply_word(bus_conn *c, const bus_cmd *cmd, const char *word) {
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_str_with_body(&pk, "result", 6);
-  msgpack_pack_str_with_body(&pk, word, strlen(word));
-  bus_cmd_reply_ok(c, cmd, 12, sb.data, sb.size, 1);
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  bus_pack_kv_str(&b.pk, "result", word);
+  bus_cmd_reply_ok(c, cmd, 12, b.sb.data, b.sb.size, 1);
+  bus_packbuf_destroy(&b);
 }
 
 /* Reply {ok, seq, result: <packed by fn>}. */
 static void
 reply_result(bus_conn *c, const bus_cmd *cmd,
              void (*fn)(msgpack_packer *, const char *), const char *arg) {
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_str_with_body(&pk, "result", 6);
-  fn(&pk, arg);
-  bus_cmd_reply_ok(c, cmd, 0, sb.data, sb.size, 1);
-  msgpack_sbuffer_destroy(&sb);
-}
-
-static void
-pack_kv(msgpack_packer *pk, const char *k, const char *v) {
-  msgpack_pack_str_with_body(pk, k, strlen(k));
-  msgpack_pack_str_with_body(pk, v, strlen(v));
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  bus_pack_str(&b.pk, "result");
+  fn(&b.pk, arg);
+  bus_cmd_reply_ok(c, cmd, 0, b.sb.data, b.sb.size, 1);
+  bus_packbuf_destroy(&b);
 }
 
 /* train-1: Pending, Pending, Running, Running, Succeeded; doomed: Running
@@ -103,20 +92,20 @@ pack_phase(msgpack_packer *pk, const char *name) {
     reason = "pod doomed-a-0 exited 3";
   }
   msgpack_pack_map(pk, 3);
-  pack_kv(pk, "name", name);
-  pack_kv(pk, "phase", phase);
-  pack_kv(pk, "reason", reason);
+  bus_pack_kv_str(pk, "name", name);
+  bus_pack_kv_str(pk, "phase", phase);
+  bus_pack_kv_str(pk, "reason", reason);
 }
 
 /* lark-scheduler's shape: {job: {name, phase}, pods: []}. */
 static void
 pack_nested(msgpack_packer *pk, const char *name) {
   msgpack_pack_map(pk, 2);
-  msgpack_pack_str_with_body(pk, "job", 3);
+  bus_pack_str(pk, "job");
   msgpack_pack_map(pk, 2);
-  pack_kv(pk, "name", name);
-  pack_kv(pk, "phase", "Succeeded");
-  msgpack_pack_str_with_body(pk, "pods", 4);
+  bus_pack_kv_str(pk, "name", name);
+  bus_pack_kv_str(pk, "phase", "Succeeded");
+  bus_pack_str(pk, "pods");
   msgpack_pack_array(pk, 0);
 }
 
@@ -125,16 +114,14 @@ pack_samples(msgpack_packer *pk, const char *unused) {
   (void)unused;
   msgpack_pack_array(pk, catalog_b ? 2 : 1);
   msgpack_pack_map(pk, 3);
-  pack_kv(pk, "kind", "sample");
-  pack_kv(pk, "id", "a");
-  msgpack_pack_str_with_body(pk, "version", 7);
-  msgpack_pack_int(pk, catalog_version);
+  bus_pack_kv_str(pk, "kind", "sample");
+  bus_pack_kv_str(pk, "id", "a");
+  bus_pack_kv_int(pk, "version", catalog_version);
   if (catalog_b) {
     msgpack_pack_map(pk, 3);
-    pack_kv(pk, "kind", "sample");
-    pack_kv(pk, "id", "b");
-    msgpack_pack_str_with_body(pk, "version", 7);
-    msgpack_pack_int(pk, 1);
+    bus_pack_kv_str(pk, "kind", "sample");
+    bus_pack_kv_str(pk, "id", "b");
+    bus_pack_kv_int(pk, "version", 1);
   }
 }
 
@@ -232,13 +219,10 @@ handler(bus_conn *c, const bus_cmd *cmd, void *ud) {
 
 static void
 setup(void) {
-  cr_assert_eq(lt_natsd_start(&srv, NULL, NULL), 0);
-  cr_assert_eq(lt_connect(&srv, &conn), 0, "%s", bus_last_error());
-  cr_assert_eq(lt_streams(conn, 1000), 0, "%s", bus_last_error());
+  lt_bed_up(&srv, &conn, dir, sizeof dir, "apply", 1000);
   cr_assert_eq(bus_cmd_serve(conn, "job", handler, NULL, &serves[0]), 0);
   cr_assert_eq(bus_cmd_serve(conn, "node", handler, NULL, &serves[1]), 0);
   cr_assert_eq(bus_cmd_serve(conn, "catalog", handler, NULL, &serves[2]), 0);
-  lt_tmpdir(dir, sizeof dir, "apply");
   lt_bin("larkctl", larkctl, sizeof larkctl);
   setenv("LARK_URL", srv.url, 1);
   setenv("LARK_DATA", dir, 1);
@@ -251,9 +235,7 @@ static void
 teardown(void) {
   for (int i = 0; i < 3; i++)
     bus_conn_unserve(serves[i]);
-  bus_conn_close(conn);
-  lt_natsd_stop(&srv);
-  lt_rmtree(dir);
+  lt_bed_down(&srv, conn, dir, NULL, 0);
 }
 
 TestSuite(apply, .init = setup, .fini = teardown, .timeout = 120);
@@ -527,12 +509,6 @@ append_sample(const char *name) {
 }
 
 static void
-sleep_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-  nanosleep(&ts, NULL);
-}
-
-static void
 read_file(const char *path, char *buf, size_t cap) {
   FILE *f = fopen(path, "r");
   size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
@@ -547,13 +523,13 @@ Test(apply, get_watch_prints_a_row_per_change) {
   char *argv[] = {larkctl, (char *)"get", (char *)"samples", (char *)"-w",
                   NULL};
   pid_t pid = lt_spawn(argv, log);
-  sleep_ms(1200); /* table printed, reader open */
+  lt_sleep_ms(1200); /* table printed, reader open */
   pthread_mutex_lock(&mu);
   catalog_version = 2;
   catalog_b = 1;
   pthread_mutex_unlock(&mu);
   append_sample("a");
-  sleep_ms(2000);
+  lt_sleep_ms(2000);
   int st = lt_kill(pid, SIGINT);
   read_file(log, out, sizeof out);
   cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d: %s", st, out);
@@ -597,13 +573,13 @@ Test(apply, get_watch_in_the_name_and_yaml_forms) {
                      (char *)"-w", (char *)"-o",  (char *)"yaml",
                      NULL};
   pid_t pn = lt_spawn(by_name, log_name), py = lt_spawn(by_yaml, log_yaml);
-  sleep_ms(1200);
+  lt_sleep_ms(1200);
   pthread_mutex_lock(&mu);
   catalog_version = 2;
   catalog_b = 1;
   pthread_mutex_unlock(&mu);
   append_sample("a");
-  sleep_ms(2000);
+  lt_sleep_ms(2000);
   lt_kill(pn, SIGINT);
   lt_kill(py, SIGINT);
   read_file(log_name, out, sizeof out);

@@ -24,21 +24,9 @@
 #include <nats/nats.h>
 
 #include "natsd.h"
+#include "wait.h"
 
 enum { WAIT_MS = 5000 };
-
-static int64_t
-now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void
-nap(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
 
 /* The async errors a connection was told about (permission violations). */
 typedef struct async_errs {
@@ -331,11 +319,11 @@ Test(facts, pull_from_gone_consumer_is_no_responders, .init = start_plain,
       consumer_pending(nc, "PG", "gone", "\"deliver_policy\":\"all\""), 0);
   json_decref(api_ok(nc, "$JS.API.CONSUMER.DELETE.PG.gone", ""));
   natsMsg *reply = NULL;
-  int64_t t0 = now_ms();
+  int64_t t0 = lt_now_ms();
   natsStatus s = natsConnection_RequestString(
       &reply, nc, "$JS.API.CONSUMER.MSG.NEXT.PG.gone",
       "{\"batch\":1,\"expires\":3000000000}", WAIT_MS);
-  int64_t dt = now_ms() - t0;
+  int64_t dt = lt_now_ms() - t0;
   natsMsg_Destroy(reply);
   cr_assert_eq(s, NATS_NO_RESPONDERS, "pull to a gone consumer: %s",
                natsStatus_GetText(s));
@@ -410,7 +398,7 @@ Test(facts, direct_get_batch, .init = start_plain, .fini = stop_srv,
     json_decref(pub(nc, i % 2 ? "DG.a" : "DG.b", "x", 1, NULL, NULL));
   natsSubscription *sub = NULL;
   char inbox[64];
-  snprintf(inbox, sizeof inbox, "_INBOX.dg.%lld", (long long)now_ms());
+  snprintf(inbox, sizeof inbox, "_INBOX.dg.%lld", (long long)lt_now_ms());
   cr_assert_eq(natsConnection_SubscribeSync(&sub, nc, inbox), NATS_OK);
   static const char req[] = "{\"seq\":4,\"batch\":3,\"next_by_subj\":\"DG.a\"}";
   cr_assert_eq(natsConnection_PublishRequest(nc, "$JS.API.DIRECT.GET.DG", inbox,
@@ -449,10 +437,10 @@ Test(facts, per_message_ttl, .init = start_plain, .fini = stop_srv,
   json_t *a = pub(nc, "TT.go", "x", 1, NULL, "Nats-TTL", "1s", NULL);
   cr_assert_eq(ack_seq(a), 2, "%s", json_dumps(a, 0));
   json_decref(a);
-  int64_t end = now_ms() + 20000;
+  int64_t end = lt_now_ms() + 20000;
   json_int_t n;
-  while ((n = stream_msgs(nc, "TT")) != 1 && now_ms() < end)
-    nap(100);
+  while ((n = stream_msgs(nc, "TT")) != 1 && lt_now_ms() < end)
+    lt_sleep_ms(100);
   cr_assert_eq(n, 1, "the message with a TTL expired, the other stayed");
   stream_create(nc, "NT", NULL);
   a = pub(nc, "NT.a", "x", 1, NULL, "Nats-TTL", "1s", NULL);
@@ -473,9 +461,9 @@ Test(facts, denied_publish_is_timeout_plus_async_error, .init = start_auth,
   json_t *a = pub(maker, "in.x", "x", 1, &s, NULL);
   cr_assert_null(a);
   cr_assert_eq(s, NATS_TIMEOUT, "denied publish: %s", natsStatus_GetText(s));
-  int64_t end = now_ms() + WAIT_MS;
-  while (!atomic_load(&errs.n) && now_ms() < end)
-    nap(20);
+  int64_t end = lt_now_ms() + WAIT_MS;
+  while (!atomic_load(&errs.n) && lt_now_ms() < end)
+    lt_sleep_ms(20);
   cr_assert_gt(atomic_load(&errs.n), 0, "no async error");
   cr_assert(strstr(errs.text, "Permissions Violation"), "%s", errs.text);
   cr_assert_eq(stream_msgs(admin, "in"), 0);
@@ -516,9 +504,9 @@ Test(facts, push_deliver_subject_unchecked, .init = start_auth,
   natsSubscription *own = NULL;
   natsConnection_SubscribeSync(&own, maker, "secret.x");
   natsConnection_Flush(maker);
-  int64_t end = now_ms() + WAIT_MS;
-  while (!atomic_load(&errs.n) && now_ms() < end)
-    nap(20);
+  int64_t end = lt_now_ms() + WAIT_MS;
+  while (!atomic_load(&errs.n) && lt_now_ms() < end)
+    lt_sleep_ms(20);
   cr_assert(strstr(errs.text, "Permissions Violation"), "%s", errs.text);
   natsSubscription_Destroy(own);
   natsSubscription_Destroy(sub);
@@ -552,7 +540,7 @@ Test(facts, sync_always_is_server_wide, .init = start_auth, .fini = stop_auth,
 }
 
 /* j. With explicit users in accounts, an anonymous client is refused
- * (CVE-2023-47090); test_security.c checks the same on larkctl's own
+ * (CVE-2023-47090); test_security_nodes.c checks the same on larkctl's own
  * rendered config with nkey users. */
 Test(facts, anonymous_refused_with_explicit_users, .init = start_auth,
      .fini = stop_auth, .timeout = 60) {
@@ -645,21 +633,21 @@ Test(facts, r3_expected_seq_race_one_winner, .fini = stop_cluster,
   cr_assert_eq(rc, 0, "the cluster did not start");
   natsConnection *nc = conn_as(cl[0].url, NULL, NULL);
   json_t *j = NULL;
-  int64_t end = now_ms() + 60000; /* a meta leader first */
-  while (now_ms() < end) {
+  int64_t end = lt_now_ms() + 60000; /* a meta leader first */
+  while (lt_now_ms() < end) {
     j = api(nc, "$JS.API.STREAM.CREATE.RC",
             "{\"name\":\"RC\",\"subjects\":[\"RC.>\"],\"num_replicas\":3}");
     if (j && !json_object_get(j, "error"))
       break;
     json_decref(j);
     j = NULL;
-    nap(250);
+    lt_sleep_ms(250);
   }
   cr_assert_not_null(j, "no R3 stream within 60 s");
   json_decref(j);
   json_t *a = NULL;
-  while (!(a = pub(nc, "RC.k", "v", 1, NULL, NULL)) && now_ms() < end)
-    nap(250);
+  while (!(a = pub(nc, "RC.k", "v", 1, NULL, NULL)) && lt_now_ms() < end)
+    lt_sleep_ms(250);
   cr_assert_eq(ack_seq(a), 1);
   json_decref(a);
 

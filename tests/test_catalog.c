@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bed.h"
 #include "catalog.h"
 #include "natsd.h"
 #include "proc.h"
@@ -21,36 +22,28 @@
 
 static lt_natsd srv;
 static bus_conn *conn;
-static char dir[256], viewdir[512], logpath[512];
+static char dir[256];
 static uint64_t versions[SUBJECTS];
 static uint64_t counts[SUBJECTS];
 
 static void
 setup(void) {
-  cr_assert_eq(lt_natsd_start(&srv, NULL, NULL), 0);
-  cr_assert_eq(lt_connect(&srv, &conn), 0, "%s", bus_last_error());
-  cr_assert_eq(lt_streams(conn, 1000), 0, "%s", bus_last_error());
-  lt_tmpdir(dir, sizeof dir, "catalog");
-  snprintf(viewdir, sizeof viewdir, "%s/view", dir);
-  snprintf(logpath, sizeof logpath, "%s/catalog.log", dir);
+  lt_bed_up(&srv, &conn, dir, sizeof dir, "catalog", 1000);
   memset(versions, 0, sizeof versions);
   memset(counts, 0, sizeof counts);
 }
 
 static void
 teardown(void) {
-  bus_conn_close(conn);
-  lt_natsd_stop(&srv);
-  lt_rmtree(dir);
+  lt_bed_down(&srv, conn, dir, NULL, 0);
 }
 
 TestSuite(catalog, .init = setup, .fini = teardown, .timeout = 120);
 
 static pid_t
 start_catalog(void) {
-  pid_t pid = lt_start_service("lark-catalog", srv.url, viewdir, logpath, NULL);
-  cr_assert(pid > 0);
-  return pid;
+  return lt_must_start("lark-catalog", srv.url, dir, "view", "catalog.log",
+                       NULL);
 }
 
 /* Append one event on subject k, chained on its version. */
@@ -141,22 +134,20 @@ static uint64_t
 catalog_events(bus_view *v, const char *id) {
   bus_txn *t;
   cr_assert_eq(bus_view_read(v, &t), 0);
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  cr_assert_eq(catalog_describe(t, "sample", id, 0, &pk), 0);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  cr_assert_eq(catalog_describe(t, "sample", id, 0, &b.pk), 0);
   bus_txn_end(t);
   msgpack_zone z;
   msgpack_zone_init(&z, 1024);
   msgpack_object o;
-  cr_assert(msgpack_unpack(sb.data, sb.size, NULL, &z, &o) >= 0);
+  cr_assert(msgpack_unpack(b.sb.data, b.sb.size, NULL, &z, &o) >= 0);
   const msgpack_object *agg = bus_obj_get(&o, "aggregate");
   const msgpack_object *hist = bus_obj_get(&o, "history");
   uint64_t n = (uint64_t)bus_obj_int(agg, "events", -1);
   cr_expect_eq(hist->via.array.size, n, "history holds every event");
   msgpack_zone_destroy(&z);
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf_destroy(&b);
   return n;
 }
 
@@ -212,9 +203,7 @@ Test(catalog, replay_until_time) {
   for (int n = 0; n < 10; n++)
     append_one(0, n);
   usleep(300 * 1000);
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  int64_t cut = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  int64_t cut = bus_wall_ns();
   usleep(300 * 1000);
   for (int n = 0; n < 5; n++)
     append_one(0, n);

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bed.h"
 #include "natsd.h"
 #include "platform.h"
 #include "proc.h"
@@ -23,8 +24,7 @@ static char out[1 << 16], err[8192];
 
 static void
 setup(void) {
-  cr_assert_eq(lt_broker_up(&srv, &conn, 1000), 0, "%s", bus_last_error());
-  lt_tmpdir(dir, sizeof dir, "cli");
+  lt_bed_up(&srv, &conn, dir, sizeof dir, "cli", 1000);
   snprintf(viewdir, sizeof viewdir, "%s/views/catalog", dir);
   snprintf(logpath, sizeof logpath, "%s/catalog.log", dir);
   lt_bin("larkctl", larkctl, sizeof larkctl);
@@ -42,9 +42,7 @@ teardown(void) {
   if (reports_pid > 0)
     lt_kill(reports_pid, SIGTERM);
   reports_pid = 0;
-  bus_conn_close(conn);
-  lt_natsd_stop(&srv);
-  lt_rmtree(dir);
+  lt_bed_down(&srv, conn, dir, NULL, 0);
 }
 
 TestSuite(cli, .init = setup, .fini = teardown, .timeout = 120);

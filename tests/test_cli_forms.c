@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bed.h"
 #include "natsd.h"
 #include "platform.h"
 #include "proc.h"
@@ -39,8 +40,7 @@ start(const char *name, const char *service) {
 
 static void
 setup(void) {
-  cr_assert_eq(lt_broker_up(&srv, &conn, 1000), 0, "%s", bus_last_error());
-  lt_tmpdir(dir, sizeof dir, "cli-forms");
+  lt_bed_up(&srv, &conn, dir, sizeof dir, "cli-forms", 1000);
   lt_bin("larkctl", larkctl, sizeof larkctl);
   lt_larkctl_env(srv.url, dir);
   unsetenv("LARK_USER");
@@ -53,9 +53,7 @@ teardown(void) {
   if (reports > 0)
     lt_kill(reports, SIGTERM);
   signer = reports = 0;
-  bus_conn_close(conn);
-  lt_natsd_stop(&srv);
-  lt_rmtree(dir);
+  lt_bed_down(&srv, conn, dir, NULL, 0);
 }
 
 TestSuite(cli_forms, .init = setup, .fini = teardown, .timeout = 120);

@@ -291,17 +291,14 @@ report_running(void) {
   o.creds = creds;
   bus_conn *c = NULL;
   cr_assert_eq(bus_conn_open(&c, &o), 0, "%s", bus_last_error());
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 4);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  msgpack_pack_map(&b.pk, 4);
   const char *kv[] = {"pod",     "dj-a-0",  "phase",
                       "Running", "localIP", "192.168.77.2"};
   for (int i = 0; i < 6; i++)
-    msgpack_pack_str_with_body(&pk, kv[i], strlen(kv[i]));
-  msgpack_pack_str_with_body(&pk, "attempt", 7);
-  msgpack_pack_uint32(&pk, 0);
+    bus_pack_str(&b.pk, kv[i]);
+  bus_pack_kv_uint(&b.pk, "attempt", 0);
   char id[33];
   bus_event_new_id(id);
   bus_event ev = {.type = "pod.report",
@@ -309,12 +306,12 @@ report_running(void) {
                   .ts = 1,
                   .actor = "vnode",
                   .cause = "",
-                  .data_mp = sb.data,
-                  .data_mp_len = sb.size};
+                  .data_mp = b.sb.data,
+                  .data_mp_len = b.sb.size};
   cr_assert_eq(bus_append(c, "lark.in.vnode.sched.pod.dj-a-0", &ev,
                           BUS_APPEND_NOCHECK, NULL, NULL),
                0, "%s", bus_last_error());
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf_destroy(&b);
   bus_conn_close(c);
 }
 

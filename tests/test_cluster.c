@@ -22,6 +22,7 @@
 #include "events.h"
 #include "natsd.h"
 #include "secure.h"
+#include "wait.h"
 
 enum { NSERVERS = 3, BEFORE = 300, DURING = 300 };
 
@@ -40,13 +41,6 @@ stop_current(void) {
   for (int i = 0; current && i < NSERVERS; i++)
     if (current->s[i].pid > 0)
       lt_natsd_stop(&current->s[i]);
-}
-
-static int64_t
-now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static int
@@ -127,8 +121,8 @@ setup(cluster *k) {
   bus_streams_opts_init(&so);
   so.replicas = 3;
   so.dedupe_ns = 2000000000LL;
-  int64_t end = now_ms() + 30000;
-  while ((rc = bus_streams_ensure(k->c, &so)) < 0 && now_ms() < end)
+  int64_t end = lt_now_ms() + 30000;
+  while ((rc = bus_streams_ensure(k->c, &so)) < 0 && lt_now_ms() < end)
     usleep(250000);
   cr_assert_eq(rc, 0, "streams at R3: %s", bus_last_error());
 
@@ -177,8 +171,8 @@ Test(cluster, r3_keeps_acked_events_when_a_server_dies, .timeout = 180,
                bus_last_error(), (unsigned long long)failed);
 
   /* Sync appends; one server is killed a third of the way in. */
-  int64_t end = now_ms() + 40000;
-  for (int i = 0; i < DURING && now_ms() < end; i++) {
+  int64_t end = lt_now_ms() + 40000;
+  for (int i = 0; i < DURING && lt_now_ms() < end; i++) {
     if (i == DURING / 3) {
       kill(k.s[1].pid, SIGKILL);
       waitpid(k.s[1].pid, NULL, 0);
@@ -193,7 +187,7 @@ Test(cluster, r3_keeps_acked_events_when_a_server_dies, .timeout = 180,
     int rc = -1;
     while ((rc = bus_append(k.c, subject, &ev, BUS_APPEND_NOCHECK, &seq,
                             NULL)) < 0 &&
-           now_ms() < end) {
+           lt_now_ms() < end) {
       failed_sync++;
       usleep(100000);
     }
@@ -212,8 +206,8 @@ Test(cluster, r3_keeps_acked_events_when_a_server_dies, .timeout = 180,
   bus_reader_opts_init(&ro);
   ro.stream = "LARK_EVENTS";
   int rc = -1;
-  int64_t until = now_ms() + 20000;
-  while ((rc = bus_reader_open(k.c, &ro, &r)) < 0 && now_ms() < until)
+  int64_t until = lt_now_ms() + 20000;
+  while ((rc = bus_reader_open(k.c, &ro, &r)) < 0 && lt_now_ms() < until)
     usleep(250000);
   cr_assert_eq(rc, 0, "%s", bus_last_error());
   cr_assert_eq(bus_batch_new(&b), 0);

@@ -41,11 +41,6 @@ packer(msgpack_sbuffer *b) {
   return pk;
 }
 
-static void
-str(msgpack_packer *pk, const char *s) {
-  msgpack_pack_str_with_body(pk, s, strlen(s));
-}
-
 static bus_event
 sample_event(const void *data_mp, size_t len) {
   bus_event ev;
@@ -66,12 +61,10 @@ static void
 sample_data(msgpack_sbuffer *b) {
   msgpack_packer pk = packer(b);
   msgpack_pack_map(&pk, 2);
-  str(&pk, "text");
-  str(&pk, "hello");
-  str(&pk, "labels");
+  bus_pack_kv_str(&pk, "text", "hello");
+  bus_pack_str(&pk, "labels");
   msgpack_pack_map(&pk, 1);
-  str(&pk, "a");
-  str(&pk, "b");
+  bus_pack_kv_str(&pk, "a", "b");
 }
 
 static void
@@ -215,8 +208,7 @@ Test(codec, encode_errors) {
   ev.type = "job.phase";
   pk = packer(&d);
   msgpack_pack_map(&pk, 1);
-  str(&pk, "phase");
-  str(&pk, "Lost");
+  bus_pack_kv_str(&pk, "phase", "Lost");
   ev.data_mp = d.data;
   ev.data_mp_len = d.size;
   cr_assert_eq(bus_event_encode(&ev, &sb), BUS_EFIELD);
@@ -232,37 +224,30 @@ big_job(msgpack_sbuffer *b, int envs, size_t vlen) {
   int i;
   memset(val, 'v', vlen);
   msgpack_pack_map(&pk, 4);
-  str(&pk, "apiVersion");
-  str(&pk, "rlinf.io/v1alpha1");
-  str(&pk, "kind");
-  str(&pk, "Job");
-  str(&pk, "metadata");
+  bus_pack_kv_str(&pk, "apiVersion", "rlinf.io/v1alpha1");
+  bus_pack_kv_str(&pk, "kind", "Job");
+  bus_pack_str(&pk, "metadata");
   msgpack_pack_map(&pk, 1);
-  str(&pk, "name");
-  str(&pk, "big");
-  str(&pk, "spec");
+  bus_pack_kv_str(&pk, "name", "big");
+  bus_pack_str(&pk, "spec");
   msgpack_pack_map(&pk, 1);
-  str(&pk, "tasks");
+  bus_pack_str(&pk, "tasks");
   msgpack_pack_array(&pk, 1);
   msgpack_pack_map(&pk, 3);
-  str(&pk, "name");
-  str(&pk, "t");
-  str(&pk, "role");
-  str(&pk, "Env");
-  str(&pk, "runtime");
+  bus_pack_kv_str(&pk, "name", "t");
+  bus_pack_kv_str(&pk, "role", "Env");
+  bus_pack_str(&pk, "runtime");
   msgpack_pack_map(&pk, 1);
-  str(&pk, "raw");
+  bus_pack_str(&pk, "raw");
   msgpack_pack_map(&pk, 2);
-  str(&pk, "entrypoint");
+  bus_pack_str(&pk, "entrypoint");
   msgpack_pack_array(&pk, 1);
-  str(&pk, "x");
-  str(&pk, "environment");
+  bus_pack_kv_str(&pk, "x", "environment");
   msgpack_pack_array(&pk, (size_t)envs);
   for (i = 0; i < envs; i++) {
     msgpack_pack_map(&pk, 2);
-    str(&pk, "name");
-    str(&pk, "E");
-    str(&pk, "value");
+    bus_pack_kv_str(&pk, "name", "E");
+    bus_pack_str(&pk, "value");
     msgpack_pack_str_with_body(&pk, val, vlen);
   }
   free(val);
@@ -312,7 +297,7 @@ envelope(msgpack_sbuffer *b, int skip, int bad, int extra, uint64_t v) {
   for (i = 0; i < 8; i++) {
     if (i == skip)
       continue;
-    str(&pk, keys[i]);
+    bus_pack_str(&pk, keys[i]);
     if (i == bad) {
       msgpack_pack_array(&pk, 0);
       continue;
@@ -322,19 +307,19 @@ envelope(msgpack_sbuffer *b, int skip, int bad, int extra, uint64_t v) {
       msgpack_pack_uint64(&pk, v);
       break;
     case 1:
-      str(&pk, "job.stopped");
+      bus_pack_str(&pk, "job.stopped");
       break;
     case 2:
-      str(&pk, "id-1");
+      bus_pack_str(&pk, "id-1");
       break;
     case 3:
       msgpack_pack_int64(&pk, -5);
       break;
     case 4:
-      str(&pk, "alice");
+      bus_pack_str(&pk, "alice");
       break;
     case 5:
-      str(&pk, "");
+      bus_pack_str(&pk, "");
       break;
     case 6:
       msgpack_pack_uint64(&pk, 3);
@@ -345,7 +330,7 @@ envelope(msgpack_sbuffer *b, int skip, int bad, int extra, uint64_t v) {
     }
   }
   if (extra) {
-    str(&pk, "extra");
+    bus_pack_str(&pk, "extra");
     msgpack_pack_nil(&pk);
   }
 }
@@ -400,26 +385,17 @@ Test(codec, decode_type_and_data_errors) {
   msgpack_packer pk = packer(&b);
   bus_event ev;
   msgpack_pack_map(&pk, 8);
-  str(&pk, "v");
-  msgpack_pack_uint64(&pk, 1);
-  str(&pk, "type");
-  str(&pk, "job.exploded");
-  str(&pk, "id");
-  str(&pk, "i");
-  str(&pk, "ts");
-  msgpack_pack_int64(&pk, 1);
-  str(&pk, "actor");
-  str(&pk, "a");
-  str(&pk, "cause");
-  str(&pk, "");
-  str(&pk, "prev");
-  msgpack_pack_uint64(&pk, 0);
-  str(&pk, "data");
+  bus_pack_kv_uint(&pk, "v", 1);
+  bus_pack_kv_str(&pk, "type", "job.exploded");
+  bus_pack_kv_str(&pk, "id", "i");
+  bus_pack_kv_int(&pk, "ts", 1);
+  bus_pack_kv_str(&pk, "actor", "a");
+  bus_pack_kv_str(&pk, "cause", "");
+  bus_pack_kv_uint(&pk, "prev", 0);
+  bus_pack_str(&pk, "data");
   msgpack_pack_map(&pk, 2);
-  str(&pk, "domain");
-  str(&pk, "Bad_Name");
-  str(&pk, "job");
-  str(&pk, "j");
+  bus_pack_kv_str(&pk, "domain", "Bad_Name");
+  bus_pack_kv_str(&pk, "job", "j");
   memset(&ev, 0, sizeof ev);
   cr_assert_eq(bus_event_decode(b.data, b.size, &ev, zone), BUS_EUNKNOWN_TYPE);
   cr_assert(strstr(bus_last_error(), "job.exploded"));
@@ -434,10 +410,8 @@ Test(codec, decode_invalid_name_in_data) {
   msgpack_packer pk = packer(&d);
   bus_event ev = sample_event(NULL, 0), out;
   msgpack_pack_map(&pk, 2);
-  str(&pk, "domain");
-  str(&pk, "ok");
-  str(&pk, "job");
-  str(&pk, "j");
+  bus_pack_kv_str(&pk, "domain", "ok");
+  bus_pack_kv_str(&pk, "job", "j");
   ev.type = "domain.exhausted";
   ev.data_mp = d.data;
   ev.data_mp_len = d.size;
@@ -599,14 +573,10 @@ Test(codec, obj_helpers) {
   size_t off = 0;
   char buf[4];
   msgpack_pack_map(&pk, 4);
-  str(&pk, "name");
-  str(&pk, "gpu-1");
-  str(&pk, "neg");
-  msgpack_pack_int64(&pk, -7);
-  str(&pk, "pos");
-  msgpack_pack_uint64(&pk, 9);
-  str(&pk, "huge");
-  msgpack_pack_uint64(&pk, UINT64_MAX);
+  bus_pack_kv_str(&pk, "name", "gpu-1");
+  bus_pack_kv_int(&pk, "neg", -7);
+  bus_pack_kv_uint(&pk, "pos", 9);
+  bus_pack_kv_uint(&pk, "huge", UINT64_MAX);
   cr_assert_eq(msgpack_unpack(b.data, b.size, &off, zone, &o),
                MSGPACK_UNPACK_SUCCESS);
   cr_assert_not_null(bus_obj_get(&o, "name"));

@@ -37,16 +37,12 @@ handler(bus_conn *c, const bus_cmd *cmd, void *ud) {
   (void)ud;
   handled++;
   if (!strcmp(cmd->verb, "ok")) {
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init(&sb);
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_str_with_body(&pk, "user", 4);
-    msgpack_pack_str_with_body(&pk, cmd->user, strlen(cmd->user));
-    msgpack_pack_str_with_body(&pk, "key", 3);
-    msgpack_pack_str_with_body(&pk, cmd->key, strlen(cmd->key));
-    bus_cmd_reply_ok(c, cmd, 7, sb.data, sb.size, 2);
-    msgpack_sbuffer_destroy(&sb);
+    bus_packbuf b;
+    bus_packbuf_init(&b);
+    bus_pack_kv_str(&b.pk, "user", cmd->user);
+    bus_pack_kv_str(&b.pk, "key", cmd->key);
+    bus_cmd_reply_ok(c, cmd, 7, b.sb.data, b.sb.size, 2);
+    bus_packbuf_destroy(&b);
     return;
   }
   bus_field_err e[2] = {{"spec.tasks[0].replicas", "must be at least 1"},

@@ -11,34 +11,13 @@
 #include <criterion/criterion.h>
 
 #include "bus.h"
+#include "bed.h"
 #include "events.h"
 #include "natsd.h"
-
-typedef struct fixture {
-  lt_natsd s;
-  bus_conn *c;
-  bus_batch *b;
-  msgpack_sbuffer data;
-} fixture;
-
-static void
-up(fixture *f) {
-  memset(f, 0, sizeof *f);
-  cr_assert_eq(lt_broker_up(&f->s, &f->c, 2000), 0, "%s", bus_last_error());
-  cr_assert_eq(bus_batch_new(&f->b), 0);
-  lt_pack_text(&f->data, "hello");
-}
-
-static void
-down(fixture *f) {
-  bus_batch_free(f->b);
-  bus_conn_close(f->c);
-  lt_natsd_stop(&f->s);
-  msgpack_sbuffer_destroy(&f->data);
-}
+#include "wait.h"
 
 static uint64_t
-put(fixture *f, const char *subject) {
+put(lt_fixture *f, const char *subject) {
   bus_event ev;
   char id[33];
   uint64_t seq = 0;
@@ -49,7 +28,7 @@ put(fixture *f, const char *subject) {
 }
 
 static bus_consumer *
-open_durable(fixture *f, const char *name, int recreate) {
+open_durable(lt_fixture *f, const char *name, int recreate) {
   bus_consumer_opts o;
   bus_consumer *k = NULL;
   bus_consumer_opts_init(&o);
@@ -64,8 +43,8 @@ open_durable(fixture *f, const char *name, int recreate) {
 }
 
 Test(consumer, durable_resume_ack_and_redelivery) {
-  fixture f;
-  up(&f);
+  lt_fixture f;
+  lt_fixture_up(&f);
   for (int i = 0; i < 10; i++)
     put(&f, "lark.ev.sample.r");
   bus_consumer *k = open_durable(&f, "svc", 1);
@@ -97,14 +76,14 @@ Test(consumer, durable_resume_ack_and_redelivery) {
   bus_consumer_close(k);
   cr_assert_eq(bus_consumer_delete(f.c, "LARK_EVENTS", "svc"), 0);
   cr_assert_eq(bus_consumer_delete(f.c, "LARK_EVENTS", "svc"), BUS_ENOT_FOUND);
-  down(&f);
+  lt_fixture_down(&f);
 }
 
 Test(consumer, deliver_last_per_subject_then_new) {
-  fixture f;
+  lt_fixture f;
   bus_consumer_opts o;
   bus_consumer *k = NULL;
-  up(&f);
+  lt_fixture_up(&f);
   put(&f, "lark.ev.sample.x");
   uint64_t x2 = put(&f, "lark.ev.sample.x");
   uint64_t y1 = put(&f, "lark.ev.sample.y");
@@ -141,14 +120,14 @@ Test(consumer, deliver_last_per_subject_then_new) {
   bus_batch_meta(f.b, 0, NULL, &s0, NULL);
   cr_assert_eq(s0, y2);
   bus_consumer_close(k);
-  down(&f);
+  lt_fixture_down(&f);
 }
 
 Test(consumer, ephemeral_from_seq_pending_and_empty) {
-  fixture f;
+  lt_fixture f;
   bus_consumer_opts o;
   bus_consumer *k = NULL;
-  up(&f);
+  lt_fixture_up(&f);
   for (int i = 0; i < 5; i++)
     put(&f, "lark.run.j1");
   bus_consumer_opts_init(&o);
@@ -170,7 +149,7 @@ Test(consumer, ephemeral_from_seq_pending_and_empty) {
   bus_consumer_close(k);
   o.stream = "NOPE";
   cr_assert_eq(bus_consumer_open(f.c, &o, &k), BUS_ENO_STREAM);
-  down(&f);
+  lt_fixture_down(&f);
 }
 
 /* An edge user that may not touch LARK_EVENTS's consumers. */
@@ -220,19 +199,12 @@ Test(consumer, denied) {
   lt_rmtree(dir);
 }
 
-static int64_t
-ms_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* A node's slice consumer: last per subject, one ack per batch, position
  * in the broker's memory. A fetch hands over what is there as soon as
  * something is; a restarted broker forgets the consumer and the next
  * empty fetch says so; opened again, it hands over the current states. */
 static bus_consumer *
-open_slice(fixture *f) {
+open_slice(lt_fixture *f) {
   bus_slice sl;
   bus_consumer *k = NULL;
   cr_assert_eq(bus_slice_init(&sl, "n1"), 0);
@@ -243,8 +215,8 @@ open_slice(fixture *f) {
 
 Test(consumer, slice_acks_once_and_is_found_gone_after_a_restart,
      .timeout = 60) {
-  fixture f;
-  up(&f);
+  lt_fixture f;
+  lt_fixture_up(&f);
   cr_assert_eq(bus_node_stream_ensure(f.c, "n1", NULL), 0, "%s",
                bus_last_error());
   put(&f, "lark.node.n1.pod.a");
@@ -257,10 +229,10 @@ Test(consumer, slice_acks_once_and_is_found_gone_after_a_restart,
   cr_assert_eq(bus_batch_ack(f.b), 0, "%s", bus_last_error());
   /* one lone message comes at once, not when the batch would be full */
   put(&f, "lark.node.n1.pod.c");
-  int64_t t0 = ms_now();
+  int64_t t0 = lt_now_ms();
   cr_assert_eq(bus_consumer_fetch(k, 100, 5000, f.b), 0);
   cr_assert_eq(bus_batch_len(f.b), 1);
-  cr_expect_lt(ms_now() - t0, 2500, "a lone message waited for the batch");
+  cr_expect_lt(lt_now_ms() - t0, 2500, "a lone message waited for the batch");
   cr_assert_eq(bus_batch_ack(f.b), 0);
   /* the last ack covered the first batch too: nothing comes back */
   bus_consumer_close(k);
@@ -283,7 +255,7 @@ Test(consumer, slice_acks_once_and_is_found_gone_after_a_restart,
   cr_assert_eq(bus_consumer_fetch(k, 100, 2000, f.b), 0);
   cr_assert_eq(bus_batch_len(f.b), 3, "every pod's current state again");
   bus_consumer_close(k);
-  down(&f);
+  lt_fixture_down(&f);
 }
 
 /* Deleted under a reader that keeps fetching nothing: the broker answers
@@ -291,21 +263,21 @@ Test(consumer, slice_acks_once_and_is_found_gone_after_a_restart,
  * found out only by asking after 30 s without messages), and the
  * consumer's info then says it is gone. */
 Test(consumer, a_deleted_consumer_is_noticed_when_idle, .timeout = 90) {
-  fixture f;
-  up(&f);
+  lt_fixture f;
+  lt_fixture_up(&f);
   bus_consumer *k = open_durable(&f, "gone", 1);
   int rc = bus_consumer_fetch(k, 10, 500, f.b);
   cr_assert_eq(rc, 0, "%s", bus_last_error());
   cr_assert_eq(bus_consumer_delete(f.c, "LARK_EVENTS", "gone"), 0, "%s",
                bus_last_error());
-  int64_t t0 = ms_now();
-  while (rc == 0 && ms_now() - t0 < 45000)
+  int64_t t0 = lt_now_ms();
+  while (rc == 0 && lt_now_ms() - t0 < 45000)
     rc = bus_consumer_fetch(k, 10, 1000, f.b);
   cr_assert_eq(rc, BUS_ENOT_FOUND, "%s: %s", bus_err_name(rc),
                bus_last_error());
-  cr_expect_lt(ms_now() - t0, 10000, "the 503 was not taken for 'gone'");
+  cr_expect_lt(lt_now_ms() - t0, 10000, "the 503 was not taken for 'gone'");
   bus_consumer_close(k);
-  down(&f);
+  lt_fixture_down(&f);
 }
 
 /* A node's slice acks one message per batch, so a message lost on its
@@ -314,8 +286,8 @@ Test(consumer, a_deleted_consumer_is_noticed_when_idle, .timeout = 90) {
  * the hole, then says the consumer must be opened again; made anew, it
  * hands over every pod's current state, the taken one included. */
 Test(consumer, a_hole_in_the_slice_is_told_and_mended, .timeout = 60) {
-  fixture f;
-  up(&f);
+  lt_fixture f;
+  lt_fixture_up(&f);
   cr_assert_eq(bus_node_stream_ensure(f.c, "n1", NULL), 0, "%s",
                bus_last_error());
   bus_consumer *k = open_slice(&f);
@@ -351,5 +323,5 @@ Test(consumer, a_hole_in_the_slice_is_told_and_mended, .timeout = 60) {
   cr_assert_eq(bus_consumer_fetch(k, 100, 2000, f.b), 0);
   cr_expect_eq(bus_batch_len(f.b), 3, "every pod's current state again");
   bus_consumer_close(k);
-  down(&f);
+  lt_fixture_down(&f);
 }

@@ -351,18 +351,16 @@ drain(void) {
       cr_assert_eq(bus_event_decode(es.e[i].body, es.e[i].len, &ev, &z), 0,
                    "%s", bus_last_error());
       cr_expect_str_eq(ev.actor, "lark-dag");
-      msgpack_sbuffer sb;
-      msgpack_sbuffer_init(&sb);
-      msgpack_packer pk;
-      msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-      msgpack_pack_object(&pk, ev.data);
-      if (append(es.e[i].subject, ev.type, ev.actor, ev.prev, sb.data,
-                 sb.size)) {
+      bus_packbuf b;
+      bus_packbuf_init(&b);
+      msgpack_pack_object(&b.pk, ev.data);
+      if (append(es.e[i].subject, ev.type, ev.actor, ev.prev, b.sb.data,
+                 b.sb.size)) {
         snprintf(published[npublished++ % 256], 96, "%s %s", ev.type,
                  es.e[i].subject + 8);
         landed++;
       }
-      msgpack_sbuffer_destroy(&sb);
+      bus_packbuf_destroy(&b);
       msgpack_zone_destroy(&z);
       memcpy(outbox_done, es.e[i].key, 8);
       free(es.e[i].body);

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bed.h"
 #include "dag.h"
 #include "events.h"
 #include "natsd.h"
@@ -25,22 +26,18 @@
 
 static lt_natsd srv;
 static bus_conn *conn;
-static char dir[256], viewdir[512], logpath[512];
+static char dir[256], logpath[512];
 static pid_t dag_pid;
 
 static pid_t
 start_dag(void) {
   const char *extra[] = {"--log-level", "debug", NULL};
-  pid_t pid = lt_start_service("lark-dag", srv.url, viewdir, logpath, extra);
-  cr_assert(pid > 0);
-  return pid;
+  return lt_must_start("lark-dag", srv.url, dir, "view", "dag.log", extra);
 }
 
 static void
 setup(void) {
-  cr_assert_eq(lt_broker_up(&srv, &conn, 1000), 0, "%s", bus_last_error());
-  lt_tmpdir(dir, sizeof dir, "dagsvc");
-  snprintf(viewdir, sizeof viewdir, "%s/view", dir);
+  lt_bed_up(&srv, &conn, dir, sizeof dir, "dagsvc", 1000);
   snprintf(logpath, sizeof logpath, "%s/dag.log", dir);
   dag_pid = start_dag();
 }
@@ -65,21 +62,12 @@ stop_dag(void) {
 
 static void
 teardown(void) {
-  if (dag_pid > 0)
-    lt_kill(dag_pid, SIGTERM);
-  bus_conn_close(conn);
-  lt_natsd_stop(&srv);
-  lt_rmtree(dir);
+  lt_bed_down(&srv, conn, dir, &dag_pid, 1);
 }
 
 TestSuite(dag_service, .init = setup, .fini = teardown, .timeout = 120);
 
 /* ------------------------------------------------------------ helpers */
-
-static void
-pk_str(msgpack_packer *pk, const char *s) {
-  msgpack_pack_str_with_body(pk, s, strlen(s));
-}
 
 /* {key, resource: Workflow name} with templates "a; b: a; c: a b" and one
  * task of `replicas` each. */
@@ -89,9 +77,8 @@ pack_apply(msgpack_sbuffer *sb, const char *key, const char *name,
   msgpack_packer pk;
   msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 2);
-  pk_str(&pk, "key");
-  pk_str(&pk, key);
-  pk_str(&pk, "resource");
+  bus_pack_kv_str(&pk, "key", key);
+  bus_pack_str(&pk, "resource");
   lt_pack_workflow(&pk, name, dagspec, replicas);
 }
 
@@ -131,17 +118,13 @@ apply(const char *key, const char *name, const char *dagspec, int replicas,
 
 static msgpack_object
 named(const char *verb, const char *key, const char *name, msgpack_zone *z) {
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 2);
-  pk_str(&pk, "key");
-  pk_str(&pk, key);
-  pk_str(&pk, "name");
-  pk_str(&pk, name);
-  msgpack_object r = call(verb, &sb, z);
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  msgpack_pack_map(&b.pk, 2);
+  bus_pack_kv_str(&b.pk, "key", key);
+  bus_pack_kv_str(&b.pk, "name", name);
+  msgpack_object r = call(verb, &b.sb, z);
+  bus_packbuf_destroy(&b);
   return r;
 }
 
@@ -305,13 +288,6 @@ ctl(const char *a0, const char *a1, const char *a2, const char *a3,
   return lt_run(argv, out, sizeof out, errout, sizeof errout);
 }
 
-static int64_t
-wall_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* -------------------------------------------------------------- tests */
 
 Test(dag_service, train_then_eval_runs_in_order) {
@@ -326,7 +302,7 @@ Test(dag_service, train_then_eval_runs_in_order) {
   char type[64], mid[64];
   cr_expect_eq(job_last("rl-eval", type, sizeof type), 0,
                "eval waits for train");
-  int64_t at = wall_ns();
+  int64_t at = bus_wall_ns();
   snprintf(mid, sizeof mid, "%lld.%09lld", (long long)(at / 1000000000),
            (long long)(at % 1000000000));
   usleep(300 * 1000);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "deploy.h"
+#include "bed.h"
 #include "cmd_check.h"
 #include "json.h"
 #include "natsd.h"
@@ -27,85 +28,32 @@ static bus_conn *conn;
 static char dir[256];
 static pid_t sched, edges[2];
 
-static void
-creds(const char *name, lark_role role, char *path, size_t cap) {
-  cr_assert_eq(lark_creds_ensure(dir, name, role, NULL, NULL), 0, "%s",
-               lark_cfg_error());
-  if (path)
-    lark_creds_path(dir, name, path, cap);
-}
-
 static pid_t
 start_edge(int i) {
-  char bin[512], data[512], log[512], node[32], cr[512], cap[64];
-  lt_bin("lark-edge", bin, sizeof bin);
+  char node[32];
   snprintf(node, sizeof node, "edge-%d", i + 1);
-  snprintf(data, sizeof data, "%s/%s", dir, node);
-  snprintf(log, sizeof log, "%s/%s.log", dir, node);
-  lark_creds_path(dir, node, cr, sizeof cr);
-  snprintf(cap, sizeof cap, "cpu=8,memory=16Gi,gpu=2");
-  char *argv[] = {bin,
-                  (char *)"--url",
-                  srv.url,
-                  (char *)"--creds",
-                  cr,
-                  (char *)"--data",
-                  data,
-                  (char *)"--node",
-                  node,
-                  (char *)"--cluster",
-                  (char *)"c1",
-                  (char *)"--capacity",
-                  cap,
-                  (char *)"--devices",
-                  (char *)"rlinf.io/device=2",
-                  (char *)"--labels",
-                  (char *)"pool=gpu",
-                  (char *)"--heartbeat",
-                  (char *)"0.5",
-                  (char *)"--grace",
-                  (char *)"1",
-                  NULL};
-  pid_t pid = lt_spawn(argv, log);
-  cr_assert(pid > 0);
-  return pid;
+  const char *extra[] = {"--cluster",  "c1",
+                         "--capacity", "cpu=8,memory=16Gi,gpu=2",
+                         "--devices",  "rlinf.io/device=2",
+                         "--labels",   "pool=gpu",
+                         NULL};
+  return lt_must_start_edge(srv.url, dir, node, 1, extra);
 }
 
 static void
 setup(void) {
-  char cr[512], bin[512], data[512], log[512];
+  const char *nodes[] = {"edge-1", "edge-2", NULL};
   lt_tmpdir(dir, sizeof dir, "edge");
-  creds("admin", LARK_ROLE_ADMIN, NULL, 0);
-  creds("lark-scheduler", LARK_ROLE_SERVICE, cr, sizeof cr);
-  creds("edge-1", LARK_ROLE_NODE, NULL, 0);
-  creds("edge-2", LARK_ROLE_NODE, NULL, 0);
-  cr_assert_eq(lt_secure_natsd_start(&srv, dir), 0, "%s", lark_cfg_error());
-  cr_assert_eq(lt_connect_as(srv.url, dir, "admin", 0, &conn), 0, "%s",
-               bus_last_error());
-  cr_assert_eq(lt_streams(conn, 2000), 0, "%s", bus_last_error());
   setenv("LARK_NODE_TIMEOUT_MS", "20000", 1);
-  lt_bin("lark-scheduler", bin, sizeof bin);
-  snprintf(data, sizeof data, "%s/scheduler", dir);
-  snprintf(log, sizeof log, "%s/scheduler.log", dir);
-  char *argv[] = {bin, (char *)"--url",  srv.url, (char *)"--creds",
-                  cr,  (char *)"--data", data,    NULL};
-  sched = lt_spawn(argv, log);
-  cr_assert(sched > 0);
+  sched = lt_edge_bed_up(&srv, &conn, dir, nodes);
   edges[0] = start_edge(0);
   edges[1] = start_edge(1);
 }
 
 static void
 teardown(void) {
-  for (int i = 0; i < 2; i++)
-    if (edges[i] > 0)
-      lt_kill(edges[i], SIGTERM);
-  if (sched > 0)
-    lt_kill(sched, SIGTERM);
-  bus_conn_close(conn);
-  lt_natsd_stop(&srv);
-  if (!getenv("LARK_KEEP"))
-    lt_rmtree(dir);
+  pid_t pids[] = {edges[0], edges[1], sched};
+  lt_bed_down(&srv, conn, dir, pids, 3);
 }
 
 TestSuite(edge, .init = setup, .fini = teardown, .timeout = 120);
@@ -137,19 +85,14 @@ job(const char *name, int replicas, int gpus, int retries, const char *script) {
 static void
 field(const char *kind, const char *name, const char *key, char *out,
       size_t cap) {
-  lt_field(conn, kind, !strcmp(kind, "job") ? "job" : NULL, name, key, out,
-           cap);
+  lt_field(conn, kind, lt_sub_of(kind), name, key, out, cap);
 }
 
 static int
 wait_field(const char *kind, const char *name, const char *key,
            const char *want, int seconds) {
-  char got[256] = "";
-  if (lt_wait_field(conn, kind, !strcmp(kind, "job") ? "job" : NULL, name, key,
-                    want, seconds, got, sizeof got))
-    return 1;
-  cr_log_error("%s %s: %s is %s, not %s", kind, name, key, got, want);
-  return 0;
+  return lt_field_becomes(conn, kind, lt_sub_of(kind), name, key, want,
+                          seconds);
 }
 
 /* The last lines an edge printed, into the test's log. */

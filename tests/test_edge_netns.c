@@ -27,6 +27,7 @@
 #include "natsd.h"
 #include "podnet.h"
 #include "proc.h"
+#include "bed.h"
 #include "store.h"
 #include "root.h"
 
@@ -91,20 +92,8 @@ TestSuite(edge_netns, .init = setup, .fini = teardown, .timeout = 120);
 
 static pid_t
 start_edge(const char *cidr) {
-  char bin[512], data[512], log[512];
-  lt_bin("lark-edge", bin, sizeof bin);
-  snprintf(data, sizeof data, "%s/n1", dir);
-  snprintf(log, sizeof log, "%s/n1.log", dir);
-  char *argv[] = {bin,           (char *)"--url",
-                  srv.url,       (char *)"--data",
-                  data,          (char *)"--node",
-                  (char *)"n1",  (char *)"--heartbeat",
-                  (char *)"0.5", (char *)"--grace",
-                  (char *)"1",   cidr ? (char *)"--pod-cidr" : NULL,
-                  (char *)cidr,  NULL};
-  pid_t pid = lt_spawn(argv, log);
-  cr_assert(pid > 0);
-  return pid;
+  const char *extra[] = {cidr ? "--pod-cidr" : NULL, cidr, NULL};
+  return lt_must_start_edge(srv.url, dir, "n1", 0, extra);
 }
 
 /* A pod name unique to this run (its namespace is under /run/netns). */
@@ -124,47 +113,41 @@ pod_name(const char *tag) {
 static void
 desire(const char *pod, uint32_t attempt, const char *want, const char *rt,
        const char *script) {
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
   int run = !strcmp(want, "Running");
-  msgpack_pack_map(&pk, 6 + (run ? 1 : 0));
+  msgpack_pack_map(&b.pk, 6 + (run ? 1 : 0));
 #define KV(k, v)                                                               \
-  msgpack_pack_str_with_body(&pk, k, strlen(k));                               \
-  msgpack_pack_str_with_body(&pk, v, strlen(v))
+  bus_pack_str(&b.pk, k);                                                      \
+  msgpack_pack_str_with_body(&b.pk, v, strlen(v))
   KV("pod", pod);
   KV("job", "j");
   KV("task", "j-a");
   KV("desired", want);
   KV("runtime", rt);
-  msgpack_pack_str_with_body(&pk, "attempt", 7);
-  msgpack_pack_uint32(&pk, attempt);
+  bus_pack_kv_uint(&b.pk, "attempt", attempt);
   if (run) {
-    msgpack_pack_str_with_body(&pk, "raw", 3);
-    msgpack_pack_map(&pk, 1);
-    msgpack_pack_str_with_body(&pk, "entrypoint", 10);
-    msgpack_pack_array(&pk, 3);
-    msgpack_pack_str_with_body(&pk, "sh", 2);
-    msgpack_pack_str_with_body(&pk, "-c", 2);
-    msgpack_pack_str_with_body(&pk, script, strlen(script));
+    bus_pack_str(&b.pk, "raw");
+    msgpack_pack_map(&b.pk, 1);
+    bus_pack_str(&b.pk, "entrypoint");
+    msgpack_pack_array(&b.pk, 3);
+    bus_pack_kv_str(&b.pk, "sh", "-c");
+    bus_pack_str(&b.pk, script);
   }
 #undef KV
   char id[33], subject[256];
   bus_event_new_id(id);
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
   bus_event ev = {.type = "pod.desired",
                   .id = id,
-                  .ts = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec,
+                  .ts = bus_wall_ns(),
                   .actor = "test",
                   .cause = "",
-                  .data_mp = sb.data,
-                  .data_mp_len = sb.size};
+                  .data_mp = b.sb.data,
+                  .data_mp_len = b.sb.size};
   snprintf(subject, sizeof subject, "lark.node.n1.pod.%s", pod);
   cr_assert_eq(bus_append(conn, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL),
                0, "%s", bus_last_error());
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf_destroy(&b);
 }
 
 typedef struct report {
@@ -389,36 +372,24 @@ Test(edge_netns, without_a_pod_cidr_the_node_offers_raw_only) {
   cr_expect_eq(podnet_ns_exists(ns), 0);
 }
 
-Test(edge_netns, a_bad_pod_cidr_stops_the_agent_with_a_reason) {
-  char bin[512], out[4096], err[4096], data[512];
+/* lark-edge --node n9 with flag and value, run to its end: its exit
+ * code, and what it printed on stderr in err. */
+static int
+edge_n9(const char *flag, const char *value, char *err, size_t cap) {
+  char bin[512], out[4096], data[512];
   lt_bin("lark-edge", bin, sizeof bin);
   snprintf(data, sizeof data, "%s/bad", dir);
-  char *argv[] = {bin,
-                  (char *)"--url",
-                  srv.url,
-                  (char *)"--data",
-                  data,
-                  (char *)"--node",
-                  (char *)"n9",
-                  (char *)"--pod-cidr",
-                  (char *)"10.88.1.0/31",
-                  NULL};
-  cr_expect_neq(lt_run(argv, out, sizeof out, err, sizeof err), 0);
+  return lt_runl(out, sizeof out, err, cap, bin, "--url", srv.url, "--data",
+                 data, "--node", "n9", flag, value, (char *)NULL);
+}
+
+Test(edge_netns, a_bad_pod_cidr_stops_the_agent_with_a_reason) {
+  char err[4096];
+  cr_expect_neq(edge_n9("--pod-cidr", "10.88.1.0/31", err, sizeof err), 0);
   cr_expect(strstr(err, "8 to 30"), "%s", err);
-  argv[8] = (char *)"10.88.1.5/24";
-  cr_expect_neq(lt_run(argv, out, sizeof out, err, sizeof err), 0);
+  cr_expect_neq(edge_n9("--pod-cidr", "10.88.1.5/24", err, sizeof err), 0);
   cr_expect(strstr(err, "host bits"), "%s", err);
-  char *argv2[] = {bin,
-                   (char *)"--url",
-                   srv.url,
-                   (char *)"--data",
-                   data,
-                   (char *)"--node",
-                   (char *)"n9",
-                   (char *)"--runtimes",
-                   (char *)"raw,raw+netns",
-                   NULL};
-  cr_expect_neq(lt_run(argv2, out, sizeof out, err, sizeof err), 0);
+  cr_expect_neq(edge_n9("--runtimes", "raw,raw+netns", err, sizeof err), 0);
   cr_expect(strstr(err, "needs --pod-cidr"), "%s", err);
 }
 

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "deploy.h"
+#include "bed.h"
 #include "cmd_check.h"
 #include "natsd.h"
 #include "proc.h"
@@ -36,14 +37,6 @@ static bus_conn *conn;
 static char dir[256];
 static pid_t sched, edges[2], server;
 static const char content[] = "weights v1\n";
-
-static void
-creds(const char *name, lark_role role, char *path, size_t cap) {
-  cr_assert_eq(lark_creds_ensure(dir, name, role, NULL, NULL), 0, "%s",
-               lark_cfg_error());
-  if (path)
-    lark_creds_path(dir, name, path, cap);
-}
 
 static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int
@@ -89,36 +82,17 @@ listening(int port) {
 
 static pid_t
 start_edge(int i) {
-  char bin[512], data[512], log[512], node[32], cr[512], ca[512];
-  lt_bin("lark-edge", bin, sizeof bin);
+  char node[32], ca[512];
   snprintf(node, sizeof node, "edge-%d", i + 1);
-  snprintf(data, sizeof data, "%s/%s", dir, node);
-  snprintf(log, sizeof log, "%s/%s.log", dir, node);
   snprintf(ca, sizeof ca, "%s/ca.pem", dir);
-  lark_creds_path(dir, node, cr, sizeof cr);
-  char *argv[] = {bin,
-                  (char *)"--url",
-                  srv.url,
-                  (char *)"--creds",
-                  cr,
-                  (char *)"--data",
-                  data,
-                  (char *)"--node",
-                  node,
-                  (char *)"--capacity",
-                  (char *)"cpu=16,memory=16Gi",
-                  (char *)"--labels",
-                  (char *)(i ? "ca=no" : "ca=yes"),
-                  (char *)"--heartbeat",
-                  (char *)"0.5",
-                  (char *)"--grace",
-                  (char *)"1",
-                  (char *)(i ? "--artifact-max" : "--artifact-ca"),
-                  i ? (char *)"1Ki" : ca,
-                  NULL};
-  pid_t pid = lt_spawn(argv, log);
-  cr_assert(pid > 0);
-  return pid;
+  const char *extra[] = {"--capacity",
+                         "cpu=16,memory=16Gi",
+                         "--labels",
+                         i ? "ca=no" : "ca=yes",
+                         i ? "--artifact-max" : "--artifact-ca",
+                         i ? "1Ki" : ca,
+                         NULL};
+  return lt_must_start_edge(srv.url, dir, node, 1, extra);
 }
 
 /* A throwaway CA and a server certificate for 127.0.0.1 signed by it. */
@@ -139,23 +113,9 @@ make_ca(void) {
 
 static void
 setup(void) {
-  char cr[512], bin[512], data[512], log[512];
+  const char *nodes[] = {"edge-1", "edge-2", NULL};
   lt_tmpdir(dir, sizeof dir, "edgeprep");
-  creds("admin", LARK_ROLE_ADMIN, NULL, 0);
-  creds("lark-scheduler", LARK_ROLE_SERVICE, cr, sizeof cr);
-  creds("edge-1", LARK_ROLE_NODE, NULL, 0);
-  creds("edge-2", LARK_ROLE_NODE, NULL, 0);
-  cr_assert_eq(lt_secure_natsd_start(&srv, dir), 0, "%s", lark_cfg_error());
-  cr_assert_eq(lt_connect_as(srv.url, dir, "admin", 0, &conn), 0, "%s",
-               bus_last_error());
-  cr_assert_eq(lt_streams(conn, 2000), 0, "%s", bus_last_error());
-  lt_bin("lark-scheduler", bin, sizeof bin);
-  snprintf(data, sizeof data, "%s/scheduler", dir);
-  snprintf(log, sizeof log, "%s/scheduler.log", dir);
-  char *argv[] = {bin, (char *)"--url",  srv.url, (char *)"--creds",
-                  cr,  (char *)"--data", data,    NULL};
-  sched = lt_spawn(argv, log);
-  cr_assert(sched > 0);
+  sched = lt_edge_bed_up(&srv, &conn, dir, nodes);
   make_ca();
   /* what the servers serve: www/model.txt, and 2 KiB in www/big.bin */
   cr_assert_eq(sh("mkdir -p %s/www && printf '%s' > %s/www/model.txt && "
@@ -168,17 +128,8 @@ setup(void) {
 
 static void
 teardown(void) {
-  if (server > 0)
-    lt_kill(server, SIGTERM);
-  for (int i = 0; i < 2; i++)
-    if (edges[i] > 0)
-      lt_kill(edges[i], SIGTERM);
-  if (sched > 0)
-    lt_kill(sched, SIGTERM);
-  bus_conn_close(conn);
-  lt_natsd_stop(&srv);
-  if (!getenv("LARK_KEEP"))
-    lt_rmtree(dir);
+  pid_t pids[] = {server, edges[0], edges[1], sched};
+  lt_bed_down(&srv, conn, dir, pids, 4);
 }
 
 TestSuite(edge_prepare, .init = setup, .fini = teardown, .timeout = 150);

@@ -248,28 +248,20 @@ feed(const char *subject, const char *type, uint64_t prev,
 }
 
 static void
-kv(msgpack_packer *pk, const char *k, const char *v) {
-  msgpack_pack_str_with_body(pk, k, strlen(k));
-  msgpack_pack_str_with_body(pk, v, strlen(v));
-}
-
-static void
 create(const char *name, const char *cidr, uint64_t prev) {
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 4); /* a whole Domain, as lark-ipam writes it */
-  kv(&pk, "apiVersion", "rlinf.io/v1alpha1");
-  kv(&pk, "kind", "Domain");
-  msgpack_pack_str_with_body(&pk, "metadata", 8);
-  msgpack_pack_map(&pk, 1);
-  kv(&pk, "name", name);
-  msgpack_pack_str_with_body(&pk, "spec", 4);
-  msgpack_pack_map(&pk, 1);
-  kv(&pk, "cidr", cidr);
-  feed("lark.ev.ipam.domains", "domain.created", prev, &sb);
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  msgpack_pack_map(&b.pk, 4); /* a whole Domain, as lark-ipam writes it */
+  bus_pack_kv_str(&b.pk, "apiVersion", "rlinf.io/v1alpha1");
+  bus_pack_kv_str(&b.pk, "kind", "Domain");
+  bus_pack_str(&b.pk, "metadata");
+  msgpack_pack_map(&b.pk, 1);
+  bus_pack_kv_str(&b.pk, "name", name);
+  bus_pack_str(&b.pk, "spec");
+  msgpack_pack_map(&b.pk, 1);
+  bus_pack_kv_str(&b.pk, "cidr", cidr);
+  feed("lark.ev.ipam.domains", "domain.created", prev, &b.sb);
+  bus_packbuf_destroy(&b);
 }
 
 static void
@@ -277,22 +269,20 @@ allocated(const char *d, const char *job, int n, const char *const *pods,
           const char *const *ips, uint64_t prev) {
   char subject[128];
   snprintf(subject, sizeof subject, "lark.ev.domain.%s", d);
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 3);
-  kv(&pk, "domain", d);
-  kv(&pk, "job", job);
-  msgpack_pack_str_with_body(&pk, "addresses", 9);
-  msgpack_pack_array(&pk, (uint32_t)n);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  msgpack_pack_map(&b.pk, 3);
+  bus_pack_kv_str(&b.pk, "domain", d);
+  bus_pack_kv_str(&b.pk, "job", job);
+  bus_pack_str(&b.pk, "addresses");
+  msgpack_pack_array(&b.pk, (uint32_t)n);
   for (int i = 0; i < n; i++) {
-    msgpack_pack_map(&pk, 2);
-    kv(&pk, "pod", pods[i]);
-    kv(&pk, "ip", ips[i]);
+    msgpack_pack_map(&b.pk, 2);
+    bus_pack_kv_str(&b.pk, "pod", pods[i]);
+    bus_pack_kv_str(&b.pk, "ip", ips[i]);
   }
-  feed(subject, "domain.allocated", prev, &sb);
-  msgpack_sbuffer_destroy(&sb);
+  feed(subject, "domain.allocated", prev, &b.sb);
+  bus_packbuf_destroy(&b);
 }
 
 /* Answer a query into z; the result object. */
@@ -304,7 +294,7 @@ ask(const char *kind, const char *verb, const char *name, msgpack_zone *z) {
   msgpack_packer pk;
   msgpack_packer_init(&pk, &req, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 1);
-  kv(&pk, "name", name);
+  bus_pack_kv_str(&pk, "name", name);
   msgpack_object r;
   cr_assert(msgpack_unpack(req.data, req.size, NULL, z, &r) >= 0);
   bus_query_answer(view, ipam_query, kind, verb, &r, &out, NULL);

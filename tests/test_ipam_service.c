@@ -20,6 +20,7 @@
 #include "natsd.h"
 #include "proc.h"
 #include "service.h"
+#include "bed.h"
 #include "replay.h"
 
 static lt_natsd srv;
@@ -29,27 +30,19 @@ static pid_t procs[4];
 
 static pid_t
 start(const char *bin_name, const char *name) {
-  pid_t pid = lt_start_named_service(bin_name, srv.url, dir, name);
-  cr_assert(pid > 0);
-  return pid;
+  return lt_must_start_named(bin_name, srv.url, dir, name);
 }
 
 static void
 setup(void) {
-  cr_assert_eq(lt_broker_up(&srv, &conn, 1000), 0, "%s", bus_last_error());
-  lt_tmpdir(dir, sizeof dir, "ipamsvc");
+  lt_bed_up(&srv, &conn, dir, sizeof dir, "ipamsvc", 1000);
   memset(procs, 0, sizeof procs);
   procs[0] = start("lark-scheduler", "scheduler");
 }
 
 static void
 teardown(void) {
-  for (int i = 0; i < 4; i++)
-    if (procs[i] > 0)
-      lt_kill(procs[i], SIGTERM);
-  bus_conn_close(conn);
-  lt_natsd_stop(&srv);
-  lt_rmtree(dir);
+  lt_bed_down(&srv, conn, dir, procs, 4);
 }
 
 TestSuite(ipam_service, .init = setup, .fini = teardown, .timeout = 150);
@@ -106,45 +99,25 @@ field(const char *kind, const char *sub, const char *name, const char *key,
 static int
 wait_field(const char *kind, const char *sub, const char *name, const char *key,
            const char *want) {
-  char got[512] = "";
-  if (lt_wait_field(conn, kind, sub, name, key, want, 15, got, sizeof got))
-    return 1;
-  cr_log_error("%s %s: %s is '%s', not '%s'", kind, name, key, got, want);
-  return 0;
+  return lt_field_becomes(conn, kind, sub, name, key, want, 15);
 }
 
 /* A node reports a pod on its ingress subject (localIP may be NULL). */
 static void
 report(const char *node_name, const char *pod, const char *phase,
        const char *local_ip) {
-  char subject[256], id[33];
-  snprintf(subject, sizeof subject, "lark.in.%s.sched.pod.%s", node_name, pod);
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, local_ip ? 4 : 3);
-  msgpack_pack_str_with_body(&pk, "pod", 3);
-  msgpack_pack_str_with_body(&pk, pod, strlen(pod));
-  msgpack_pack_str_with_body(&pk, "phase", 5);
-  msgpack_pack_str_with_body(&pk, phase, strlen(phase));
-  msgpack_pack_str_with_body(&pk, "attempt", 7);
-  msgpack_pack_uint32(&pk, 0);
-  if (local_ip) {
-    msgpack_pack_str_with_body(&pk, "localIP", 7);
-    msgpack_pack_str_with_body(&pk, local_ip, strlen(local_ip));
-  }
-  bus_event_new_id(id);
-  bus_event ev = {.type = "pod.report",
-                  .id = id,
-                  .ts = 1,
-                  .actor = node_name,
-                  .cause = "",
-                  .data_mp = sb.data,
-                  .data_mp_len = sb.size};
-  cr_assert_eq(bus_append(conn, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL),
-               0, "%s", bus_last_error());
-  msgpack_sbuffer_destroy(&sb);
+  char what[256];
+  snprintf(what, sizeof what, "pod.%s", pod);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  msgpack_pack_map(&b.pk, local_ip ? 4 : 3);
+  bus_pack_kv_str(&b.pk, "pod", pod);
+  bus_pack_kv_str(&b.pk, "phase", phase);
+  bus_pack_kv_uint(&b.pk, "attempt", 0);
+  if (local_ip)
+    bus_pack_kv_str(&b.pk, "localIP", local_ip);
+  lt_ingress(conn, node_name, "pod.report", what, &b.sb);
+  bus_packbuf_destroy(&b);
 }
 
 /* The last message on a subject of stream (type and a field), or 0. */
@@ -384,17 +357,15 @@ race_create(void *ud) {
            "\"cidr\":\"%s\"}}}",
            r->name, r->name, r->cidr);
   json_t *j = json_loads(json, 0, NULL);
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  lt_pack_json(&pk, j);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  lt_pack_json(&b.pk, j);
   json_decref(j);
   void *reply = NULL;
   size_t len = 0;
   snprintf(r->code, sizeof r->code, "no reply");
-  if (bus_conn_request(conn, subject, sb.data, sb.size, 5000, &reply, &len) ==
-      0) {
+  if (bus_conn_request(conn, subject, b.sb.data, b.sb.size, 5000, &reply,
+                       &len) == 0) {
     msgpack_zone z;
     msgpack_zone_init(&z, 1024);
     msgpack_object o;
@@ -404,7 +375,7 @@ race_create(void *ud) {
     msgpack_zone_destroy(&z);
     free(reply);
   }
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf_destroy(&b);
   return NULL;
 }
 

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bed.h"
 #include "logs.h"
 #include "natsd.h"
 #include "proc.h"
@@ -26,22 +27,19 @@
 
 static lt_natsd srv;
 static bus_conn *conn;
-static char dir[256], viewdir[512], logpath[512];
+static char dir[256], logpath[512];
 static uint64_t placement_ver;
 static pid_t logs_pid;
 
 static pid_t
 start_logs(void) {
-  pid_t pid = lt_start_service("lark-logs", srv.url, viewdir, logpath, NULL);
-  cr_assert(pid > 0);
-  return pid;
+  return lt_must_start("lark-logs", srv.url, dir, "view", "lark-logs.log",
+                       NULL);
 }
 
 static void
 setup(void) {
-  cr_assert_eq(lt_broker_up(&srv, &conn, 60000), 0, "%s", bus_last_error());
-  lt_tmpdir(dir, sizeof dir, "logs");
-  snprintf(viewdir, sizeof viewdir, "%s/view", dir);
+  lt_bed_up(&srv, &conn, dir, sizeof dir, "logs", 60000);
   snprintf(logpath, sizeof logpath, "%s/lark-logs.log", dir);
   placement_ver = 0;
   logs_pid = start_logs();
@@ -49,26 +47,10 @@ setup(void) {
 
 static void
 teardown(void) {
-  if (logs_pid > 0)
-    lt_kill(logs_pid, SIGTERM);
-  bus_conn_close(conn);
-  lt_natsd_stop(&srv);
-  lt_rmtree(dir);
+  lt_bed_down(&srv, conn, dir, &logs_pid, 1);
 }
 
 TestSuite(logs, .init = setup, .fini = teardown, .timeout = 180);
-
-static void
-pack_s(msgpack_packer *pk, const char *s) {
-  msgpack_pack_str_with_body(pk, s, strlen(s));
-}
-
-static int64_t
-now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static void
 append(const char *subject, const char *type, const msgpack_sbuffer *sb,
@@ -78,7 +60,7 @@ append(const char *subject, const char *type, const msgpack_sbuffer *sb,
   bus_event ev = {.v = 1,
                   .type = type,
                   .id = id,
-                  .ts = now_ns(),
+                  .ts = bus_wall_ns(),
                   .actor = "test",
                   .cause = "",
                   .prev = prev,
@@ -91,45 +73,34 @@ append(const char *subject, const char *type, const msgpack_sbuffer *sb,
 /* job.placed for job: pods "<job>-w-<i>" of task "<job>-w" on nodes[i]. */
 static void
 place(const char *job, int n, const char *const *nodes) {
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
   char task[128], pod[160];
   snprintf(task, sizeof task, "%s-w", job);
-  msgpack_pack_map(&pk, 3);
-  pack_s(&pk, "pool");
-  pack_s(&pk, "default");
-  pack_s(&pk, "job");
-  pack_s(&pk, job);
-  pack_s(&pk, "bindings");
-  msgpack_pack_array(&pk, (uint32_t)n);
+  msgpack_pack_map(&b.pk, 3);
+  bus_pack_kv_str(&b.pk, "pool", "default");
+  bus_pack_kv_str(&b.pk, "job", job);
+  bus_pack_str(&b.pk, "bindings");
+  msgpack_pack_array(&b.pk, (uint32_t)n);
   for (int i = 0; i < n; i++) {
     snprintf(pod, sizeof pod, "%s-%d", task, i);
-    msgpack_pack_map(&pk, 4);
-    pack_s(&pk, "pod");
-    pack_s(&pk, pod);
-    pack_s(&pk, "task");
-    pack_s(&pk, task);
-    pack_s(&pk, "node");
-    pack_s(&pk, nodes[i]);
-    pack_s(&pk, "attempt");
-    msgpack_pack_uint32(&pk, 0);
+    msgpack_pack_map(&b.pk, 4);
+    bus_pack_kv_str(&b.pk, "pod", pod);
+    bus_pack_kv_str(&b.pk, "task", task);
+    bus_pack_kv_str(&b.pk, "node", nodes[i]);
+    bus_pack_kv_uint(&b.pk, "attempt", 0);
   }
-  append("lark.ev.placement.default", "job.placed", &sb, placement_ver,
+  append("lark.ev.placement.default", "job.placed", &b.sb, placement_ver,
          BUS_APPEND_CHECK, &placement_ver);
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf_destroy(&b);
 }
 
 static void
 job_phase(const char *job, const char *phase) {
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 1);
-  pack_s(&pk, "phase");
-  pack_s(&pk, phase);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  msgpack_pack_map(&b.pk, 1);
+  bus_pack_kv_str(&b.pk, "phase", phase);
   char subject[128];
   snprintf(subject, sizeof subject, "lark.ev.job.%s", job);
   msgpack_zone z;
@@ -137,41 +108,34 @@ job_phase(const char *job, const char *phase) {
   bus_event last;
   memset(&last, 0, sizeof last);
   bus_last_event(conn, "LARK_EVENTS", subject, &last, &z);
-  append(subject, "job.phase", &sb, last.seq, BUS_APPEND_CHECK, NULL);
+  append(subject, "job.phase", &b.sb, last.seq, BUS_APPEND_CHECK, NULL);
   msgpack_zone_destroy(&z);
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf_destroy(&b);
 }
 
 /* A node's batch: lines "<prefix><k>" at ts[k]. */
 static void
 send_batch(const char *node, const char *pod, const char *body_pod, int n,
            const int64_t *ts, const char *prefix) {
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 3);
-  pack_s(&pk, "pod");
-  pack_s(&pk, body_pod ? body_pod : pod);
-  pack_s(&pk, "attempt");
-  msgpack_pack_uint32(&pk, 0);
-  pack_s(&pk, "lines");
-  msgpack_pack_array(&pk, (uint32_t)n);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  msgpack_pack_map(&b.pk, 3);
+  bus_pack_kv_str(&b.pk, "pod", body_pod ? body_pod : pod);
+  bus_pack_kv_uint(&b.pk, "attempt", 0);
+  bus_pack_str(&b.pk, "lines");
+  msgpack_pack_array(&b.pk, (uint32_t)n);
   for (int k = 0; k < n; k++) {
     char text[64];
     snprintf(text, sizeof text, "%s%d", prefix, k);
-    msgpack_pack_map(&pk, 3);
-    pack_s(&pk, "ts");
-    msgpack_pack_int64(&pk, ts ? ts[k] : now_ns());
-    pack_s(&pk, "stream");
-    pack_s(&pk, k % 2 ? "stderr" : "stdout");
-    pack_s(&pk, "text");
-    pack_s(&pk, text);
+    msgpack_pack_map(&b.pk, 3);
+    bus_pack_kv_int(&b.pk, "ts", ts ? ts[k] : bus_wall_ns());
+    bus_pack_kv_str(&b.pk, "stream", k % 2 ? "stderr" : "stdout");
+    bus_pack_kv_str(&b.pk, "text", text);
   }
   char subject[256];
   snprintf(subject, sizeof subject, "lark.in.%s.logs.%s", node, pod);
-  append(subject, "log.batch", &sb, 0, BUS_APPEND_NOCHECK, NULL);
-  msgpack_sbuffer_destroy(&sb);
+  append(subject, "log.batch", &b.sb, 0, BUS_APPEND_NOCHECK, NULL);
+  bus_packbuf_destroy(&b);
 }
 
 /* What count_logs() gathers: how many, and the last one's fields. */
@@ -270,7 +234,7 @@ Test(logs, republished_only_from_the_bound_node) {
 Test(logs, larkctl_merges_by_time_with_prefixes) {
   const char *nodes[] = {"n1", "n2"};
   place("mix", 2, nodes);
-  int64_t t0 = now_ns() - 10 * INT64_C(1000000000);
+  int64_t t0 = bus_wall_ns() - 10 * INT64_C(1000000000);
   int64_t a[3] = {t0 + 1, t0 + 3, t0 + 5}, b[3] = {t0 + 2, t0 + 4, t0 + 6};
   send_batch("n2", "mix-w-1", NULL, 3, b, "b");
   send_batch("n1", "mix-w-0", NULL, 3, a, "a");

@@ -245,21 +245,16 @@ status_reply(bus_conn *c, const char *subject, const char *reply,
   (void)data;
   (void)len;
   (void)ud;
-  msgpack_sbuffer sb;
-  msgpack_packer pk;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 4);
-  msgpack_pack_str_with_body(&pk, "name", 4);
-  msgpack_pack_str_with_body(&pk, "sched", 5);
-  msgpack_pack_str_with_body(&pk, "seq", 3);
-  msgpack_pack_uint64(&pk, 42);
-  msgpack_pack_str_with_body(&pk, "extra", 5);
-  msgpack_pack_nil(&pk);
-  msgpack_pack_str_with_body(&pk, "stale", 5);
-  msgpack_pack_uint64(&pk, 3);
-  bus_conn_publish(c, reply, sb.data, sb.size);
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  msgpack_pack_map(&b.pk, 4);
+  bus_pack_kv_str(&b.pk, "name", "sched");
+  bus_pack_kv_uint(&b.pk, "seq", 42);
+  bus_pack_str(&b.pk, "extra");
+  msgpack_pack_nil(&b.pk);
+  bus_pack_kv_uint(&b.pk, "stale", 3);
+  bus_conn_publish(c, reply, b.sb.data, b.sb.size);
+  bus_packbuf_destroy(&b);
 }
 
 Test(conn, status_query) {

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bed.h"
 #include "natsd.h"
 #include "stream.h"
 
@@ -49,17 +50,12 @@ static char dir[256];
 
 static void
 setup(void) {
-  cr_assert_eq(lt_natsd_start(&srv, NULL, NULL), 0);
-  cr_assert_eq(lt_connect(&srv, &conn), 0, "%s", bus_last_error());
-  cr_assert_eq(lt_streams(conn, 1000), 0, "%s", bus_last_error());
-  lt_tmpdir(dir, sizeof dir, "outbox");
+  lt_bed_up(&srv, &conn, dir, sizeof dir, "outbox", 1000);
 }
 
 static void
 teardown(void) {
-  bus_conn_close(conn);
-  lt_natsd_stop(&srv);
-  lt_rmtree(dir);
+  lt_bed_down(&srv, conn, dir, NULL, 0);
 }
 
 TestSuite(outbox, .init = setup, .fini = teardown, .timeout = 60);

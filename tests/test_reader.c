@@ -9,34 +9,13 @@
 #include <criterion/criterion.h>
 
 #include "bus.h"
+#include "bed.h"
 #include "events.h"
 #include "natsd.h"
-
-typedef struct fixture {
-  lt_natsd s;
-  bus_conn *c;
-  bus_batch *b;
-  msgpack_sbuffer data;
-} fixture;
+#include "wait.h"
 
 static void
-up(fixture *f) {
-  memset(f, 0, sizeof *f);
-  cr_assert_eq(lt_broker_up(&f->s, &f->c, 2000), 0, "%s", bus_last_error());
-  cr_assert_eq(bus_batch_new(&f->b), 0);
-  lt_pack_text(&f->data, "hello");
-}
-
-static void
-down(fixture *f) {
-  bus_batch_free(f->b);
-  bus_conn_close(f->c);
-  lt_natsd_stop(&f->s);
-  msgpack_sbuffer_destroy(&f->data);
-}
-
-static void
-put_n(fixture *f, const char *subject, int n) {
+put_n(lt_fixture *f, const char *subject, int n) {
   bus_event ev;
   char id[33];
   lt_sample_event(&ev, id, "sample.created", &f->data);
@@ -49,7 +28,7 @@ put_n(fixture *f, const char *subject, int n) {
 
 /* Read everything; check order and return count, first and last seq. */
 static size_t
-read_all(fixture *f, bus_reader_opts *o, uint64_t *first, uint64_t *last) {
+read_all(lt_fixture *f, bus_reader_opts *o, uint64_t *first, uint64_t *last) {
   bus_reader *r = NULL;
   size_t n = 0;
   uint64_t prev = 0;
@@ -79,10 +58,10 @@ read_all(fixture *f, bus_reader_opts *o, uint64_t *first, uint64_t *last) {
 }
 
 Test(reader, bounds) {
-  fixture f;
+  lt_fixture f;
   bus_reader_opts o;
   uint64_t first, last;
-  up(&f);
+  lt_fixture_up(&f);
   put_n(&f, "lark.ev.sample.a", 3000);
   bus_reader_opts_init(&o);
   o.stream = "LARK_EVENTS";
@@ -101,15 +80,15 @@ Test(reader, bounds) {
   o.from_seq = 4000; /* past the end: empty */
   o.until_seq = 0;
   cr_assert_eq(read_all(&f, &o, &first, &last), 0);
-  down(&f);
+  lt_fixture_down(&f);
 }
 
 Test(reader, bound_fixed_at_open_and_filter) {
-  fixture f;
+  lt_fixture f;
   bus_reader_opts o;
   bus_reader *r = NULL;
   uint64_t first, last;
-  up(&f);
+  lt_fixture_up(&f);
   put_n(&f, "lark.ev.sample.a", 10);
   put_n(&f, "lark.ev.sample.b", 5);
   put_n(&f, "lark.ev.sample.a", 10);
@@ -131,20 +110,7 @@ Test(reader, bound_fixed_at_open_and_filter) {
   cr_assert_eq(rc, BUS_EEOF);
   cr_assert_eq(n, 25);
   bus_reader_close(r);
-  down(&f);
-}
-
-static void
-sleep_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
-static int64_t
-now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  lt_fixture_down(&f);
 }
 
 /*
@@ -156,20 +122,20 @@ now_ns(void) {
  * reader must drop.
  */
 Test(reader, until_ns_and_since_ns) {
-  fixture f;
+  lt_fixture f;
   bus_reader_opts o;
   uint64_t first, last;
-  up(&f);
+  lt_fixture_up(&f);
   put_n(&f, "lark.ev.sample.a", 20);
-  sleep_ms(10);
-  sleep_ms((int)((1000000000 - now_ns() % 1000000000) / 1000000) + 10);
+  lt_sleep_ms(10);
+  lt_sleep_ms((int)((1000000000 - bus_wall_ns() % 1000000000) / 1000000) + 10);
   put_n(&f, "lark.ev.sample.a", 5);
-  sleep_ms(10);
-  int64_t mid = now_ns();
+  lt_sleep_ms(10);
+  int64_t mid = bus_wall_ns();
   if (mid % 1000000000 >= 100000000)
     cr_log_warn("slow machine: mid is %lld ms into its second",
                 (long long)(mid % 1000000000 / 1000000));
-  sleep_ms(20);
+  lt_sleep_ms(20);
   put_n(&f, "lark.ev.sample.a", 25);
   bus_reader_opts_init(&o);
   o.stream = "LARK_EVENTS";
@@ -181,14 +147,14 @@ Test(reader, until_ns_and_since_ns) {
   cr_assert_eq(read_all(&f, &o, &first, &last), 25);
   cr_assert_eq(first, 26);
   cr_assert_eq(last, 50);
-  down(&f);
+  lt_fixture_down(&f);
 }
 
 Test(reader, follow) {
-  fixture f;
+  lt_fixture f;
   bus_reader_opts o;
   bus_reader *r = NULL;
-  up(&f);
+  lt_fixture_up(&f);
   put_n(&f, "lark.run.j", 5);
   bus_reader_opts_init(&o);
   o.stream = "LARK_RUNS";
@@ -210,5 +176,5 @@ Test(reader, follow) {
   }
   cr_assert_eq(n, 8);
   bus_reader_close(r);
-  down(&f);
+  lt_fixture_down(&f);
 }

@@ -375,8 +375,7 @@ event(bus_event *ev, msgpack_zone *z, msgpack_sbuffer *sb, const char *serial) {
   msgpack_sbuffer_init(sb);
   msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "serial", 6);
-  msgpack_pack_str_with_body(&pk, serial, strlen(serial));
+  bus_pack_kv_str(&pk, "serial", serial);
   memset(ev, 0, sizeof *ev);
   ev->type = "cert.revoked";
   cr_assert(msgpack_unpack(sb->data, sb->size, NULL, z, &ev->data) >= 0);

@@ -28,6 +28,7 @@
 #include "natsd.h"
 #include "proc.h"
 #include "signer.h"
+#include "wait.h"
 
 static char dir[256], logpath[512];
 static int echo_port, hub_port;
@@ -73,12 +74,6 @@ echo_start(void) {
   pthread_t t;
   cr_assert_eq(pthread_create(&t, NULL, echo_main, (void *)(intptr_t)ls), 0);
   pthread_detach(t);
-}
-
-static void
-sleep_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
 }
 
 /* Certificate for key `name` (made here) signed by `ca`, with opts. */
@@ -129,7 +124,7 @@ start_hub_with(const char *url) {
       fclose(f);
     }
     if (!hub_port)
-      sleep_ms(50);
+      lt_sleep_ms(50);
   }
   cr_assert_gt(hub_port, 0, "the hub did not start");
 }
@@ -210,7 +205,7 @@ hub_said(const char *what) {
   for (int i = 0; i < 100; i++) {
     if (sh("grep -F -q -- '%s' %s", what, logpath) == 0)
       return 1;
-    sleep_ms(100);
+    lt_sleep_ms(100);
   }
   return 0;
 }
@@ -292,7 +287,7 @@ Test(relay_hub, revoked_while_running_is_refused) {
     sh("grep -c 'revoked set loaded' %s", logpath);
     loads = atoi(out);
     if (loads < 2)
-      sleep_ms(100);
+      lt_sleep_ms(100);
   }
   cr_assert_geq(loads, 2, "the hub did not reload the KRL");
   cr_assert_eq(sh("rm -f %s/out", dir), 0);
@@ -394,7 +389,7 @@ relay_start(fake_relay *r, const char *name, const char *cluster) {
   snprintf(r->cluster, sizeof r->cluster, "%s", cluster);
   cr_assert_eq(pthread_create(&r->th, NULL, relay_main, r), 0);
   for (int i = 0; i < 200 && !r->registered; i++)
-    sleep_ms(50);
+    lt_sleep_ms(50);
   cr_assert(r->registered, "the fake relay did not register");
 }
 
@@ -417,32 +412,24 @@ append(const char *subject, const char *type, msgpack_sbuffer *sb) {
   msgpack_sbuffer_destroy(sb);
 }
 
-static void
-kv(msgpack_packer *pk, const char *k, const char *v) {
-  msgpack_pack_str_with_body(pk, k, strlen(k));
-  msgpack_pack_str_with_body(pk, v, strlen(v));
-}
-
 /* The row of pod (domain d, address ip, living in cluster pc) as the
  * relay of cluster c reads it. */
 static void
 route(const char *d, const char *c, const char *pod, const char *ip,
       const char *pc) {
   char subject[256];
-  msgpack_sbuffer sb;
-  msgpack_packer pk;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 7);
-  kv(&pk, "domain", d);
-  kv(&pk, "cluster", c);
-  kv(&pk, "pod", pod);
-  kv(&pk, "ip", ip);
-  kv(&pk, "node", "n1");
-  kv(&pk, "podCluster", pc);
-  kv(&pk, "via", strcmp(c, pc) ? "hub" : "local");
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  msgpack_pack_map(&b.pk, 7);
+  bus_pack_kv_str(&b.pk, "domain", d);
+  bus_pack_kv_str(&b.pk, "cluster", c);
+  bus_pack_kv_str(&b.pk, "pod", pod);
+  bus_pack_kv_str(&b.pk, "ip", ip);
+  bus_pack_kv_str(&b.pk, "node", "n1");
+  bus_pack_kv_str(&b.pk, "podCluster", pc);
+  bus_pack_kv_str(&b.pk, "via", strcmp(c, pc) ? "hub" : "local");
   snprintf(subject, sizeof subject, "lark.route.%s.%s.%s", d, c, pod);
-  append(subject, "route.set", &sb);
+  append(subject, "route.set", &b.sb);
 }
 
 static void
@@ -454,8 +441,8 @@ revoke_serial(uint64_t serial) {
   msgpack_sbuffer_init(&sb);
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 2);
-  kv(&pk, "serial", hex);
-  kv(&pk, "reason", "test");
+  bus_pack_kv_str(&pk, "serial", hex);
+  bus_pack_kv_str(&pk, "reason", "test");
   snprintf(subject, sizeof subject, "lark.ev.cert.%s", hex);
   append(subject, "cert.revoked", &sb);
 }

@@ -15,18 +15,7 @@
 #include "events.h"
 #include "natsd.h"
 #include "routes.h"
-
-static void
-sleep_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
-static void
-kv(msgpack_packer *pk, const char *k, const char *v) {
-  msgpack_pack_str_with_body(pk, k, strlen(k));
-  msgpack_pack_str_with_body(pk, v, strlen(v));
-}
+#include "wait.h"
 
 /* A route.set for pod in domain d, read by cluster c, the pod living in
  * pc; or a route.deleted when ip is NULL. */
@@ -37,16 +26,16 @@ pack_route(msgpack_sbuffer *sb, const char *d, const char *c, const char *pod,
   msgpack_sbuffer_init(sb);
   msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, ip ? 8 : 3);
-  kv(&pk, "domain", d);
-  kv(&pk, "cluster", c);
-  kv(&pk, "pod", pod);
+  bus_pack_kv_str(&pk, "domain", d);
+  bus_pack_kv_str(&pk, "cluster", c);
+  bus_pack_kv_str(&pk, "pod", pod);
   if (!ip)
     return;
-  kv(&pk, "ip", ip);
-  kv(&pk, "cidr", "10.2.0.0/16");
-  kv(&pk, "node", "n1");
-  kv(&pk, "podCluster", pc);
-  kv(&pk, "via", strcmp(c, pc) ? "hub" : "local");
+  bus_pack_kv_str(&pk, "ip", ip);
+  bus_pack_kv_str(&pk, "cidr", "10.2.0.0/16");
+  bus_pack_kv_str(&pk, "node", "n1");
+  bus_pack_kv_str(&pk, "podCluster", pc);
+  bus_pack_kv_str(&pk, "via", strcmp(c, pc) ? "hub" : "local");
 }
 
 static void
@@ -194,7 +183,7 @@ wait_row(relay_routes *t, const char *d, const char *pod, const char *ip) {
     int rc = relay_routes_find_pod(t, d, pod, &r);
     if (ip ? !rc && !strcmp(r.ip, ip) : rc == BUS_ENOT_FOUND)
       return 1;
-    sleep_ms(50);
+    lt_sleep_ms(50);
   }
   return 0;
 }
@@ -217,7 +206,7 @@ Test(relay_routes, follower_before_and_after_start, .timeout = 60) {
   cr_expect(wait_row(t, "d1", "p1", "10.2.0.7"));
   cr_expect(wait_row(t, "d1", "p2", "10.2.0.6"));
   for (int i = 0; i < 200 && !relay_follow_synced(fw); i++)
-    sleep_ms(50);
+    lt_sleep_ms(50);
   cr_expect(relay_follow_synced(fw));
   cr_expect_eq(relay_routes_count(t), 2);
   cr_expect_geq(__atomic_load_n(&changes, __ATOMIC_SEQ_CST), 1);
@@ -247,12 +236,12 @@ Test(relay_routes, follower_filters_by_cluster, .timeout = 60) {
   cr_assert_eq(relay_follow_start(f.c, "lark.route.*.c2.>", t, NULL, NULL, &fw),
                0);
   for (int i = 0; i < 200 && !relay_follow_synced(fw); i++)
-    sleep_ms(50);
+    lt_sleep_ms(50);
   cr_assert(relay_follow_synced(fw));
   publish(&f, "d1", "c1", "p2", "10.2.0.6", "c1");
   publish(&f, "d2", "c2", "q2", "10.3.0.6", "c2");
   cr_expect(wait_row(t, "d2", "q2", "10.3.0.6"));
-  sleep_ms(300);
+  lt_sleep_ms(300);
   cr_expect_eq(relay_routes_count(t), 3);
   relay_route r;
   cr_assert_eq(relay_routes_find_pod(t, "d1", "p1", &r), 0);
@@ -284,7 +273,7 @@ Test(relay_routes, follower_survives_a_broker_restart, .timeout = 90) {
     ok = !bus_append(f.c, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL);
     msgpack_sbuffer_destroy(&sb);
     if (!ok)
-      sleep_ms(200);
+      lt_sleep_ms(200);
   }
   cr_assert(ok, "the broker did not come back");
   cr_expect(wait_row(t, "d1", "p2", "10.2.0.6"));

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bed.h"
 #include "natsd.h"
 #include "proc.h"
 #include "reports.h"
@@ -31,11 +32,8 @@ static char dir[256];
 
 static void
 setup(void) {
-  cr_assert_eq(lt_natsd_start(&srv, NULL, NULL), 0);
-  cr_assert_eq(lt_connect(&srv, &conn), 0, "%s", bus_last_error());
   /* a duplicate window longer than any test: nothing may land twice */
-  cr_assert_eq(lt_streams(conn, 120000), 0, "%s", bus_last_error());
-  lt_tmpdir(dir, sizeof dir, "reports");
+  lt_bed_up(&srv, &conn, dir, sizeof dir, "reports", 120000);
 }
 
 static void
@@ -44,9 +42,7 @@ teardown(void) {
   app = NULL;
   bus_conn_close(app_conn);
   app_conn = NULL;
-  bus_conn_close(conn);
-  lt_natsd_stop(&srv);
-  lt_rmtree(dir);
+  lt_bed_down(&srv, conn, dir, NULL, 0);
 }
 
 TestSuite(reports, .init = setup, .fini = teardown, .timeout = 240);
@@ -69,13 +65,11 @@ pack_report(msgpack_sbuffer *sb, const char *kind, int64_t i, size_t pad) {
   msgpack_sbuffer_clear(sb);
   msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 2);
-  msgpack_pack_str_with_body(&pk, "kind", 4);
-  msgpack_pack_str_with_body(&pk, kind, strlen(kind));
-  msgpack_pack_str_with_body(&pk, "values", 6);
+  bus_pack_kv_str(&pk, "kind", kind);
+  bus_pack_str(&pk, "values");
   size_t nstr = (pad + 999) / 1000;
   msgpack_pack_map(&pk, (uint32_t)(1 + nstr));
-  msgpack_pack_str_with_body(&pk, "i", 1);
-  msgpack_pack_int64(&pk, i);
+  bus_pack_kv_int(&pk, "i", i);
   static char filler[1000];
   memset(filler, 'x', sizeof filler);
   for (size_t k = 0; k < nstr; k++) {
@@ -98,8 +92,7 @@ send_rep(const char *subject, const char *type, const char *actor, int64_t i,
     msgpack_sbuffer_clear(&sb);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     msgpack_pack_map(&pk, 1);
-    msgpack_pack_str_with_body(&pk, "text", 4);
-    msgpack_pack_str_with_body(&pk, "x", 1);
+    bus_pack_kv_str(&pk, "text", "x");
   }
   bus_event_new_id(id);
   bus_event ev = {.v = BUS_SCHEMA_VERSION,

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bed.h"
 #include "cmd_check.h"
 #include "natsd.h"
 #include "proc.h"
@@ -24,22 +25,14 @@ static pid_t sched;
 
 static void
 setup(void) {
-  cr_assert_eq(lt_broker_up(&srv, &conn, 1000), 0, "%s", bus_last_error());
-  lt_tmpdir(dir, sizeof dir, "schednames");
-  char data[512], log[512];
-  snprintf(data, sizeof data, "%s/scheduler", dir);
-  snprintf(log, sizeof log, "%s/scheduler.log", dir);
-  sched = lt_start_service("lark-scheduler", srv.url, data, log, NULL);
-  cr_assert(sched > 0);
+  lt_bed_up(&srv, &conn, dir, sizeof dir, "schednames", 1000);
+  sched = lt_must_start("lark-scheduler", srv.url, dir, "scheduler",
+                        "scheduler.log", NULL);
 }
 
 static void
 teardown(void) {
-  if (sched > 0)
-    lt_kill(sched, SIGTERM);
-  bus_conn_close(conn);
-  lt_natsd_stop(&srv);
-  lt_rmtree(dir);
+  lt_bed_down(&srv, conn, dir, &sched, 1);
 }
 
 TestSuite(sched_names, .init = setup, .fini = teardown, .timeout = 120);

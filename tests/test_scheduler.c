@@ -18,6 +18,7 @@
 #include "natsd.h"
 #include "proc.h"
 #include "service.h"
+#include "bed.h"
 #include "replay.h"
 #include "stream.h"
 
@@ -28,15 +29,12 @@ static pid_t sched[2];
 
 static pid_t
 start_scheduler(const char *name) {
-  pid_t pid = lt_start_named_service("lark-scheduler", srv.url, dir, name);
-  cr_assert(pid > 0);
-  return pid;
+  return lt_must_start_named("lark-scheduler", srv.url, dir, name);
 }
 
 static void
 setup(void) {
-  cr_assert_eq(lt_broker_up(&srv, &conn, 1000), 0, "%s", bus_last_error());
-  lt_tmpdir(dir, sizeof dir, "sched");
+  lt_bed_up(&srv, &conn, dir, sizeof dir, "sched", 1000);
   setenv("LARK_NODE_TIMEOUT_MS", "1500", 1);
   sched[0] = start_scheduler("scheduler");
   sched[1] = 0;
@@ -44,12 +42,7 @@ setup(void) {
 
 static void
 teardown(void) {
-  for (int i = 0; i < 2; i++)
-    if (sched[i] > 0)
-      lt_kill(sched[i], SIGTERM);
-  bus_conn_close(conn);
-  lt_natsd_stop(&srv);
-  lt_rmtree(dir);
+  lt_bed_down(&srv, conn, dir, sched, 2);
 }
 
 TestSuite(scheduler, .init = setup, .fini = teardown, .timeout = 120);
@@ -90,37 +83,28 @@ job(const char *name, int replicas, int gpus, int retries) {
 static void
 field(const char *kind, const char *name, const char *key, char *out,
       size_t cap) {
-  lt_field(conn, kind, !strcmp(kind, "job") ? "job" : NULL, name, key, out,
-           cap);
+  lt_field(conn, kind, lt_sub_of(kind), name, key, out, cap);
 }
 
 static int
 wait_field(const char *kind, const char *name, const char *key,
            const char *want) {
-  char got[256] = "";
-  if (lt_wait_field(conn, kind, !strcmp(kind, "job") ? "job" : NULL, name, key,
-                    want, 15, got, sizeof got))
-    return 1;
-  cr_log_error("%s %s: %s is %s, not %s", kind, name, key, got, want);
-  return 0;
+  return lt_field_becomes(conn, kind, lt_sub_of(kind), name, key, want, 15);
 }
 
 /* What a node sends through its ingress, as lark-edge does. */
-static void
-edge_says(const char *node_name, const char *type, const char *what,
-          const msgpack_sbuffer *data) {
-  char subject[256], id[33];
-  snprintf(subject, sizeof subject, "lark.in.%s.sched.%s", node_name, what);
-  bus_event_new_id(id);
-  bus_event ev = {.type = type,
-                  .id = id,
-                  .ts = 1,
-                  .actor = node_name,
-                  .cause = "",
-                  .data_mp = data->data,
-                  .data_mp_len = data->size};
-  cr_assert_eq(bus_append(conn, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL),
-               0, "%s", bus_last_error());
+#define edge_says(node_name, type, what, data)                                 \
+  lt_ingress(conn, node_name, type, what, data)
+
+/* The node pod was placed on, waited for up to 10 s, into bound; the
+ * other of gpu-1 and gpu-2 returned. */
+static const char *
+placed(const char *pod, char *bound, size_t cap) {
+  bound[0] = 0;
+  for (int i = 0; i < 100 && !bound[0]; i++, usleep(100 * 1000))
+    field("pod", pod, "node", bound, cap);
+  cr_assert(bound[0], "%s was never placed", pod);
+  return strcmp(bound, "gpu-1") ? "gpu-1" : "gpu-2";
 }
 
 /* What a node says of a pod on its own ingress subject: {pod}, and with
@@ -130,23 +114,17 @@ pod_says(const char *node_name, const char *type, const char *pod,
          const char *phase, int attempt, int exit_code) {
   char what[256];
   snprintf(what, sizeof what, "pod.%s", pod);
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, phase ? 4 : 1);
-  msgpack_pack_str_with_body(&pk, "pod", 3);
-  msgpack_pack_str_with_body(&pk, pod, strlen(pod));
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  msgpack_pack_map(&b.pk, phase ? 4 : 1);
+  bus_pack_kv_str(&b.pk, "pod", pod);
   if (phase) {
-    msgpack_pack_str_with_body(&pk, "phase", 5);
-    msgpack_pack_str_with_body(&pk, phase, strlen(phase));
-    msgpack_pack_str_with_body(&pk, "attempt", 7);
-    msgpack_pack_uint32(&pk, (uint32_t)attempt);
-    msgpack_pack_str_with_body(&pk, "exitCode", 8);
-    msgpack_pack_int32(&pk, exit_code);
+    bus_pack_kv_str(&b.pk, "phase", phase);
+    bus_pack_kv_uint(&b.pk, "attempt", (uint32_t)attempt);
+    bus_pack_kv_int(&b.pk, "exitCode", exit_code);
   }
-  edge_says(node_name, type, what, &sb);
-  msgpack_sbuffer_destroy(&sb);
+  edge_says(node_name, type, what, &b.sb);
+  bus_packbuf_destroy(&b);
 }
 
 /* A node reports a pod's phase. */
@@ -203,11 +181,8 @@ Test(scheduler, report_from_the_wrong_node_is_refused) {
   node("gpu-1", 1);
   node("gpu-2", 1);
   job("j", 1, 1, 0);
-  char bound[64] = "";
-  for (int i = 0; i < 100 && !bound[0]; i++, usleep(100 * 1000))
-    field("pod", "j-a-0", "node", bound, sizeof bound);
-  cr_assert(bound[0], "j-a-0 was never placed");
-  const char *other = strcmp(bound, "gpu-1") ? "gpu-1" : "gpu-2";
+  char bound[64];
+  const char *other = placed("j-a-0", bound, sizeof bound);
   report(other, "j-a-0", "Failed", 0, 1);
   report(bound, "j-a-0", "Running", 0, 0);
   cr_expect(wait_field("pod", "j-a-0", "phase", "Running"));
@@ -220,11 +195,8 @@ Test(scheduler, forgotten_pods_are_purged_only_once_deleted_there) {
   node("gpu-1", 2);
   node("gpu-2", 2);
   job("f", 1, 1, 0);
-  char bound[64] = "";
-  for (int i = 0; i < 100 && !bound[0]; i++, usleep(100 * 1000))
-    field("pod", "f-a-0", "node", bound, sizeof bound);
-  cr_assert(bound[0], "f-a-0 was never placed");
-  const char *other = strcmp(bound, "gpu-1") ? "gpu-1" : "gpu-2";
+  char bound[64];
+  const char *other = placed("f-a-0", bound, sizeof bound);
   for (int i = 0; i < 50 && !lt_desired_there(conn, bound, "f-a-0", 0); i++)
     usleep(100 * 1000);
   cr_assert(lt_desired_there(conn, bound, "f-a-0", 0), "never dispatched");
@@ -377,14 +349,12 @@ edge_register(const char *name) {
            "\"memory\":16384,\"gpu\":1}}}",
            name);
   json_t *j = json_loads(json, 0, NULL);
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  lt_pack_json(&pk, j);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  lt_pack_json(&b.pk, j);
   json_decref(j);
-  edge_says(name, "node.registered", "node", &sb);
-  msgpack_sbuffer_destroy(&sb);
+  edge_says(name, "node.registered", "node", &b.sb);
+  bus_packbuf_destroy(&b);
 }
 
 static void
@@ -465,12 +435,7 @@ Test(scheduler, late_report_of_a_lost_attempt_and_every_retry_is_placed) {
 
 static pid_t
 start_dag(void) {
-  char data[512], log[512];
-  snprintf(data, sizeof data, "%s/dag", dir);
-  snprintf(log, sizeof log, "%s/dag.log", dir);
-  pid_t pid = lt_start_service("lark-dag", srv.url, data, log, NULL);
-  cr_assert(pid > 0);
-  return pid;
+  return lt_must_start("lark-dag", srv.url, dir, "dag", "dag.log", NULL);
 }
 
 /* The workflow's phase, as lark-dag says. */
@@ -489,10 +454,8 @@ workflow_phase(const char *name, char *out, size_t cap) {
 /* Run the pod of a one-pod Job to the end, as its node would. */
 static void
 run_pod(const char *pod, const char *phase, int code) {
-  char node_name[64] = "";
-  for (int i = 0; i < 100 && !node_name[0]; i++, usleep(100 * 1000))
-    field("pod", pod, "node", node_name, sizeof node_name);
-  cr_assert(node_name[0], "%s was never placed", pod);
+  char node_name[64];
+  placed(pod, node_name, sizeof node_name);
   report(node_name, pod, "Running", 0, 0);
   report(node_name, pod, phase, 0, code);
 }
@@ -528,6 +491,19 @@ Test(scheduler, workflow_runs_through_dag_and_scheduler) {
   cr_expect_str_eq(phase, "Succeeded");
 }
 
+/* A run report's body as lark-edge sends it: {kind: metric, values: {}},
+ * or with step >= 0 {kind: metric, values: {step}}. */
+static void
+metric(bus_packbuf *b, int step) {
+  bus_packbuf_init(b);
+  msgpack_pack_map(&b->pk, 2);
+  bus_pack_kv_str(&b->pk, "kind", "metric");
+  bus_pack_str(&b->pk, "values");
+  msgpack_pack_map(&b->pk, step >= 0);
+  if (step >= 0)
+    bus_pack_kv_int(&b->pk, "step", step);
+}
+
 /* A broker that cannot store now (here LARK_RUNS is gone, which the
  * broker answers as it answers a cluster electing a leader: no
  * responders) has refused nothing: the pod's report waits in the
@@ -537,17 +513,10 @@ Test(scheduler, a_report_the_broker_cannot_store_yet_is_kept) {
   job("keep", 1, 0, 0);
   cr_assert(wait_field("pod", "keep-a-0", "node", "gpu-1"));
   cr_assert_eq(bus_stream_delete(conn, "LARK_RUNS"), 0, "%s", bus_last_error());
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 2);
-  msgpack_pack_str_with_body(&pk, "kind", 4);
-  msgpack_pack_str_with_body(&pk, "metric", 6);
-  msgpack_pack_str_with_body(&pk, "values", 6);
-  msgpack_pack_map(&pk, 0);
-  edge_says("gpu-1", "run.reported", "run.keep-a-0", &sb);
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf b;
+  metric(&b, -1);
+  edge_says("gpu-1", "run.reported", "run.keep-a-0", &b.sb);
+  bus_packbuf_destroy(&b);
   report("gpu-1", "keep-a-0", "Succeeded", 0, 0);
   usleep(1500 * 1000); /* the scheduler has tried, and tries again */
   char phase[64] = "";
@@ -567,27 +536,18 @@ static void
 run_says(const char *node_name, const char *pod, int step, const char *id) {
   char subject[256];
   snprintf(subject, sizeof subject, "lark.in.%s.sched.run.%s", node_name, pod);
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 2);
-  msgpack_pack_str_with_body(&pk, "kind", 4);
-  msgpack_pack_str_with_body(&pk, "metric", 6);
-  msgpack_pack_str_with_body(&pk, "values", 6);
-  msgpack_pack_map(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "step", 4);
-  msgpack_pack_int32(&pk, step);
+  bus_packbuf b;
+  metric(&b, step);
   bus_event ev = {.type = "run.reported",
                   .id = id,
                   .ts = 1,
                   .actor = node_name,
                   .cause = "",
-                  .data_mp = sb.data,
-                  .data_mp_len = sb.size};
+                  .data_mp = b.sb.data,
+                  .data_mp_len = b.sb.size};
   cr_assert_eq(bus_append_async(conn, subject, &ev, BUS_APPEND_NOCHECK), 0,
                "%s", bus_last_error());
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf_destroy(&b);
 }
 
 /* What runs_in_order() checks against: the actor, and how many came. */
@@ -621,11 +581,8 @@ Test(scheduler, run_reports_land_once_in_order_and_strangers_are_refused) {
   node("gpu-1", 0);
   node("gpu-2", 0);
   job("rl", 1, 0, 0);
-  char on[64] = "", id10[33] = "";
-  for (int i = 0; i < 100 && !on[0]; i++, usleep(100 * 1000))
-    field("pod", "rl-a-0", "node", on, sizeof on);
-  cr_assert(on[0], "rl-a-0 was not placed");
-  const char *other = strcmp(on, "gpu-1") ? "gpu-1" : "gpu-2";
+  char on[64], id10[33] = "";
+  const char *other = placed("rl-a-0", on, sizeof on);
   /* the scheduler paused: what follows is fetched in full batches */
   cr_assert_eq(kill(sched[0], SIGSTOP), 0);
   enum { N = 700 };

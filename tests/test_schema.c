@@ -221,16 +221,12 @@ Test(schema, duplicate_keys) {
   msgpack_sbuffer_init(&sb);
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 3);
-  msgpack_pack_str_with_body(&pk, "text", 4);
-  msgpack_pack_str_with_body(&pk, "a", 1);
-  msgpack_pack_str_with_body(&pk, "text", 4);
-  msgpack_pack_str_with_body(&pk, "b", 1);
-  msgpack_pack_str_with_body(&pk, "labels", 6);
+  bus_pack_kv_str(&pk, "text", "a");
+  bus_pack_kv_str(&pk, "text", "b");
+  bus_pack_str(&pk, "labels");
   msgpack_pack_map(&pk, 2);
-  msgpack_pack_str_with_body(&pk, "k", 1);
-  msgpack_pack_str_with_body(&pk, "1", 1);
-  msgpack_pack_str_with_body(&pk, "k", 1);
-  msgpack_pack_str_with_body(&pk, "2", 1);
+  bus_pack_kv_str(&pk, "k", "1");
+  bus_pack_kv_str(&pk, "k", "2");
   cr_assert_eq(msgpack_unpack(sb.data, sb.size, &off, zone, &o),
                MSGPACK_UNPACK_SUCCESS);
   cr_assert_eq(bus_schema_check("sample.created", &o, errs, 4, &n), BUS_EFIELD);
@@ -252,8 +248,7 @@ Test(schema, non_string_key) {
   msgpack_sbuffer_init(&sb);
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 2);
-  msgpack_pack_str_with_body(&pk, "text", 4);
-  msgpack_pack_str_with_body(&pk, "t", 1);
+  bus_pack_kv_str(&pk, "text", "t");
   msgpack_pack_int(&pk, 7);
   msgpack_pack_int(&pk, 7);
   cr_assert_eq(msgpack_unpack(sb.data, sb.size, &off, zone, &o),
@@ -410,7 +405,7 @@ Test(schema, utf8) {
     msgpack_sbuffer_init(&sb);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     msgpack_pack_map(&pk, 1);
-    msgpack_pack_str_with_body(&pk, "text", 4);
+    bus_pack_str(&pk, "text");
     msgpack_pack_str_with_body(&pk, bad[i], badlen[i]);
     off = 0;
     cr_assert_eq(msgpack_unpack(sb.data, sb.size, &off, zone, &o),
@@ -479,13 +474,12 @@ Test(schema, floats_must_be_finite) {
   msgpack_sbuffer_init(&sb);
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 2);
-  msgpack_pack_str_with_body(&pk, "kind", 4);
-  msgpack_pack_str_with_body(&pk, "metric", 6);
-  msgpack_pack_str_with_body(&pk, "values", 6);
+  bus_pack_kv_str(&pk, "kind", "metric");
+  bus_pack_str(&pk, "values");
   msgpack_pack_map(&pk, 2);
-  msgpack_pack_str_with_body(&pk, "loss", 4);
+  bus_pack_str(&pk, "loss");
   msgpack_pack_double(&pk, 0.0 / 0.0);
-  msgpack_pack_str_with_body(&pk, "", 0);
+  bus_pack_str(&pk, "");
   msgpack_pack_double(&pk, 1.0);
   cr_assert_eq(msgpack_unpack(sb.data, sb.size, &off, zone, &o),
                MSGPACK_UNPACK_SUCCESS);

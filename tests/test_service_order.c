@@ -18,6 +18,7 @@
 
 #include <nats/nats.h>
 
+#include "bed.h"
 #include "natsd.h"
 
 static const char *const tables[] = {"order", "count", NULL};
@@ -63,17 +64,12 @@ static char dir[256];
 
 static void
 setup(void) {
-  cr_assert_eq(lt_natsd_start(&srv, NULL, NULL), 0);
-  cr_assert_eq(lt_connect(&srv, &conn), 0, "%s", bus_last_error());
-  cr_assert_eq(lt_streams(conn, 1000), 0, "%s", bus_last_error());
-  lt_tmpdir(dir, sizeof dir, "order");
+  lt_bed_up(&srv, &conn, dir, sizeof dir, "order", 1000);
 }
 
 static void
 teardown(void) {
-  bus_conn_close(conn);
-  lt_natsd_stop(&srv);
-  lt_rmtree(dir);
+  lt_bed_down(&srv, conn, dir, NULL, 0);
 }
 
 TestSuite(order, .init = setup, .fini = teardown, .timeout = 120);

@@ -21,6 +21,7 @@
 
 #include <sodium.h>
 
+#include "bed.h"
 #include "natsd.h"
 #include "platform.h"
 #include "proc.h"
@@ -56,8 +57,7 @@ start_signer(void) {
 
 static void
 setup(void) {
-  cr_assert_eq(lt_broker_up(&srv, &conn, 1000), 0, "%s", bus_last_error());
-  lt_tmpdir(dir, sizeof dir, "signer-svc");
+  lt_bed_up(&srv, &conn, dir, sizeof dir, "signer-svc", 1000);
   snprintf(data, sizeof data, "%s/signer", dir);
   snprintf(logpath, sizeof logpath, "%s/signer.log", dir);
   lt_bin("larkctl", larkctl, sizeof larkctl);
@@ -68,11 +68,7 @@ setup(void) {
 
 static void
 teardown(void) {
-  if (signer > 0)
-    lt_kill(signer, SIGTERM);
-  bus_conn_close(conn);
-  lt_natsd_stop(&srv);
-  lt_rmtree(dir);
+  lt_bed_down(&srv, conn, dir, &signer, 1);
 }
 
 TestSuite(signer_service, .init = setup, .fini = teardown, .timeout = 240);
@@ -311,19 +307,17 @@ sign_direct(int k, char serial[64]) {
   char line[256], key[32];
   signer_ssh_pub_format(pk, NULL, line, sizeof line);
   snprintf(key, sizeof key, "k-%d", k);
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer p;
-  msgpack_packer_init(&p, &sb, msgpack_sbuffer_write);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
   const char *kv[] = {"key",  key, "role",   "ssh-guest",
                       "name", "g", "sshKey", line};
-  msgpack_pack_map(&p, 4);
+  msgpack_pack_map(&b.pk, 4);
   for (int i = 0; i < 8; i++)
-    msgpack_pack_str_with_body(&p, kv[i], strlen(kv[i]));
+    bus_pack_str(&b.pk, kv[i]);
   for (int attempt = 0; attempt < 100 * SLOW; attempt++) {
     void *rep = NULL;
     size_t len = 0;
-    if (bus_conn_request(conn, "lark.cmd.admin.cert.sign", sb.data, sb.size,
+    if (bus_conn_request(conn, "lark.cmd.admin.cert.sign", b.sb.data, b.sb.size,
                          2000, &rep, &len) == 0) {
       msgpack_zone z;
       msgpack_zone_init(&z, 4096);
@@ -334,7 +328,7 @@ sign_direct(int k, char serial[64]) {
       msgpack_zone_destroy(&z);
       free(rep);
       cr_assert(ok, "sign %d refused: %s", k, j);
-      msgpack_sbuffer_destroy(&sb);
+      bus_packbuf_destroy(&b);
       return;
     }
     usleep(100 * 1000);
@@ -345,23 +339,20 @@ sign_direct(int k, char serial[64]) {
 static void
 revoke_direct(const char *serial) {
   char body[128];
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer p;
-  msgpack_packer_init(&p, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&p, 2);
-  msgpack_pack_str_with_body(&p, "key", 3);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  msgpack_pack_map(&b.pk, 2);
+  bus_pack_str(&b.pk, "key");
   snprintf(body, sizeof body, "r-%s", serial);
-  msgpack_pack_str_with_body(&p, body, strlen(body));
-  msgpack_pack_str_with_body(&p, "serial", 6);
-  msgpack_pack_str_with_body(&p, serial, strlen(serial));
+  bus_pack_str(&b.pk, body);
+  bus_pack_kv_str(&b.pk, "serial", serial);
   void *rep = NULL;
   size_t len = 0;
-  cr_assert_eq(bus_conn_request(conn, "lark.cmd.admin.cert.revoke", sb.data,
-                                sb.size, 5000, &rep, &len),
+  cr_assert_eq(bus_conn_request(conn, "lark.cmd.admin.cert.revoke", b.sb.data,
+                                b.sb.size, 5000, &rep, &len),
                0);
   free(rep);
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf_destroy(&b);
 }
 
 Test(signer_service, kill9_mid_work_then_replay_matches) {
@@ -429,7 +420,7 @@ pack_sign(msgpack_sbuffer *sb, const char *const *kv, int n) {
   msgpack_packer_init(&p, sb, msgpack_sbuffer_write);
   msgpack_pack_map(&p, (uint32_t)n);
   for (int i = 0; i < 2 * n; i++)
-    msgpack_pack_str_with_body(&p, kv[i], strlen(kv[i]));
+    bus_pack_str(&p, kv[i]);
 }
 
 Test(signer_service, hostile_commands_get_errors) {

@@ -105,9 +105,8 @@ Test(types, unpack_checks_what_it_is_given) {
   msgpack_sbuffer_init(&sb);
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 2);
-  msgpack_pack_str_with_body(&pk, "pod", 3);
-  msgpack_pack_str_with_body(&pk, "p-0", 3);
-  msgpack_pack_str_with_body(&pk, "extra", 5);
+  bus_pack_kv_str(&pk, "pod", "p-0");
+  bus_pack_str(&pk, "extra");
   msgpack_pack_nil(&pk);
   msgpack_zone_init(&z, 1024);
   cr_assert_eq(msgpack_unpack(sb.data, sb.size, NULL, &z, &o),

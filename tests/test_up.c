@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "natsd.h"
+#include "wait.h"
 
 typedef struct up_proc {
   pid_t pid;
@@ -44,13 +45,6 @@ find_larkctl(void) {
   cr_assert(dir, "LARK_BIN_DIR is not set (run through ctest)");
   snprintf(larkctl, sizeof larkctl, "%s/larkctl", dir);
   cr_assert_eq(access(larkctl, X_OK), 0, "%s is missing", larkctl);
-}
-
-static int64_t
-now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Run larkctl --data DIR args...; its stdout (and stderr when merge)
@@ -111,9 +105,9 @@ up_start(up_proc *u, const char *data) {
 /* Read up's stdout until a line holds `want`; 1 when seen. */
 static int
 up_wait_for(up_proc *u, const char *want, int timeout_ms) {
-  int64_t end = now_ms() + timeout_ms;
+  int64_t end = lt_now_ms() + timeout_ms;
   while (!strstr(u->lines, want)) {
-    int left = (int)(end - now_ms());
+    int left = (int)(end - lt_now_ms());
     struct pollfd p = {u->out, POLLIN, 0};
     if (left <= 0 || poll(&p, 1, left) <= 0)
       return 0;
@@ -133,9 +127,9 @@ static int
 up_stop(up_proc *u, int timeout_ms) {
   int status = 0;
   kill(u->pid, SIGINT);
-  int64_t end = now_ms() + timeout_ms;
+  int64_t end = lt_now_ms() + timeout_ms;
   while (waitpid(u->pid, &status, WNOHANG) == 0) {
-    if (now_ms() > end) {
+    if (lt_now_ms() > end) {
       kill(u->pid, SIGKILL);
       waitpid(u->pid, NULL, 0);
       close(u->out);

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bed.h"
 #include "natsd.h"
 
 static const char *const tables[] = {"seen", NULL};
@@ -50,10 +51,7 @@ run_service(void *arg) {
 
 static void
 setup(void) {
-  cr_assert_eq(lt_natsd_start(&srv, NULL, NULL), 0);
-  cr_assert_eq(lt_connect(&srv, &conn), 0, "%s", bus_last_error());
-  cr_assert_eq(lt_streams(conn, 1000), 0, "%s", bus_last_error());
-  lt_tmpdir(dir, sizeof dir, "verbs");
+  lt_bed_up(&srv, &conn, dir, sizeof dir, "verbs", 1000);
   bus_view_def d = {.name = "verbs", .tables = tables, .apply = apply_seen};
   bus_view_opts o;
   bus_view_opts_init(&o);
@@ -68,9 +66,7 @@ teardown(void) {
   stop = 1;
   pthread_join(loop, NULL);
   bus_view_close(view);
-  bus_conn_close(conn);
-  lt_natsd_stop(&srv);
-  lt_rmtree(dir);
+  lt_bed_down(&srv, conn, dir, NULL, 0);
 }
 
 TestSuite(verbs, .init = setup, .fini = teardown, .timeout = 60);
@@ -250,16 +246,13 @@ call_thread(void *arg) {
   call *k = arg;
   void *out = NULL;
   size_t len = 0;
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "seq", 3);
-  msgpack_pack_uint64(&pk, strtoull(k->body, NULL, 10));
-  k->rc =
-      bus_conn_request(conn, k->subject, sb.data, sb.size, 15000, &out, &len);
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  msgpack_pack_map(&b.pk, 1);
+  bus_pack_kv_uint(&b.pk, "seq", strtoull(k->body, NULL, 10));
+  k->rc = bus_conn_request(conn, k->subject, b.sb.data, b.sb.size, 15000, &out,
+                           &len);
+  bus_packbuf_destroy(&b);
   msgpack_zone_init(&k->zone, 1024);
   if (!k->rc) {
     void *keep = msgpack_zone_malloc(&k->zone, len);

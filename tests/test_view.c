@@ -59,6 +59,17 @@ teardown(void) {
 
 TestSuite(view, .init = setup, .fini = teardown, .timeout = 30);
 
+/* The version of subject in v, read in a transaction of its own. */
+static bus_version
+version_of(bus_view *v, const char *subject) {
+  bus_txn *t;
+  bus_version ver;
+  cr_assert_eq(bus_view_read(v, &t), 0);
+  bus_txn_version(t, subject, &ver);
+  bus_txn_end(t);
+  return ver;
+}
+
 static bus_view *
 open_view(const char *sub, int effects) {
   char path[512];
@@ -156,13 +167,9 @@ Test(view, stale_prev_is_ignored_and_counted) {
   cr_expect_eq(s.applied, 2);
   cr_expect_eq(s.stale, 2);
   cr_expect_eq(s.applied_seq, 4);
-  bus_txn *t;
-  cr_assert_eq(bus_view_read(v, &t), 0);
-  bus_version ver;
-  bus_txn_version(t, "lark.ev.sample.a", &ver);
+  bus_version ver = version_of(v, "lark.ev.sample.a");
   cr_expect_eq(ver.seq, 2);
   cr_expect_eq(ver.deleted, 0);
-  bus_txn_end(t);
   bus_view_close(v);
 }
 
@@ -172,14 +179,10 @@ Test(view, recreate_after_delete_starts_a_generation) {
                    ev_at("lark.ev.sample.a", "sample.deleted", 2, 1),
                    ev_at("lark.ev.sample.a", "sample.created", 3, 2)};
   apply_all(v, e, 3);
-  bus_txn *t;
-  cr_assert_eq(bus_view_read(v, &t), 0);
-  bus_version ver;
-  bus_txn_version(t, "lark.ev.sample.a", &ver);
+  bus_version ver = version_of(v, "lark.ev.sample.a");
   cr_expect_eq(ver.generation, 2);
   cr_expect_eq(ver.count, 3);
   cr_expect_eq(ver.seq, 3);
-  bus_txn_end(t);
   bus_view_close(v);
 }
 
@@ -188,14 +191,11 @@ Test(view, refused_event_leaves_version_unchanged) {
   msgpack_zone z;
   msgpack_zone_init(&z, 256);
   msgpack_object bad;
-  msgpack_sbuffer sb = {0};
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "text", 4);
-  msgpack_pack_str_with_body(&pk, "bad", 3);
-  cr_assert(msgpack_unpack(sb.data, sb.size, NULL, &z, &bad) >= 0);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  msgpack_pack_map(&b.pk, 1);
+  bus_pack_kv_str(&b.pk, "text", "bad");
+  cr_assert(msgpack_unpack(b.sb.data, b.sb.size, NULL, &z, &bad) >= 0);
   bus_event e[] = {ev_at("lark.ev.sample.a", "sample.created", 1, 0),
                    ev_at("lark.ev.sample.a", "sample.updated", 2, 1),
                    ev_at("lark.ev.sample.a", "sample.updated", 3, 1)};
@@ -205,7 +205,7 @@ Test(view, refused_event_leaves_version_unchanged) {
   cr_expect_eq(s.rejected, 1);
   cr_expect_eq(s.applied, 2); /* seq 3 wins: its prev is still 1 */
   cr_expect_eq(s.stale, 0);
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf_destroy(&b);
   msgpack_zone_destroy(&z);
   bus_view_close(v);
 }

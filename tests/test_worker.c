@@ -78,13 +78,10 @@ wait_handled(seen *s, int want) {
 
 static void
 put(const char *subject, int n) {
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "text", 4);
-  msgpack_pack_str_with_body(&pk, "hi", 2);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  msgpack_pack_map(&b.pk, 1);
+  bus_pack_kv_str(&b.pk, "text", "hi");
   for (int i = 0; i < n; i++) {
     char id[33];
     bus_event_new_id(id);
@@ -94,13 +91,13 @@ put(const char *subject, int n) {
                     .ts = 1,
                     .actor = "test",
                     .cause = "",
-                    .data_mp = sb.data,
-                    .data_mp_len = sb.size};
+                    .data_mp = b.sb.data,
+                    .data_mp_len = b.sb.size};
     cr_assert_eq(bus_append_async(conn, subject, &ev, 0), 0, "%s",
                  bus_last_error());
   }
   cr_assert_eq(bus_append_flush(conn, 5000, NULL), 0, "%s", bus_last_error());
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf_destroy(&b);
 }
 
 static bus_worker *

@@ -18,20 +18,18 @@ lt_command(bus_conn *c, const char *kind, const char *verb, json_t *body,
   snprintf(subject, sizeof subject, "lark.cmd.admin.%s.%s", kind, verb);
   json_object_set_new(body, "key",
                       json_sprintf("k%d-%d", counter++, (int)getpid()));
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  lt_pack_json(&pk, body);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  lt_pack_json(&b.pk, body);
   json_decref(body);
   void *data = NULL;
   size_t len = 0;
   int rc = -1;
   for (int i = 0; i < 50 && rc; i++) /* the service may still start */
-    if ((rc =
-             bus_conn_request(c, subject, sb.data, sb.size, 3000, &data, &len)))
+    if ((rc = bus_conn_request(c, subject, b.sb.data, b.sb.size, 3000, &data,
+                               &len)))
       usleep(100 * 1000);
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf_destroy(&b);
   if (rc)
     return rc;
   void *keep = msgpack_zone_malloc(z, len ? len : 1);

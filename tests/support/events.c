@@ -11,8 +11,8 @@ lt_pack_field(msgpack_sbuffer *sb, const char *key, const char *value) {
   msgpack_sbuffer_init(sb);
   msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 1);
-  msgpack_pack_str_with_body(&pk, key, strlen(key));
-  msgpack_pack_str_with_body(&pk, value, strlen(value));
+  bus_pack_str(&pk, key);
+  bus_pack_str(&pk, value);
 }
 
 void

@@ -16,7 +16,7 @@ lt_pack_json(msgpack_packer *pk, const json_t *j) {
   case JSON_OBJECT:
     msgpack_pack_map(pk, (uint32_t)json_object_size(j));
     json_object_foreach((json_t *)j, key, v) {
-      msgpack_pack_str_with_body(pk, key, strlen(key));
+      bus_pack_str(pk, key);
       lt_pack_json(pk, v);
     }
     break;

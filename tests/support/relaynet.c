@@ -125,12 +125,6 @@ make_pod(relaynet *rn, rn_pod *p) {
 
 /* --------------------------------------------------------------- routes */
 
-static void
-kv(msgpack_packer *pk, const char *k, const char *v) {
-  msgpack_pack_str_with_body(pk, k, strlen(k));
-  msgpack_pack_str_with_body(pk, v, strlen(v));
-}
-
 /* Row of pod p as cluster c's relay reads it, as lark-ipam writes it. */
 static int
 route_row(relaynet *rn, const rn_pod *p, const char *cluster) {
@@ -142,15 +136,15 @@ route_row(relaynet *rn, const rn_pod *p, const char *cluster) {
   msgpack_sbuffer_init(&sb);
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 9);
-  kv(&pk, "domain", p->domain);
-  kv(&pk, "cidr", p->cidr);
-  kv(&pk, "cluster", cluster);
-  kv(&pk, "pod", p->name);
-  kv(&pk, "ip", p->vip);
-  kv(&pk, "realIP", p->real);
-  kv(&pk, "node", node);
-  kv(&pk, "podCluster", pc);
-  kv(&pk, "via", strcmp(pc, cluster) ? "hub" : "local");
+  bus_pack_kv_str(&pk, "domain", p->domain);
+  bus_pack_kv_str(&pk, "cidr", p->cidr);
+  bus_pack_kv_str(&pk, "cluster", cluster);
+  bus_pack_kv_str(&pk, "pod", p->name);
+  bus_pack_kv_str(&pk, "ip", p->vip);
+  bus_pack_kv_str(&pk, "realIP", p->real);
+  bus_pack_kv_str(&pk, "node", node);
+  bus_pack_kv_str(&pk, "podCluster", pc);
+  bus_pack_kv_str(&pk, "via", strcmp(pc, cluster) ? "hub" : "local");
   snprintf(subject, sizeof subject, "lark.route.%s.%s.%s", p->domain, cluster,
            p->name);
   bus_event_new_id(id);

@@ -6,31 +6,25 @@
 #include <stdio.h>
 #include <string.h>
 
-static void
-pk_str(msgpack_packer *pk, const char *s) {
-  msgpack_pack_str_with_body(pk, s, strlen(s));
-}
+#include "bus.h"
 
 /* One template's JobSpec: one task running `true`. */
 static void
 pack_jobspec(msgpack_packer *pk, int replicas) {
   msgpack_pack_map(pk, 1);
-  pk_str(pk, "tasks");
+  bus_pack_str(pk, "tasks");
   msgpack_pack_array(pk, 1);
   msgpack_pack_map(pk, 4);
-  pk_str(pk, "name");
-  pk_str(pk, "main");
-  pk_str(pk, "role");
-  pk_str(pk, "Actor");
-  pk_str(pk, "replicas");
-  msgpack_pack_uint32(pk, (uint32_t)replicas);
-  pk_str(pk, "runtime");
+  bus_pack_kv_str(pk, "name", "main");
+  bus_pack_kv_str(pk, "role", "Actor");
+  bus_pack_kv_uint(pk, "replicas", (uint32_t)replicas);
+  bus_pack_str(pk, "runtime");
   msgpack_pack_map(pk, 1);
-  pk_str(pk, "raw");
+  bus_pack_str(pk, "raw");
   msgpack_pack_map(pk, 1);
-  pk_str(pk, "entrypoint");
+  bus_pack_str(pk, "entrypoint");
   msgpack_pack_array(pk, 1);
-  pk_str(pk, "true");
+  bus_pack_str(pk, "true");
 }
 
 /* Template item ("b: a c", cut out of the spec and written on) as
@@ -50,13 +44,12 @@ pack_template(msgpack_packer *pk, char *item, int replicas) {
   for (char *end = item + strlen(item); end > item && end[-1] == ' ';)
     *--end = 0;
   msgpack_pack_map(pk, 3);
-  pk_str(pk, "name");
-  pk_str(pk, item);
-  pk_str(pk, "dependencies");
+  bus_pack_kv_str(pk, "name", item);
+  bus_pack_str(pk, "dependencies");
   msgpack_pack_array(pk, (uint32_t)nd);
   for (int k = 0; k < nd; k++)
-    pk_str(pk, deps[k]);
-  pk_str(pk, "spec");
+    bus_pack_str(pk, deps[k]);
+  bus_pack_str(pk, "spec");
   pack_jobspec(pk, replicas);
 }
 
@@ -70,17 +63,14 @@ lt_pack_workflow(msgpack_packer *pk, const char *name, const char *dagspec,
        it = strtok_r(NULL, ";", &save))
     items[n++] = it;
   msgpack_pack_map(pk, 4);
-  pk_str(pk, "apiVersion");
-  pk_str(pk, "rlinf.io/v1alpha1");
-  pk_str(pk, "kind");
-  pk_str(pk, "Workflow");
-  pk_str(pk, "metadata");
+  bus_pack_kv_str(pk, "apiVersion", "rlinf.io/v1alpha1");
+  bus_pack_kv_str(pk, "kind", "Workflow");
+  bus_pack_str(pk, "metadata");
   msgpack_pack_map(pk, 1);
-  pk_str(pk, "name");
-  pk_str(pk, name);
-  pk_str(pk, "spec");
+  bus_pack_kv_str(pk, "name", name);
+  bus_pack_str(pk, "spec");
   msgpack_pack_map(pk, 1);
-  pk_str(pk, "jobTemplates");
+  bus_pack_str(pk, "jobTemplates");
   msgpack_pack_array(pk, (uint32_t)n);
   for (int i = 0; i < n; i++)
     pack_template(pk, items[i], replicas);

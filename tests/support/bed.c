@@ -1,0 +1,154 @@
+/*
+ * bed.c - the test bed of service tests (see bed.h).
+ */
+#include "bed.h"
+
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "deploy.h"
+#include "events.h"
+#include "proc.h"
+#include "secure.h"
+#include "service.h"
+
+void
+lt_bed_up(lt_natsd *srv, bus_conn **conn, char *dir, size_t cap,
+          const char *tag, int dedupe_ms) {
+  cr_assert_eq(lt_broker_up(srv, conn, dedupe_ms), 0, "%s", bus_last_error());
+  lt_tmpdir(dir, cap, tag);
+}
+
+void
+lt_bed_down(lt_natsd *srv, bus_conn *conn, const char *dir, pid_t *pids,
+            int n) {
+  for (int i = 0; i < n; i++)
+    if (pids[i] > 0) {
+      lt_kill(pids[i], SIGTERM);
+      pids[i] = 0;
+    }
+  bus_conn_close(conn);
+  lt_natsd_stop(srv);
+  if (!getenv("LARK_KEEP"))
+    lt_rmtree(dir);
+}
+
+pid_t
+lt_must_start(const char *bin_name, const char *url, const char *dir,
+              const char *data, const char *log, const char *const extra[]) {
+  char d[512], l[512];
+  snprintf(d, sizeof d, "%s/%s", dir, data);
+  snprintf(l, sizeof l, "%s/%s", dir, log);
+  pid_t pid = lt_start_service(bin_name, url, d, l, extra);
+  cr_assert(pid > 0, "%s did not start", bin_name);
+  return pid;
+}
+
+pid_t
+lt_must_start_named(const char *bin_name, const char *url, const char *dir,
+                    const char *name) {
+  pid_t pid = lt_start_named_service(bin_name, url, dir, name);
+  cr_assert(pid > 0, "%s did not start", bin_name);
+  return pid;
+}
+
+static void
+creds(const char *dir, const char *name, lark_role role) {
+  cr_assert_eq(lark_creds_ensure(dir, name, role, NULL, NULL), 0, "%s",
+               lark_cfg_error());
+}
+
+pid_t
+lt_edge_bed_up(lt_natsd *srv, bus_conn **conn, const char *dir,
+               const char *const nodes[]) {
+  char cr[512];
+  creds(dir, "admin", LARK_ROLE_ADMIN);
+  creds(dir, "lark-scheduler", LARK_ROLE_SERVICE);
+  for (int i = 0; nodes[i]; i++)
+    creds(dir, nodes[i], LARK_ROLE_NODE);
+  cr_assert_eq(lt_secure_natsd_start(srv, dir), 0, "%s", lark_cfg_error());
+  cr_assert_eq(lt_connect_as(srv->url, dir, "admin", 0, conn), 0, "%s",
+               bus_last_error());
+  cr_assert_eq(lt_streams(*conn, 2000), 0, "%s", bus_last_error());
+  lark_creds_path(dir, "lark-scheduler", cr, sizeof cr);
+  const char *extra[] = {"--creds", cr, NULL};
+  return lt_must_start("lark-scheduler", srv->url, dir, "scheduler",
+                       "scheduler.log", extra);
+}
+
+pid_t
+lt_must_start_edge(const char *url, const char *dir, const char *node,
+                   int with_creds, const char *const extra[]) {
+  char cr[512], log[300];
+  const char *argv[32];
+  int n = 0;
+  if (with_creds) {
+    lark_creds_path(dir, node, cr, sizeof cr);
+    argv[n++] = "--creds";
+    argv[n++] = cr;
+  }
+  const char *fixed[] = {"--node", node, "--heartbeat", "0.5", "--grace", "1"};
+  for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
+    argv[n++] = fixed[i];
+  for (int i = 0; extra && extra[i]; i++) {
+    cr_assert_lt(n, 31, "too many arguments for lark-edge");
+    argv[n++] = extra[i];
+  }
+  argv[n] = NULL;
+  snprintf(log, sizeof log, "%s.log", node);
+  return lt_must_start("lark-edge", url, dir, node, log, argv);
+}
+
+void
+lt_fixture_up(lt_fixture *f) {
+  memset(f, 0, sizeof *f);
+  cr_assert_eq(lt_broker_up(&f->s, &f->c, 2000), 0, "%s", bus_last_error());
+  cr_assert_eq(bus_batch_new(&f->b), 0);
+  lt_pack_text(&f->data, "hello");
+}
+
+void
+lt_fixture_down(lt_fixture *f) {
+  bus_batch_free(f->b);
+  bus_conn_close(f->c);
+  lt_natsd_stop(&f->s);
+  msgpack_sbuffer_destroy(&f->data);
+}
+
+const char *
+lt_sub_of(const char *kind) {
+  return strcmp(kind, "job") ? NULL : "job";
+}
+
+int
+lt_field_becomes(bus_conn *c, const char *kind, const char *sub,
+                 const char *name, const char *key, const char *want,
+                 int seconds) {
+  char got[512] = "";
+  if (lt_wait_field(c, kind, sub, name, key, want, seconds, got, sizeof got))
+    return 1;
+  cr_log_error("%s %s: %s is '%s', not '%s'", kind, name, key, got, want);
+  return 0;
+}
+
+void
+lt_ingress(bus_conn *c, const char *node, const char *type, const char *what,
+           const msgpack_sbuffer *data) {
+  char subject[256], id[33];
+  snprintf(subject, sizeof subject, "lark.in.%s.sched.%s", node, what);
+  bus_event_new_id(id);
+  bus_event ev = {.type = type,
+                  .id = id,
+                  .ts = 1,
+                  .actor = node,
+                  .cause = "",
+                  .data_mp = data->data,
+                  .data_mp_len = data->size};
+  cr_assert_eq(bus_append(c, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL), 0,
+               "%s", bus_last_error());
+}

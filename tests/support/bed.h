@@ -1,0 +1,86 @@
+/*
+ * bed.h - what most service tests start from, for Criterion tests: a
+ * broker with the platform's streams and a temporary directory, the
+ * services started there, the fields they describe, and a node's ingress.
+ * Each call fails the test when it cannot do its part, so it is a library
+ * of its own (larkbed), linked only into the test executables.
+ */
+#ifndef LARK_TEST_BED_H
+#define LARK_TEST_BED_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "bus.h"
+#include "natsd.h"
+
+/* lt_broker_up(srv, conn, dedupe_ms) and lt_tmpdir(dir, cap, tag). */
+void lt_bed_up(lt_natsd *srv, bus_conn **conn, char *dir, size_t cap,
+               const char *tag, int dedupe_ms);
+
+/* The end of it: SIGTERM and reap each of the n pids still > 0 (set to
+ * 0), close conn, stop the broker and remove dir (kept when LARK_KEEP is
+ * set). */
+void lt_bed_down(lt_natsd *srv, bus_conn *conn, const char *dir, pid_t *pids,
+                 int n);
+
+/* lt_start_service of bin_name with --data dir/<data>, its output in
+ * dir/<log> and the NULL-terminated extra arguments (may be NULL). */
+pid_t lt_must_start(const char *bin_name, const char *url, const char *dir,
+                    const char *data, const char *log,
+                    const char *const extra[]);
+
+/* lt_start_named_service: --data dir/<name>, --name name, dir/<name>.log. */
+pid_t lt_must_start_named(const char *bin_name, const char *url,
+                          const char *dir, const char *name);
+
+/*
+ * The platform of the edge tests, with the accounts larkctl makes:
+ * credentials in dir for admin, lark-scheduler and each of the
+ * NULL-terminated nodes, a broker with those accounts, admin's connection
+ * (conn) with the platform's streams (dedupe 2 s), and lark-scheduler
+ * under its own credentials (--data dir/scheduler). Its pid.
+ */
+pid_t lt_edge_bed_up(lt_natsd *srv, bus_conn **conn, const char *dir,
+                     const char *const nodes[]);
+
+/*
+ * lark-edge as node: --url url, --data dir/<node>, its output in
+ * dir/<node>.log, --creds its credentials in dir (with_creds) or none,
+ * --heartbeat 0.5 --grace 1, then the NULL-terminated extra arguments
+ * (at most 16).
+ */
+pid_t lt_must_start_edge(const char *url, const char *dir, const char *node,
+                         int with_creds, const char *const extra[]);
+
+/* A broker with the platform's streams (dedupe 2 s), a batch, and the
+ * sample body {"text": "hello"}: what the consumer and reader tests read
+ * and write with. */
+typedef struct lt_fixture {
+  lt_natsd s;
+  bus_conn *c;
+  bus_batch *b;
+  msgpack_sbuffer data;
+} lt_fixture;
+void lt_fixture_up(lt_fixture *f);
+void lt_fixture_down(lt_fixture *f);
+
+/* Where lt_field looks for kind's fields: in "job" for a Job (its
+ * describe answers {job, tasks}), else in the result itself. */
+const char *lt_sub_of(const char *kind);
+
+/* lt_wait_field; when the field never became want, what it was goes to
+ * the test's log. 1 when it did, 0 when not. */
+int lt_field_becomes(bus_conn *c, const char *kind, const char *sub,
+                     const char *name, const char *key, const char *want,
+                     int seconds);
+
+/*
+ * What node sends through its ingress, as lark-edge does: an event of
+ * type with data on lark.in.<node>.sched.<what>, a fresh id, actor node,
+ * appended without the version check.
+ */
+void lt_ingress(bus_conn *c, const char *node, const char *type,
+                const char *what, const msgpack_sbuffer *data);
+
+#endif
