@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include "bed.h"
+#include "files.h"
+#include "events.h"
 #include "natsd.h"
 #include "proc.h"
 #include "wait.h"
@@ -240,19 +242,9 @@ teardown(void) {
 
 TestSuite(apply, .init = setup, .fini = teardown, .timeout = 120);
 
-/* Run larkctl with the arguments given (NULL-terminated). */
-static int
-ctl(const char *first, ...) {
-  char *argv[24] = {larkctl};
-  int n = 1;
-  va_list ap;
-  va_start(ap, first);
-  for (const char *a = first; a && n < 23; a = va_arg(ap, const char *))
-    argv[n++] = (char *)a;
-  va_end(ap);
-  argv[n] = NULL;
-  return lt_run(argv, out, sizeof out, err, sizeof err);
-}
+/* Run larkctl with the arguments given (NULL-terminated); its exit code,
+ * stdout in out and stderr in err. */
+#define ctl(...) lt_runl(out, sizeof out, err, sizeof err, larkctl, __VA_ARGS__)
 
 static const char *
 example(const char *name) {
@@ -495,26 +487,23 @@ static void
 append_sample(const char *name) {
   char subject[64], id[33];
   snprintf(subject, sizeof subject, "lark.ev.sample.%s", name);
-  bus_event_new_id(id);
-  bus_event ev = {.v = 1,
-                  .type = "sample.created",
-                  .id = id,
-                  .ts = 1,
-                  .actor = "alice",
-                  .cause = "",
-                  .prev = 0};
-  ev.data.type = MSGPACK_OBJECT_NIL;
+  bus_event ev;
+  lt_event(&ev, id, "sample.created", "alice", 1, 0, NULL);
   cr_assert_eq(bus_append(conn, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL),
                0, "%s", bus_last_error());
 }
 
+/* What `get -w` sees change, once its table is printed and its reader
+ * open: the catalog gains b, and a is written again. */
 static void
-read_file(const char *path, char *buf, size_t cap) {
-  FILE *f = fopen(path, "r");
-  size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
-  buf[n] = 0;
-  if (f)
-    fclose(f);
+watched_changes(void) {
+  lt_sleep_ms(1200);
+  pthread_mutex_lock(&mu);
+  catalog_version = 2;
+  catalog_b = 1;
+  pthread_mutex_unlock(&mu);
+  append_sample("a");
+  lt_sleep_ms(2000);
 }
 
 Test(apply, get_watch_prints_a_row_per_change) {
@@ -523,15 +512,9 @@ Test(apply, get_watch_prints_a_row_per_change) {
   char *argv[] = {larkctl, (char *)"get", (char *)"samples", (char *)"-w",
                   NULL};
   pid_t pid = lt_spawn(argv, log);
-  lt_sleep_ms(1200); /* table printed, reader open */
-  pthread_mutex_lock(&mu);
-  catalog_version = 2;
-  catalog_b = 1;
-  pthread_mutex_unlock(&mu);
-  append_sample("a");
-  lt_sleep_ms(2000);
+  watched_changes();
   int st = lt_kill(pid, SIGINT);
-  read_file(log, out, sizeof out);
+  lt_read_file(log, out, sizeof out);
   cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d: %s", st, out);
   /* the header, the first row, then a and b once each */
   cr_expect(strstr(out, "KIND"), "%s", out);
@@ -573,19 +556,13 @@ Test(apply, get_watch_in_the_name_and_yaml_forms) {
                      (char *)"-w", (char *)"-o",  (char *)"yaml",
                      NULL};
   pid_t pn = lt_spawn(by_name, log_name), py = lt_spawn(by_yaml, log_yaml);
-  lt_sleep_ms(1200);
-  pthread_mutex_lock(&mu);
-  catalog_version = 2;
-  catalog_b = 1;
-  pthread_mutex_unlock(&mu);
-  append_sample("a");
-  lt_sleep_ms(2000);
+  watched_changes();
   lt_kill(pn, SIGINT);
   lt_kill(py, SIGINT);
-  read_file(log_name, out, sizeof out);
+  lt_read_file(log_name, out, sizeof out);
   /* the first list, then a changed and b added */
   cr_expect_str_eq(out, "sample/a\nsample/a\nsample/b\n");
-  read_file(log_yaml, out, sizeof out);
+  lt_read_file(log_yaml, out, sizeof out);
   cr_expect(strstr(out, "---\nevent: MODIFIED\nobject:\n"), "%s", out);
   cr_expect(strstr(out, "---\nevent: ADDED\nobject:\n"), "%s", out);
   cr_expect(!strstr(out, "KIND"), "a table row in the yaml form: %s", out);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "bed.h"
+#include "events.h"
 #include "catalog.h"
 #include "natsd.h"
 #include "proc.h"
@@ -51,16 +52,9 @@ static void
 append_one(int k, int n) {
   char subject[64], id[33];
   snprintf(subject, sizeof subject, "lark.ev.sample.s%d", k);
-  bus_event_new_id(id);
   const char *type = versions[k] ? "sample.updated" : "sample.created";
-  bus_event ev = {.v = 1,
-                  .type = type,
-                  .id = id,
-                  .ts = n,
-                  .actor = "t",
-                  .cause = "",
-                  .prev = versions[k]};
-  ev.data.type = MSGPACK_OBJECT_NIL;
+  bus_event ev;
+  lt_event(&ev, id, type, "t", n, versions[k], NULL);
   int rc = bus_append(conn, subject, &ev, BUS_APPEND_CHECK, &versions[k], NULL);
   cr_assert_eq(rc, 0, "append %d: %s", n, bus_last_error());
   counts[k]++;
@@ -72,15 +66,8 @@ static void
 append_stale(int k) {
   char subject[64], id[33];
   snprintf(subject, sizeof subject, "lark.ev.sample.s%d", k);
-  bus_event_new_id(id);
-  bus_event ev = {.v = 1,
-                  .type = "sample.updated",
-                  .id = id,
-                  .ts = 1,
-                  .actor = "late",
-                  .cause = "",
-                  .prev = versions[k] - 1};
-  ev.data.type = MSGPACK_OBJECT_NIL;
+  bus_event ev;
+  lt_event(&ev, id, "sample.updated", "late", 1, versions[k] - 1, NULL);
   cr_assert_eq(bus_append(conn, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL),
                0);
 }
@@ -120,13 +107,7 @@ Test(catalog, kill9_restart_applies_everything_once) {
   cr_expect_eq(st.stale, 2);
   cr_expect_eq(st.rejected, 1);
 
-  bus_status live;
-  lark_replay_result res;
-  int rc =
-      lark_replay_verify(conn, lark_view_find("catalog"), NULL, &live, &res);
-  cr_expect_eq(rc, 0, "live view differs from its replay: %s",
-               bus_last_error());
-  cr_expect_eq(res.seq, live.seq);
+  lt_expect_replay(conn, "catalog", 1, 1);
   lt_kill(pid, SIGTERM);
 }
 
@@ -190,11 +171,7 @@ Test(catalog, replay_until_seq_and_from_snapshot) {
 
   bus_view_def def;
   ve->def(&def);
-  bus_view_opts vo;
-  bus_view_opts_init(&vo);
-  vo.dir = full;
-  bus_view *v;
-  cr_assert_eq(bus_view_open(&v, &def, &vo), 0);
+  bus_view *v = lt_must_open_view(&def, full, 1);
   cr_expect_eq(catalog_events(v, "s1"), 25);
   bus_view_close(v);
 }

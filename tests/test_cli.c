@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "events.h"
 #include "bed.h"
 #include "natsd.h"
 #include "platform.h"
@@ -18,21 +19,16 @@
 
 static lt_natsd srv;
 static bus_conn *conn;
-static char dir[256], viewdir[512], logpath[512], larkctl[512];
+static char dir[256], larkctl[512];
 static pid_t catalog, reports_pid;
 static char out[1 << 16], err[8192];
 
 static void
 setup(void) {
   lt_bed_up(&srv, &conn, dir, sizeof dir, "cli", 1000);
-  snprintf(viewdir, sizeof viewdir, "%s/views/catalog", dir);
-  snprintf(logpath, sizeof logpath, "%s/catalog.log", dir);
   lt_bin("larkctl", larkctl, sizeof larkctl);
-  char bin[512];
-  lt_bin("lark-catalog", bin, sizeof bin);
-  char *argv[] = {bin, (char *)"--url", srv.url, (char *)"--data", viewdir,
-                  NULL};
-  catalog = lt_spawn(argv, logpath);
+  catalog = lt_must_start("lark-catalog", srv.url, dir, "views/catalog",
+                          "catalog.log", NULL);
   lt_larkctl_env(srv.url, dir);
 }
 
@@ -65,15 +61,8 @@ append_sample(const char *name, uint64_t prev, const char *type,
               uint64_t *seq) {
   char subject[64], id[33];
   snprintf(subject, sizeof subject, "lark.ev.sample.%s", name);
-  bus_event_new_id(id);
-  bus_event ev = {.v = 1,
-                  .type = type,
-                  .id = id,
-                  .ts = 1,
-                  .actor = "alice",
-                  .cause = "",
-                  .prev = prev};
-  ev.data.type = MSGPACK_OBJECT_NIL;
+  bus_event ev;
+  lt_event(&ev, id, type, "alice", 1, prev, NULL);
   cr_assert_eq(bus_append(conn, subject, &ev, BUS_APPEND_CHECK, seq, NULL), 0,
                "%s", bus_last_error());
 }

@@ -92,15 +92,21 @@ shown_revoked(const char *serial) {
   return 0;
 }
 
+/* "serial=4A3B..." as openssl x509 -serial prints it for pem. */
+static void
+openssl_serial(const char *pem, char *buf, size_t cap) {
+  cr_assert_eq(
+      run("/usr/bin/openssl", "x509", "-serial", "-noout", "-in", pem, NULL), 0,
+      "%s", err);
+  first_line(buf, cap);
+}
+
 Test(cli_forms, revoke_takes_the_serial_as_openssl_prints_it) {
   signer = start("lark-signer", "signer");
   char prefix[512], pem[600], serial[128];
   request("admin", "alice", prefix, sizeof prefix);
   snprintf(pem, sizeof pem, "%s.pem", prefix);
-  cr_assert_eq(
-      run("/usr/bin/openssl", "x509", "-serial", "-noout", "-in", pem, NULL), 0,
-      "%s", err);
-  first_line(serial, sizeof serial);
+  openssl_serial(pem, serial, sizeof serial);
   cr_assert(!strncmp(serial, "serial=", 7), "%s", serial);
   cr_assert_eq(run(larkctl, "cert", "revoke", serial, NULL), 0, "%s", err);
   cr_expect(shown_revoked(serial), "%s%s", out, err);
@@ -132,10 +138,7 @@ Test(cli_forms, revoke_takes_colons_and_any_case) {
   char prefix[512], pem[600], serial[128], colons[160] = "SERIAL=";
   request("peer", "p1", prefix, sizeof prefix);
   snprintf(pem, sizeof pem, "%s.pem", prefix);
-  cr_assert_eq(
-      run("/usr/bin/openssl", "x509", "-serial", "-noout", "-in", pem, NULL), 0,
-      "%s", err);
-  first_line(serial, sizeof serial);
+  openssl_serial(pem, serial, sizeof serial);
   size_t at = strlen(colons);
   for (const char *p = serial + 7; *p; p += 2) /* 4a:3b:... */
     at += (size_t)snprintf(colons + at, sizeof colons - at, "%s%c%c",

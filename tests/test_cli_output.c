@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "events.h"
 #include "bus.h"
 #include "files.h"
 #include "natsd.h"
@@ -300,14 +301,8 @@ report_running(void) {
     bus_pack_str(&b.pk, kv[i]);
   bus_pack_kv_uint(&b.pk, "attempt", 0);
   char id[33];
-  bus_event_new_id(id);
-  bus_event ev = {.type = "pod.report",
-                  .id = id,
-                  .ts = 1,
-                  .actor = "vnode",
-                  .cause = "",
-                  .data_mp = b.sb.data,
-                  .data_mp_len = b.sb.size};
+  bus_event ev;
+  lt_event(&ev, id, "pod.report", "vnode", 1, 0, &b.sb);
   cr_assert_eq(bus_append(c, "lark.in.vnode.sched.pod.dj-a-0", &ev,
                           BUS_APPEND_NOCHECK, NULL, NULL),
                0, "%s", bus_last_error());

@@ -21,6 +21,7 @@
 #include "deploy.h"
 #include "events.h"
 #include "natsd.h"
+#include "ports.h"
 #include "secure.h"
 #include "wait.h"
 
@@ -44,28 +45,12 @@ stop_current(void) {
 }
 
 static int
-free_port(void) {
-  struct sockaddr_in a;
-  socklen_t len = sizeof a;
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  int port = -1;
-  if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-      getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-    port = ntohs(a.sin_port);
-  close(fd);
-  return port;
-}
-
-static int
 start_cluster(cluster *k) {
   int routes[NSERVERS];
   char pw[33], conf[NSERVERS][320], name[NSERVERS][16];
   lark_random_password(pw);
   for (int i = 0; i < NSERVERS; i++)
-    routes[i] = free_port();
+    routes[i] = lt_free_port();
   for (int i = 0; i < NSERVERS; i++) {
     lark_broker_opts o;
     lark_broker_opts_init(&o);

@@ -5,6 +5,10 @@
  *
  * LARK_WRITE_GOLDEN=1 rewrites the .mp files of tests/data from the events
  * below (after a deliberate format change only).
+ *
+ * It is one file over 600 lines because it is one subject, the envelope's
+ * codec: the round trips, error classes, golden bytes and hostile input
+ * all build their events with the packers at its top.
  */
 #include <stdio.h>
 #include <stdlib.h>

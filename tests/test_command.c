@@ -10,6 +10,7 @@
 
 #include <nats/nats.h>
 
+#include "cmd.h"
 #include "natsd.h"
 
 static lt_natsd srv;
@@ -52,15 +53,9 @@ handler(bus_conn *c, const bus_cmd *cmd, void *ud) {
 
 static msgpack_object
 call(const char *subject, const char *body, size_t len, msgpack_zone *z) {
-  void *reply = NULL;
-  size_t rlen = 0;
-  int rc = bus_conn_request(conn, subject, body, len, 2000, &reply, &rlen);
-  cr_assert_eq(rc, 0, "request %s: %s", subject, bus_last_error());
-  void *keep = msgpack_zone_malloc(z, rlen);
-  memcpy(keep, reply, rlen);
-  free(reply);
   msgpack_object o;
-  cr_assert(msgpack_unpack(keep, rlen, NULL, z, &o) >= 0);
+  int rc = lt_request(conn, subject, body, len, 2000, 1, z, &o);
+  cr_assert_eq(rc, 0, "request %s: %s", subject, bus_last_error());
   return o;
 }
 

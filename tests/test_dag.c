@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bed.h"
+#include "cmd.h"
 #include "dag.h"
 #include "events.h"
 #include "natsd.h"
@@ -34,11 +36,8 @@ workflow_obj(msgpack_zone *z, const char *name, const char *dagspec,
   msgpack_sbuffer sb;
   msgpack_sbuffer_init(&sb);
   pack_workflow(&sb, name, dagspec, replicas);
-  char *keep = msgpack_zone_malloc(z, sb.size);
-  memcpy(keep, sb.data, sb.size);
   msgpack_object o;
-  cr_assert_eq(msgpack_unpack(keep, sb.size, NULL, z, &o),
-               MSGPACK_UNPACK_SUCCESS);
+  cr_assert_eq(lt_unpack_into(z, sb.data, sb.size, &o), MSGPACK_UNPACK_SUCCESS);
   msgpack_sbuffer_destroy(&sb);
   return o;
 }
@@ -222,10 +221,7 @@ view_setup(void) {
   lt_tmpdir(dir, sizeof dir, "dagview");
   bus_view_def def;
   dag_view_def(&def);
-  bus_view_opts o;
-  bus_view_opts_init(&o);
-  o.dir = dir;
-  cr_assert_eq(bus_view_open(&view, &def, &o), 0, "%s", bus_last_error());
+  view = lt_must_open_view(&def, dir, 1);
   seq = 0;
 }
 
@@ -385,10 +381,8 @@ describe(msgpack_zone *z, const char *wf) {
   msgpack_object r;
   msgpack_unpack(req.data, req.size, NULL, z, &r);
   bus_query_answer(view, dag_query, "workflow", "describe", &r, &out, NULL);
-  char *keep = msgpack_zone_malloc(z, out.size);
-  memcpy(keep, out.data, out.size);
   msgpack_object o;
-  msgpack_unpack(keep, out.size, NULL, z, &o);
+  lt_unpack_into(z, out.data, out.size, &o);
   msgpack_sbuffer_destroy(&req);
   msgpack_sbuffer_destroy(&out);
   const msgpack_object *res = bus_obj_get(&o, "result");

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "bed.h"
+#include "cmd.h"
 #include "dag.h"
 #include "events.h"
 #include "natsd.h"
@@ -87,21 +88,9 @@ static msgpack_object
 call(const char *verb, const msgpack_sbuffer *body, msgpack_zone *z) {
   char subject[128];
   snprintf(subject, sizeof subject, "lark.cmd.alice.workflow.%s", verb);
-  void *reply = NULL;
-  size_t rlen = 0;
-  int rc = -1;
-  for (int i = 0; i < 50 && rc; i++) { /* lark-dag may still be starting */
-    rc = bus_conn_request(conn, subject, body->data, body->size, 3000, &reply,
-                          &rlen);
-    if (rc)
-      usleep(100 * 1000);
-  }
+  msgpack_object o; /* lark-dag may still be starting: 50 tries */
+  int rc = lt_request(conn, subject, body->data, body->size, 3000, 50, z, &o);
   cr_assert_eq(rc, 0, "request %s: %s", subject, bus_last_error());
-  void *keep = msgpack_zone_malloc(z, rlen);
-  memcpy(keep, reply, rlen);
-  free(reply);
-  msgpack_object o;
-  cr_assert(msgpack_unpack(keep, rlen, NULL, z, &o) >= 0);
   return o;
 }
 
@@ -167,18 +156,10 @@ static uint64_t
 set_phase(const char *job, uint64_t prev, const char *phase) {
   char subject[300], id[33];
   snprintf(subject, sizeof subject, "lark.ev.job.%s", job);
-  bus_event_new_id(id);
   msgpack_sbuffer sb;
   lt_pack_field(&sb, "phase", phase);
-  bus_event ev = {.v = 1,
-                  .type = "job.phase",
-                  .id = id,
-                  .ts = 1,
-                  .actor = "lark-scheduler",
-                  .cause = "",
-                  .prev = prev,
-                  .data_mp = sb.data,
-                  .data_mp_len = sb.size};
+  bus_event ev;
+  lt_event(&ev, id, "job.phase", "lark-scheduler", 1, prev, &sb);
   uint64_t seq = 0;
   int rc = bus_append(conn, subject, &ev, BUS_APPEND_CHECK, &seq, NULL);
   cr_assert_eq(rc, 0, "job.phase %s: %s", job, bus_last_error());
@@ -252,14 +233,7 @@ wait_caught_up(void) {
 static void
 verify_replay(void) {
   wait_caught_up();
-  bus_status live;
-  lark_replay_result res;
-  const lark_view_entry *ve = lark_view_find("dag");
-  cr_assert_not_null(ve);
-  int rc = lark_replay_verify(conn, ve, NULL, &live, &res);
-  cr_expect_eq(rc, 0, "live view differs from its replay: %s",
-               bus_last_error());
-  cr_expect_eq(res.seq, live.seq);
+  lt_expect_replay(conn, "dag", 1, 1);
 }
 
 static const char *

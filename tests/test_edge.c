@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "deploy.h"
+#include "files.h"
 #include "bed.h"
 #include "cmd_check.h"
 #include "json.h"
@@ -82,17 +83,27 @@ job(const char *name, int replicas, int gpus, int retries, const char *script) {
   msgpack_zone_destroy(&z);
 }
 
+/* kind/name's field key as its service describes it; and waiting for it */
+#define field(kind, name, key, out, cap)                                       \
+  lt_field(conn, kind, lt_sub_of(kind), name, key, out, cap)
+#define wait_field(kind, name, key, want, seconds)                             \
+  lt_field_becomes(conn, kind, lt_sub_of(kind), name, key, want, seconds)
+
+/* job.<verb> {name}, failing the test when refused. */
 static void
-field(const char *kind, const char *name, const char *key, char *out,
-      size_t cap) {
-  lt_field(conn, kind, lt_sub_of(kind), name, key, out, cap);
+job_verb(const char *verb, const char *name) {
+  msgpack_zone z;
+  msgpack_zone_init(&z, 1024);
+  command("job", verb, json_pack("{s:s}", "name", name), &z);
+  msgpack_zone_destroy(&z);
 }
 
+/* Whether process pid is gone (1), waited for up to 10 s. */
 static int
-wait_field(const char *kind, const char *name, const char *key,
-           const char *want, int seconds) {
-  return lt_field_becomes(conn, kind, lt_sub_of(kind), name, key, want,
-                          seconds);
+gone(pid_t pid) {
+  for (int w = 0; w < 100 && kill(pid, 0) == 0; w++)
+    usleep(100 * 1000);
+  return kill(pid, 0) < 0;
 }
 
 /* The last lines an edge printed, into the test's log. */
@@ -153,14 +164,8 @@ history(const char *stream, const char *subject, char *out, size_t cap) {
 
 static char *
 slurp(const char *path) {
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return NULL;
   static char buf[65536];
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  buf[n] = 0;
-  fclose(f);
-  return buf;
+  return lt_read_file(path, buf, sizeof buf);
 }
 
 static int
@@ -254,17 +259,10 @@ Test(edge, stop_kills_the_pods_term_then_kill) {
     pids[i] = pod_pid(path);
     cr_assert(pids[i] > 0, "pod %d never started", i);
   }
-  msgpack_zone z;
-  msgpack_zone_init(&z, 1024);
-  command("job", "stop", json_pack("{s:s}", "name", "long"), &z);
-  msgpack_zone_destroy(&z);
+  job_verb("stop", "long");
   cr_expect(wait_field("job", "long", "phase", "Stopped", 20));
-  for (int i = 0; i < 2; i++) {
-    int w = 0;
-    for (; w < 100 && kill(pids[i], 0) == 0; w++)
-      usleep(100 * 1000);
-    cr_expect(kill(pids[i], 0) < 0, "pod %d still runs after a stop", i);
-  }
+  for (int i = 0; i < 2; i++)
+    cr_expect(gone(pids[i]), "pod %d still runs after a stop", i);
 }
 
 Test(edge, broker_cut_off_loses_and_doubles_nothing) {
@@ -340,10 +338,7 @@ Test(edge, deleted_job_is_stopped_forgotten_and_purged) {
     pids[i] = pod_pid(path);
     cr_assert(pids[i] > 0, "pod %d never started", i);
   }
-  msgpack_zone z;
-  msgpack_zone_init(&z, 1024);
-  command("job", "delete", json_pack("{s:s}", "name", "gone"), &z);
-  msgpack_zone_destroy(&z);
+  job_verb("delete", "gone");
   /* each node stops its pod, forgets it, and the scheduler purges the
    * pod's subject: the node streams keep only pods that still matter */
   for (int i = 0; i < 2; i++) {
@@ -351,10 +346,7 @@ Test(edge, deleted_job_is_stopped_forgotten_and_purged) {
     snprintf(pod, sizeof pod, "gone-a-%d", i);
     cr_expect(!lt_desired_there(conn, nodes[i], pod, 20),
               "%s still in %s's stream", pod, nodes[i]);
-    int alive = 1;
-    for (int w = 0; w < 100 && alive; w++, usleep(100 * 1000))
-      alive = kill(pids[i], 0) == 0;
-    cr_expect(!alive, "%s still runs", pod);
+    cr_expect(gone(pids[i]), "%s still runs", pod);
   }
   /* restarted edges are handed nothing of them again */
   for (int i = 0; i < 2; i++) {

@@ -23,7 +23,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "events.h"
 #include "edge.h"
+#include "files.h"
 #include "natsd.h"
 #include "podnet.h"
 #include "proc.h"
@@ -47,13 +49,7 @@ need_root(void) {
 static void
 setup(void) {
   need_root();
-  snprintf(self_ns, sizeof self_ns, "lkt-%d-edge", (int)getpid());
-  podnet_ns_delete(self_ns);
-  cr_assert_eq(podnet_ns_create(self_ns), 0, "%s", bus_last_error());
-  int fd = podnet_ns_open(self_ns);
-  cr_assert_geq(fd, 0, "%s", bus_last_error());
-  cr_assert_eq(setns(fd, CLONE_NEWNET), 0, "setns: %s", strerror(errno));
-  close(fd);
+  lt_enter_new_netns(self_ns, "edge");
   lt_tmpdir(dir, sizeof dir, "edgenet");
   cr_assert_eq(lt_natsd_start(&srv, NULL, NULL), 0);
   cr_assert_eq(lt_connect(&srv, &conn), 0, "%s", bus_last_error());
@@ -136,14 +132,8 @@ desire(const char *pod, uint32_t attempt, const char *want, const char *rt,
   }
 #undef KV
   char id[33], subject[256];
-  bus_event_new_id(id);
-  bus_event ev = {.type = "pod.desired",
-                  .id = id,
-                  .ts = bus_wall_ns(),
-                  .actor = "test",
-                  .cause = "",
-                  .data_mp = b.sb.data,
-                  .data_mp_len = b.sb.size};
+  bus_event ev;
+  lt_event(&ev, id, "pod.desired", "test", bus_wall_ns(), 0, &b.sb);
   snprintf(subject, sizeof subject, "lark.node.n1.pod.%s", pod);
   cr_assert_eq(bus_append(conn, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL),
                0, "%s", bus_last_error());
@@ -227,13 +217,7 @@ phases(const char *pod) {
 static char *
 slurp(const char *path) {
   static char buf[65536];
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return NULL;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  buf[n] = 0;
-  fclose(f);
-  return buf;
+  return lt_read_file(path, buf, sizeof buf);
 }
 
 /* Whether pod's namespace and veth are gone, waiting up to seconds. */

@@ -26,9 +26,11 @@
 #include <unistd.h>
 
 #include "deploy.h"
+#include "files.h"
 #include "bed.h"
 #include "cmd_check.h"
 #include "natsd.h"
+#include "ports.h"
 #include "proc.h"
 #include "secure.h"
 
@@ -49,35 +51,6 @@ sh(const char *fmt, ...) {
   if (rc)
     cr_log_error("sh failed (%d): %s", rc, err);
   return rc;
-}
-
-/* A loopback port nothing listens on (now). */
-static int
-free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET,
-                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof a;
-  cr_assert(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-            getsockname(fd, (struct sockaddr *)&a, &len) == 0);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
-/* Wait up to 10 s for something to listen on port. */
-static int
-listening(int port) {
-  for (int i = 0; i < 100; i++, usleep(100 * 1000)) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    int ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
-    close(fd);
-    if (ok)
-      return 1;
-  }
-  return 0;
 }
 
 static pid_t
@@ -141,7 +114,7 @@ TestSuite(edge_prepare, .init = setup, .fini = teardown, .timeout = 150);
 static int
 serve(int tls) {
   char cmd[1024], log[512];
-  int port = free_port();
+  int port = lt_free_port();
   snprintf(log, sizeof log, "%s/server.log", dir);
   if (tls)
     snprintf(cmd, sizeof cmd,
@@ -156,7 +129,8 @@ serve(int tls) {
   char *argv[] = {(char *)"/bin/sh", (char *)"-c", cmd, NULL};
   server = lt_spawn(argv, log);
   cr_assert(server > 0);
-  cr_assert(listening(port), "no server on port %d (see %s)", port, log);
+  cr_assert(port > 0 && lt_wait_port(port, 10), "no server on port %d (see %s)",
+            port, log);
   return port;
 }
 
@@ -219,13 +193,7 @@ slurp(const char *name) {
   static char buf[4096];
   char path[512];
   snprintf(path, sizeof path, "%s/%s", dir, name);
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return NULL;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  buf[n] = 0;
-  fclose(f);
-  return buf;
+  return lt_read_file(path, buf, sizeof buf);
 }
 
 /* A raw runtime whose entrypoint copies file to DIR/<out>. */
@@ -253,7 +221,8 @@ sha256_of(const char *file) {
 
 Test(edge_prepare, file_and_http_artifacts_reach_the_entrypoint_or_fail_it) {
   char t[2048], url[1024], why[512];
-  int port = serve(0), closed = free_port();
+  int port = serve(0), closed = lt_free_port();
+  cr_assert_gt(closed, 0);
   snprintf(url, sizeof url, "file://%s/www/model.txt", dir);
   cat_task(t, sizeof t, url, "model.txt", "fileart.out");
   must_apply("fileart", 0, "", t);

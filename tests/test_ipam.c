@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bed.h"
+#include "cmd.h"
 #include "ipam.h"
 #include "natsd.h"
 
@@ -208,11 +210,7 @@ vsetup(void) {
   lt_tmpdir(dir, sizeof dir, "ipamview");
   bus_view_def def;
   ipam_view_def(&def);
-  bus_view_opts o;
-  bus_view_opts_init(&o);
-  o.dir = dir;
-  o.effects = 0;
-  cr_assert_eq(bus_view_open(&view, &def, &o), 0, "%s", bus_last_error());
+  view = lt_must_open_view(&def, dir, 0);
   seq = 0;
 }
 
@@ -298,10 +296,8 @@ ask(const char *kind, const char *verb, const char *name, msgpack_zone *z) {
   msgpack_object r;
   cr_assert(msgpack_unpack(req.data, req.size, NULL, z, &r) >= 0);
   bus_query_answer(view, ipam_query, kind, verb, &r, &out, NULL);
-  void *keep = msgpack_zone_malloc(z, out.size);
-  memcpy(keep, out.data, out.size);
   msgpack_object o;
-  cr_assert(msgpack_unpack(keep, out.size, NULL, z, &o) >= 0);
+  cr_assert(lt_unpack_into(z, out.data, out.size, &o) >= 0);
   msgpack_sbuffer_destroy(&req);
   msgpack_sbuffer_destroy(&out);
   const msgpack_object *res = bus_obj_get(&o, "result");

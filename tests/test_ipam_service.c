@@ -89,18 +89,12 @@ job(const char *name, const char *dom, int replicas, int gpus) {
   lt_must_apply(conn, "job", json);
 }
 
-/* A field of kind/name as its owner describes it, as text. */
-static void
-field(const char *kind, const char *sub, const char *name, const char *key,
-      char *out, size_t cap) {
-  lt_field(conn, kind, sub, name, key, out, cap);
-}
-
-static int
-wait_field(const char *kind, const char *sub, const char *name, const char *key,
-           const char *want) {
-  return lt_field_becomes(conn, kind, sub, name, key, want, 15);
-}
+/* A field of kind/name as its owner describes it, as text; and waiting
+ * (up to 15 s) for it to be want. */
+#define field(kind, sub, name, key, out, cap)                                  \
+  lt_field(conn, kind, sub, name, key, out, cap)
+#define wait_field(kind, sub, name, key, want)                                 \
+  lt_field_becomes(conn, kind, sub, name, key, want, 15)
 
 /* A node reports a pod on its ingress subject (localIP may be NULL). */
 static void

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "bed.h"
+#include "events.h"
 #include "natsd.h"
 #include "stream.h"
 
@@ -68,24 +69,15 @@ open_view(const char *sub) {
                     .tables = tables,
                     .apply = apply_items,
                     .decide = decide_items};
-  bus_view_opts o;
-  bus_view_opts_init(&o);
-  o.dir = path;
-  bus_view *v = NULL;
-  cr_assert_eq(bus_view_open(&v, &d, &o), 0, "%s", bus_last_error());
-  return v;
+  return lt_must_open_view(&d, path, 1);
 }
 
 static uint64_t
 append_create(const char *subject, const char *id) {
-  bus_event ev = {.v = 1,
-                  .type = "sample.created",
-                  .id = id,
-                  .ts = 42,
-                  .actor = "tester",
-                  .cause = "",
-                  .prev = 0};
-  ev.data.type = MSGPACK_OBJECT_NIL;
+  char fresh[33];
+  bus_event ev;
+  lt_event(&ev, fresh, "sample.created", "tester", 42, 0, NULL);
+  ev.id = id; /* the caller's, to be seen again */
   uint64_t seq = 0;
   int rc = bus_append(conn, subject, &ev, BUS_APPEND_CHECK, &seq, NULL);
   cr_assert_eq(rc, 0, "append: %s", bus_last_error());
@@ -185,14 +177,10 @@ Test(outbox, conflict_with_another_writer_drops_decision) {
   bus_view *v = open_view("a");
   uint64_t seq = append_create("lark.ev.sample.a", "create-a");
   catch_up(v);
-  bus_event other = {.v = 1,
-                     .type = "sample.updated",
-                     .id = "other-writer",
-                     .ts = 7,
-                     .actor = "someone",
-                     .cause = "",
-                     .prev = seq};
-  other.data.type = MSGPACK_OBJECT_NIL;
+  bus_event other;
+  char fresh_id[33];
+  lt_event(&other, fresh_id, "sample.updated", "someone", 7, seq, NULL);
+  other.id = "other-writer";
   cr_assert_eq(bus_append(conn, "lark.ev.sample.a", &other, BUS_APPEND_CHECK,
                           NULL, NULL),
                0);

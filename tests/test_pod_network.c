@@ -57,13 +57,7 @@ static char out[1 << 16], err[1 << 14];
 
 static void
 enter_own_namespace(void) {
-  snprintf(self_ns, sizeof self_ns, "lkt-%d-podnet", (int)getpid());
-  podnet_ns_delete(self_ns);
-  cr_assert_eq(podnet_ns_create(self_ns), 0, "%s", bus_last_error());
-  int fd = podnet_ns_open(self_ns);
-  cr_assert_geq(fd, 0, "%s", bus_last_error());
-  cr_assert_eq(setns(fd, CLONE_NEWNET), 0, "setns: %s", strerror(errno));
-  close(fd);
+  lt_enter_new_netns(self_ns, "podnet");
 }
 
 static void

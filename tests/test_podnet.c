@@ -33,15 +33,9 @@ static char host_ns[PODNET_NS_MAX], pod_ns[PODNET_NS_MAX];
 static void
 setup(void) {
   lt_need_root("network namespaces, veths");
-  snprintf(host_ns, sizeof host_ns, "lkt-%d-host", (int)getpid());
   snprintf(pod_ns, sizeof pod_ns, "lkt-%d-pod", (int)getpid());
-  podnet_ns_delete(host_ns);
   podnet_ns_delete(pod_ns);
-  cr_assert_eq(podnet_ns_create(host_ns), 0, "%s", bus_last_error());
-  int fd = podnet_ns_open(host_ns);
-  cr_assert_geq(fd, 0, "%s", bus_last_error());
-  cr_assert_eq(setns(fd, CLONE_NEWNET), 0, "setns: %s", strerror(errno));
-  close(fd);
+  lt_enter_new_netns(host_ns, "host");
 }
 
 static void

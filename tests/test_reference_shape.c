@@ -58,6 +58,19 @@ parse_ok(lark_manifest *m, const char *text) {
   cr_assert_eq(m->ndocs, 1);
 }
 
+/* m's document passes lark_doc_check (its errors in e, n); the
+ * document as an object in z (msgpack_zone_destroy it). */
+static msgpack_object
+checked(lark_manifest *m, bus_field_err e[4], int *n, msgpack_zone *z) {
+  msgpack_object o;
+  cr_assert_eq(lark_doc_check(&m->docs[0], e, 4, n), 0, "%s: %s", e[0].path,
+               e[0].reason);
+  msgpack_zone_init(z, 4096);
+  cr_assert_eq(msgpack_unpack(m->docs[0].mp, m->docs[0].mp_len, NULL, z, &o),
+               MSGPACK_UNPACK_SUCCESS);
+  return o;
+}
+
 /* The parse fails; its message is left in err. */
 static void
 parse_fails(const char *text) {
@@ -138,13 +151,8 @@ Test(reference_shape, the_reference_fields_are_kept_and_bounded) {
                     "    raw: {artifact: 's3://b/a.tgz', entrypoint: [x]}\n");
   bus_field_err e[4];
   int n = 0;
-  cr_assert_eq(lark_doc_check(&m.docs[0], e, 4, &n), 0, "%s: %s", e[0].path,
-               e[0].reason);
   msgpack_zone z;
-  msgpack_object o;
-  msgpack_zone_init(&z, 4096);
-  cr_assert_eq(msgpack_unpack(m.docs[0].mp, m.docs[0].mp_len, NULL, &z, &o),
-               MSGPACK_UNPACK_SUCCESS);
+  msgpack_object o = checked(&m, e, &n, &z);
   const msgpack_object *ts = bus_obj_get(bus_obj_get(&o, "spec"), "tasks");
   const msgpack_object *t = &ts->via.array.ptr[0];
   char v[64];
@@ -178,13 +186,8 @@ Test(reference_shape, a_kubernetes_task_is_refused_naming_task_and_runtime) {
   parse_ok(&m, HEAD "    kubernetes: {image: trainer}\n");
   bus_field_err e[4];
   int n = 0;
-  cr_assert_eq(lark_doc_check(&m.docs[0], e, 4, &n), 0, "%s: %s", e[0].path,
-               e[0].reason);
   msgpack_zone z;
-  msgpack_object o;
-  msgpack_zone_init(&z, 4096);
-  cr_assert_eq(msgpack_unpack(m.docs[0].mp, m.docs[0].mp_len, NULL, &z, &o),
-               MSGPACK_UNPACK_SUCCESS);
+  msgpack_object o = checked(&m, e, &n, &z);
   sched_job job;
   cr_assert_eq(sched_job_from_msgpack(&o, &job, e, 4, &n), 0, "%s: %s",
                e[0].path, e[0].reason);

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "events.h"
 #include "bed.h"
 #include "natsd.h"
 #include "proc.h"
@@ -94,15 +95,8 @@ send_rep(const char *subject, const char *type, const char *actor, int64_t i,
     msgpack_pack_map(&pk, 1);
     bus_pack_kv_str(&pk, "text", "x");
   }
-  bus_event_new_id(id);
-  bus_event ev = {.v = BUS_SCHEMA_VERSION,
-                  .type = type,
-                  .id = id,
-                  .ts = 1,
-                  .actor = actor,
-                  .cause = "",
-                  .data_mp = sb.data,
-                  .data_mp_len = sb.size};
+  bus_event ev;
+  lt_event(&ev, id, type, actor, 1, 0, &sb);
   int rc = async
                ? bus_append_async(conn, subject, &ev, BUS_APPEND_NOCHECK)
                : bus_append(conn, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL);
@@ -336,14 +330,10 @@ send_again(const char *subject, const char *id, int64_t i) {
   msgpack_sbuffer_init(&data);
   msgpack_sbuffer_init(&body);
   pack_report(&data, "metric", i, 0);
-  bus_event ev = {.v = BUS_SCHEMA_VERSION,
-                  .type = "run.reported",
-                  .id = id,
-                  .ts = 1,
-                  .actor = "x",
-                  .cause = "",
-                  .data_mp = data.data,
-                  .data_mp_len = data.size};
+  bus_event ev;
+  char fresh_id[33];
+  lt_event(&ev, fresh_id, "run.reported", "x", 1, 0, &data);
+  ev.id = id;
   cr_assert_eq(bus_event_encode(&ev, &body), 0, "%s", bus_last_error());
   cr_assert_eq(bus_conn_publish(conn, subject, body.data, body.size), 0);
   msgpack_sbuffer_destroy(&body);

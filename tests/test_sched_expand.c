@@ -255,16 +255,14 @@ Test(sched_expand, tasks_pods_and_ray_annotations) {
   cr_assert_str_eq(x.pods[5].name, "train-env-0");
   cr_assert_eq(x.pods[5].phase, SCHED_PH_PENDING);
 
-  msgpack_sbuffer sb;
-  msgpack_packer pk;
+  bus_packbuf b;
   msgpack_unpacked up;
   char v[64];
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  cr_assert_eq(sched_pack_ray_annotations(&pk, &x, 2), 0);
-  cr_assert_eq(sched_pack_ray_annotations(&pk, &x, 3), BUS_EINVAL);
+  bus_packbuf_init(&b);
+  cr_assert_eq(sched_pack_ray_annotations(&b.pk, &x, 2), 0);
+  cr_assert_eq(sched_pack_ray_annotations(&b.pk, &x, 3), BUS_EINVAL);
   msgpack_unpacked_init(&up);
-  cr_assert_eq(msgpack_unpack_next(&up, sb.data, sb.size, NULL),
+  cr_assert_eq(msgpack_unpack_next(&up, b.sb.data, b.sb.size, NULL),
                MSGPACK_UNPACK_SUCCESS);
   cr_assert_str_eq(bus_obj_str(&up.data, "ray-role", v, sizeof v), "worker");
   cr_assert_str_eq(bus_obj_str(&up.data, "ray-total-nodes", v, sizeof v), "6");
@@ -273,7 +271,7 @@ Test(sched_expand, tasks_pods_and_ray_annotations) {
   cr_assert_str_eq(bus_obj_str(&up.data, "ray-head-task-name", v, sizeof v),
                    "train-rollout");
   msgpack_unpacked_destroy(&up);
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf_destroy(&b);
   sched_expansion_clear(&x);
   sched_job_clear(&job);
 }

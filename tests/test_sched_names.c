@@ -63,6 +63,16 @@ job(const char *name, const char *tmpl, int cpu, msgpack_zone *z) {
   return lt_must_command(conn, "job", "apply", json, z);
 }
 
+/* job(), failing the test unless it was taken. */
+static void
+job_ok(const char *name, const char *tmpl, int cpu) {
+  msgpack_zone z;
+  msgpack_zone_init(&z, 4096);
+  msgpack_object r = job(name, tmpl, cpu, &z);
+  lt_expect_ok(&r);
+  msgpack_zone_destroy(&z);
+}
+
 /* How many events of type are stored on subject. */
 static int
 count(const char *subject, const char *type) {
@@ -77,8 +87,7 @@ Test(sched_names, meeting_derived_names_refuse_the_second_job) {
   msgpack_zone_init(&z, 4096);
   /* col-a + b-c and col-a-b + c both derive task col-a-b-c, pod
    * col-a-b-c-0; sent back to back as `larkctl apply` does */
-  msgpack_object r1 = job("col-a", "b-c", 1, &z);
-  lt_expect_ok(&r1);
+  job_ok("col-a", "b-c", 1);
   msgpack_object r2 = job("col-a-b", "c", 1, &z);
   const msgpack_object *e = bus_obj_get(&r2, "error");
   cr_assert_not_null(e, "the second Job was accepted");
@@ -102,11 +111,7 @@ Test(sched_names, meeting_derived_names_refuse_the_second_job) {
 
 Test(sched_names, a_job_that_cannot_be_placed_says_so_once) {
   node("n1", 1);
-  msgpack_zone z;
-  msgpack_zone_init(&z, 4096);
-  msgpack_object r = job("big", "a", 4, &z);
-  lt_expect_ok(&r);
-  msgpack_zone_destroy(&z);
+  job_ok("big", "a", 4);
   char got[512] = "";
   cr_assert(lt_wait_field(conn, "job", "job", "big", "reason", "~lack cpu", 15,
                           got, sizeof got),
@@ -126,10 +131,7 @@ Test(sched_names, a_job_that_cannot_be_placed_says_so_once) {
 
 Test(sched_names, a_pending_reason_is_written_again_only_when_blockers_change) {
   node("n1", 1);
-  msgpack_zone z;
-  msgpack_zone_init(&z, 4096);
-  msgpack_object r = job("big", "a", 4, &z);
-  lt_expect_ok(&r);
+  job_ok("big", "a", 4);
   char got[512] = "";
   cr_assert(lt_wait_field(conn, "job", "job", "big", "reason", "~1 lack cpu",
                           15, got, sizeof got),
@@ -140,6 +142,8 @@ Test(sched_names, a_pending_reason_is_written_again_only_when_blockers_change) {
   sleep(4);
   cr_expect_eq(count("lark.ev.job.big", "job.phase"), 1);
   /* a cordoned node is another blocker: said once more */
+  msgpack_zone z;
+  msgpack_zone_init(&z, 4096);
   msgpack_object c =
       lt_must_command(conn, "node", "cordon", "{\"name\":\"n1\"}", &z);
   lt_expect_ok(&c);

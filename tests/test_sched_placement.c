@@ -375,8 +375,7 @@ Test(sched_place, attempts_and_limits) {
 }
 
 Test(sched_place, placed_event_round_trip) {
-  msgpack_sbuffer sb;
-  msgpack_packer pk;
+  bus_packbuf pb;
   msgpack_unpacked up;
   bus_field_err errs[4];
   int n;
@@ -388,11 +387,10 @@ Test(sched_place, placed_event_round_trip) {
   sched_resources_set_device(&job.tasks[1].req, "rlinf.io/device", 1);
   (void)t;
   place_ok();
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  cr_assert_eq(sched_pack_placed(&pk, "default", "j", 2, &p), 0);
+  bus_packbuf_init(&pb);
+  cr_assert_eq(sched_pack_placed(&pb.pk, "default", "j", 2, &p), 0);
   msgpack_unpacked_init(&up);
-  cr_assert_eq(msgpack_unpack_next(&up, sb.data, sb.size, NULL),
+  cr_assert_eq(msgpack_unpack_next(&up, pb.sb.data, pb.sb.size, NULL),
                MSGPACK_UNPACK_SUCCESS);
   cr_assert_eq(bus_schema_check("job.placed", &up.data, errs, 4, &n), 0,
                "%s: %s", errs[0].path, errs[0].reason);
@@ -439,8 +437,9 @@ Test(sched_place, placed_event_round_trip) {
   sched_placement_clear(&q);
   sched_nodes_clear(&other);
   msgpack_unpacked_destroy(&up);
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf_destroy(&pb);
   sched_placement failed;
   sched_placement_init(&failed);
-  cr_assert_eq(sched_pack_placed(&pk, "default", "j", 1, &failed), BUS_EINVAL);
+  cr_assert_eq(sched_pack_placed(&pb.pk, "default", "j", 1, &failed),
+               BUS_EINVAL);
 }

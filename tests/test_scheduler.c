@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "events.h"
 #include "cmd_check.h"
 #include "json.h"
 #include "natsd.h"
@@ -79,18 +80,12 @@ job(const char *name, int replicas, int gpus, int retries) {
   lt_must_apply(conn, "job", json);
 }
 
-/* The value of field of the object kind/name, as the scheduler says. */
-static void
-field(const char *kind, const char *name, const char *key, char *out,
-      size_t cap) {
-  lt_field(conn, kind, lt_sub_of(kind), name, key, out, cap);
-}
-
-static int
-wait_field(const char *kind, const char *name, const char *key,
-           const char *want) {
-  return lt_field_becomes(conn, kind, lt_sub_of(kind), name, key, want, 15);
-}
+/* The value of field of the object kind/name, as the scheduler says; and
+ * waiting (up to 15 s) for it to be want. */
+#define field(kind, name, key, out, cap)                                       \
+  lt_field(conn, kind, lt_sub_of(kind), name, key, out, cap)
+#define wait_field(kind, name, key, want)                                      \
+  lt_field_becomes(conn, kind, lt_sub_of(kind), name, key, want, 15)
 
 /* What a node sends through its ingress, as lark-edge does. */
 #define edge_says(node_name, type, what, data)                                 \
@@ -304,14 +299,7 @@ Test(scheduler, kill9_midway_and_replay_verify) {
   field("node", "gpu-1", "pods", a, sizeof a);
   field("node", "gpu-2", "pods", b, sizeof b);
   cr_expect_eq(atoi(a) + atoi(b), 6, "every pod booked exactly once");
-  bus_status live;
-  lark_replay_result res;
-  int rc = -1;
-  for (int i = 0; i < 20 && rc; i++, usleep(200 * 1000))
-    rc = lark_replay_verify(conn, lark_view_find("scheduler"), NULL, &live,
-                            &res);
-  cr_expect_eq(rc, 0, "live scheduler differs from its replay: %s",
-               bus_last_error());
+  lt_expect_replay(conn, "scheduler", 20, 0);
 }
 
 Test(scheduler, two_schedulers_never_double_book) {
@@ -332,11 +320,7 @@ Test(scheduler, two_schedulers_never_double_book) {
   }
   cr_expect_eq(bound, 2, "2 GPUs, %d single-GPU pods bound", bound);
   /* the placement log itself: a replay books at most the capacity */
-  bus_status live;
-  lark_replay_result res;
-  cr_expect_eq(
-      lark_replay_verify(conn, lark_view_find("scheduler"), NULL, &live, &res),
-      0, "%s", bus_last_error());
+  lt_expect_replay(conn, "scheduler", 1, 0);
 }
 
 static void
@@ -426,11 +410,7 @@ Test(scheduler, late_report_of_a_lost_attempt_and_every_retry_is_placed) {
   }
   cr_expect(wait_field("job", "late", "phase", "Succeeded"));
   cr_expect(wait_field("task", "late-a", "phase", "Succeeded"));
-  bus_status live;
-  lark_replay_result res;
-  cr_expect_eq(
-      lark_replay_verify(conn, lark_view_find("scheduler"), NULL, &live, &res),
-      0, "live scheduler differs from its replay: %s", bus_last_error());
+  lt_expect_replay(conn, "scheduler", 1, 0);
 }
 
 static pid_t
@@ -538,13 +518,10 @@ run_says(const char *node_name, const char *pod, int step, const char *id) {
   snprintf(subject, sizeof subject, "lark.in.%s.sched.run.%s", node_name, pod);
   bus_packbuf b;
   metric(&b, step);
-  bus_event ev = {.type = "run.reported",
-                  .id = id,
-                  .ts = 1,
-                  .actor = node_name,
-                  .cause = "",
-                  .data_mp = b.sb.data,
-                  .data_mp_len = b.sb.size};
+  bus_event ev;
+  char fresh_id[33];
+  lt_event(&ev, fresh_id, "run.reported", node_name, 1, 0, &b.sb);
+  ev.id = id;
   cr_assert_eq(bus_append_async(conn, subject, &ev, BUS_APPEND_NOCHECK), 0,
                "%s", bus_last_error());
   bus_packbuf_destroy(&b);

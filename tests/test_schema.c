@@ -13,28 +13,23 @@
 #include <msgpack.h>
 
 #include "bus.h"
+#include "cmd.h"
 #include "json.h"
 
 /* The object for json, unpacked into z (which owns it). */
 static msgpack_object
 obj(msgpack_zone *z, const char *json) {
-  msgpack_sbuffer sb;
-  msgpack_packer pk;
+  bus_packbuf b;
   msgpack_object o;
   json_error_t jerr;
   json_t *j = json_loads(json, JSON_DECODE_ANY, &jerr);
-  size_t off = 0;
-  char *copy;
   cr_assert_not_null(j, "bad JSON in test: %s: %s", jerr.text, json);
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  lt_pack_json(&pk, j);
+  bus_packbuf_init(&b);
+  lt_pack_json(&b.pk, j);
   json_decref(j);
-  copy = msgpack_zone_malloc(z, sb.size);
-  memcpy(copy, sb.data, sb.size);
-  cr_assert_eq(msgpack_unpack(copy, sb.size, &off, z, &o),
+  cr_assert_eq(lt_unpack_into(z, b.sb.data, b.sb.size, &o),
                MSGPACK_UNPACK_SUCCESS);
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf_destroy(&b);
   return o;
 }
 
@@ -212,22 +207,19 @@ Test(schema, unknown_fields) {
 
 /* JSON cannot say it (jansson keeps one of the two), so pack by hand. */
 Test(schema, duplicate_keys) {
-  msgpack_sbuffer sb;
-  msgpack_packer pk;
+  bus_packbuf pb;
   msgpack_object o;
   bus_field_err errs[4];
-  size_t off = 0;
   int n;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 3);
-  bus_pack_kv_str(&pk, "text", "a");
-  bus_pack_kv_str(&pk, "text", "b");
-  bus_pack_str(&pk, "labels");
-  msgpack_pack_map(&pk, 2);
-  bus_pack_kv_str(&pk, "k", "1");
-  bus_pack_kv_str(&pk, "k", "2");
-  cr_assert_eq(msgpack_unpack(sb.data, sb.size, &off, zone, &o),
+  bus_packbuf_init(&pb);
+  msgpack_pack_map(&pb.pk, 3);
+  bus_pack_kv_str(&pb.pk, "text", "a");
+  bus_pack_kv_str(&pb.pk, "text", "b");
+  bus_pack_str(&pb.pk, "labels");
+  msgpack_pack_map(&pb.pk, 2);
+  bus_pack_kv_str(&pb.pk, "k", "1");
+  bus_pack_kv_str(&pb.pk, "k", "2");
+  cr_assert_eq(lt_unpack_into(zone, pb.sb.data, pb.sb.size, &o),
                MSGPACK_UNPACK_SUCCESS);
   cr_assert_eq(bus_schema_check("sample.created", &o, errs, 4, &n), BUS_EFIELD);
   cr_assert_eq(n, 2);
@@ -235,29 +227,26 @@ Test(schema, duplicate_keys) {
   cr_assert(strstr(errs[0].reason, "twice"));
   cr_assert_str_eq(errs[1].path, "data.labels.k");
   cr_assert(strstr(errs[1].reason, "twice"));
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf_destroy(&pb);
 }
 
 Test(schema, non_string_key) {
-  msgpack_sbuffer sb;
-  msgpack_packer pk;
+  bus_packbuf b;
   msgpack_object o;
-  size_t off = 0;
   bus_field_err errs[2];
   int n;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 2);
-  bus_pack_kv_str(&pk, "text", "t");
-  msgpack_pack_int(&pk, 7);
-  msgpack_pack_int(&pk, 7);
-  cr_assert_eq(msgpack_unpack(sb.data, sb.size, &off, zone, &o),
+  bus_packbuf_init(&b);
+  msgpack_pack_map(&b.pk, 2);
+  bus_pack_kv_str(&b.pk, "text", "t");
+  msgpack_pack_int(&b.pk, 7);
+  msgpack_pack_int(&b.pk, 7);
+  cr_assert_eq(lt_unpack_into(zone, b.sb.data, b.sb.size, &o),
                MSGPACK_UNPACK_SUCCESS);
   cr_assert_eq(bus_schema_check("sample.created", &o, errs, 2, &n), BUS_EFIELD);
   cr_assert_eq(n, 1);
   cr_assert_str_eq(errs[0].path, "data");
   cr_assert(strstr(errs[0].reason, "not a string"));
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf_destroy(&b);
 }
 
 Test(schema, missing_and_types) {
@@ -391,10 +380,8 @@ Test(schema, too_many_items_is_one_problem) {
 }
 
 Test(schema, utf8) {
-  msgpack_sbuffer sb;
-  msgpack_packer pk;
+  bus_packbuf b;
   msgpack_object o;
-  size_t off = 0;
   static const char *const bad[] = {"\xc3", "a\xff", "\xed\xa0\x80",
                                     "\xe0\x80\x80", "a\0b"};
   static const size_t badlen[] = {1, 2, 3, 3, 3};
@@ -402,18 +389,16 @@ Test(schema, utf8) {
   for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     bus_field_err err;
     int n;
-    msgpack_sbuffer_init(&sb);
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_map(&pk, 1);
-    bus_pack_str(&pk, "text");
-    msgpack_pack_str_with_body(&pk, bad[i], badlen[i]);
-    off = 0;
-    cr_assert_eq(msgpack_unpack(sb.data, sb.size, &off, zone, &o),
+    bus_packbuf_init(&b);
+    msgpack_pack_map(&b.pk, 1);
+    bus_pack_str(&b.pk, "text");
+    msgpack_pack_str_with_body(&b.pk, bad[i], badlen[i]);
+    cr_assert_eq(lt_unpack_into(zone, b.sb.data, b.sb.size, &o),
                  MSGPACK_UNPACK_SUCCESS);
     cr_assert_eq(bus_schema_check("sample.created", &o, &err, 1, &n),
                  BUS_EFIELD, "case %zu", i);
     cr_assert(strstr(err.reason, "UTF-8"), "case %zu: %s", i, err.reason);
-    msgpack_sbuffer_destroy(&sb);
+    bus_packbuf_destroy(&b);
   }
   expect_ok("sample.created",
             "{\"text\": \"h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80\"}");
@@ -465,29 +450,26 @@ Test(schema, first_code_wins) {
 }
 
 Test(schema, floats_must_be_finite) {
-  msgpack_sbuffer sb;
-  msgpack_packer pk;
+  bus_packbuf b;
   msgpack_object o;
   bus_field_err err;
-  size_t off = 0;
   int n;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 2);
-  bus_pack_kv_str(&pk, "kind", "metric");
-  bus_pack_str(&pk, "values");
-  msgpack_pack_map(&pk, 2);
-  bus_pack_str(&pk, "loss");
-  msgpack_pack_double(&pk, 0.0 / 0.0);
-  bus_pack_str(&pk, "");
-  msgpack_pack_double(&pk, 1.0);
-  cr_assert_eq(msgpack_unpack(sb.data, sb.size, &off, zone, &o),
+  bus_packbuf_init(&b);
+  msgpack_pack_map(&b.pk, 2);
+  bus_pack_kv_str(&b.pk, "kind", "metric");
+  bus_pack_str(&b.pk, "values");
+  msgpack_pack_map(&b.pk, 2);
+  bus_pack_str(&b.pk, "loss");
+  msgpack_pack_double(&b.pk, 0.0 / 0.0);
+  bus_pack_str(&b.pk, "");
+  msgpack_pack_double(&b.pk, 1.0);
+  cr_assert_eq(lt_unpack_into(zone, b.sb.data, b.sb.size, &o),
                MSGPACK_UNPACK_SUCCESS);
   cr_assert_eq(bus_schema_check("run.reported", &o, &err, 1, &n), BUS_EFIELD);
   cr_assert_eq(n, 2);
   cr_assert_str_eq(err.path, "data.values.loss");
   cr_assert(strstr(err.reason, "finite"), "%s", err.reason);
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf_destroy(&b);
 }
 
 Test(schema, empty_key_in_struct) {

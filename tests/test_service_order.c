@@ -77,12 +77,7 @@ TestSuite(order, .init = setup, .fini = teardown, .timeout = 120);
 static bus_view *
 open_view(void) {
   bus_view_def d = {.name = "order", .tables = tables, .apply = apply_order};
-  bus_view_opts o;
-  bus_view_opts_init(&o);
-  o.dir = dir;
-  bus_view *v = NULL;
-  cr_assert_eq(bus_view_open(&v, &d, &o), 0, "%s", bus_last_error());
-  return v;
+  return lt_must_open_view(&d, dir, 1);
 }
 
 static void

@@ -24,6 +24,7 @@
 #include "bed.h"
 #include "natsd.h"
 #include "platform.h"
+#include "ports.h"
 #include "proc.h"
 #include "service.h"
 #include "replay.h"
@@ -45,11 +46,8 @@ static char out[1 << 16], err[8192];
 
 static pid_t
 start_signer(void) {
-  char bin[512];
-  lt_bin("lark-signer", bin, sizeof bin);
-  char *argv[] = {bin, (char *)"--url", srv.url, (char *)"--data", data, NULL};
-  pid_t pid = lt_spawn(argv, logpath);
-  cr_assert(pid > 0);
+  pid_t pid =
+      lt_must_start("lark-signer", srv.url, dir, "signer", "signer.log", NULL);
   cr_assert(lt_service_answers(conn, "signer", 100 * SLOW),
             "lark-signer did not start; see %s", logpath);
   return pid;
@@ -90,29 +88,6 @@ json_field(const char *key, char *buf, size_t cap) {
 
 /* ------------------------------------------------------------------ sshd */
 
-static int
-free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET,
-                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof a;
-  cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-  getsockname(fd, (struct sockaddr *)&a, &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
-static int
-port_open(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET,
-                          .sin_port = htons((uint16_t)port),
-                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  int ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
-  close(fd);
-  return ok;
-}
-
 typedef struct sshd {
   pid_t pid;
   int port;
@@ -139,7 +114,8 @@ sshd_start(sshd *d) {
   FILE *f = fopen(path, "w");
   fprintf(f, "domain:d1\n");
   fclose(f);
-  d->port = free_port();
+  d->port = lt_free_port();
+  cr_assert_gt(d->port, 0);
   snprintf(conf, sizeof conf, "%s/sshd_config", dir);
   f = fopen(conf, "w");
   fprintf(f,
@@ -160,9 +136,7 @@ sshd_start(sshd *d) {
                   conf,
                   NULL};
   d->pid = lt_spawn(argv, log);
-  for (int i = 0; i < 50 && !port_open(d->port); i++)
-    usleep(100 * 1000);
-  cr_assert(port_open(d->port), "sshd did not listen; see %s", log);
+  cr_assert(lt_wait_port(d->port, 5), "sshd did not listen; see %s", log);
 }
 
 /* ssh in with key and certificate; 0 when the login ran `true`. */
@@ -379,13 +353,7 @@ Test(signer_service, kill9_mid_work_then_replay_matches) {
     usleep(100 * 1000);
   }
   cr_assert_eq(st.seq, last);
-  bus_status live;
-  lark_replay_result res;
-  int rc =
-      lark_replay_verify(conn, lark_view_find("signer"), NULL, &live, &res);
-  cr_expect_eq(rc, 0, "live view differs from its replay: %s",
-               bus_last_error());
-  cr_expect_eq(res.seq, live.seq);
+  lt_expect_replay(conn, "signer", 1, 1);
   cr_assert_eq(run(larkctl, "-o", "json", "cert", "list", NULL), 0, "%s", err);
   json_error_t je;
   json_t *items = json_loads(out, 0, &je);

@@ -97,19 +97,17 @@ Test(types, nested_fields_are_named_by_their_path) {
 }
 
 Test(types, unpack_checks_what_it_is_given) {
-  msgpack_sbuffer sb;
-  msgpack_packer pk;
+  bus_packbuf b;
   msgpack_zone z;
   msgpack_object o;
   bus_ev_pod_forgotten d;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 2);
-  bus_pack_kv_str(&pk, "pod", "p-0");
-  bus_pack_str(&pk, "extra");
-  msgpack_pack_nil(&pk);
+  bus_packbuf_init(&b);
+  msgpack_pack_map(&b.pk, 2);
+  bus_pack_kv_str(&b.pk, "pod", "p-0");
+  bus_pack_str(&b.pk, "extra");
+  msgpack_pack_nil(&b.pk);
   msgpack_zone_init(&z, 1024);
-  cr_assert_eq(msgpack_unpack(sb.data, sb.size, NULL, &z, &o),
+  cr_assert_eq(msgpack_unpack(b.sb.data, b.sb.size, NULL, &z, &o),
                MSGPACK_UNPACK_SUCCESS);
   cr_assert_eq(bus_pod_forgotten_unpack(&o, &z, &d), BUS_EFIELD);
   cr_assert(strstr(bus_last_error(), "data.extra: unknown field"), "%s",
@@ -118,7 +116,7 @@ Test(types, unpack_checks_what_it_is_given) {
   cr_assert_eq(bus_pod_forgotten_unpack(&o, &z, &d), 0, "%s", bus_last_error());
   cr_assert(bus_str_eq(d.pod, "p-0") && !d.has_version);
   msgpack_zone_destroy(&z);
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf_destroy(&b);
 }
 
 /* ----------------------------------------------------- packing, counted */

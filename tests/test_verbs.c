@@ -53,10 +53,7 @@ static void
 setup(void) {
   lt_bed_up(&srv, &conn, dir, sizeof dir, "verbs", 1000);
   bus_view_def d = {.name = "verbs", .tables = tables, .apply = apply_seen};
-  bus_view_opts o;
-  bus_view_opts_init(&o);
-  o.dir = dir;
-  cr_assert_eq(bus_view_open(&view, &d, &o), 0, "%s", bus_last_error());
+  view = lt_must_open_view(&d, dir, 1);
   stop = 0;
   pthread_create(&loop, NULL, run_service, NULL);
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bed.h"
 #include "natsd.h"
 
 static const char *const tables[] = {"items", NULL};
@@ -75,14 +76,7 @@ open_view(const char *sub, int effects) {
   char path[512];
   snprintf(path, sizeof path, "%s/%s", dir, sub);
   bus_view_def d = def_items();
-  bus_view_opts o;
-  bus_view_opts_init(&o);
-  o.dir = path;
-  o.effects = effects;
-  bus_view *v = NULL;
-  int rc = bus_view_open(&v, &d, &o);
-  cr_assert_eq(rc, 0, "open %s: %s", path, bus_last_error());
-  return v;
+  return lt_must_open_view(&d, path, effects);
 }
 
 static bus_event

@@ -12,6 +12,7 @@
 
 #include <criterion/criterion.h>
 
+#include "events.h"
 #include "bus.h"
 #include "natsd.h"
 
@@ -84,15 +85,8 @@ put(const char *subject, int n) {
   bus_pack_kv_str(&b.pk, "text", "hi");
   for (int i = 0; i < n; i++) {
     char id[33];
-    bus_event_new_id(id);
-    bus_event ev = {.v = BUS_SCHEMA_VERSION,
-                    .type = "sample.created",
-                    .id = id,
-                    .ts = 1,
-                    .actor = "test",
-                    .cause = "",
-                    .data_mp = b.sb.data,
-                    .data_mp_len = b.sb.size};
+    bus_event ev;
+    lt_event(&ev, id, "sample.created", "test", 1, 0, &b.sb);
     cr_assert_eq(bus_append_async(conn, subject, &ev, 0), 0, "%s",
                  bus_last_error());
   }

@@ -25,6 +25,7 @@
 
 #include <jansson.h>
 
+#include "files.h"
 #include "proc.h"
 
 int64_t
@@ -94,12 +95,8 @@ proc_info(const char *pid, pid_t *ppid, char *prog, size_t pcap, char *cmd,
           size_t ccap) {
   char path[320], buf[4096];
   snprintf(path, sizeof path, "/proc/%s/stat", pid);
-  FILE *f = fopen(path, "re");
-  if (!f)
+  if (!lt_read_file(path, buf, sizeof buf))
     return -1;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = 0;
   char *p = strrchr(buf, ')'); /* the name may hold spaces */
   int pp = 0;
   if (!p || sscanf(p + 2, "%*c %d", &pp) != 1)

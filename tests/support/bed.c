@@ -14,8 +14,10 @@
 #include "deploy.h"
 #include "events.h"
 #include "proc.h"
+#include "replay.h"
 #include "secure.h"
 #include "service.h"
+#include "wait.h"
 
 void
 lt_bed_up(lt_natsd *srv, bus_conn **conn, char *dir, size_t cap,
@@ -120,6 +122,36 @@ lt_fixture_down(lt_fixture *f) {
   msgpack_sbuffer_destroy(&f->data);
 }
 
+void
+lt_expect_replay(bus_conn *c, const char *view, int tries, int same_seq) {
+  bus_status live;
+  lark_replay_result res;
+  const lark_view_entry *ve = lark_view_find(view);
+  cr_assert_not_null(ve, "no view %s", view);
+  int rc = -1;
+  for (int i = 0; i < tries && rc; i++) {
+    if (i)
+      lt_sleep_ms(200);
+    rc = lark_replay_verify(c, ve, NULL, &live, &res);
+  }
+  cr_expect_eq(rc, 0, "live %s differs from its replay: %s", view,
+               bus_last_error());
+  if (same_seq)
+    cr_expect_eq(res.seq, live.seq);
+}
+
+bus_view *
+lt_must_open_view(const bus_view_def *d, const char *dir, int effects) {
+  bus_view_opts o;
+  bus_view *v = NULL;
+  bus_view_opts_init(&o);
+  o.dir = dir;
+  o.effects = effects;
+  cr_assert_eq(bus_view_open(&v, d, &o), 0, "open %s: %s", dir,
+               bus_last_error());
+  return v;
+}
+
 const char *
 lt_sub_of(const char *kind) {
   return strcmp(kind, "job") ? NULL : "job";
@@ -141,14 +173,8 @@ lt_ingress(bus_conn *c, const char *node, const char *type, const char *what,
            const msgpack_sbuffer *data) {
   char subject[256], id[33];
   snprintf(subject, sizeof subject, "lark.in.%s.sched.%s", node, what);
-  bus_event_new_id(id);
-  bus_event ev = {.type = type,
-                  .id = id,
-                  .ts = 1,
-                  .actor = node,
-                  .cause = "",
-                  .data_mp = data->data,
-                  .data_mp_len = data->size};
+  bus_event ev;
+  lt_event(&ev, id, type, node, 1, 0, data);
   cr_assert_eq(bus_append(c, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL), 0,
                "%s", bus_last_error());
 }

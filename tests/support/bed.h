@@ -48,7 +48,7 @@ pid_t lt_edge_bed_up(lt_natsd *srv, bus_conn **conn, const char *dir,
  * lark-edge as node: --url url, --data dir/<node>, its output in
  * dir/<node>.log, --creds its credentials in dir (with_creds) or none,
  * --heartbeat 0.5 --grace 1, then the NULL-terminated extra arguments
- * (at most 16).
+ * (at most 23).
  */
 pid_t lt_must_start_edge(const char *url, const char *dir, const char *node,
                          int with_creds, const char *const extra[]);
@@ -64,6 +64,19 @@ typedef struct lt_fixture {
 } lt_fixture;
 void lt_fixture_up(lt_fixture *f);
 void lt_fixture_down(lt_fixture *f);
+
+/*
+ * Replay view from the streams into a fresh copy and compare it with the
+ * live one, up to tries times 200 ms apart until they match: expects that
+ * they do, and with same_seq that the replay ended where the live view
+ * is.
+ */
+void lt_expect_replay(bus_conn *c, const char *view, int tries, int same_seq);
+
+/* View d opened in dir, live (effects 1: decide runs) or for replay
+ * (effects 0), the options' defaults otherwise. */
+bus_view *lt_must_open_view(const bus_view_def *d, const char *dir,
+                            int effects);
 
 /* Where lt_field looks for kind's fields: in "job" for a Job (its
  * describe answers {job, tasks}), else in the result itself. */

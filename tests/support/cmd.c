@@ -11,6 +11,34 @@
 #include "json.h"
 
 int
+lt_unpack_into(msgpack_zone *z, const void *data, size_t len,
+               msgpack_object *o) {
+  void *keep = msgpack_zone_malloc(z, len ? len : 1);
+  if (!keep)
+    return MSGPACK_UNPACK_NOMEM_ERROR;
+  memcpy(keep, data, len);
+  return msgpack_unpack(keep, len, NULL, z, o);
+}
+
+int
+lt_request(bus_conn *c, const char *subject, const void *body, size_t len,
+           int timeout_ms, int tries, msgpack_zone *z, msgpack_object *reply) {
+  void *data = NULL;
+  size_t dlen = 0;
+  int rc = -1;
+  for (int i = 0; i < tries && rc; i++) {
+    if (i)
+      usleep(100 * 1000);
+    rc = bus_conn_request(c, subject, body, len, timeout_ms, &data, &dlen);
+  }
+  if (rc)
+    return rc;
+  rc = lt_unpack_into(z, data, dlen, reply) < 0 ? BUS_EMALFORMED : 0;
+  free(data);
+  return rc;
+}
+
+int
 lt_command(bus_conn *c, const char *kind, const char *verb, json_t *body,
            msgpack_zone *z, msgpack_object *reply) {
   static int counter;
@@ -22,20 +50,10 @@ lt_command(bus_conn *c, const char *kind, const char *verb, json_t *body,
   bus_packbuf_init(&b);
   lt_pack_json(&b.pk, body);
   json_decref(body);
-  void *data = NULL;
-  size_t len = 0;
-  int rc = -1;
-  for (int i = 0; i < 50 && rc; i++) /* the service may still start */
-    if ((rc = bus_conn_request(c, subject, b.sb.data, b.sb.size, 3000, &data,
-                               &len)))
-      usleep(100 * 1000);
+  /* the service may still start */
+  int rc = lt_request(c, subject, b.sb.data, b.sb.size, 3000, 50, z, reply);
   bus_packbuf_destroy(&b);
-  if (rc)
-    return rc;
-  void *keep = msgpack_zone_malloc(z, len ? len : 1);
-  memcpy(keep, data, len);
-  free(data);
-  return msgpack_unpack(keep, len, NULL, z, reply) < 0 ? BUS_EMALFORMED : 0;
+  return rc;
 }
 
 void

@@ -9,6 +9,21 @@
 
 #include "bus.h"
 
+/* Unpack len bytes of data into o, from a copy kept in z (the strings
+ * of o point into it): msgpack_unpack's code. */
+int lt_unpack_into(msgpack_zone *z, const void *data, size_t len,
+                   msgpack_object *o);
+
+/*
+ * Request subject with body (len bytes), waiting timeout_ms for the
+ * answer, and again every 100 ms while nobody answers, up to tries times
+ * in all. The reply is unpacked into reply (kept in z). Returns 0, the
+ * request's error (detail in bus_last_error()), or BUS_EMALFORMED.
+ */
+int lt_request(bus_conn *c, const char *subject, const void *body, size_t len,
+               int timeout_ms, int tries, msgpack_zone *z,
+               msgpack_object *reply);
+
 /*
  * Send lark.cmd.admin.<kind>.<verb> with body (a JSON object, consumed;
  * a fresh idempotency key is added), retrying for up to 5 s while nobody

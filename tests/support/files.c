@@ -6,6 +6,17 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+char *
+lt_read_file(const char *path, char *buf, size_t cap) {
+  FILE *f = fopen(path, "re");
+  size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
+  buf[n] = 0;
+  if (!f)
+    return NULL;
+  fclose(f);
+  return buf;
+}
+
 int
 lt_write_file(const char *path, const char *fmt, ...) {
   FILE *f = fopen(path, "w");

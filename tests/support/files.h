@@ -4,9 +4,15 @@
 #ifndef LARK_TEST_FILES_H
 #define LARK_TEST_FILES_H
 
+#include <stddef.h>
+
 /* Write the printf-style text to path (created or truncated). 0, or -1
  * when it could not be opened or written. */
 int lt_write_file(const char *path, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* Read path into buf (NUL-terminated, cut at cap-1 bytes): buf, or NULL
+ * (buf "") when it cannot be opened. */
+char *lt_read_file(const char *path, char *buf, size_t cap);
 
 #endif

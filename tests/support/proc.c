@@ -130,11 +130,11 @@ pid_t
 lt_start_service(const char *bin_name, const char *url, const char *data,
                  const char *log, const char *const extra[]) {
   char bin[512];
-  char *argv[16] = {lt_bin(bin_name, bin, sizeof bin) ? bin : NULL,
+  char *argv[40] = {lt_bin(bin_name, bin, sizeof bin) ? bin : NULL,
                     (char *)"--url", (char *)url, (char *)"--data",
                     (char *)data};
   int n = 5;
-  for (int i = 0; extra && extra[i] && n < 15; i++)
+  for (int i = 0; extra && extra[i] && n < 39; i++)
     argv[n++] = (char *)extra[i];
   argv[n] = NULL;
   return lt_spawn(argv, log);

@@ -37,7 +37,8 @@ int lt_vsh(char *out, size_t cap, char *err, size_t errcap, const char *fmt,
 pid_t lt_spawn(char *const argv[], const char *log);
 /*
  * Start service binary bin_name (from $LARK_BIN_DIR) with --url url
- * --data data and the NULL-terminated extra arguments (may be NULL), its
+ * --data data and the NULL-terminated extra arguments (may be NULL; at
+ * most 34), its
  * output appended to log. Returns its pid, or -1.
  */
 pid_t lt_start_service(const char *bin_name, const char *url, const char *data,

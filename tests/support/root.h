@@ -8,12 +8,33 @@
 #define LT_ROOT_H
 
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
 #include <unistd.h>
+
+#include "bus.h"
+#include "podnet.h"
 
 #define lt_need_root(what)                                                     \
   do {                                                                         \
     if (geteuid() != 0)                                                        \
       cr_skip_test("needs root (%s): run it as root, as CI does", what);       \
   } while (0)
+
+/* Move the calling thread into a new network namespace, lkt-<pid>-<tag>
+ * (made afresh; its name into ns): what the test makes there is its own,
+ * beside other users of the machine. */
+static inline void
+lt_enter_new_netns(char ns[PODNET_NS_MAX], const char *tag) {
+  snprintf(ns, PODNET_NS_MAX, "lkt-%d-%s", (int)getpid(), tag);
+  podnet_ns_delete(ns);
+  cr_assert_eq(podnet_ns_create(ns), 0, "%s", bus_last_error());
+  int fd = podnet_ns_open(ns);
+  cr_assert_geq(fd, 0, "%s", bus_last_error());
+  cr_assert_eq(setns(fd, CLONE_NEWNET), 0, "setns: %s", strerror(errno));
+  close(fd);
+}
 
 #endif
