@@ -9,9 +9,31 @@
 #include "phase.h"
 #include "scheduler.h"
 
+/* One entry of a reply's map: a string, or (s NULL) a count. */
+typedef struct field {
+  const char *key;
+  const char *s;
+  uint64_t u;
+} field;
+
+#define NFIELDS(f) (sizeof f / sizeof *f)
+#define F_STR(k, v)                                                            \
+  { (k), (v), 0 }
+#define F_NUM(k, v)                                                            \
+  { (k), NULL, (v) }
+
+static void
+pack_fields(msgpack_packer *pk, const field *f, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (f[i].s)
+      bus_pack_kv_str(pk, f[i].key, f[i].s);
+    else
+      bus_pack_kv_uint(pk, f[i].key, f[i].u);
+}
+
 static void
 pack_gpus(msgpack_packer *pk, const char *k, uint64_t gpus) {
-  msgpack_pack_str_with_body(pk, k, strlen(k));
+  bus_pack_str(pk, k);
   msgpack_pack_array(pk, (uint32_t)__builtin_popcountll(gpus));
   for (int i = 0; i < 64; i++)
     if (gpus & (1ull << i))
@@ -24,38 +46,38 @@ static void
 pack_job(msgpack_packer *pk, const job_rec *j) {
   char pods[32];
   snprintf(pods, sizeof pods, "%u/%u", j->ended, j->pods);
-  msgpack_pack_map(pk, 9);
-  bus_pack_kv_str(pk, "name", j->name);
-  bus_pack_kv_str(pk, "phase", j->phase);
-  bus_pack_kv_str(pk, "reason", j->reason);
-  bus_pack_kv_uint(pk, "generation", j->generation);
-  bus_pack_kv_str(pk, "pods", pods);
-  bus_pack_kv_uint(pk, "bound", j->bound);
-  bus_pack_kv_str(pk, "domain", j->domain);
-  bus_pack_kv_uint(pk, "ts", j->sub_ts);
-  bus_pack_kv_str(pk, "stopped", j->stopped ? "true" : "false");
+  const field f[] = {F_STR("name", j->name),
+                     F_STR("phase", j->phase),
+                     F_STR("reason", j->reason),
+                     F_NUM("generation", j->generation),
+                     F_STR("pods", pods),
+                     F_NUM("bound", j->bound),
+                     F_STR("domain", j->domain),
+                     F_NUM("ts", j->sub_ts),
+                     F_STR("stopped", j->stopped ? "true" : "false")};
+  msgpack_pack_map(pk, NFIELDS(f));
+  pack_fields(pk, f, NFIELDS(f));
 }
 
 static void
 pack_task(msgpack_packer *pk, const task_rec *r) {
-  char buf[3][24];
-  msgpack_pack_map(pk, 6);
-  bus_pack_kv_str(pk, "name", r->name);
-  bus_pack_kv_str(pk, "job", r->job);
-  bus_pack_kv_str(pk, "phase", r->phase);
-  bus_pack_kv_uint(pk, "replicas", r->replicas);
-  bus_pack_kv_str(pk, "role",
-                  r->role == SCHED_ROLLOUT ? "Rollout"
-                  : r->role == SCHED_ENV   ? "Env"
-                                           : "Actor");
-  msgpack_pack_str_with_body(pk, "annotations", 11);
-  msgpack_pack_map(pk, 4);
-  bus_pack_kv_str(pk, "ray-role", r->head ? "head" : "worker");
-  snprintf(buf[0], sizeof buf[0], "%u", r->total_nodes);
-  bus_pack_kv_str(pk, "ray-total-nodes", buf[0]);
-  snprintf(buf[1], sizeof buf[1], "%u", r->rank_start);
-  bus_pack_kv_str(pk, "ray-node-rank-start", buf[1]);
-  bus_pack_kv_str(pk, "ray-head-task-name", r->head_task);
+  char total[24], start[24];
+  snprintf(total, sizeof total, "%u", r->total_nodes);
+  snprintf(start, sizeof start, "%u", r->rank_start);
+  const field f[] = {F_STR("name", r->name), F_STR("job", r->job),
+                     F_STR("phase", r->phase), F_NUM("replicas", r->replicas),
+                     F_STR("role", r->role == SCHED_ROLLOUT ? "Rollout"
+                                   : r->role == SCHED_ENV   ? "Env"
+                                                            : "Actor")};
+  const field ray[] = {F_STR("ray-role", r->head ? "head" : "worker"),
+                       F_STR("ray-total-nodes", total),
+                       F_STR("ray-node-rank-start", start),
+                       F_STR("ray-head-task-name", r->head_task)};
+  msgpack_pack_map(pk, NFIELDS(f) + 1);
+  pack_fields(pk, f, NFIELDS(f));
+  bus_pack_str(pk, "annotations");
+  msgpack_pack_map(pk, NFIELDS(ray));
+  pack_fields(pk, ray, NFIELDS(ray));
 }
 
 static void
@@ -64,17 +86,15 @@ pack_pod(msgpack_packer *pk, const pod_rec *p, bus_txn *t, int full) {
   size_t wlen = 0;
   if (full)
     bus_txn_get(t, "why", p->name, strlen(p->name), &why, &wlen);
-  msgpack_pack_map(pk, 10 + (why ? 1 : 0));
-  bus_pack_kv_str(pk, "name", p->name);
-  bus_pack_kv_str(pk, "job", p->job);
-  bus_pack_kv_str(pk, "task", p->task);
-  bus_pack_kv_str(pk, "phase", p->phase);
-  bus_pack_kv_str(pk, "node", p->node);
-  bus_pack_kv_uint(pk, "attempt", p->attempt);
+  const field f[] = {F_STR("name", p->name), F_STR("job", p->job),
+                     F_STR("task", p->task), F_STR("phase", p->phase),
+                     F_STR("node", p->node), F_NUM("attempt", p->attempt)};
+  const field g[] = {F_STR("localIP", p->local_ip),
+                     F_STR("desired", p->desired), F_STR("reason", p->reason)};
+  msgpack_pack_map(pk, NFIELDS(f) + 1 + NFIELDS(g) + (why ? 1 : 0));
+  pack_fields(pk, f, NFIELDS(f));
   pack_gpus(pk, "gpus", p->gpus);
-  bus_pack_kv_str(pk, "localIP", p->local_ip);
-  bus_pack_kv_str(pk, "desired", p->desired);
-  bus_pack_kv_str(pk, "reason", p->reason);
+  pack_fields(pk, g, NFIELDS(g));
   if (why)
     bus_pack_kv_raw(pk, "why", why, wlen);
 }
@@ -88,60 +108,21 @@ pack_node(msgpack_packer *pk, const node_rec *r, bus_txn *t, int full) {
   char cpu[32], mem[32];
   snprintf(cpu, sizeof cpu, "%llum", (unsigned long long)r->cpu_used_m);
   snprintf(mem, sizeof mem, "%lluMi", (unsigned long long)r->memory_used_mib);
-  msgpack_pack_map(pk, 8 + (spec ? 1 : 0));
-  bus_pack_kv_str(pk, "name", r->name);
-  bus_pack_kv_str(pk, "cluster", r->cluster);
-  bus_pack_kv_str(pk, "status", r->ready ? "Ready" : "NotReady");
-  bus_pack_kv_str(pk, "cordoned", r->cordoned ? "true" : "false");
-  bus_pack_kv_uint(pk, "pods", r->pods);
-  bus_pack_kv_str(pk, "cpuUsed", cpu);
-  bus_pack_kv_str(pk, "memoryUsed", mem);
+  const field f[] = {F_STR("name", r->name),
+                     F_STR("cluster", r->cluster),
+                     F_STR("status", r->ready ? "Ready" : "NotReady"),
+                     F_STR("cordoned", r->cordoned ? "true" : "false"),
+                     F_NUM("pods", r->pods),
+                     F_STR("cpuUsed", cpu),
+                     F_STR("memoryUsed", mem)};
+  msgpack_pack_map(pk, NFIELDS(f) + 1 + (spec ? 1 : 0));
+  pack_fields(pk, f, NFIELDS(f));
   pack_gpus(pk, "gpusUsed", r->gpu_taken);
   if (spec)
     bus_pack_kv_raw(pk, "resource", spec, len);
 }
 
 /* ------------------------------------------------------------- listing */
-
-typedef struct lister {
-  bus_txn *t;
-  char kind;
-  const char *name; /* only those it names; "" for all */
-  bus_packbuf items;
-  uint32_t n;
-} lister;
-
-/* 1 when l lists everything, or its name is one of a, b, c (b, c: may
- * be NULL). */
-static int
-names(const lister *l, const char *a, const char *b, const char *c) {
-  return !*l->name || !strcmp(l->name, a) || (b && !strcmp(l->name, b)) ||
-         (c && !strcmp(l->name, c));
-}
-
-/* One record of the kind listed (its first letter: j, t, p or n). */
-static int
-list_one(void *rec, void *ud) {
-  lister *l = ud;
-  msgpack_packer *pk = &l->items.pk;
-  const job_rec *j = rec;
-  const task_rec *r = rec;
-  const pod_rec *p = rec;
-  const node_rec *n = rec;
-  if (l->kind == 'j' && !j->deleted && names(l, j->name, NULL, NULL))
-    pack_job(pk, j);
-  else if (l->kind == 't' && names(l, r->name, r->job, NULL))
-    pack_task(pk, r);
-  else if (l->kind == 'p' && strcmp(p->desired, "Deleted") &&
-           names(l, p->name, p->job, p->task))
-    pack_pod(pk, p, l->t, 0);
-  else if (l->kind == 'n' && names(l, n->name, NULL, NULL))
-    pack_node(pk, n, l->t, 0);
-  else
-    return 0;
-  l->n++;
-  return 0;
-}
 
 /* The kinds the scheduler answers for: their table and records. */
 typedef struct kind_def {
@@ -164,18 +145,54 @@ kind_of(const char *kind) {
   return NULL;
 }
 
+typedef struct lister {
+  bus_txn *t;
+  const kind_def *k;
+  const char *name; /* only those it names; "" for all */
+} lister;
+
+/* 1 when l lists everything, or its name is one of a, b, c (b, c: may
+ * be NULL). */
+static int
+names(const lister *l, const char *a, const char *b, const char *c) {
+  return !*l->name || !strcmp(l->name, a) || (b && !strcmp(l->name, b)) ||
+         (c && !strcmp(l->name, c));
+}
+
+/* One record of the kind listed: 1 when packed. */
+static int
+list_one(const void *key, size_t klen, const void *val, size_t vlen,
+         msgpack_packer *pk, void *ud) {
+  (void)key, (void)klen;
+  lister *l = ud;
+  union {
+    job_rec j;
+    task_rec r;
+    pod_rec p;
+    node_rec n;
+  } u;
+  char kind = l->k->kind[0];
+  if (vlen != l->k->size)
+    return 0;
+  memcpy(&u, val, vlen); /* LMDB values need not be aligned */
+  if (kind == 'j' && !u.j.deleted && names(l, u.j.name, NULL, NULL))
+    pack_job(pk, &u.j);
+  else if (kind == 't' && names(l, u.r.name, u.r.job, NULL))
+    pack_task(pk, &u.r);
+  else if (kind == 'p' && strcmp(u.p.desired, "Deleted") &&
+           names(l, u.p.name, u.p.job, u.p.task))
+    pack_pod(pk, &u.p, l->t, 0);
+  else if (kind == 'n' && names(l, u.n.name, NULL, NULL))
+    pack_node(pk, &u.n, l->t, 0);
+  else
+    return 0;
+  return 1;
+}
+
 static int
 list(bus_txn *t, const char *kind, const char *name, msgpack_packer *pk) {
-  const kind_def *k = kind_of(kind);
-  lister l = {.t = t, .kind = kind[0], .name = name};
-  bus_packbuf_init(&l.items);
-  int rc = sched_each_rec(t, k->table, NULL, k->size, 0, list_one, &l);
-  if (!rc) {
-    msgpack_pack_array(pk, l.n);
-    pk->callback(pk->data, l.items.sb.data, l.items.sb.size);
-  }
-  bus_packbuf_destroy(&l.items);
-  return rc;
+  lister l = {t, kind_of(kind), name};
+  return bus_txn_list(t, l.k->table, NULL, 0, 0, list_one, &l, pk);
 }
 
 /* ------------------------------------------------------------ describe */
