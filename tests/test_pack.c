@@ -4,6 +4,8 @@
  * back with bus_obj_*, and a failing write comes back as -1.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -146,4 +148,27 @@ Test(pack, packbuf_taken_data_is_not_freed) {
   cr_expect_eq((unsigned char)data[0], 0xa4);
   cr_expect(!memcmp(data + 1, "kept", 4));
   free(data);
+}
+
+Test(pack, grow_doubles_and_keeps_items) {
+  int *v = NULL;
+  size_t n = 0, cap = 0;
+  for (int i = 0; i < 100; i++) {
+    cr_assert_eq(bus_grow(&v, n, &cap, sizeof *v, 4), 0);
+    v[n++] = i;
+  }
+  cr_expect_eq(cap, 128); /* 4, 8, ..., 128 */
+  for (int i = 0; i < 100; i++)
+    cr_expect_eq(v[i], i);
+  /* room left: nothing moves */
+  int *before = v;
+  cr_expect_eq(bus_grow(&v, n, &cap, sizeof *v, 4), 0);
+  cr_expect_eq(v, before);
+  free(v);
+  /* an impossible size: -ENOMEM, the array as it was */
+  char *big = NULL;
+  size_t bcap = 0;
+  cr_expect_eq(bus_grow(&big, 0, &bcap, SIZE_MAX / 2, 4), -ENOMEM);
+  cr_expect_null(big);
+  cr_expect_eq(bcap, 0);
 }

@@ -13,6 +13,7 @@
  *   typed events  decode once into those types; apply from a table
  *   clock       monotonic and wall-clock time, sleeps, deadlines
  *   pack        msgpack pack helpers: strings and map entries
+ *   grow        room for one more item in an array that doubles
  *   cidr        IPv4 and IPv6 prefixes: parse, format, contain, count
  *   conn        a broker connection (nkey credentials, reconnect forever)
  *   streams     the platform's streams, defined once (docs/design.md section 2)
@@ -556,6 +557,22 @@ typedef struct bus_packbuf {
 void bus_packbuf_init(bus_packbuf *b);
 /* Frees the buffer (unless its data was taken: sb.data set to NULL). */
 void bus_packbuf_destroy(bus_packbuf *b);
+
+/* -------------------------------------------------------------------- grow */
+
+/*
+ * Room for one more item in an array that grows by doubling: *arr holds n
+ * items of size bytes in *cap allocated. When n has reached *cap, the
+ * array is reallocated to twice *cap (to first, or 16 when first is 0,
+ * from empty). arr is the address of the array's pointer:
+ *
+ *   if ((rc = bus_grow(&rows, nrows, &cap, sizeof *rows, 64)))
+ *     return rc;
+ *   rows[nrows++] = row;
+ *
+ * 0, or -ENOMEM with the array as it was.
+ */
+int bus_grow(void *arr, size_t n, size_t *cap, size_t size, size_t first);
 
 /* -------------------------------------------------------------------- cidr */
 
@@ -1188,6 +1205,15 @@ int bus_view_snapshot(bus_view *v, const char *path);
  */
 int bus_view_read(bus_view *v, bus_txn **out);
 void bus_txn_end(bus_txn *t);
+/*
+ * fn(t, ud) in a read transaction of its own, ended after: fn's result,
+ * or bus_view_read's error. For a query that reads and returns:
+ *
+ *   static int count_jobs(bus_txn *t, void *ud) { ... }
+ *   rc = bus_view_read_with(v, count_jobs, &n);
+ */
+typedef int (*bus_read_fn)(bus_txn *t, void *ud);
+int bus_view_read_with(bus_view *v, bus_read_fn fn, void *ud);
 
 int bus_txn_put(bus_txn *t, const char *table, const void *key, size_t klen,
                 const void *val, size_t vlen);

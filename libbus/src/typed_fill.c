@@ -55,20 +55,27 @@ bus__alloc(msgpack_zone *z, uint32_t n, size_t size) {
   return msgpack_zone_malloc(z, (size_t)n * size);
 }
 
-#define FILL_LIST(T, EXPR)                                                     \
+/* out, a { v, n } list, filled with n items from z: item i is set by SET
+ * from e, element i of an array or value i of a map. */
+#define FILL(T, N, ELEM, SET)                                                  \
   do {                                                                         \
-    uint32_t i, n = o->via.array.size;                                         \
+    uint32_t i, n = (N);                                                       \
     T *v = bus__alloc(z, n, sizeof *v);                                        \
     if (n && !v)                                                               \
       return -1;                                                               \
     for (i = 0; i < n; i++) {                                                  \
-      const msgpack_object *e = &o->via.array.ptr[i];                          \
-      v[i] = EXPR;                                                             \
+      const msgpack_object *e = (ELEM);                                        \
+      SET;                                                                     \
     }                                                                          \
     out->v = v;                                                                \
     out->n = n;                                                                \
     return 0;                                                                  \
   } while (0)
+#define FILL_LIST(T, EXPR)                                                     \
+  FILL(T, o->via.array.size, &o->via.array.ptr[i], v[i] = (EXPR))
+#define FILL_MAP(T, EXPR)                                                      \
+  FILL(T, o->via.map.size, &o->via.map.ptr[i].val,                             \
+       (v[i].key = bus__str(&o->via.map.ptr[i].key), v[i].val = (EXPR)))
 
 int
 bus__fill_strs(msgpack_zone *z, const msgpack_object *o, bus_str_list *out) {
@@ -87,32 +94,12 @@ bus__fill_i64s(msgpack_zone *z, const msgpack_object *o, bus_i64_list *out) {
 
 int
 bus__fill_str_map(msgpack_zone *z, const msgpack_object *o, bus_str_map *out) {
-  uint32_t i, n = o->via.map.size;
-  bus_str_kv *v = bus__alloc(z, n, sizeof *v);
-  if (n && !v)
-    return -1;
-  for (i = 0; i < n; i++) {
-    v[i].key = bus__str(&o->via.map.ptr[i].key);
-    v[i].val = bus__str(&o->via.map.ptr[i].val);
-  }
-  out->v = v;
-  out->n = n;
-  return 0;
+  FILL_MAP(bus_str_kv, bus__str(e));
 }
 
 int
 bus__fill_u64_map(msgpack_zone *z, const msgpack_object *o, bus_u64_map *out) {
-  uint32_t i, n = o->via.map.size;
-  bus_u64_kv *v = bus__alloc(z, n, sizeof *v);
-  if (n && !v)
-    return -1;
-  for (i = 0; i < n; i++) {
-    v[i].key = bus__str(&o->via.map.ptr[i].key);
-    v[i].val = o->via.map.ptr[i].val.via.u64;
-  }
-  out->v = v;
-  out->n = n;
-  return 0;
+  FILL_MAP(bus_u64_kv, e->via.u64);
 }
 
 static void

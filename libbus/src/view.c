@@ -329,15 +329,23 @@ bus_txn_end(bus_txn *t) {
 }
 
 int
-bus_view_stats_get(bus_view *v, bus_view_stats *s) {
+bus_view_read_with(bus_view *v, bus_read_fn fn, void *ud) {
   bus_txn *t;
   int rc = bus_view_read(v, &t);
   if (rc)
     return rc;
+  rc = fn(t, ud);
+  bus_txn_end(t);
+  return rc;
+}
+
+static int
+stats_in(bus_txn *t, void *ud) {
+  bus_view_stats *s = ud;
   MDB_stat st;
   MDB_dbi dbi = 0;
-  bus__table_dbi(v, BUS__T_OUTBOX, &dbi);
-  rc = mdb_stat(t->txn, dbi, &st);
+  bus__table_dbi(t->v, BUS__T_OUTBOX, &dbi);
+  int rc = mdb_stat(t->txn, dbi, &st);
   memset(s, 0, sizeof *s);
   s->applied_seq = t->c.applied_seq;
   s->applied_ns = t->c.applied_ns;
@@ -345,8 +353,12 @@ bus_view_stats_get(bus_view *v, bus_view_stats *s) {
   s->stale = t->c.stale;
   s->rejected = t->c.rejected;
   s->outbox = rc ? 0 : st.ms_entries;
-  bus_txn_end(t);
   return rc ? bus__mdb_err(rc, "stat outbox") : 0;
+}
+
+int
+bus_view_stats_get(bus_view *v, bus_view_stats *s) {
+  return bus_view_read_with(v, stats_in, s);
 }
 
 int
