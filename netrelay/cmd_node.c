@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmdline.h"
 #include "node.h"
 
 static volatile sig_atomic_t stop_flag;
@@ -23,37 +24,12 @@ on_signal(int sig) {
   stop_flag = 1;
 }
 
-static void
-log_line(void *ud, const char *line) {
-  (void)ud;
-  fprintf(stderr, "lark-relay: %s\n", line);
-}
-
 static int
 usage(void) {
   fprintf(stderr, "usage: lark-relay node --cluster C --node N --hub HOST:PORT"
                   " --hub-key HOSTKEY.pub --certs DIR --url NATS_URL"
                   " [--creds FILE] [--capture-port P]\n");
   return 2;
-}
-
-/* "HOST:PORT" (an IPv6 host in brackets) into o. */
-static int
-hub_arg(char *arg, relay_node_opts *o) {
-  char *colon = strrchr(arg, ':'), *end;
-  if (!colon || colon == arg)
-    return -1;
-  *colon = 0;
-  long p = strtol(colon + 1, &end, 10);
-  if (*end || p <= 0 || p > 65535)
-    return -1;
-  if (arg[0] == '[' && colon[-1] == ']') {
-    colon[-1] = 0;
-    arg++;
-  }
-  o->hub_host = arg;
-  o->hub_port = (int)p;
-  return 0;
 }
 
 static int
@@ -63,7 +39,7 @@ set_opt(relay_node_opts *o, const char *flag, char *v) {
   else if (!strcmp(flag, "--node"))
     o->node = v;
   else if (!strcmp(flag, "--hub"))
-    return hub_arg(v, o);
+    return relay_cmd_hostport(v, 1, 1, &o->hub_host, &o->hub_port);
   else if (!strcmp(flag, "--hub-key"))
     o->hub_key = v;
   else if (!strcmp(flag, "--certs"))
@@ -86,14 +62,8 @@ relay_cmd_node(int argc, char **argv) {
   for (int i = 2; i < argc; i += 2)
     if (i + 1 >= argc || set_opt(&o, argv[i], argv[i + 1]))
       return usage();
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  signal(SIGPIPE, SIG_IGN);
-  o.log = log_line;
+  relay_cmd_signals(on_signal, 0);
+  o.log = relay_cmd_log;
   int rc = relay_node_run(&o, &stop_flag);
   if (rc)
     fprintf(stderr, "lark-relay: node: %s: %s\n", bus_strerror(rc),

@@ -59,10 +59,7 @@ pause_ms(relay__tail *f, int ms) {
 
 static int
 stopping(relay__tail *f) {
-  pthread_mutex_lock(&f->mu);
-  int stop = f->stop;
-  pthread_mutex_unlock(&f->mu);
-  return stop;
+  return relay__locked_int(&f->mu, &f->stop);
 }
 
 /* Apply a batch; returns whether anything changed. */
@@ -183,10 +180,7 @@ relay__tail_start(bus_conn *c, const relay__tail_hooks *h, relay__tail **out) {
 
 int
 relay__tail_synced(relay__tail *f) {
-  pthread_mutex_lock(&f->mu);
-  int s = f->synced;
-  pthread_mutex_unlock(&f->mu);
-  return s;
+  return relay__locked_int(&f->mu, &f->synced);
 }
 
 void

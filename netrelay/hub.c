@@ -281,11 +281,8 @@ on_message(ssh_session ssh, ssh_message m, void *ud) {
 
 static int
 on_wake(socket_t fd, int revents, void *ud) {
-  uint64_t n;
-  (void)revents;
-  (void)ud;
-  if (read(fd, &n, sizeof n) < 0 && errno != EAGAIN)
-    return 0;
+  (void)revents, (void)ud;
+  relay__wake_drain(fd);
   return 0;
 }
 

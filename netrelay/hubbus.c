@@ -33,7 +33,9 @@ rev_apply(const char *subject, const bus_event *ev, void *ud) {
   pthread_mutex_lock(&h->mu);
   int rc = relay_revoked_apply(h->ev_rev, ev);
   pthread_mutex_unlock(&h->mu);
-  bus_obj_str(&ev->data, "serial", serial, sizeof serial);
+  const bus_ev_cert_revoked *d = bus_as_cert_revoked(ev);
+  if (d)
+    bus_str_copy(d->serial, serial, sizeof serial);
   if (rc)
     hub__log(h, "hub: unusable cert.revoked (seq %llu): %s",
              (unsigned long long)ev->seq, bus_strerror(rc));

@@ -73,6 +73,13 @@ hub__parse_target(const char *dst, int port, hub_target *t) {
   return canon_target(h, (size_t)(end - h), port_of(end + 1), t);
 }
 
+void
+relay__reset_fd(int fd) {
+  struct linger l = {.l_onoff = 1, .l_linger = 0};
+  setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+  close(fd);
+}
+
 /* A TCP connection to numeric ip:port within timeout_ms, or -errno. */
 int
 relay__dial(const char *ip, int port, int timeout_ms) {

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cmdline.h"
 #include "hub.h"
 #include "node.h"
 #include "revoked.h"
@@ -35,12 +36,6 @@ on_signal(int sig) {
     reload_flag = 1;
   else
     stop_flag = 1;
-}
-
-static void
-log_line(void *ud, const char *line) {
-  (void)ud;
-  fprintf(stderr, "lark-relay: %s\n", line);
 }
 
 static int
@@ -56,37 +51,6 @@ usage(void) {
           " --hub-key KEY.PUB --certs DIR --url NATS_URL [--creds FILE]"
           " [--capture-port P]\n");
   return 2;
-}
-
-/* "HOST:PORT" (an IPv6 host in brackets) into host and port. */
-static int
-split_listen(char *arg, const char **host, int *port) {
-  char *colon = strrchr(arg, ':'), *end;
-  if (!colon)
-    return -1;
-  *colon = 0;
-  long p = strtol(colon + 1, &end, 10);
-  if (*end || p < 0 || p > 65535)
-    return -1;
-  *port = (int)p;
-  if (arg[0] == '[' && colon > arg + 1 && colon[-1] == ']') {
-    colon[-1] = 0;
-    arg++;
-  }
-  *host = arg;
-  return 0;
-}
-
-static void
-signals(void) {
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  sigaction(SIGHUP, &sa, NULL);
-  signal(SIGPIPE, SIG_IGN);
 }
 
 /* The hub's bus connection for --url (retrying until the broker is
@@ -120,7 +84,8 @@ cmd_hub(int argc, char **argv) {
     if (!v)
       return usage();
     i++;
-    if (!strcmp(a, "--listen") && split_listen(argv[i], &o.host, &o.port))
+    if (!strcmp(a, "--listen") &&
+        relay_cmd_hostport(argv[i], 0, 0, &o.host, &o.port))
       return usage();
     else if (!strcmp(a, "--ca"))
       o.ca_path = v;
@@ -146,8 +111,8 @@ cmd_hub(int argc, char **argv) {
     return usage();
   o.policy = relay_allow_policy;
   o.policy_ud = &allow;
-  o.log = log_line;
-  signals();
+  o.log = relay_cmd_log;
+  relay_cmd_signals(on_signal, 1);
   int rc = hub_bus(url, creds, &o.bus);
   if (!rc)
     rc = relay_hub_run(&o, &stop_flag, &reload_flag);

@@ -29,6 +29,7 @@
 #include "capture.h"
 #include "node.h"
 #include "podnet.h"
+#include "relay-int.h"
 #include "routes.h"
 #include "splice.h"
 #include "sshc.h"
@@ -77,27 +78,16 @@ static void nlog(node *n, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void
 nlog(node *n, const char *fmt, ...) {
-  char line[1024];
   va_list ap;
-  if (!n->o.log)
-    return;
   va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
+  relay__vlog(n->o.log, n->o.log_ud, fmt, ap);
   va_end(ap);
-  n->o.log(n->o.log_ud, line);
 }
 
 void
 relay_node_opts_init(relay_node_opts *o) {
   memset(o, 0, sizeof *o);
   o->capture_port = RELAY_CAPTURE_PORT;
-}
-
-static void
-reset_fd(int fd) {
-  struct linger l = {.l_onoff = 1, .l_linger = 0};
-  setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
-  close(fd);
 }
 
 /* ------------------------------------------------------------- sessions */
@@ -182,7 +172,7 @@ static void
 route_local(node *n, int fd, const relay_route *r, int port, const char *what) {
   flow *f = calloc(1, sizeof *f);
   if (!f) {
-    reset_fd(fd);
+    relay__reset_fd(fd);
     return;
   }
   f->n = n;
@@ -201,10 +191,10 @@ route_hub(node *n, int fd, const cap *c, const char *ip, int port,
   dom *d = find_dom(n, c->domain);
   if (!d) {
     nlog(n, "node: refused %s: no certificate for domain %s", what, c->domain);
-    reset_fd(fd);
+    relay__reset_fd(fd);
   } else if (relay_sshc_submit(d->s, fd, ip, port)) {
     nlog(n, "node: refused %s: %s", what, bus_last_error());
-    reset_fd(fd);
+    relay__reset_fd(fd);
   } else {
     nlog(n, "node: %s: via hub", what);
   }
@@ -219,18 +209,18 @@ route(node *n, cap *c, int fd) {
   if (relay_capture_target(fd, ip, &port)) {
     nlog(n, "node: refused a connection in pod %s: %s", c->pod,
          bus_last_error());
-    reset_fd(fd);
+    relay__reset_fd(fd);
     return;
   }
   snprintf(what, sizeof what, "pod %s -> %s:%d", c->pod, ip, port);
   if (relay_routes_find(n->rt, c->domain, ip, &r)) {
     nlog(n, "node: refused %s: no route in domain %s", what, c->domain);
-    reset_fd(fd);
+    relay__reset_fd(fd);
   } else if (r.via_hub) {
     route_hub(n, fd, c, ip, port, what);
   } else if (!r.real_ip[0]) {
     nlog(n, "node: refused %s: pod %s has no address yet", what, r.pod);
-    reset_fd(fd);
+    relay__reset_fd(fd);
   } else {
     route_local(n, fd, &r, port, what);
   }
@@ -359,14 +349,9 @@ collect(const relay_route *r, void *ud) {
   rows *w = ud;
   if (r->via_hub || strcmp(r->node, w->node) || !r->real_ip[0] || !r->cidr[0])
     return 0;
-  if (w->n == w->cap) {
-    size_t nc = w->cap ? w->cap * 2 : 16;
-    relay_route *v = realloc(w->v, nc * sizeof *v);
-    if (!v)
-      return -ENOMEM;
-    w->v = v;
-    w->cap = nc;
-  }
+  int rc = bus_grow(&w->v, w->n, &w->cap, sizeof *w->v, 16);
+  if (rc)
+    return rc;
   w->v[w->n++] = *r;
   return 0;
 }

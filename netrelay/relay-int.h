@@ -7,11 +7,39 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <unistd.h>
+
 #include "bus.h"
+
+/* One formatted line to a relay's log callback (hublog.c); nothing when
+ * log is NULL. */
+void relay__vlog(void (*log)(void *ud, const char *line), void *ud,
+                 const char *fmt, va_list ap);
+
+/* *v read under mu: a flag another thread sets. */
+static inline int
+relay__locked_int(pthread_mutex_t *mu, const int *v) {
+  pthread_mutex_lock(mu);
+  int x = *v;
+  pthread_mutex_unlock(mu);
+  return x;
+}
+
+/* Empty the eventfd that woke a loop: -1 on an error but EAGAIN. */
+static inline int
+relay__wake_drain(int fd) {
+  uint64_t n;
+  return read(fd, &n, sizeof n) < 0 && errno != EAGAIN ? -1 : 0;
+}
 
 /* A TCP connection to numeric ip:port (non-blocking once made) within
  * timeout_ms, or -errno: -EINVAL for an address that is not numeric. */
 int relay__dial(const char *ip, int port, int timeout_ms);
+/* Close fd with a reset (SO_LINGER 0), so the peer sees the cut at once. */
+void relay__reset_fd(int fd);
 
 /* What the followers' consumers are named: "relay-<the principal's nkey
  * public key>" (bus_consumer_name). The relay roles' broker rules in

@@ -12,12 +12,29 @@
 
 #define KRL_MAX_FILE (64u << 20)
 
+/* ev's serial into buf; -1 when it has none that fits. */
+static int
+serial_of(const bus_event *ev, char *buf, size_t cap) {
+  const bus_ev_cert_revoked *d = bus_as_cert_revoked(ev);
+  bus_ev_cert_revoked own;
+  msgpack_zone z;
+  msgpack_zone_init(&z, 256); /* for an event decoded without its types */
+  int bad = !d && bus_cert_revoked_unpack(&ev->data, &z, &own);
+  if (!bad && !d)
+    d = &own;
+  bad = bad || d->serial.len >= cap;
+  if (!bad)
+    bus_str_copy(d->serial, buf, cap);
+  msgpack_zone_destroy(&z);
+  return bad ? -1 : 0;
+}
+
 int
 relay_revoked_apply(sshwire_krl *r, const bus_event *ev) {
   char serial[80];
   if (!ev->type || strcmp(ev->type, "cert.revoked"))
     return 0;
-  if (!bus_obj_str(&ev->data, "serial", serial, sizeof serial))
+  if (serial_of(ev, serial, sizeof serial))
     return BUS_EFIELD;
   size_t n = strlen(serial);
   if (n != 16)

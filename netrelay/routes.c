@@ -72,18 +72,12 @@ canon_ip(const char *ip, char out[RELAY_IP_MAX]) {
   return -1;
 }
 
-/* A string field into buf; -1 when absent (required) or too long. */
+/* s into buf; -1 when it does not fit. */
 static int
-field(const bus_event *ev, const char *key, char *buf, size_t cap,
-      int required) {
-  const msgpack_object *o = bus_obj_get(&ev->data, key);
-  buf[0] = 0;
-  if (!o)
-    return required ? -1 : 0;
-  if (o->type != MSGPACK_OBJECT_STR || o->via.str.size >= cap)
+copy(bus_str s, char *buf, size_t cap) {
+  if (s.len >= cap)
     return -1;
-  memcpy(buf, o->via.str.ptr, o->via.str.size);
-  buf[o->via.str.size] = 0;
+  bus_str_copy(s, buf, cap);
   return 0;
 }
 
@@ -105,37 +99,55 @@ names_ok(const relay_route *r) {
 
 /* A route.set's data into r (canonical addresses); BUS_EFIELD if bad. */
 static int
-parse_set(const bus_event *ev, relay_route *r) {
-  char ip[RELAY_IP_MAX], real[RELAY_IP_MAX], via[8];
+parse_set(const bus_ev_route_set *d, relay_route *r) {
+  char ip[RELAY_IP_MAX], real[RELAY_IP_MAX];
   memset(r, 0, sizeof *r);
-  if (field(ev, "domain", r->domain, sizeof r->domain, 1) ||
-      field(ev, "cluster", r->cluster, sizeof r->cluster, 1) ||
-      field(ev, "pod", r->pod, sizeof r->pod, 1) ||
-      field(ev, "ip", ip, sizeof ip, 1) ||
-      field(ev, "realIP", real, sizeof real, 0) ||
-      field(ev, "node", r->node, sizeof r->node, 1) ||
-      field(ev, "podCluster", r->pod_cluster, sizeof r->pod_cluster, 1) ||
-      field(ev, "cidr", r->cidr, sizeof r->cidr, 0) ||
-      field(ev, "via", via, sizeof via, 1))
+  if (copy(d->domain, r->domain, sizeof r->domain) ||
+      copy(d->cluster, r->cluster, sizeof r->cluster) ||
+      copy(d->pod, r->pod, sizeof r->pod) || copy(d->ip, ip, sizeof ip) ||
+      copy(d->realIP, real, sizeof real) ||
+      copy(d->node, r->node, sizeof r->node) ||
+      copy(d->podCluster, r->pod_cluster, sizeof r->pod_cluster) ||
+      copy(d->cidr, r->cidr, sizeof r->cidr))
     return BUS_EFIELD;
   if (!names_ok(r) || !bus_name_valid(r->pod_cluster, BUS_NAME_MAX) ||
       canon_ip(ip, r->ip) || (real[0] && canon_ip(real, r->real_ip)))
     return BUS_EFIELD;
-  if (!strcmp(via, "hub"))
+  if (bus_str_eq(d->via, "hub"))
     r->via_hub = 1;
-  else if (strcmp(via, "local"))
+  else if (!bus_str_eq(d->via, "local"))
     return BUS_EFIELD;
   return 0;
 }
 
 static int
-parse_deleted(const bus_event *ev, relay_route *r) {
+parse_deleted(const bus_ev_route_deleted *d, relay_route *r) {
   memset(r, 0, sizeof *r);
-  if (field(ev, "domain", r->domain, sizeof r->domain, 1) ||
-      field(ev, "cluster", r->cluster, sizeof r->cluster, 1) ||
-      field(ev, "pod", r->pod, sizeof r->pod, 1) || !names_ok(r))
+  if (copy(d->domain, r->domain, sizeof r->domain) ||
+      copy(d->cluster, r->cluster, sizeof r->cluster) ||
+      copy(d->pod, r->pod, sizeof r->pod) || !names_ok(r))
     return BUS_EFIELD;
   return 0;
+}
+
+/* A route event's row into r: 0, BUS_EUNKNOWN_TYPE or BUS_EFIELD. */
+static int
+parse(const char *subject, const bus_event *ev, int del, relay_route *r) {
+  const void *d = NULL;
+  msgpack_zone z;
+  int rc;
+  if (!ev->type || (!del && strcmp(ev->type, "route.set")))
+    return BUS_EUNKNOWN_TYPE;
+  if (!subject || strlen(subject) >= BUS_SUBJECT_MAX)
+    return BUS_EFIELD;
+  msgpack_zone_init(&z, 1024); /* for an event decoded without its types */
+  if (bus_event_typed(ev, &z, &d))
+    rc = BUS_EFIELD;
+  else if (!(rc = del ? parse_deleted(d, r) : parse_set(d, r)) &&
+           !subject_agrees(subject, r))
+    rc = BUS_EFIELD;
+  msgpack_zone_destroy(&z);
+  return rc;
 }
 
 /* --------------------------------------------------------------- table */
@@ -165,14 +177,9 @@ put(relay_routes *t, const char *subject, const relay_route *r) {
   int found;
   size_t i = locate(t, subject, &found);
   if (!found) {
-    if (t->n == t->cap) {
-      size_t cap = t->cap ? t->cap * 2 : 64;
-      row *p = realloc(t->rows, cap * sizeof *p);
-      if (!p)
-        return -ENOMEM;
-      t->rows = p;
-      t->cap = cap;
-    }
+    int rc = bus_grow(&t->rows, t->n, &t->cap, sizeof *t->rows, 64);
+    if (rc)
+      return rc;
     memmove(&t->rows[i + 1], &t->rows[i], (t->n - i) * sizeof *t->rows);
     t->n++;
     snprintf(t->rows[i].subject, sizeof t->rows[i].subject, "%s", subject);
@@ -191,14 +198,8 @@ drop_at(relay_routes *t, size_t i) {
 int
 relay_routes_apply(relay_routes *t, const char *subject, const bus_event *ev) {
   relay_route r;
-  int rc, del = ev->type && !strcmp(ev->type, "route.deleted");
-  if (!ev->type || (!del && strcmp(ev->type, "route.set")))
-    rc = BUS_EUNKNOWN_TYPE;
-  else if (!subject || strlen(subject) >= BUS_SUBJECT_MAX)
-    rc = BUS_EFIELD;
-  else if (!(rc = del ? parse_deleted(ev, &r) : parse_set(ev, &r)) &&
-           !subject_agrees(subject, &r))
-    rc = BUS_EFIELD;
+  int del = ev->type && !strcmp(ev->type, "route.deleted");
+  int rc = parse(subject, ev, del, &r);
   pthread_mutex_lock(&t->mu);
   if (rc) {
     t->skipped++;
@@ -268,20 +269,23 @@ relay_routes_count(relay_routes *t) {
   return n;
 }
 
+/* A counter of t, read under its lock. */
+static uint64_t
+counter(relay_routes *t, const uint64_t *c) {
+  pthread_mutex_lock(&t->mu);
+  uint64_t v = *c;
+  pthread_mutex_unlock(&t->mu);
+  return v;
+}
+
 uint64_t
 relay_routes_generation(relay_routes *t) {
-  pthread_mutex_lock(&t->mu);
-  uint64_t g = t->gen;
-  pthread_mutex_unlock(&t->mu);
-  return g;
+  return counter(t, &t->gen);
 }
 
 uint64_t
 relay_routes_skipped(relay_routes *t) {
-  pthread_mutex_lock(&t->mu);
-  uint64_t s = t->skipped;
-  pthread_mutex_unlock(&t->mu);
-  return s;
+  return counter(t, &t->skipped);
 }
 
 /* A new consumer starts: rows it delivers get the new epoch. */

@@ -57,8 +57,6 @@ struct relay_sshc {
 /* A line to the session's log callback, if it has one. */
 void sshc__log(relay_sshc *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* Close fd so that its peer sees a reset, not an orderly end. */
-void sshc__reset_fd(int fd);
 /* The jobs queued by relay_sshc_submit, taken over (under mu). */
 job *sshc__take_queue(relay_sshc *s);
 

@@ -140,12 +140,8 @@ open_session(relay_sshc *s) {
 
 static int
 on_wake(socket_t fd, int revents, void *ud) {
-  uint64_t n;
-  (void)revents;
-  (void)ud;
-  if (read(fd, &n, sizeof n) < 0 && errno != EAGAIN)
-    return -1;
-  return 0;
+  (void)revents, (void)ud;
+  return relay__wake_drain(fd);
 }
 
 static void
@@ -304,10 +300,7 @@ relay_sshc_submit(relay_sshc *s, int fd, const char *ip, int port) {
 
 int
 relay_sshc_ready(relay_sshc *s) {
-  pthread_mutex_lock(&s->mu);
-  int r = s->ready;
-  pthread_mutex_unlock(&s->mu);
-  return r;
+  return relay__locked_int(&s->mu, &s->ready);
 }
 
 void

@@ -36,25 +36,14 @@
 
 /* ------------------------------------------------------- shared helpers */
 
-/* What the session thread (sshc.c) uses too: its log line, a socket
- * closed with a reset, the queue of channel requests taken whole. */
+/* What the session thread (sshc.c) uses too: its log line and the queue
+ * of channel requests taken whole. */
 void
 sshc__log(relay_sshc *s, const char *fmt, ...) {
-  char line[1024];
   va_list ap;
-  if (!s->log)
-    return;
   va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
+  relay__vlog(s->log, s->log_ud, fmt, ap);
   va_end(ap);
-  s->log(s->log_ud, line);
-}
-
-void
-sshc__reset_fd(int fd) {
-  struct linger l = {.l_onoff = 1, .l_linger = 0};
-  setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
-  close(fd);
 }
 
 job *
@@ -209,7 +198,7 @@ open_step(relay_sshc *s, job *j) {
 void
 sshc__job_free(job *j) {
   if (j->fd >= 0)
-    sshc__reset_fd(j->fd);
+    relay__reset_fd(j->fd);
   if (j->ch)
     ssh_channel_free(j->ch);
   free(j);
