@@ -87,7 +87,8 @@ register_node(edge_agent *a) {
       (rc = bus_schema_check("node.registered", &o, errs, 4, &n)))
     rc = bus_error(rc, "the node's description is refused: %s: %s",
                    errs[0].path, errs[0].reason);
-  snprintf(subject, sizeof subject, "lark.in.%s.sched.node", a->cfg.node);
+  if (!rc) /* in through the node's ingress, with its heartbeats */
+    rc = bus_subj_node_heartbeat(subject, sizeof subject, a->cfg.node);
   edge_msg m = {subject, "node.registered", sb.data, sb.size};
   if (!rc)
     rc = edge_send(a, &m);
@@ -197,6 +198,16 @@ shutdown_agent(edge_agent *a) {
   uv_loop_close(a->loop);
 }
 
+static int
+start_thread(pthread_t *th, int *started, void *(*fn)(void *), edge_agent *a,
+             const char *what) {
+  int rc = pthread_create(th, NULL, fn, a);
+  if (rc)
+    return bus_error(-rc, "cannot start the %s thread", what);
+  *started = 1;
+  return 0;
+}
+
 int
 edge_agent_run(const edge_config *cfg) {
   edge_agent *a = calloc(1, sizeof *a);
@@ -229,8 +240,11 @@ edge_agent_run(const edge_config *cfg) {
     edge_procs_adopt(a);
     edge_net_sweep(a);
     edge_pods_reconcile(a);
-    if (!(rc = connect_broker(a)) && !(rc = edge_slice_start(a)))
-      rc = edge_sender_start(a);
+    if (!(rc = connect_broker(a)) &&
+        !(rc = start_thread(&a->slice_th, &a->slice_started, edge_slice_main, a,
+                            "slice")))
+      rc = start_thread(&a->sender_th, &a->sender_started, edge_sender_main, a,
+                        "sender");
     edge_logf("info", "-", "node %s running (data %s, runtimes %s%s%s)",
               a->cfg.node, a->cfg.data, a->cfg.runtimes,
               a->cfg.pod_cidr ? ", pod CIDR " : "",

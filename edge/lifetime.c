@@ -244,7 +244,8 @@ out:
 /* ------------------------------------------------------------- adopt */
 
 static void
-adopt_one(const char *pod, const edge_run *r, void *ud) {
+adopt_one(const char *pod, const void *val, void *ud) {
+  const edge_run *r = val;
   edge_agent *a = ud;
   edge_run e = *r;
   e.state = EDGE_RUN_ENDED;

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,80 +84,61 @@ env_or(const char *name, const char *def) {
   return v && *v ? v : def;
 }
 
-static const struct option opts[] = {{"node", 1, 0, 'n'},
-                                     {"cluster", 1, 0, 'c'},
-                                     {"labels", 1, 0, 'l'},
-                                     {"capacity", 1, 0, 'C'},
-                                     {"devices", 1, 0, 'd'},
-                                     {"runtimes", 1, 0, 'r'},
-                                     {"url", 1, 0, 'u'},
-                                     {"creds", 1, 0, 'k'},
-                                     {"data", 1, 0, 'D'},
-                                     {"heartbeat", 1, 0, 'h'},
-                                     {"grace", 1, 0, 'g'},
-                                     {"pod-cidr", 1, 0, 'p'},
-                                     {"artifact-ca", 1, 0, 'A'},
-                                     {"artifact-max", 1, 0, 'M'},
-                                     {"artifact-timeout", 1, 0, 'T'},
-                                     {"help", 0, 0, '?'},
-                                     {0, 0, 0, 0}};
+/* How a flag's value goes into its field of edge_config. */
+enum { STR, MS, SECONDS, BYTES };
 
-/* Option o with value arg into c (the artifact CA's name into *ca); 1
- * when it is unknown or its value is bad. */
+static const struct flag {
+  const char *name;
+  int kind;
+  size_t off;
+} flags[] = {
+    {"node", STR, offsetof(edge_config, node)},
+    {"cluster", STR, offsetof(edge_config, cluster)},
+    {"labels", STR, offsetof(edge_config, labels)},
+    {"capacity", STR, offsetof(edge_config, capacity)},
+    {"devices", STR, offsetof(edge_config, devices)},
+    {"runtimes", STR, offsetof(edge_config, runtimes)},
+    {"url", STR, offsetof(edge_config, url)},
+    {"creds", STR, offsetof(edge_config, creds)},
+    {"data", STR, offsetof(edge_config, data)},
+    {"heartbeat", MS, offsetof(edge_config, heartbeat_ms)},
+    {"grace", MS, offsetof(edge_config, grace_ms)},
+    {"pod-cidr", STR, offsetof(edge_config, pod_cidr)},
+    {"artifact-ca", STR, offsetof(edge_config, artifact_ca)},
+    {"artifact-max", BYTES, offsetof(edge_config, artifact_max)},
+    {"artifact-timeout", SECONDS, offsetof(edge_config, artifact_timeout_s)},
+};
+enum { NFLAGS = sizeof flags / sizeof flags[0] };
+
+/* Flag f's value arg into c; 1 when it is bad. */
 static int
-set_opt(edge_config *c, int o, const char *arg, const char **ca) {
-  int bad = 0, timeout_ms = 0;
-  switch (o) {
-  case 'n':
-    c->node = arg;
+set_opt(edge_config *c, const struct flag *f, const char *arg) {
+  void *field = (char *)c + f->off;
+  int ms = 0, bad = 0;
+  switch (f->kind) {
+  case STR:
+    *(const char **)field = arg;
     break;
-  case 'c':
-    c->cluster = arg;
+  case MS:
+    bad = seconds_ms(arg, field);
     break;
-  case 'l':
-    c->labels = arg;
-    break;
-  case 'C':
-    c->capacity = arg;
-    break;
-  case 'd':
-    c->devices = arg;
-    break;
-  case 'r':
-    c->runtimes = arg;
-    break;
-  case 'u':
-    c->url = arg;
-    break;
-  case 'k':
-    c->creds = arg;
-    break;
-  case 'D':
-    c->data = arg;
-    break;
-  case 'h':
-    bad = seconds_ms(arg, &c->heartbeat_ms);
-    break;
-  case 'g':
-    bad = seconds_ms(arg, &c->grace_ms);
-    break;
-  case 'p':
-    c->pod_cidr = arg;
-    break;
-  case 'A':
-    *ca = arg;
-    break;
-  case 'M':
-    bad = size_bytes(arg, &c->artifact_max);
-    break;
-  case 'T':
-    bad = seconds_ms(arg, &timeout_ms);
-    c->artifact_timeout_s = timeout_ms < 1000 ? 1 : timeout_ms / 1000;
+  case SECONDS:
+    bad = seconds_ms(arg, &ms);
+    *(int *)field = ms < 1000 ? 1 : ms / 1000;
     break;
   default:
-    bad = 1;
+    bad = size_bytes(arg, field);
   }
   return bad;
+}
+
+/* The flags as getopt_long reads them: each one's index is its value. */
+static void
+getopt_table(struct option *o) {
+  for (int i = 0; i < NFLAGS; i++)
+    o[i] = (struct option){flags[i].name, 1, 0, i};
+  o[NFLAGS] = (struct option){"help", 0, 0, '?'};
+  o[NFLAGS + 1] = (struct option){0, 0, 0, 0};
 }
 
 int
@@ -171,9 +153,12 @@ main(int argc, char **argv) {
   c.node = env_or("LARK_NODE", NULL);
   c.pod_cidr = env_or("LARK_POD_CIDR", NULL);
   const char *ca = env_or("LARK_ARTIFACT_CA", NULL);
+  struct option opts[NFLAGS + 2];
+  getopt_table(opts);
+  c.artifact_ca = ca;
   int o;
   while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1)
-    if (set_opt(&c, o, optarg, &ca)) {
+    if (o < 0 || o >= NFLAGS || set_opt(&c, &flags[o], optarg)) {
       fputs(usage, stderr);
       return 2;
     }
@@ -181,6 +166,8 @@ main(int argc, char **argv) {
     fputs(usage, stderr);
     return 2;
   }
+  ca = c.artifact_ca; /* made absolute, or none */
+  c.artifact_ca = NULL;
   if (ca && *ca && ca_file(ca, &c.artifact_ca))
     return 2;
   return edge_agent_run(&c) ? 1 : 0;

@@ -56,7 +56,7 @@ edge_net_teardown(edge_agent *a, const char *pod) {
 }
 
 static void
-sweep_one(const char *pod, const edge_net *n, void *ud) {
+sweep_one(const char *pod, const void *n, void *ud) {
   edge_agent *a = ud;
   (void)n;
   if (!edge_proc_find_live(a, pod))

@@ -8,6 +8,7 @@
  * MemTotal in MiB, no GPU.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -92,121 +93,148 @@ mem_total_mib(void) {
   return kb / 1024;
 }
 
+/*
+ * The node's lists: the strings copied into text (edge_parse_kv hands
+ * over pieces of a buffer of its own), the entries pointing into it. A
+ * list of at most 4 KiB has at most 1024 "k=v" entries.
+ */
+enum { LIST_MAX = 1024, ADDRS_MAX = 16 };
+
+typedef struct node_lists {
+  char text[4 * 4096];
+  size_t used;
+  bus_str_kv labels[LIST_MAX + 3];
+  bus_u64_kv devices[LIST_MAX];
+  bus_str runtimes[LIST_MAX];
+  bus_str addrs[ADDRS_MAX];
+  char addr[ADDRS_MAX][INET6_ADDRSTRLEN];
+  uint32_t nlabels, ndev, nrt, naddrs;
+} node_lists;
+
+/* s[0..n) into l's text; cut to what room is left. */
+static bus_str
+keep_n(node_lists *l, const char *s, size_t n) {
+  if (n > sizeof l->text - l->used)
+    n = sizeof l->text - l->used;
+  bus_str b = {l->text + l->used, (uint32_t)n};
+  memcpy(l->text + l->used, s, n);
+  l->used += n;
+  return b;
+}
+
+static bus_str
+keep(node_lists *l, const char *s) {
+  return keep_n(l, s, strlen(s));
+}
+
 static int
-count_kv(const char *k, const char *v, void *ud) {
-  (void)k, (void)v;
-  ++*(int *)ud;
+label_kv(const char *k, const char *v, void *ud) {
+  node_lists *l = ud;
+  l->labels[l->nlabels++] = (bus_str_kv){keep(l, k), keep(l, v)};
   return 0;
 }
 
 static int
-pack_str_kv(const char *k, const char *v, void *ud) {
-  msgpack_packer *pk = ud;
-  msgpack_pack_str_with_body(pk, k, strlen(k));
-  msgpack_pack_str_with_body(pk, v, strlen(v));
-  return 0;
-}
-
-static int
-pack_uint_kv(const char *k, const char *v, void *ud) {
-  msgpack_packer *pk = ud;
+device_kv(const char *k, const char *v, void *ud) {
+  node_lists *l = ud;
   uint64_t n = 0;
   int rc = parse_u64(v, &n, 0);
-  if (rc)
-    return rc;
-  msgpack_pack_str_with_body(pk, k, strlen(k));
-  msgpack_pack_uint64(pk, n);
-  return 0;
+  if (!rc)
+    l->devices[l->ndev++] = (bus_u64_kv){keep(l, k), n};
+  return rc;
 }
 
+/* The node's addresses: every one but loopback and IPv6 link-local, at
+ * most 16; 127.0.0.1 when there is none. */
 static void
-pack_addresses(msgpack_packer *pk) {
+addresses(node_lists *l) {
   struct ifaddrs *ifs = NULL, *i;
-  char addr[16][INET6_ADDRSTRLEN];
   int n = 0;
   if (getifaddrs(&ifs) == 0)
-    for (i = ifs; i && n < 16; i = i->ifa_next) {
+    for (i = ifs; i && n < ADDRS_MAX; i = i->ifa_next) {
       if (!i->ifa_addr || (i->ifa_flags & IFF_LOOPBACK))
         continue;
       if (i->ifa_addr->sa_family == AF_INET)
         inet_ntop(AF_INET,
                   &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr,
-                  addr[n++], INET6_ADDRSTRLEN);
+                  l->addr[n++], INET6_ADDRSTRLEN);
       else if (i->ifa_addr->sa_family == AF_INET6) {
         struct in6_addr *a6 =
             &((struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr;
         if (!IN6_IS_ADDR_LINKLOCAL(a6))
-          inet_ntop(AF_INET6, a6, addr[n++], INET6_ADDRSTRLEN);
+          inet_ntop(AF_INET6, a6, l->addr[n++], INET6_ADDRSTRLEN);
       }
     }
   if (ifs)
     freeifaddrs(ifs);
   if (!n)
-    strcpy(addr[n++], "127.0.0.1");
-  msgpack_pack_array(pk, (uint32_t)n);
+    strcpy(l->addr[n++], "127.0.0.1");
   for (int k = 0; k < n; k++)
-    msgpack_pack_str_with_body(pk, addr[k], strlen(addr[k]));
+    l->addrs[k] = bus_str_of(l->addr[k]);
+  l->naddrs = (uint32_t)n;
 }
 
+/* The runtimes of "a,b", empty pieces passed over. */
 static void
-pack_capacity(msgpack_packer *pk, const res *r, const char *devices, int ndev) {
-  msgpack_pack_map(pk, 3 + (ndev > 0));
-  msgpack_pack_str_with_body(pk, "cpu", 3);
-  msgpack_pack_uint64(pk, r->has_cpu ? r->cpu
-                                     : (uint64_t)sysconf(_SC_NPROCESSORS_ONLN));
-  msgpack_pack_str_with_body(pk, "memory", 6);
-  msgpack_pack_uint64(pk, r->has_mem ? r->memory : mem_total_mib());
-  msgpack_pack_str_with_body(pk, "gpu", 3);
-  msgpack_pack_uint64(pk, r->has_gpu ? r->gpu : 0);
-  if (ndev) {
-    msgpack_pack_str_with_body(pk, "devices", 7);
-    msgpack_pack_map(pk, (uint32_t)ndev);
-    edge_parse_kv(devices, pack_uint_kv, pk);
+runtimes(const edge_config *cfg, node_lists *l) {
+  for (const char *s = cfg->runtimes; s && *s && l->nrt < LIST_MAX;) {
+    const char *end = strchr(s, ',');
+    size_t len = end ? (size_t)(end - s) : strlen(s);
+    if (len)
+      l->runtimes[l->nrt++] = keep_n(l, s, len);
+    s = end ? end + 1 : s + len;
   }
+}
+
+static int
+describe(const edge_config *cfg, node_lists *l, msgpack_sbuffer *sb) {
+  res r = {0};
+  struct utsname u;
+  int rc;
+  if ((rc = edge_parse_kv(cfg->capacity, capacity_kv, &r)) ||
+      (rc = edge_parse_kv(cfg->labels, label_kv, l)) ||
+      (rc = edge_parse_kv(cfg->devices, device_kv, l)))
+    return rc;
+  uname(&u);
+  label_kv("rlark.io/os", "linux", l);
+  label_kv("rlark.io/arch", u.machine, l);
+  label_kv("rlark.io/agent-version", EDGE_VERSION, l);
+  runtimes(cfg, l);
+  addresses(l);
+  bus_node_res n = {
+      .apiVersion = BUS_STR("rlinf.io/v1alpha1"),
+      .kind = BUS_STR("Node"),
+      .metadata = {.name = bus_str_of(cfg->node)},
+      .spec = {.cluster = bus_str_of(cfg->cluster),
+               .has_labels = 1,
+               .labels = {l->labels, l->nlabels},
+               .has_addresses = 1,
+               .addresses = {l->addrs, l->naddrs},
+               .has_runtimes = 1,
+               .runtimes = {l->runtimes, l->nrt},
+               .capacity = {
+                   .has_cpu = 1,
+                   .cpu = r.has_cpu ? r.cpu
+                                    : (uint64_t)sysconf(_SC_NPROCESSORS_ONLN),
+                   .has_memory = 1,
+                   .memory = r.has_mem ? r.memory : mem_total_mib(),
+                   .has_gpu = 1,
+                   .gpu = r.has_gpu ? r.gpu : 0,
+                   .has_devices = l->ndev > 0,
+                   .devices = {l->devices, l->ndev}}}};
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+  return bus_node_res_write(&pk, &n) ? -ENOMEM : 0;
 }
 
 int
 edge_node_resource(const edge_config *cfg, msgpack_sbuffer *sb) {
-  res r = {0};
-  int nlabels = 0, ndev = 0, nrt = 0, rc;
-  struct utsname u;
-  char rts[256];
-  if ((rc = edge_parse_kv(cfg->capacity, capacity_kv, &r)) ||
-      (rc = edge_parse_kv(cfg->labels, count_kv, &nlabels)) ||
-      (rc = edge_parse_kv(cfg->devices, count_kv, &ndev)))
-    return rc;
-  uname(&u);
-  snprintf(rts, sizeof rts, "%s", cfg->runtimes);
-  for (char *s = rts; *s; s++)
-    nrt += *s == ',';
-  nrt += rts[0] != 0;
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 4);
-  pack_str_kv("apiVersion", "rlinf.io/v1alpha1", &pk);
-  pack_str_kv("kind", "Node", &pk);
-  msgpack_pack_str_with_body(&pk, "metadata", 8);
-  msgpack_pack_map(&pk, 1);
-  pack_str_kv("name", cfg->node, &pk);
-  msgpack_pack_str_with_body(&pk, "spec", 4);
-  msgpack_pack_map(&pk, 5);
-  pack_str_kv("cluster", cfg->cluster, &pk);
-  msgpack_pack_str_with_body(&pk, "labels", 6);
-  msgpack_pack_map(&pk, (uint32_t)nlabels + 3);
-  edge_parse_kv(cfg->labels, pack_str_kv, &pk);
-  pack_str_kv("rlark.io/os", "linux", &pk);
-  pack_str_kv("rlark.io/arch", u.machine, &pk);
-  pack_str_kv("rlark.io/agent-version", EDGE_VERSION, &pk);
-  msgpack_pack_str_with_body(&pk, "addresses", 9);
-  pack_addresses(&pk);
-  msgpack_pack_str_with_body(&pk, "runtimes", 8);
-  msgpack_pack_array(&pk, (uint32_t)nrt);
-  char *save = NULL;
-  for (char *t = strtok_r(rts, ",", &save); t; t = strtok_r(NULL, ",", &save))
-    msgpack_pack_str_with_body(&pk, t, strlen(t));
-  msgpack_pack_str_with_body(&pk, "capacity", 8);
-  pack_capacity(&pk, &r, cfg->devices, ndev);
-  return 0;
+  node_lists *l = calloc(1, sizeof *l);
+  if (!l)
+    return bus_error(-ENOMEM, "out of memory describing the node");
+  int rc = describe(cfg, l, sb);
+  free(l);
+  return rc;
 }
 
 int

@@ -18,66 +18,87 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "output.h"
 #include "sender.h"
 #include "utf8.h"
 
 enum { BATCH_BYTES = 256 * 1024 };
 
-/* Queue a message for this pod's node. */
-static int
-proc_send(edge_proc *p, const char *what, const char *type,
-          const msgpack_sbuffer *sb) {
-  char subject[BUS_SUBJECT_MAX];
-  snprintf(subject, sizeof subject, "lark.in.%s.%s.%s", p->a->cfg.node, what,
-           p->pod);
-  edge_msg m = {subject, type, sb->data, sb->size};
-  return edge_send(p->a, &m);
-}
-
 void
 edge_proc_flush(edge_proc *p) {
   if (!p->nlines)
     return;
+  char subject[BUS_SUBJECT_MAX];
+  bus_log_line *lines = malloc(p->nlines * sizeof *lines);
+  bus_ev_log_batch d = {.pod = bus_str_of(p->pod),
+                        .has_attempt = 1,
+                        .attempt = p->attempt,
+                        .lines = {lines, p->nlines}};
   msgpack_sbuffer sb;
   msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 3);
-  msgpack_pack_str_with_body(&pk, "pod", 3);
-  msgpack_pack_str_with_body(&pk, p->pod, strlen(p->pod));
-  msgpack_pack_str_with_body(&pk, "attempt", 7);
-  msgpack_pack_uint32(&pk, p->attempt);
-  msgpack_pack_str_with_body(&pk, "lines", 5);
-  msgpack_pack_array(&pk, p->nlines);
-  msgpack_sbuffer_write(&sb, p->lines.data, p->lines.size);
-  proc_send(p, "logs", "log.batch", &sb);
+  int rc =
+      lines ? bus_subj_log_batch_in(subject, sizeof subject, p->a->cfg.node,
+                                    p->pod)
+            : bus_error(-ENOMEM, "out of memory sending %u lines", p->nlines);
+  for (uint32_t i = 0; !rc && i < p->nlines; i++) {
+    const edge_line *l = &p->lines[i];
+    lines[i] = (bus_log_line){
+        l->ts, bus_str_of(l->stream), {p->text.data + l->at, (uint32_t)l->len}};
+  }
+  if (!rc)
+    rc = bus_log_batch_pack(&sb, &d);
+  edge_msg m = {subject, "log.batch", sb.data, sb.size};
+  if (!rc)
+    edge_send(p->a, &m);
+  else
+    edge_logf("error", "-", "dropping %u lines: %s", p->nlines,
+              bus_last_error());
   msgpack_sbuffer_destroy(&sb);
-  msgpack_sbuffer_clear(&p->lines);
+  free(lines);
+  msgpack_sbuffer_clear(&p->text);
   p->nlines = 0;
+  p->packed = 0;
+}
+
+/* Room for one more pending line; 0 when there is none. */
+static int
+line_room(edge_proc *p) {
+  return !bus_grow(&p->lines, p->nlines, &p->lcap, sizeof *p->lines, 64);
+}
+
+static int
+count_bytes(void *data, const char *buf, size_t len) {
+  (void)buf;
+  *(size_t *)data += len;
+  return 0;
+}
+
+/* The size of l as a packed LogLine: what a batch's size is counted in. */
+static size_t
+packed_size(const edge_line *l, const char *text) {
+  size_t n = 0;
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &n, count_bytes);
+  bus_log_line ll = {l->ts, bus_str_of(l->stream), {text, (uint32_t)l->len}};
+  bus_log_line_write(&pk, &ll);
+  return n;
 }
 
 /* One line (any length): cut into LogLine-sized pieces. */
 void
 edge_proc_log(edge_proc *p, const char *stream, const char *text, size_t len) {
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &p->lines, msgpack_sbuffer_write);
   int64_t now = bus_wall_ns();
   do {
     size_t n = edge_utf8_cut(text, len, EDGE_LINE_MAX);
-    msgpack_pack_map(&pk, 3);
-    msgpack_pack_str_with_body(&pk, "ts", 2);
-    msgpack_pack_int64(&pk, now);
-    msgpack_pack_str_with_body(&pk, "stream", 6);
-    msgpack_pack_str_with_body(&pk, stream, strlen(stream));
-    msgpack_pack_str_with_body(&pk, "text", 4);
-    msgpack_pack_str(&pk, n);
-    size_t at = p->lines.size;
-    msgpack_pack_str_body(&pk, text, n);
-    edge_utf8_fix(p->lines.data + at, n);
-    p->nlines++;
-    if (p->nlines >= (uint32_t)p->a->cfg.log_lines ||
-        p->lines.size >= BATCH_BYTES)
+    if (!line_room(p) && (edge_proc_flush(p), !line_room(p)))
+      return; /* no memory for even one: the line is lost */
+    edge_line *l = &p->lines[p->nlines++];
+    *l = (edge_line){now, stream, p->text.size, n};
+    msgpack_sbuffer_write(&p->text, text, n);
+    edge_utf8_fix(p->text.data + l->at, n);
+    p->packed += packed_size(l, p->text.data + l->at);
+    if (p->nlines >= (uint32_t)p->a->cfg.log_lines || p->packed >= BATCH_BYTES)
       edge_proc_flush(p);
     text += n;
     len -= n;

@@ -55,7 +55,7 @@ edge_proc_new(edge_agent *a, const char *pod, const char *job,
   snprintf(p->job, sizeof p->job, "%s", job);
   snprintf(p->dir, sizeof p->dir, "%s/%s", a->pods_dir, pod);
   p->attempt = attempt;
-  msgpack_sbuffer_init(&p->lines);
+  msgpack_sbuffer_init(&p->text);
   p->next = a->procs;
   a->procs = p;
   return p;
@@ -71,7 +71,8 @@ edge_proc_maybe_free(edge_proc *p) {
       *pp = p->next;
       break;
     }
-  msgpack_sbuffer_destroy(&p->lines);
+  msgpack_sbuffer_destroy(&p->text);
+  free(p->lines);
   free(p);
 }
 

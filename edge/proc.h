@@ -32,6 +32,13 @@ typedef struct edge_client {
   int closing;
 } edge_client;
 
+/* A line not yet sent: its text is text.data[at..at+len) of its proc. */
+typedef struct edge_line {
+  int64_t ts;
+  const char *stream; /* "stdout" or "stderr" */
+  size_t at, len;
+} edge_line;
+
 struct edge_proc {
   edge_proc *next;
   edge_agent *a;
@@ -53,8 +60,11 @@ struct edge_proc {
   edge_stream out, err;
   uv_pipe_t srv;
   edge_client *clients;
-  msgpack_sbuffer lines; /* packed LogLine maps not yet sent */
+  msgpack_sbuffer text; /* the pending lines' text, made valid UTF-8 */
+  edge_line *lines;     /* the pending lines (output.c) */
   uint32_t nlines;
+  size_t lcap;
+  size_t packed; /* the pending lines' size as packed LogLine maps */
 };
 
 /* A new record for pod's attempt, first in a->procs. NULL: no memory. */

@@ -58,29 +58,36 @@ nap(edge_agent *a, int ms) {
   pthread_mutex_unlock(&a->mu);
 }
 
+/* A queued message as the event it is sent as. */
+static bus_event
+queued_event(const edge_agent *a, const edge_queued *q) {
+  return (bus_event){.v = BUS_SCHEMA_VERSION,
+                     .type = q->type,
+                     .id = q->id,
+                     .ts = q->ts,
+                     .actor = a->cfg.node,
+                     .cause = "",
+                     .data_mp = q->data,
+                     .data_mp_len = q->len};
+}
+
 static int
 heartbeat(edge_agent *a) {
   char subject[BUS_SUBJECT_MAX], id[33];
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 1);
-  msgpack_pack_str_with_body(&pk, "pods", 4);
-  msgpack_pack_uint32(&pk, (uint32_t)atomic_load(&a->npods));
-  snprintf(subject, sizeof subject, "lark.in.%s.sched.node", a->cfg.node);
+  bus_ev_node_heartbeat d = {.has_pods = 1,
+                             .pods = (uint32_t)atomic_load(&a->npods)};
+  int rc = bus_subj_node_heartbeat(subject, sizeof subject, a->cfg.node);
+  if (rc)
+    return rc;
   bus_event_new_id(id);
   bus_event ev = {.v = BUS_SCHEMA_VERSION,
-                  .type = "node.heartbeat",
+                  .t = BUS_T_NODE_HEARTBEAT,
+                  .typed = &d,
                   .id = id,
                   .ts = bus_wall_ns(),
                   .actor = a->cfg.node,
-                  .cause = "",
-                  .data_mp = sb.data,
-                  .data_mp_len = sb.size};
-  int rc = bus_append(a->conn, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL);
-  msgpack_sbuffer_destroy(&sb);
-  return rc;
+                  .cause = ""};
+  return bus_append(a->conn, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL);
 }
 
 /* Send the oldest queued message. 1: sent (or dropped), 0: nothing
@@ -98,14 +105,7 @@ send_one(edge_agent *a) {
   }
   if (rc)
     return rc;
-  bus_event ev = {.v = BUS_SCHEMA_VERSION,
-                  .type = q.type,
-                  .id = q.id,
-                  .ts = q.ts,
-                  .actor = a->cfg.node,
-                  .cause = "",
-                  .data_mp = q.data,
-                  .data_mp_len = q.len};
+  bus_event ev = queued_event(a, &q);
   rc = bus_append(a->conn, q.subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL);
   if (rc == BUS_EUNKNOWN_TYPE || rc == BUS_EMISSING || rc == BUS_EFIELD ||
       rc == BUS_ENAME || rc == BUS_ETOO_BIG || rc == BUS_EMALFORMED ||
@@ -126,14 +126,7 @@ static int
 send_reports(edge_agent *a, edge_queued *q, size_t m) {
   int rc = 0;
   for (size_t i = 0; i < m && !rc; i++) {
-    bus_event ev = {.v = BUS_SCHEMA_VERSION,
-                    .type = q[i].type,
-                    .id = q[i].id,
-                    .ts = q[i].ts,
-                    .actor = a->cfg.node,
-                    .cause = "",
-                    .data_mp = q[i].data,
-                    .data_mp_len = q[i].len};
+    bus_event ev = queued_event(a, &q[i]);
     rc = bus_append_async(a->conn, q[i].subject, &ev, BUS_APPEND_NOCHECK);
   }
   int flushed = bus_append_flush(a->conn, 0, NULL);
@@ -154,7 +147,7 @@ send_some(edge_agent *a, edge_queued *q) {
   size_t n = 0, m = 0;
   if (edge_store_peek_n(a->store, q, SEND_BATCH, &n))
     return send_one(a); /* it says what is wrong, or that nothing is */
-  while (m < n && !strcmp(q[m].type, "run.reported"))
+  while (m < n && bus_type_of(q[m].type) == BUS_T_RUN_REPORTED)
     m++;
   int rc = m >= 2 ? send_reports(a, q, m) : -1;
   for (size_t i = 0; i < n; i++)
@@ -162,8 +155,8 @@ send_some(edge_agent *a, edge_queued *q) {
   return rc == 0 ? 1 : send_one(a);
 }
 
-static void *
-run(void *arg) {
+void *
+edge_sender_main(void *arg) {
   edge_agent *a = arg;
   int64_t next_hb = 0;
   int backoff = 50;
@@ -194,13 +187,4 @@ run(void *arg) {
   }
   free(q);
   return NULL;
-}
-
-int
-edge_sender_start(edge_agent *a) {
-  int rc = pthread_create(&a->sender_th, NULL, run, a);
-  if (rc)
-    return bus_error(-rc, "cannot start the sender thread");
-  a->sender_started = 1;
-  return 0;
 }

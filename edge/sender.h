@@ -14,6 +14,7 @@ int edge_send(edge_agent *a, const edge_msg *m);
 int edge_send_n(edge_agent *a, const edge_msg *msgs, size_t n);
 void edge_sender_wake(edge_agent *a);
 
-int edge_sender_start(edge_agent *a);
+/* The sender thread (a: the edge_agent). */
+void *edge_sender_main(void *a);
 
 #endif

@@ -38,34 +38,30 @@ static int
 take(edge_agent *a, const bus_batch *b, size_t i) {
   const char *subject;
   uint64_t seq;
-  char prefix[BUS_SUBJECT_MAX], pod[EDGE_POD_SZ];
+  char prefix[BUS_SUBJECT_MAX];
   bus_batch_meta(b, i, &subject, &seq, NULL);
   const bus_event *ev = bus_batch_event(b, i);
+  const bus_ev_pod_desired *d = bus_as_pod_desired(ev);
   int n = snprintf(prefix, sizeof prefix, "lark.node.%s.pod.", a->cfg.node);
-  if (!ev || strcmp(ev->type, "pod.desired") ||
-      strncmp(subject, prefix, (size_t)n)) {
+  if (!d || strncmp(subject, prefix, (size_t)n)) {
     edge_logf("warn", subject, "ignored: %s",
               ev ? "not a pod.desired" : bus_last_error());
     return 0;
   }
-  if (!bus_obj_str(&ev->data, "pod", pod, sizeof pod) ||
-      strcmp(pod, subject + n)) {
+  if (!bus_str_eq(d->pod, subject + n)) {
     edge_logf("warn", subject, "ignored: the pod does not match its subject");
     return 0;
   }
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_object(&pk, ev->data);
+  bus_packbuf pb;
+  bus_packbuf_init(&pb);
+  msgpack_pack_object(&pb.pk, ev->data);
   /* the scheduler's version outlives the stream's own sequence */
-  int64_t version = bus_obj_int(&ev->data, "version", 0);
-  if (version > 0)
-    seq = (uint64_t)version;
+  if (d->has_version && d->version > 0)
+    seq = d->version;
   int stored = 0;
-  int rc =
-      edge_store_desired_put(a->store, pod, seq, sb.data, sb.size, &stored);
-  msgpack_sbuffer_destroy(&sb);
+  int rc = edge_store_desired_put(a->store, subject + n, seq, pb.sb.data,
+                                  pb.sb.size, &stored);
+  bus_packbuf_destroy(&pb);
   if (rc) {
     edge_logf("error", subject, "cannot store: %s", bus_last_error());
     return rc;
@@ -97,8 +93,8 @@ open_slice(edge_agent *a, int again) {
   return k;
 }
 
-static void *
-run(void *arg) {
+void *
+edge_slice_main(void *arg) {
   edge_agent *a = arg;
   bus_consumer *k = NULL;
   bus_batch *b = NULL;
@@ -139,13 +135,4 @@ run(void *arg) {
   bus_batch_free(b);
   bus_consumer_close(k);
   return NULL;
-}
-
-int
-edge_slice_start(edge_agent *a) {
-  int rc = pthread_create(&a->slice_th, NULL, run, a);
-  if (rc)
-    return bus_error(-rc, "cannot start the slice thread");
-  a->slice_started = 1;
-  return 0;
 }

@@ -8,6 +8,7 @@
 
 #include "agent.h"
 
-int edge_slice_start(edge_agent *a);
+/* The slice thread (a: the edge_agent). */
+void *edge_slice_main(void *a);
 
 #endif

@@ -13,28 +13,29 @@
 
 enum { VALUES_MAX = 256, VALUE_STR_MAX = 1024 };
 
+/* One JSON value as a report's value, or why it cannot be one. */
 static const char *
-pack_value(msgpack_packer *pk, const json_t *v) {
+value_of(const json_t *v, bus_value *out) {
   switch (json_typeof(v)) {
   case JSON_INTEGER:
-    msgpack_pack_int64(pk, json_integer_value(v));
+    out->kind = BUS_V_INT, out->as.i = json_integer_value(v);
     return NULL;
   case JSON_REAL:
-    msgpack_pack_double(pk, json_real_value(v));
+    out->kind = BUS_V_FLOAT, out->as.f = json_real_value(v);
     return NULL;
   case JSON_TRUE:
-    msgpack_pack_true(pk);
-    return NULL;
   case JSON_FALSE:
-    msgpack_pack_false(pk);
+    out->kind = BUS_V_BOOL, out->as.b = json_is_true(v);
     return NULL;
   case JSON_NULL:
-    msgpack_pack_nil(pk);
+    out->kind = BUS_V_NIL;
     return NULL;
   case JSON_STRING:
     if (json_string_length(v) > VALUE_STR_MAX)
       return "a string value is longer than 1024 bytes";
-    msgpack_pack_str_with_body(pk, json_string_value(v), json_string_length(v));
+    out->kind = BUS_V_STR;
+    out->as.s =
+        (bus_str){json_string_value(v), (uint32_t)json_string_length(v)};
     return NULL;
   default:
     return "values must be numbers, strings, booleans or null";
@@ -45,60 +46,37 @@ pack_value(msgpack_packer *pk, const json_t *v) {
 static const char *
 run_report(const json_t *o, msgpack_sbuffer *sb) {
   const char *kind = json_string_value(json_object_get(o, "kind"));
-  const json_t *values = json_object_get(o, "values");
+  json_t *values = json_object_get(o, "values"), *v;
   if (!kind || !bus_name_valid(kind, 32))
     return "kind must be a name of at most 32 characters ([a-z0-9-])";
-  if (!values)
-    values = json_object();
-  else
-    json_incref((json_t *)values);
-  const char *why = NULL;
-  if (!json_is_object(values) || json_object_size(values) > VALUES_MAX)
-    why = "values must be an object of at most 256 entries";
+  if (values &&
+      (!json_is_object(values) || json_object_size(values) > VALUES_MAX))
+    return "values must be an object of at most 256 entries";
+  bus_value vals[VALUES_MAX];
+  bus_ev_run_reported d = {.kind = bus_str_of(kind), .values = {vals, 0}};
+  const char *k, *why;
+  json_object_foreach(values, k, v) {
+    if (!*k || strlen(k) > 253) /* the schema's keys: 1 to 253 bytes */
+      return *k ? "a value's name is longer than 253 bytes"
+                : "a value's name is empty";
+    vals[d.values.n].key = bus_str_of(k);
+    if ((why = value_of(v, &vals[d.values.n])))
+      return why;
+    d.values.n++;
+  }
   msgpack_packer pk;
   msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 2);
-  msgpack_pack_str_with_body(&pk, "kind", 4);
-  msgpack_pack_str_with_body(&pk, kind, strlen(kind));
-  msgpack_pack_str_with_body(&pk, "values", 6);
-  if (!why) {
-    const char *k;
-    json_t *v;
-    msgpack_pack_map(&pk, (uint32_t)json_object_size(values));
-    json_object_foreach((json_t *)values, k, v) {
-      if (!*k || strlen(k) > 253) { /* the schema's keys: 1 to 253 bytes */
-        why = *k ? "a value's name is longer than 253 bytes"
-                 : "a value's name is empty";
-        break;
-      }
-      msgpack_pack_str_with_body(&pk, k, strlen(k));
-      if ((why = pack_value(&pk, v)))
-        break;
-    }
-  }
-  json_decref((json_t *)values);
-  return why;
+  bus_ev_run_reported_write(&pk, &d);
+  return NULL;
 }
 
 int
 edge_sock_batch_grow(edge_sock_batch *b) {
-  if (b->nlines == b->lcap) {
-    size_t cap = b->lcap ? b->lcap * 2 : 64;
-    edge_sock_line *g = realloc(b->lines, cap * sizeof *g);
-    if (!g)
-      return -1;
-    b->lines = g;
-    b->lcap = cap;
-  }
-  if (b->nreports == b->rcap) {
-    size_t cap = b->rcap ? b->rcap * 2 : 64;
-    msgpack_sbuffer *g = realloc(b->reports, cap * sizeof *g);
-    if (!g)
-      return -1;
-    b->reports = g;
-    b->rcap = cap;
-  }
-  return 0;
+  return bus_grow(&b->lines, b->nlines, &b->lcap, sizeof *b->lines, 64) ||
+                 bus_grow(&b->reports, b->nreports, &b->rcap,
+                          sizeof *b->reports, 64)
+             ? -1
+             : 0;
 }
 
 /* One line into b: its answer, and its report when it is one. */

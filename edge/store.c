@@ -14,7 +14,8 @@
  * text in bus_last_error()). Write transactions serialise on LMDB's own
  * lock; the env is opened MDB_NOTLS so any thread may read.
  *
- * This file: opening, desired states and run records; store_net.c: the
+ * This file: opening, desired states and run records, and the reads,
+ * walks and writes the three files share (store_int.h); store_net.c: the
  * nets; store_queue.c: the outbox.
  */
 #include <errno.h>
@@ -121,183 +122,48 @@ edge_store_desired_put(edge_store *s, const char *pod, uint64_t seq,
   return 0;
 }
 
-typedef struct copied {
-  char pod[EDGE_POD_SZ];
+/* A desired state's map, copied out (its seq cut off). */
+typedef struct blob {
   void *data;
   size_t len;
-} copied;
+} blob;
+
+static int
+desired_of(const MDB_val *v, void *out) {
+  blob *b = out;
+  if (v->mv_size < 8 || !(b->data = malloc(v->mv_size - 8 + 1)))
+    return 0;
+  b->len = v->mv_size - 8;
+  memcpy(b->data, (unsigned char *)v->mv_data + 8, b->len);
+  return 1;
+}
 
 int
 edge_store_desired_each(edge_store *s, edge_desired_cb cb, void *ud) {
-  MDB_txn *t;
-  MDB_cursor *c;
-  MDB_val k, v;
-  copied *all = NULL;
-  size_t n = 0, cap = 0;
-  int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t);
-  if (rc)
-    return edge_store__fail(rc, "read");
-  if ((rc = mdb_cursor_open(t, s->desired, &c))) {
-    mdb_txn_abort(t);
-    return edge_store__fail(rc, "cursor");
+  table_copy all;
+  int rc =
+      edge_store__copy_table(s, s->desired, sizeof(blob), desired_of, &all);
+  for (size_t i = 0; i < all.n; i++) {
+    unsigned char *it = all.items + i * all.stride;
+    blob *b = (blob *)(void *)(it + ITEM_VAL_OFF);
+    cb((const char *)it, b->data, b->len, ud);
+    free(b->data);
   }
-  for (int op = MDB_FIRST; mdb_cursor_get(c, &k, &v, op) == 0; op = MDB_NEXT) {
-    if (k.mv_size >= EDGE_POD_SZ || v.mv_size < 8)
-      continue;
-    if (n == cap) {
-      cap = cap ? cap * 2 : 16;
-      copied *grown = realloc(all, cap * sizeof *all);
-      if (!grown)
-        break;
-      all = grown;
-    }
-    memcpy(all[n].pod, k.mv_data, k.mv_size);
-    all[n].pod[k.mv_size] = 0;
-    all[n].len = v.mv_size - 8;
-    all[n].data = malloc(all[n].len + 1);
-    if (!all[n].data)
-      break;
-    memcpy(all[n].data, (unsigned char *)v.mv_data + 8, all[n].len);
-    n++;
-  }
-  mdb_cursor_close(c);
-  mdb_txn_abort(t);
-  for (size_t i = 0; i < n; i++) {
-    cb(all[i].pod, all[i].data, all[i].len, ud);
-    free(all[i].data);
-  }
-  free(all);
-  return 0;
+  free(all.items);
+  return rc;
 }
 
 int
 edge_store_desired_get(edge_store *s, const char *pod, void **data,
                        size_t *len) {
-  MDB_txn *t;
-  MDB_val k = key_of(pod), v;
-  int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t);
-  if (rc)
-    return edge_store__fail(rc, "read");
-  rc = mdb_get(t, s->desired, &k, &v);
-  if (rc == 0 && v.mv_size >= 8 && (*data = malloc(v.mv_size - 8 + 1))) {
-    *len = v.mv_size - 8;
-    memcpy(*data, (unsigned char *)v.mv_data + 8, *len);
-  } else if (rc == 0)
-    rc = MDB_NOTFOUND;
-  mdb_txn_abort(t);
-  if (rc == MDB_NOTFOUND)
-    return BUS_ENOT_FOUND;
-  return rc ? edge_store__fail(rc, "get desired") : 0;
+  blob b;
+  int rc = edge_store__get(s, s->desired, pod, desired_of, &b, "get desired");
+  if (rc == 0)
+    *data = b.data, *len = b.len;
+  return rc;
 }
 
 /* -------------------------------------------------------------- runs */
-
-int
-edge_store_run_get(edge_store *s, const char *pod, edge_run *r) {
-  MDB_txn *t;
-  MDB_val k = key_of(pod), v;
-  int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t);
-  if (rc)
-    return edge_store__fail(rc, "read");
-  rc = mdb_get(t, s->runs, &k, &v);
-  if (rc == 0 && v.mv_size == sizeof *r)
-    memcpy(r, v.mv_data, sizeof *r);
-  else if (rc == 0)
-    rc = MDB_NOTFOUND;
-  mdb_txn_abort(t);
-  if (rc == MDB_NOTFOUND)
-    return BUS_ENOT_FOUND;
-  return rc ? edge_store__fail(rc, "get run") : 0;
-}
-
-int
-edge_store_run_put(edge_store *s, const char *pod, const edge_run *r,
-                   const edge_msg *msg) {
-  MDB_txn *t;
-  MDB_val k = key_of(pod), v = {sizeof *r, (void *)r};
-  int rc = mdb_txn_begin(s->env, NULL, 0, &t);
-  if (rc)
-    return edge_store__fail(rc, "begin");
-  if (r)
-    rc = mdb_put(t, s->runs, &k, &v, 0);
-  else if ((rc = mdb_del(t, s->runs, &k, NULL)) == MDB_NOTFOUND)
-    rc = 0;
-  if (rc) {
-    mdb_txn_abort(t);
-    return edge_store__fail(rc, "put run");
-  }
-  if (msg && (rc = edge_store__queue_in(s, t, msg))) {
-    mdb_txn_abort(t);
-    return rc;
-  }
-  return (rc = mdb_txn_commit(t)) ? edge_store__fail(rc, "commit") : 0;
-}
-
-int
-edge_store_forget(edge_store *s, const char *pod, const edge_msg *msg) {
-  MDB_txn *t;
-  MDB_val k = key_of(pod);
-  int rc = mdb_txn_begin(s->env, NULL, 0, &t);
-  if (rc)
-    return edge_store__fail(rc, "begin");
-  MDB_dbi tables[] = {s->runs, s->desired};
-  for (size_t i = 0; !rc && i < 2; i++)
-    if ((rc = mdb_del(t, tables[i], &k, NULL)) == MDB_NOTFOUND)
-      rc = 0;
-  if (rc) {
-    mdb_txn_abort(t);
-    return edge_store__fail(rc, "forget");
-  }
-  if (msg && (rc = edge_store__queue_in(s, t, msg))) {
-    mdb_txn_abort(t);
-    return rc;
-  }
-  return (rc = mdb_txn_commit(t)) ? edge_store__fail(rc, "commit") : 0;
-}
-
-static int
-grow(table_copy *all, size_t *cap) {
-  if (all->n < *cap)
-    return 1;
-  size_t want = *cap ? *cap * 2 : 16;
-  unsigned char *p = realloc(all->items, want * all->stride);
-  if (!p)
-    return 0;
-  all->items = p;
-  *cap = want;
-  return 1;
-}
-
-int
-edge_store__copy_table(edge_store *s, MDB_dbi dbi, size_t vsize, conv_fn conv,
-                       table_copy *all) {
-  MDB_txn *t;
-  MDB_cursor *c;
-  MDB_val k, v;
-  size_t cap = 0;
-  memset(all, 0, sizeof *all);
-  all->stride = (ITEM_VAL_OFF + vsize + 15) / 16 * 16;
-  int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t);
-  if (rc)
-    return edge_store__fail(rc, "read");
-  if ((rc = mdb_cursor_open(t, dbi, &c))) {
-    mdb_txn_abort(t);
-    return edge_store__fail(rc, "cursor");
-  }
-  for (int op = MDB_FIRST; mdb_cursor_get(c, &k, &v, op) == 0; op = MDB_NEXT) {
-    if (k.mv_size >= EDGE_POD_SZ || !grow(all, &cap))
-      continue;
-    unsigned char *it = all->items + all->n * all->stride;
-    if (!conv(&v, it + ITEM_VAL_OFF))
-      continue;
-    memcpy(it, k.mv_data, k.mv_size);
-    it[k.mv_size] = 0;
-    all->n++;
-  }
-  mdb_cursor_close(c);
-  mdb_txn_abort(t);
-  return 0;
-}
 
 static int
 run_of(const MDB_val *v, void *out) {
@@ -308,12 +174,142 @@ run_of(const MDB_val *v, void *out) {
 }
 
 int
-edge_store_run_each(edge_store *s, edge_run_cb cb, void *ud) {
+edge_store_run_get(edge_store *s, const char *pod, edge_run *r) {
+  return edge_store__get(s, s->runs, pod, run_of, r, "get run");
+}
+
+int
+edge_store_run_put(edge_store *s, const char *pod, const edge_run *r,
+                   const edge_msg *msg) {
+  MDB_val v = {sizeof *r, (void *)r};
+  return edge_store__write(s, &s->runs, 1, key_of(pod), r ? &v : NULL, msg,
+                           msg != NULL, "put run");
+}
+
+int
+edge_store_forget(edge_store *s, const char *pod, const edge_msg *msg) {
+  MDB_dbi tables[] = {s->runs, s->desired};
+  return edge_store__write(s, tables, 2, key_of(pod), NULL, msg, msg != NULL,
+                           "forget");
+}
+
+int
+edge_store_run_each(edge_store *s, edge_row_cb cb, void *ud) {
+  return edge_store__each(s, s->runs, sizeof(edge_run), run_of, cb, ud);
+}
+
+/* ---------------------------------------------------------- helpers */
+
+int
+edge_store__walk_in(MDB_txn *t, MDB_dbi dbi, walk_fn fn, void *ud, int *mrc) {
+  MDB_cursor *c;
+  MDB_val k, v;
+  int stop = 0;
+  if ((*mrc = mdb_cursor_open(t, dbi, &c)))
+    return 0;
+  for (int op = MDB_FIRST; !stop && !(*mrc = mdb_cursor_get(c, &k, &v, op));
+       op = MDB_NEXT)
+    stop = fn(&k, &v, ud);
+  if (*mrc == MDB_NOTFOUND)
+    *mrc = 0;
+  mdb_cursor_close(c);
+  return stop;
+}
+
+int
+edge_store__walk(edge_store *s, MDB_dbi dbi, const char *what, walk_fn fn,
+                 void *ud) {
+  MDB_txn *t;
+  int mrc, rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t);
+  if (rc)
+    return edge_store__fail(rc, "read");
+  rc = edge_store__walk_in(t, dbi, fn, ud, &mrc);
+  mdb_txn_abort(t);
+  return mrc && what ? edge_store__fail(mrc, what) : rc;
+}
+
+int
+edge_store__get(edge_store *s, MDB_dbi dbi, const char *pod, conv_fn conv,
+                void *out, const char *what) {
+  MDB_txn *t;
+  MDB_val k = key_of(pod), v;
+  int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t);
+  if (rc)
+    return edge_store__fail(rc, "read");
+  rc = mdb_get(t, dbi, &k, &v);
+  if (rc == 0 && !conv(&v, out))
+    rc = MDB_NOTFOUND;
+  mdb_txn_abort(t);
+  if (rc == MDB_NOTFOUND)
+    return BUS_ENOT_FOUND;
+  return rc ? edge_store__fail(rc, what) : 0;
+}
+
+int
+edge_store__write(edge_store *s, const MDB_dbi *tables, size_t n, MDB_val k,
+                  const MDB_val *v, const edge_msg *msgs, size_t nmsgs,
+                  const char *what) {
+  MDB_txn *t;
+  int rc = mdb_txn_begin(s->env, NULL, 0, &t);
+  if (rc)
+    return edge_store__fail(rc, "begin");
+  for (size_t i = 0; !rc && i < n; i++)
+    if (v)
+      rc = mdb_put(t, tables[i], &k, (MDB_val *)v, 0);
+    else if ((rc = mdb_del(t, tables[i], &k, NULL)) == MDB_NOTFOUND)
+      rc = 0;
+  if (rc) {
+    mdb_txn_abort(t);
+    return edge_store__fail(rc, what);
+  }
+  for (size_t i = 0; i < nmsgs; i++)
+    if ((rc = edge_store__queue_in(s, t, &msgs[i]))) {
+      mdb_txn_abort(t);
+      return rc;
+    }
+  return (rc = mdb_txn_commit(t)) ? edge_store__fail(rc, "commit") : 0;
+}
+
+typedef struct copy_walk {
+  table_copy *all;
+  size_t cap;
+  conv_fn conv;
+} copy_walk;
+
+static int
+copy_row(const MDB_val *k, const MDB_val *v, void *ud) {
+  copy_walk *w = ud;
+  table_copy *all = w->all;
+  if (k->mv_size >= EDGE_POD_SZ)
+    return 0;
+  if (bus_grow(&all->items, all->n, &w->cap, all->stride, 16))
+    return 0;
+  unsigned char *it = all->items + all->n * all->stride;
+  if (!w->conv(v, it + ITEM_VAL_OFF))
+    return 0;
+  memcpy(it, k->mv_data, k->mv_size);
+  it[k->mv_size] = 0;
+  all->n++;
+  return 0;
+}
+
+int
+edge_store__copy_table(edge_store *s, MDB_dbi dbi, size_t vsize, conv_fn conv,
+                       table_copy *all) {
+  memset(all, 0, sizeof *all);
+  all->stride = (ITEM_VAL_OFF + vsize + 15) / 16 * 16;
+  copy_walk w = {all, 0, conv};
+  return edge_store__walk(s, dbi, "cursor", copy_row, &w);
+}
+
+int
+edge_store__each(edge_store *s, MDB_dbi dbi, size_t vsize, conv_fn conv,
+                 edge_row_cb cb, void *ud) {
   table_copy all;
-  int rc = edge_store__copy_table(s, s->runs, sizeof(edge_run), run_of, &all);
+  int rc = edge_store__copy_table(s, dbi, vsize, conv, &all);
   for (size_t i = 0; !rc && i < all.n; i++) {
     unsigned char *it = all.items + i * all.stride;
-    cb((const char *)it, (const edge_run *)(it + ITEM_VAL_OFF), ud);
+    cb((const char *)it, it + ITEM_VAL_OFF, ud);
   }
   free(all.items);
   return rc;

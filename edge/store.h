@@ -60,8 +60,10 @@ int edge_store_run_put(edge_store *s, const char *pod, const edge_run *r,
 /* Forget pod: its run and its desired state go, and msg (may be NULL) is
  * queued, in one transaction. */
 int edge_store_forget(edge_store *s, const char *pod, const edge_msg *msg);
-typedef void (*edge_run_cb)(const char *pod, const edge_run *r, void *ud);
-int edge_store_run_each(edge_store *s, edge_run_cb cb, void *ud);
+/* Visit every row of a table, copied (cb may write the store): val is
+ * an edge_run for the runs, an edge_net for the nets. */
+typedef void (*edge_row_cb)(const char *pod, const void *val, void *ud);
+int edge_store_run_each(edge_store *s, edge_row_cb cb, void *ud);
 
 /* A raw+netns pod's network as it was made: the names are recorded, so
  * whoever removes it removes exactly that, and its /30 (node end
@@ -88,8 +90,7 @@ int edge_store_net_claim(edge_store *s, const char *pod, const char *cidr,
 int edge_store_net_get(edge_store *s, const char *pod, edge_net *n);
 /* Free it (0 when there was none). */
 int edge_store_net_del(edge_store *s, const char *pod);
-typedef void (*edge_net_cb)(const char *pod, const edge_net *n, void *ud);
-int edge_store_net_each(edge_store *s, edge_net_cb cb, void *ud);
+int edge_store_net_each(edge_store *s, edge_row_cb cb, void *ud);
 
 /* "a.b.c.d/len" (IPv4, len 8..30, no host bits) into its first address
  * (host order) and length; BUS_EINVAL with the reason else. */

@@ -63,6 +63,34 @@ typedef struct table_copy {
 
 int edge_store__copy_table(edge_store *s, MDB_dbi dbi, size_t vsize,
                            conv_fn conv, table_copy *all);
+/* The copy, then cb for each item. */
+int edge_store__each(edge_store *s, MDB_dbi dbi, size_t vsize, conv_fn conv,
+                     edge_row_cb cb, void *ud);
+
+/* One row of a walk: 0 goes on, anything else stops it. */
+typedef int (*walk_fn)(const MDB_val *k, const MDB_val *v, void *ud);
+
+/* Walk dbi in t from its first row; returns what stopped it (0: the end)
+ * and LMDB's code for a failure in *mrc (0 when none). */
+int edge_store__walk_in(MDB_txn *t, MDB_dbi dbi, walk_fn fn, void *ud,
+                        int *mrc);
+/* The same in a read transaction of its own. A failure to read is
+ * returned as an error; one met on the way (what: its name) too, unless
+ * what is NULL, then it only ends the walk. */
+int edge_store__walk(edge_store *s, MDB_dbi dbi, const char *what, walk_fn fn,
+                     void *ud);
+
+/* pod's row in dbi through conv (0 from conv: as if there were none):
+ * BUS_ENOT_FOUND when there is none; what names it in an error. */
+int edge_store__get(edge_store *s, MDB_dbi dbi, const char *pod, conv_fn conv,
+                    void *out, const char *what);
+
+/* One write transaction, all or nothing: key k put as v (or deleted when
+ * v is NULL) in each of n tables, then nmsgs messages queued. what names
+ * the change in an error. */
+int edge_store__write(edge_store *s, const MDB_dbi *tables, size_t n, MDB_val k,
+                      const MDB_val *v, const edge_msg *msgs, size_t nmsgs,
+                      const char *what);
 
 /* Queue m in t (store_queue.c): a new id and the time now, fixed from
  * here on. */

@@ -56,27 +56,29 @@ net_of(const MDB_val *v, void *out) {
   return 1;
 }
 
+typedef struct taken_walk {
+  const char *pod, *pod_ip, *host_if;
+} taken_walk;
+
+static int
+taken_row(const MDB_val *k, const MDB_val *v, void *ud) {
+  const taken_walk *w = ud;
+  edge_net n;
+  if (!net_of(v, &n) ||
+      (k->mv_size == strlen(w->pod) && !memcmp(k->mv_data, w->pod, k->mv_size)))
+    return 0;
+  return (w->pod_ip && !strcmp(n.pod_ip, w->pod_ip)) ||
+         (w->host_if && !strcmp(n.host_if, w->host_if));
+}
+
 /* Whether another pod's record (than pod) holds this pod address or host
  * interface. */
 static int
 net_taken(MDB_txn *t, MDB_dbi dbi, const char *pod, const char *pod_ip,
           const char *host_if, int *err) {
-  MDB_cursor *c;
-  MDB_val k, v;
-  edge_net n;
-  int taken = 0;
-  if ((*err = mdb_cursor_open(t, dbi, &c)))
-    return 1;
-  for (int op = MDB_FIRST; !taken && mdb_cursor_get(c, &k, &v, op) == 0;
-       op = MDB_NEXT) {
-    if (!net_of(&v, &n) ||
-        (k.mv_size == strlen(pod) && !memcmp(k.mv_data, pod, k.mv_size)))
-      continue;
-    taken = (pod_ip && !strcmp(n.pod_ip, pod_ip)) ||
-            (host_if && !strcmp(n.host_if, host_if));
-  }
-  mdb_cursor_close(c);
-  return taken;
+  taken_walk w = {pod, pod_ip, host_if};
+  int taken = edge_store__walk_in(t, dbi, taken_row, &w, err);
+  return taken || *err;
 }
 
 int
@@ -131,42 +133,16 @@ edge_store_net_claim(edge_store *s, const char *pod, const char *cidr,
 
 int
 edge_store_net_get(edge_store *s, const char *pod, edge_net *n) {
-  MDB_txn *t;
-  MDB_val k = key_of(pod), v;
-  int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t);
-  if (rc)
-    return edge_store__fail(rc, "read");
-  rc = mdb_get(t, s->nets, &k, &v);
-  if (rc == 0 && !net_of(&v, n))
-    rc = MDB_NOTFOUND;
-  mdb_txn_abort(t);
-  if (rc == MDB_NOTFOUND)
-    return BUS_ENOT_FOUND;
-  return rc ? edge_store__fail(rc, "get net") : 0;
+  return edge_store__get(s, s->nets, pod, net_of, n, "get net");
 }
 
 int
 edge_store_net_del(edge_store *s, const char *pod) {
-  MDB_txn *t;
-  MDB_val k = key_of(pod);
-  int rc = mdb_txn_begin(s->env, NULL, 0, &t);
-  if (rc)
-    return edge_store__fail(rc, "begin");
-  if ((rc = mdb_del(t, s->nets, &k, NULL)) && rc != MDB_NOTFOUND) {
-    mdb_txn_abort(t);
-    return edge_store__fail(rc, "free a network");
-  }
-  return (rc = mdb_txn_commit(t)) ? edge_store__fail(rc, "commit") : 0;
+  return edge_store__write(s, &s->nets, 1, key_of(pod), NULL, NULL, 0,
+                           "free a network");
 }
 
 int
-edge_store_net_each(edge_store *s, edge_net_cb cb, void *ud) {
-  table_copy all;
-  int rc = edge_store__copy_table(s, s->nets, sizeof(edge_net), net_of, &all);
-  for (size_t i = 0; !rc && i < all.n; i++) {
-    unsigned char *it = all.items + i * all.stride;
-    cb((const char *)it, (const edge_net *)(it + ITEM_VAL_OFF), ud);
-  }
-  free(all.items);
-  return rc;
+edge_store_net_each(edge_store *s, edge_row_cb cb, void *ud) {
+  return edge_store__each(s, s->nets, sizeof(edge_net), net_of, cb, ud);
 }

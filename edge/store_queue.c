@@ -16,38 +16,28 @@ edge_store__queue_in(edge_store *s, MDB_txn *t, const edge_msg *m) {
   unsigned char kb[8];
   int64_t now = bus_wall_ns();
   bus_event_new_id(id);
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_array(&pk, 5);
-  msgpack_pack_str_with_body(&pk, m->subject, strlen(m->subject));
-  msgpack_pack_str_with_body(&pk, m->type, strlen(m->type));
-  msgpack_pack_str_with_body(&pk, id, strlen(id));
-  msgpack_pack_int64(&pk, now);
-  msgpack_pack_bin_with_body(&pk, m->data, m->len);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  msgpack_pack_array(&b.pk, 5);
+  bus_pack_str(&b.pk, m->subject);
+  bus_pack_str(&b.pk, m->type);
+  bus_pack_str(&b.pk, id);
+  msgpack_pack_int64(&b.pk, now);
+  msgpack_pack_bin_with_body(&b.pk, m->data, m->len);
   pthread_mutex_lock(&s->mu);
   uint64_t key = s->next_key++;
   pthread_mutex_unlock(&s->mu);
   put_be64(kb, key);
-  MDB_val k = {8, kb}, v = {sb.size, sb.data};
+  MDB_val k = {8, kb}, v = {b.sb.size, b.sb.data};
   int rc = mdb_put(t, s->outbox, &k, &v, 0);
-  msgpack_sbuffer_destroy(&sb);
+  bus_packbuf_destroy(&b);
   return rc ? edge_store__fail(rc, "queue") : 0;
 }
 
 int
 edge_store_enqueue_n(edge_store *s, const edge_msg *msgs, size_t n) {
-  MDB_txn *t;
-  int rc = mdb_txn_begin(s->env, NULL, 0, &t);
-  if (rc)
-    return edge_store__fail(rc, "begin");
-  for (size_t i = 0; i < n; i++)
-    if ((rc = edge_store__queue_in(s, t, &msgs[i]))) {
-      mdb_txn_abort(t);
-      return rc;
-    }
-  return (rc = mdb_txn_commit(t)) ? edge_store__fail(rc, "commit") : 0;
+  MDB_val none = {0, NULL};
+  return edge_store__write(s, NULL, 0, none, NULL, msgs, n, "queue");
 }
 
 int
@@ -90,43 +80,36 @@ out:
   return rc;
 }
 
+typedef struct peek_walk {
+  edge_queued *q;
+  size_t max, *n;
+  int dec; /* an unreadable one is handed over only first */
+} peek_walk;
+
+static int
+peek_row(const MDB_val *k, const MDB_val *v, void *ud) {
+  peek_walk *w = ud;
+  if (k->mv_size != 8)
+    return 1;
+  edge_queued *e = &w->q[*w->n];
+  memset(e, 0, sizeof *e);
+  e->key = get_be64(k->mv_data);
+  if ((w->dec = decode_queued(v->mv_data, v->mv_size, e)))
+    return 1;
+  return ++*w->n == w->max;
+}
+
 int
 edge_store_peek_n(edge_store *s, edge_queued *q, size_t max, size_t *n) {
-  MDB_txn *t;
-  MDB_cursor *c;
-  MDB_val k, v;
   *n = 0;
   memset(q, 0, sizeof *q);
-  int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t);
-  if (rc)
-    return edge_store__fail(rc, "read");
-  if ((rc = mdb_cursor_open(t, s->outbox, &c))) {
-    mdb_txn_abort(t);
-    return edge_store__fail(rc, "cursor");
-  }
-  MDB_cursor_op op = MDB_FIRST;
-  int dec = 0; /* an unreadable one is handed over only first */
-  while (*n < max && !dec) {
-    rc = mdb_cursor_get(c, &k, &v, op);
-    op = MDB_NEXT;
-    if (rc || k.mv_size != 8)
-      break;
-    edge_queued *e = &q[*n];
-    memset(e, 0, sizeof *e);
-    e->key = get_be64(k.mv_data);
-    if (!(dec = decode_queued(v.mv_data, v.mv_size, e)))
-      ++*n;
-  }
+  peek_walk w = {q, max, n, 0};
+  int rc = max ? edge_store__walk(s, s->outbox, "peek", peek_row, &w) : 0;
   if (*n)
-    rc = 0;
-  else if (dec)
-    rc = dec;
-  else
-    rc = rc && rc != MDB_NOTFOUND ? edge_store__fail(rc, "peek")
-                                  : BUS_ENOT_FOUND;
-  mdb_cursor_close(c);
-  mdb_txn_abort(t);
-  return rc;
+    return 0;
+  if (w.dec)
+    return w.dec;
+  return rc < 0 ? rc : BUS_ENOT_FOUND;
 }
 
 int
@@ -143,18 +126,10 @@ edge_queued_free(edge_queued *q) {
 
 int
 edge_store_drop(edge_store *s, uint64_t key) {
-  MDB_txn *t;
   unsigned char kb[8];
   put_be64(kb, key);
   MDB_val k = {8, kb};
-  int rc = mdb_txn_begin(s->env, NULL, 0, &t);
-  if (rc)
-    return edge_store__fail(rc, "begin");
-  if ((rc = mdb_del(t, s->outbox, &k, NULL)) && rc != MDB_NOTFOUND) {
-    mdb_txn_abort(t);
-    return edge_store__fail(rc, "drop");
-  }
-  return (rc = mdb_txn_commit(t)) ? edge_store__fail(rc, "commit") : 0;
+  return edge_store__write(s, &s->outbox, 1, k, NULL, NULL, 0, "drop");
 }
 
 int
