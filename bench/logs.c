@@ -173,11 +173,8 @@ main(int argc, char **argv) {
              .prefix = "lark.log.raw.raw-w.raw-w-",
              .data = data};
   double base = measure(pub, rd, &raw, "lark.log.raw.>");
-  run e2e = {.batches = batches,
-             .lines = lines,
-             .pods = pods,
-             .prefix = "lark.in.n1.logs.bench-w-",
-             .data = data};
+  run e2e = raw;
+  e2e.prefix = "lark.in.n1.logs.bench-w-";
   double rate = measure(pub, rd, &e2e, "lark.log.bench.>");
   printf("bench_logs: %d batches x %d lines (%zu bytes a batch), %d pods\n",
          batches, lines, data[0].size, pods);

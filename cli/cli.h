@@ -41,6 +41,18 @@ int cli_fail(const char *cmd, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* While on, cli_fail prints nothing (a lookup allowed to miss). */
 void cli_quiet(int on);
+/* From now on SIGINT (and SIGTERM when term) sets a flag that
+ * cli_interrupted reads: follow loops stop at their next look. */
+void cli_catch_interrupt(int term);
+int cli_interrupted(void);
+/*
+ * A subcommand's arguments from argv[from]: "--flag VALUE" for each flag
+ * of flags (NULL-terminated; the value into vals at its index), and words
+ * not starting with '-' into pos, npos at most, in order. Returns how many
+ * words it took, or -1 at anything else (a flag without its value too).
+ */
+int cli_take_args(int argc, char **argv, int from, const char *const *flags,
+                  const char **vals, const char **pos, int npos);
 /* Print a usage line to stderr; returns CLI_USAGE. */
 int cli_usage(const char *usage);
 

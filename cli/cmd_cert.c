@@ -330,16 +330,9 @@ serial_arg(const char *cmd, const char *in, char out[SIGNER_SERIAL_MAX]) {
 
 static int
 cert_revoke(int argc, char **argv, lark_cli *cli) {
+  static const char *const flags[] = {"--reason", NULL};
   const char *serial = NULL, *reason = NULL;
-  for (int i = 2; i < argc; i++) {
-    if (!strcmp(argv[i], "--reason") && i + 1 < argc)
-      reason = argv[++i];
-    else if (argv[i][0] != '-' && !serial)
-      serial = argv[i];
-    else
-      return cli_usage(USAGE);
-  }
-  if (!serial)
+  if (cli_take_args(argc, argv, 2, flags, &reason, &serial, 1) != 1)
     return cli_usage(USAGE);
   char norm[SIGNER_SERIAL_MAX];
   if (serial_arg("cert revoke", serial, norm))
@@ -374,17 +367,11 @@ static const cli_kind cert_kind = {"cert",   "certs",   NULL,
 
 static int
 cert_query(int argc, char **argv, lark_cli *cli) {
+  static const char *const role[] = {"--role", NULL};
   int list = !strcmp(argv[1], "list");
   const char *arg = NULL;
-  for (int i = 2; i < argc; i++) {
-    if (list && !strcmp(argv[i], "--role") && i + 1 < argc)
-      arg = argv[++i];
-    else if (!list && argv[i][0] != '-' && !arg)
-      arg = argv[i];
-    else
-      return cli_usage(USAGE);
-  }
-  if (!list && !arg)
+  int n = cli_take_args(argc, argv, 2, list ? role : NULL, &arg, &arg, !list);
+  if (n < 0 || (!list && !arg))
     return cli_usage(USAGE);
   char norm[SIGNER_SERIAL_MAX];
   if (!list && serial_arg("cert show", arg, norm))

@@ -169,22 +169,15 @@ describe(lark_cli *cli, const args *a) {
 
 int
 cmd_describe(int argc, char **argv, lark_cli *cli) {
+  static const char *const flags[] = {"--at", "--limit", NULL};
+  const char *vals[2] = {NULL, NULL}, *pos[2];
   args a = {0};
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--at") && i + 1 < argc) {
-      if (cli_parse_time(argv[++i], &a.at) < 0)
-        return cli_usage(USAGE);
-    } else if (!strcmp(argv[i], "--limit") && i + 1 < argc) {
-      a.limit = strtoull(argv[++i], NULL, 10);
-    } else if (argv[i][0] != '-' && !a.kind) {
-      a.kind = argv[i];
-    } else if (argv[i][0] != '-' && !a.name) {
-      a.name = argv[i];
-    } else {
-      return cli_usage(USAGE);
-    }
-  }
-  if (!a.kind || !a.name)
+  if (cli_take_args(argc, argv, 1, flags, vals, pos, 2) != 2 ||
+      (vals[0] && cli_parse_time(vals[0], &a.at) < 0))
     return cli_usage(USAGE);
+  a.kind = pos[0];
+  a.name = pos[1];
+  if (vals[1])
+    a.limit = strtoull(vals[1], NULL, 10);
   return describe(cli, &a);
 }

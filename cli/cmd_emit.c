@@ -81,17 +81,9 @@ send_report(lark_cli *cli, const char *job, const msgpack_sbuffer *data) {
 
 int
 cmd_emit(int argc, char **argv, lark_cli *cli) {
+  static const char *const flags[] = {"--data", NULL};
   const char *pos[2] = {NULL, NULL}, *data = NULL;
-  int npos = 0;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--data") && i + 1 < argc)
-      data = argv[++i];
-    else if (argv[i][0] != '-' && npos < 2)
-      pos[npos++] = argv[i];
-    else
-      return cli_usage(USAGE);
-  }
-  if (npos != 2)
+  if (cli_take_args(argc, argv, 1, flags, &data, pos, 2) != 2)
     return cli_usage(USAGE);
   if (!bus_name_valid(pos[0], BUS_NAME_MAX))
     return cli_fail("emit", 0,

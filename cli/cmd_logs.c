@@ -67,14 +67,6 @@ typedef struct logs {
   size_t nsrc, srccap;
 } logs;
 
-static volatile sig_atomic_t interrupted;
-
-static void
-on_sigint(int sig) {
-  (void)sig;
-  interrupted = 1;
-}
-
 /* ------------------------------------------------------------ collect */
 
 static long
@@ -332,7 +324,7 @@ follow(lark_cli *cli, bus_conn *c, logs *l, uint64_t from_seq) {
             "larkctl logs: the job of %s %s is not known yet; "
             "following until Ctrl-C\n",
             l->kind, l->name);
-  while (!rc && !interrupted &&
+  while (!rc && !cli_interrupted() &&
          !(f.ended && bus_mono_ms() - f.quiet_since > GRACE_MS)) {
     rc = follow_step(l, &f);
     if (!rc && !f.jr && l->job[0])
@@ -359,7 +351,7 @@ read_stored(bus_conn *c, logs *l, uint64_t *end) {
   int rc = bus_batch_new(&b);
   if (!rc)
     rc = bus_reader_open(c, &o, &r);
-  while (!rc && !interrupted) {
+  while (!rc && !cli_interrupted()) {
     rc = bus_reader_next(r, b, 5000);
     if (collect(l, b) < 0)
       rc = bus_error(-12, "out of memory");
@@ -437,7 +429,7 @@ cmd_logs(int argc, char **argv, lark_cli *cli) {
   bus_conn *c = cli_connect(cli);
   if (!c)
     return CLI_ERR;
-  signal(SIGINT, on_sigint);
+  cli_catch_interrupt(0);
   uint64_t end = 0;
   rc = read_stored(c, &l, &end);
   if (rc)

@@ -30,16 +30,10 @@ default_path(lark_cli *cli, const char *view, char *out, size_t cap) {
 
 int
 cmd_snapshot(int argc, char **argv, lark_cli *cli) {
+  static const char *const flags[] = {"--out", NULL};
   const char *view = NULL, *out = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--out") && i + 1 < argc)
-      out = argv[++i];
-    else if (argv[i][0] != '-' && !view)
-      view = argv[i];
-    else
-      return cli_usage(USAGE);
-  }
-  if (!view || !bus_name_valid(view, BUS_NAME_MAX))
+  if (cli_take_args(argc, argv, 1, flags, &out, &view, 1) != 1 ||
+      !bus_name_valid(view, BUS_NAME_MAX))
     return cli_usage(USAGE);
   char path[PATH_MAX], subject[160];
   if (!out)

@@ -40,14 +40,6 @@ typedef struct tail {
   uint64_t printed;
 } tail;
 
-static volatile sig_atomic_t interrupted;
-
-static void
-on_sigint(int sig) {
-  (void)sig;
-  interrupted = 1;
-}
-
 static int
 type_matches(const char *want, const char *type) {
   if (!want)
@@ -162,7 +154,7 @@ next_source(tail *t) {
 
 static int
 run(tail *t) {
-  while (!interrupted) {
+  while (!cli_interrupted()) {
     int live = 0;
     for (int k = 0; k < t->nsrc; k++) {
       int rc = refill(t, &t->src[k], t->follow ? 200 : 5000);
@@ -281,7 +273,7 @@ cmd_tail(int argc, char **argv, lark_cli *cli) {
   bus_conn *c = cli_connect(cli);
   if (!c)
     return CLI_ERR;
-  signal(SIGINT, on_sigint);
+  cli_catch_interrupt(0);
   rc = open_sources(c, &t, filter, &o);
   if (!rc)
     rc = run(&t);

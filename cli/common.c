@@ -4,6 +4,7 @@
  */
 #include <ctype.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -453,4 +454,42 @@ cli_user(lark_cli *cli) {
   if (dot)
     *dot = 0;
   return bus_name_valid(user, BUS_NAME_MAX) ? user : "admin";
+}
+
+static volatile sig_atomic_t interrupted;
+
+static void
+on_interrupt(int sig) {
+  (void)sig;
+  interrupted = 1;
+}
+
+void
+cli_catch_interrupt(int term) {
+  signal(SIGINT, on_interrupt);
+  if (term)
+    signal(SIGTERM, on_interrupt);
+}
+
+int
+cli_interrupted(void) {
+  return interrupted;
+}
+
+int
+cli_take_args(int argc, char **argv, int from, const char *const *flags,
+              const char **vals, const char **pos, int npos) {
+  int n = 0;
+  for (int i = from; i < argc; i++) {
+    int k = 0;
+    while (flags && flags[k] && strcmp(flags[k], argv[i]))
+      k++;
+    if (flags && flags[k] && i + 1 < argc)
+      vals[k] = argv[++i];
+    else if (argv[i][0] != '-' && n < npos)
+      pos[n++] = argv[i];
+    else
+      return -1;
+  }
+  return n;
 }

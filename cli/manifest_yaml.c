@@ -117,12 +117,41 @@ parse_float(const char *s, size_t len, double *f) {
   return 1;
 }
 
+/* The core schema's scalars as resolvers: 1 when s is one (n then holds
+ * it), 0 when not, -1 for an integer out of range. */
+static int
+res_float(const char *s, size_t len, lark_mnode *n) {
+  return parse_float(s, len, &n->v.f) ? (n->type = MN_FLOAT, 1) : 0;
+}
+
+static int
+res_bool(const char *s, size_t len, lark_mnode *n) {
+  return is_bool(s, len, &n->v.b) ? (n->type = MN_BOOL, 1) : 0;
+}
+
+static int
+res_null(const char *s, size_t len, lark_mnode *n) {
+  return is_null(s, len) ? (n->type = MN_NULL, 1) : 0;
+}
+
+static const struct {
+  const char *tag;
+  int (*res)(const char *s, size_t len, lark_mnode *n);
+  const char *refused; /* under the explicit tag */
+} scalars[] = {
+    {YTAG "int", parse_int, "!!int: not an integer"},
+    {YTAG "float", res_float, "!!float: not a number"},
+    {YTAG "bool", res_bool, "!!bool: not true or false"},
+    {YTAG "null", res_null, "!!null: not null"},
+};
+
 /* A plain scalar's type under the core schema (tag NULL) or its tag. */
 static int
 resolve(pctx *p, lark_mnode *n, const char *tag, const char *s, size_t len) {
-  int r;
-  if (!tag || !strcmp(tag, YTAG "int")) {
-    r = parse_int(s, len, n);
+  for (size_t i = 0; i < sizeof scalars / sizeof scalars[0]; i++) {
+    if (tag && strcmp(tag, scalars[i].tag))
+      continue;
+    int r = scalars[i].res(s, len, n);
     if (r < 0)
       return mf_fail(p, BUS_EMALFORMED, p->pos, n->line,
                      "integer %.*s does not fit 64 bits",
@@ -130,28 +159,8 @@ resolve(pctx *p, lark_mnode *n, const char *tag, const char *s, size_t len) {
     if (r > 0)
       return 0;
     if (tag)
-      return mf_fail(p, BUS_EMALFORMED, p->pos, n->line,
-                     "!!int: not an integer");
-  }
-  if (!tag || !strcmp(tag, YTAG "float")) {
-    if (parse_float(s, len, &n->v.f))
-      return n->type = MN_FLOAT, 0;
-    if (tag)
-      return mf_fail(p, BUS_EMALFORMED, p->pos, n->line,
-                     "!!float: not a number");
-  }
-  if (!tag || !strcmp(tag, YTAG "bool")) {
-    if (is_bool(s, len, &n->v.b))
-      return n->type = MN_BOOL, 0;
-    if (tag)
-      return mf_fail(p, BUS_EMALFORMED, p->pos, n->line,
-                     "!!bool: not true or false");
-  }
-  if (!tag || !strcmp(tag, YTAG "null")) {
-    if (is_null(s, len))
-      return n->type = MN_NULL, 0;
-    if (tag)
-      return mf_fail(p, BUS_EMALFORMED, p->pos, n->line, "!!null: not null");
+      return mf_fail(p, BUS_EMALFORMED, p->pos, n->line, "%s",
+                     scalars[i].refused);
   }
   if (!tag)
     return 0;

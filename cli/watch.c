@@ -34,14 +34,6 @@ typedef struct watch {
   int64_t last_event, last_list;
 } watch;
 
-static volatile sig_atomic_t interrupted;
-
-static void
-on_sigint(int sig) {
-  (void)sig;
-  interrupted = 1;
-}
-
 /* A change as -o json (a line) or -o yaml (a document) prints it:
  * {event, object}. */
 static void
@@ -156,7 +148,7 @@ relist(watch *w) {
 static int
 follow(watch *w, bus_reader *r, bus_batch *b) {
   relist(w);
-  while (!interrupted) {
+  while (!cli_interrupted()) {
     int rc = bus_reader_next(r, b, LIST_EVERY_MS);
     if (rc < 0 && rc != BUS_ETIMEOUT && rc != BUS_EEOF)
       return cli_fail("get", rc, "follow LARK_EVENTS");
@@ -199,8 +191,7 @@ cli_watch(lark_cli *cli, const cli_kind *k, const msgpack_sbuffer *req,
     rc = cli_fail("get", brc, "follow LARK_EVENTS");
     goto out;
   }
-  signal(SIGINT, on_sigint);
-  signal(SIGTERM, on_sigint);
+  cli_catch_interrupt(1);
   rc = follow(&w, r, b);
 out:
   bus_reader_close(r);

@@ -28,69 +28,52 @@ mark(const gtype *t) {
     mark(t->fields[i].type);
 }
 
-/* The statement that fills member x from v. */
+/*
+ * The statement that fills member x from v (pack 0), or the expression
+ * that packs it (pack 1), by the member's type: a scalar inline, a struct
+ * through its generated function, the other shapes through libbus's
+ * bus__fill_<shape> and bus__pack_<shape>.
+ */
 static void
-fill_expr(FILE *o, const gtype *t, const char *x) {
+member_expr(FILE *o, const gtype *t, const char *x, int pack) {
+  static const struct {
+    enum kind kind;
+    const char *fill, *pack;
+  } scalars[] = {
+      {K_INT, "%s = bus__i64(v)", "msgpack_pack_int64(pk, %s)"},
+      {K_UINT, "%s = v->via.u64", "msgpack_pack_uint64(pk, %s)"},
+      {K_BOOL, "%s = v->via.boolean", "bus__pack_bool(pk, %s)"},
+      {K_FLOAT, "%s = bus__f64(v)", "msgpack_pack_double(pk, %s)"},
+  };
   const gtype *e = t->elem;
-  if (is_string(t))
-    fprintf(o, "%s = bus__str(v)", x);
-  else if (t->kind == K_INT)
-    fprintf(o, "%s = bus__i64(v)", x);
-  else if (t->kind == K_UINT)
-    fprintf(o, "%s = v->via.u64", x);
-  else if (t->kind == K_BOOL)
-    fprintf(o, "%s = v->via.boolean", x);
-  else if (t->kind == K_FLOAT)
-    fprintf(o, "%s = bus__f64(v)", x);
-  else if (t->kind == K_STRUCT)
-    fprintf(o, "bad |= fill_%s(z, v, &%s)", cname(t), x);
+  const char *shape;
+  if (is_string(t)) {
+    fprintf(o, pack ? "bus__pack_bstr(pk, %s)" : "%s = bus__str(v)", x);
+    return;
+  }
+  for (size_t i = 0; i < sizeof scalars / sizeof scalars[0]; i++)
+    if (t->kind == scalars[i].kind) {
+      fprintf(o, pack ? scalars[i].pack : scalars[i].fill, x);
+      return;
+    }
+  if (t->kind == K_STRUCT)
+    fprintf(o, pack ? "%s_write(pk, &%s)" : "bad |= fill_%s(z, v, &%s)",
+            cname(t), x);
   else if (t->kind == K_ARRAY && e->kind == K_STRUCT)
-    fprintf(o, "bad |= fill_%s_list(z, v, &%s)", cname(e), x);
-  else if (t->kind == K_ARRAY)
-    fprintf(o, "bad |= bus__fill_%s(z, v, &%s)",
-            is_string(e)        ? "strs"
-            : e->kind == K_UINT ? "u64s"
-                                : "i64s",
-            x);
-  else if (t->kind == K_MAP)
-    fprintf(o, "bad |= bus__fill_%s(z, v, &%s)",
-            is_string(e) ? "str_map" : "u64_map", x);
-  else if (t->kind == K_VALUES)
-    fprintf(o, "bad |= bus__fill_values(z, v, &%s)", x);
-  else
-    fprintf(o, "bad |= bus__fill_raw(z, v, &%s)", x);
-}
-
-/* The expression that packs member x. */
-static void
-pack_expr(FILE *o, const gtype *t, const char *x) {
-  const gtype *e = t->elem;
-  if (is_string(t))
-    fprintf(o, "bus__pack_bstr(pk, %s)", x);
-  else if (t->kind == K_INT || t->kind == K_UINT)
-    fprintf(o, "msgpack_pack_%s(pk, %s)", t->kind == K_INT ? "int64" : "uint64",
-            x);
-  else if (t->kind == K_BOOL)
-    fprintf(o, "bus__pack_bool(pk, %s)", x);
-  else if (t->kind == K_FLOAT)
-    fprintf(o, "msgpack_pack_double(pk, %s)", x);
-  else if (t->kind == K_STRUCT)
-    fprintf(o, "%s_write(pk, &%s)", cname(t), x);
-  else if (t->kind == K_ARRAY && e->kind == K_STRUCT)
-    fprintf(o, "write_%s_list(pk, &%s)", cname(e), x);
-  else if (t->kind == K_ARRAY)
-    fprintf(o, "bus__pack_%s(pk, &%s)",
-            is_string(e)        ? "strs"
-            : e->kind == K_UINT ? "u64s"
-                                : "i64s",
-            x);
-  else if (t->kind == K_MAP)
-    fprintf(o, "bus__pack_%s(pk, &%s)", is_string(e) ? "str_map" : "u64_map",
-            x);
-  else if (t->kind == K_VALUES)
-    fprintf(o, "bus__pack_values(pk, &%s)", x);
-  else
-    fprintf(o, "bus__pack_raw(pk, &%s)", x);
+    fprintf(o,
+            pack ? "write_%s_list(pk, &%s)" : "bad |= fill_%s_list(z, v, &%s)",
+            cname(e), x);
+  else {
+    if (t->kind == K_ARRAY)
+      shape = is_string(e) ? "strs" : e->kind == K_UINT ? "u64s" : "i64s";
+    else if (t->kind == K_MAP)
+      shape = is_string(e) ? "str_map" : "u64_map";
+    else
+      shape = t->kind == K_VALUES ? "values" : "raw";
+    fprintf(o,
+            pack ? "bus__pack_%s(pk, &%s)" : "bad |= bus__fill_%s(z, v, &%s)",
+            shape, x);
+  }
 }
 
 static void
@@ -111,7 +94,7 @@ emit_fill(FILE *o, const gtype *t) {
     if (!f->required)
       fprintf(o, "out->has_%s = 1, ", f->name);
     snprintf(x, sizeof x, "out->%s", f->name);
-    fill_expr(o, f->type, x);
+    member_expr(o, f->type, x, 0);
     fputs(";\n", o);
   }
   if (!t->nfields)
@@ -136,7 +119,7 @@ emit_write(FILE *o, const gtype *t) {
     fprintf(o, "  bad |= bus__pack_key(pk, \"%s\", %zu) || ", f->name,
             strlen(f->name));
     snprintf(x, sizeof x, "d->%s", f->name);
-    pack_expr(o, f->type, x);
+    member_expr(o, f->type, x, 1);
     fputs(";\n", o);
   }
   if (!t->nfields)
@@ -281,14 +264,12 @@ emit_protos(FILE *o) {
 
 void
 write_types_c(const char *path) {
-  FILE *o = fopen(path, "w");
-  if (!o)
-    die(NULL, "cannot write %s", path);
   for (int i = 0; i < nevents; i++)
     mark(events[i].type);
-  fputs("/* Generated by schemagen from schema/schema.yaml: do not edit.\n"
-        " * Long because it holds every event type; see bus.h, \"typed "
-        "data\". */\n#include <string.h>\n\n#include \"bus.h\"\n"
+  FILE *o = out_open_c(
+      path, "Long because it holds every event type; see bus.h, \"typed "
+            "data\".");
+  fputs("#include <string.h>\n\n#include \"bus.h\"\n"
         "#include \"typed-int.h\"\n\n",
         o);
   emit_protos(o);
@@ -303,6 +284,5 @@ write_types_c(const char *path) {
   for (int i = 0; i < nevents; i++)
     emit_event(o, &events[i]);
   emit_tables(o);
-  if (fclose(o) != 0)
-    die(NULL, "cannot write %s", path);
+  out_close(o, path);
 }

@@ -185,12 +185,9 @@ doc_resources(FILE *o) {
 
 void
 write_docs(const char *path) {
-  FILE *o = fopen(path, "w");
-  if (!o)
-    die(NULL, "cannot write %s: %s", path, strerror(errno));
+  FILE *o = out_open(path);
   doc_intro(o);
   doc_events(o);
   doc_resources(o);
-  if (fclose(o) != 0)
-    die(NULL, "cannot write %s", path);
+  out_close(o, path);
 }

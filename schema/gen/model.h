@@ -104,6 +104,13 @@ void load(const char *path);
 /* Free what load keeps. */
 void unload(void);
 
+/* A generated file: opened for writing, or closed (a failed write shows
+ * there); each dies on failure. */
+FILE *out_open(const char *path);
+void out_close(FILE *o, const char *path);
+/* out_open for a generated C file, which starts with a comment saying so
+ * (and note, a line of its own, when not NULL). */
+FILE *out_open_c(const char *path, const char *note);
 /* s as a C string literal. */
 void emit_str(FILE *o, const char *s);
 /* 1 for string, token, name and derived-name. */
