@@ -69,16 +69,18 @@ conn_as(const char *url, const char *user, async_errs *errs) {
   return nc;
 }
 
+/* The body api() sent last, for the failure messages of api_ok. */
+static _Thread_local char sent[2048];
+
 /* A request whose reply is JSON; NULL when it timed out or was refused. */
 static json_t *
 api(natsConnection *nc, const char *subject, const char *fmt, ...) {
-  char body[2048];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(body, sizeof body, fmt, ap);
+  vsnprintf(sent, sizeof sent, fmt, ap);
   va_end(ap);
   natsMsg *reply = NULL;
-  if (natsConnection_RequestString(&reply, nc, subject, body, WAIT_MS) !=
+  if (natsConnection_RequestString(&reply, nc, subject, sent, WAIT_MS) !=
       NATS_OK)
     return NULL;
   json_t *j = json_loadb(natsMsg_GetData(reply),
@@ -87,21 +89,18 @@ api(natsConnection *nc, const char *subject, const char *fmt, ...) {
   return j;
 }
 
-/* The same, failing the test on a timeout or an {error}. */
+/* api's reply j to subject, failing the test on a timeout or an {error}. */
 static json_t *
-api_ok(natsConnection *nc, const char *subject, const char *fmt, ...) {
-  char body[2048];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(body, sizeof body, fmt, ap);
-  va_end(ap);
-  json_t *j = api(nc, subject, "%s", body);
+ok(const char *subject, json_t *j) {
   cr_assert_not_null(j, "%s: no answer", subject);
   json_t *e = json_object_get(j, "error");
-  cr_assert_null(e, "%s %s: %s", subject, body,
+  cr_assert_null(e, "%s %s: %s", subject, sent,
                  json_string_value(json_object_get(e, "description")));
   return j;
 }
+
+/* api, failing the test on a timeout or an {error}. */
+#define api_ok(nc, subject, ...) ok(subject, api(nc, subject, __VA_ARGS__))
 
 static void
 stream_create(natsConnection *nc, const char *name, const char *extra_json) {

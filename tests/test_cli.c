@@ -43,18 +43,10 @@ teardown(void) {
 
 TestSuite(cli, .init = setup, .fini = teardown, .timeout = 120);
 
-/* Run larkctl with up to 8 arguments; returns its exit code. */
-static int
-ctl(const char *a0, const char *a1, const char *a2, const char *a3,
-    const char *a4, const char *a5) {
-  char *argv[8] = {larkctl};
-  const char *args[] = {a0, a1, a2, a3, a4, a5};
-  int n = 1;
-  for (int i = 0; i < 6 && args[i]; i++)
-    argv[n++] = (char *)args[i];
-  argv[n] = NULL;
-  return lt_run(argv, out, sizeof out, err, sizeof err);
-}
+/* Run larkctl with up to 6 arguments (the first NULL ends them); its
+ * exit code, stdout in out and stderr in err. */
+#define ctl(...)                                                               \
+  lt_runl(out, sizeof out, err, sizeof err, larkctl, __VA_ARGS__, (char *)NULL)
 
 static void
 append_sample(const char *name, uint64_t prev, const char *type,

@@ -123,18 +123,7 @@ static uint64_t
 job_last(const char *job, char *type, size_t cap) {
   char subject[300];
   snprintf(subject, sizeof subject, "lark.ev.job.%s", job);
-  msgpack_zone z;
-  msgpack_zone_init(&z, 1024);
-  bus_event ev;
-  memset(&ev, 0, sizeof ev);
-  uint64_t seq = 0;
-  type[0] = 0;
-  if (bus_last_event(conn, "LARK_EVENTS", subject, &ev, &z) == 0) {
-    snprintf(type, cap, "%s", ev.type);
-    seq = ev.seq;
-  }
-  msgpack_zone_destroy(&z);
-  return seq;
+  return lt_last_on(conn, "LARK_EVENTS", subject, type, cap);
 }
 
 /* Wait until the Job was submitted; its seq. */

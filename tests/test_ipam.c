@@ -305,6 +305,18 @@ ask(const char *kind, const char *verb, const char *name, msgpack_zone *z) {
   return *res;
 }
 
+/* How many Domains `domain list` answers with. */
+static uint32_t
+domains_listed(void) {
+  msgpack_zone z;
+  msgpack_zone_init(&z, 4096);
+  msgpack_object r = ask("domain", "list", "", &z);
+  cr_assert_eq(r.type, MSGPACK_OBJECT_ARRAY);
+  uint32_t n = r.via.array.size;
+  msgpack_zone_destroy(&z);
+  return n;
+}
+
 static int64_t
 domain_field(const char *name, const char *key) {
   msgpack_zone z;
@@ -322,12 +334,7 @@ Test(ipam_view, overlap_refused_in_apply_first_wins) {
   create("net-b", "10.0.128.0/17", 1); /* overlaps: refused */
   create("net-c", "fd00::/64", 1);     /* prev 1 is stale now? no: refused
                                           events restore the version */
-  msgpack_zone z;
-  msgpack_zone_init(&z, 4096);
-  msgpack_object r = ask("domain", "list", "", &z);
-  cr_assert_eq(r.type, MSGPACK_OBJECT_ARRAY);
-  cr_expect_eq(r.via.array.size, 2, "net-a and net-c, not net-b");
-  msgpack_zone_destroy(&z);
+  cr_expect_eq(domains_listed(), 2, "net-a and net-c, not net-b");
   cr_expect_eq(domain_field("net-a", "free"), 65534);
 }
 
@@ -382,10 +389,5 @@ Test(ipam_view, a_domain_wider_than_the_bound_is_refused_in_apply) {
   create("everything", "0.0.0.0/0", 0);
   create("v6", "::/0", 0);
   create("net-a", "10.0.0.0/8", 0);
-  msgpack_zone z;
-  msgpack_zone_init(&z, 4096);
-  msgpack_object r = ask("domain", "list", "", &z);
-  cr_assert_eq(r.type, MSGPACK_OBJECT_ARRAY);
-  cr_expect_eq(r.via.array.size, 1, "only net-a");
-  msgpack_zone_destroy(&z);
+  cr_expect_eq(domains_listed(), 1, "only net-a");
 }

@@ -104,13 +104,8 @@ job_phase(const char *job, const char *phase) {
   bus_pack_kv_str(&b.pk, "phase", phase);
   char subject[128];
   snprintf(subject, sizeof subject, "lark.ev.job.%s", job);
-  msgpack_zone z;
-  msgpack_zone_init(&z, 1024);
-  bus_event last;
-  memset(&last, 0, sizeof last);
-  bus_last_event(conn, "LARK_EVENTS", subject, &last, &z);
-  append(subject, "job.phase", &b.sb, last.seq, BUS_APPEND_CHECK, NULL);
-  msgpack_zone_destroy(&z);
+  uint64_t last = lt_last_on(conn, "LARK_EVENTS", subject, NULL, 0);
+  append(subject, "job.phase", &b.sb, last, BUS_APPEND_CHECK, NULL);
   bus_packbuf_destroy(&b);
 }
 

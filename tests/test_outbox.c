@@ -134,6 +134,18 @@ Test(outbox, drain_publishes_decisions) {
   bus_view_close(v);
 }
 
+/* View "a" with one create (id) on subject applied, its outbox not yet
+ * drained, and a snapshot of it taken then in snap (DIR/crashed). */
+static bus_view *
+snapshotted(const char *subject, const char *id, char *snap, size_t cap) {
+  bus_view *v = open_view("a");
+  append_create(subject, id);
+  catch_up(v);
+  snprintf(snap, cap, "%s/crashed", dir);
+  cr_assert_eq(bus_view_snapshot(v, snap), 0, "%s", bus_last_error());
+  return v;
+}
+
 /*
  * A crash after publishing but before deleting the entry: the snapshot
  * still holds the entry. Draining it again must not publish twice, inside
@@ -141,12 +153,8 @@ Test(outbox, drain_publishes_decisions) {
  */
 static void
 republish(int after_window) {
-  bus_view *v = open_view("a");
-  append_create("lark.ev.sample.a", "create-a");
-  catch_up(v);
   char snap[512];
-  snprintf(snap, sizeof snap, "%s/crashed", dir);
-  cr_assert_eq(bus_view_snapshot(v, snap), 0, "%s", bus_last_error());
+  bus_view *v = snapshotted("lark.ev.sample.a", "create-a", snap, sizeof snap);
   cr_assert_eq(bus_outbox_drain(v, conn, "LARK_EVENTS", NULL, NULL), 0);
   cr_assert_eq(stream_count(), 2);
   bus_view_close(v);
@@ -254,12 +262,9 @@ runs_count(void) {
 }
 
 Test(outbox, unchecked_entries_go_out_together_and_once) {
-  bus_view *v = open_view("a");
-  append_create("lark.ev.sample.r1", "create-r1");
-  catch_up(v);
   char snap[512];
-  snprintf(snap, sizeof snap, "%s/crashed", dir);
-  cr_assert_eq(bus_view_snapshot(v, snap), 0, "%s", bus_last_error());
+  bus_view *v =
+      snapshotted("lark.ev.sample.r1", "create-r1", snap, sizeof snap);
   uint64_t pub = 0;
   cr_assert_eq(bus_outbox_drain(v, conn, "LARK_EVENTS", &pub, NULL), 0, "%s",
                bus_last_error());

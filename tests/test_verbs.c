@@ -308,23 +308,24 @@ Test(verbs, a_waiting_command_holds_up_no_other) {
   bus_cmd_server_stop(s);
 }
 
+/* A command on subject answered with error code and message. */
+static void
+refused(const char *subject, const char *code, const char *message) {
+  char got[32] = "", msg[128] = "";
+  call k = {.subject = subject};
+  call_now(&k);
+  cr_expect_str_eq(error_code(&k.reply, got, sizeof got), code);
+  bus_obj_str(bus_obj_get(&k.reply, "error"), "message", msg, sizeof msg);
+  cr_expect_str_eq(msg, message);
+  msgpack_zone_destroy(&k.zone);
+}
+
 Test(verbs, flags_and_unknown_verbs) {
   bus_cmd_server *s = NULL;
   cr_assert_eq(bus_verbs_serve(conn, &verbs, view, NULL, 0, &s), 0, "%s",
                bus_last_error());
-  char code[32] = "", msg[128] = "";
-  call k = {.subject = "lark.cmd.bob.sample.adm"};
-  call_now(&k);
-  cr_expect_str_eq(error_code(&k.reply, code, sizeof code), "DENIED");
-  bus_obj_str(bus_obj_get(&k.reply, "error"), "message", msg, sizeof msg);
-  cr_expect_str_eq(msg, "only admin may adm");
-  msgpack_zone_destroy(&k.zone);
-  call u = {.subject = "lark.cmd.bob.sample.nothing"};
-  call_now(&u);
-  cr_expect_str_eq(error_code(&u.reply, code, sizeof code), "INVAL");
-  bus_obj_str(bus_obj_get(&u.reply, "error"), "message", msg, sizeof msg);
-  cr_expect_str_eq(msg, "verbs: wait, ok, seen, adm");
-  msgpack_zone_destroy(&u.zone);
+  refused("lark.cmd.bob.sample.adm", "DENIED", "only admin may adm");
+  refused("lark.cmd.bob.sample.nothing", "INVAL", "verbs: wait, ok, seen, adm");
   /* CATCH_UP: the handler sees what was stored before the command came */
   uint64_t seq = 0;
   bus_cmd a = command("alice", "created", "k-seen");

@@ -96,3 +96,22 @@ lt_read_runs(bus_conn *c, const char *job, int wait_ms, int to_end,
   snprintf(filter, sizeof filter, "lark.run.%s", job);
   return lt_read_stream(c, "LARK_RUNS", filter, wait_ms, to_end, fn, arg);
 }
+
+uint64_t
+lt_last_on(bus_conn *c, const char *stream, const char *subject, char *type,
+           size_t cap) {
+  msgpack_zone z;
+  bus_event ev;
+  uint64_t seq = 0;
+  msgpack_zone_init(&z, 1024);
+  memset(&ev, 0, sizeof ev);
+  if (type)
+    type[0] = 0;
+  if (bus_last_event(c, stream, subject, &ev, &z) == 0) {
+    if (type)
+      snprintf(type, cap, "%s", ev.type);
+    seq = ev.seq;
+  }
+  msgpack_zone_destroy(&z);
+  return seq;
+}

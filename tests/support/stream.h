@@ -38,4 +38,10 @@ long lt_count_events(bus_conn *c, const char *stream, const char *filter,
 int lt_read_runs(bus_conn *c, const char *job, int wait_ms, int to_end,
                  lt_event_fn fn, void *arg);
 
+/* The last event on subject in stream: its sequence, 0 when there is none
+ * (or it could not be read); its type into type (cap bytes, "" then;
+ * type may be NULL). */
+uint64_t lt_last_on(bus_conn *c, const char *stream, const char *subject,
+                    char *type, size_t cap);
+
 #endif
