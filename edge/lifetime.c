@@ -188,8 +188,8 @@ make_fifo(const edge_proc *p, const char *name, char *path, size_t cap) {
 /* Spawn the shim (in namespace file netns when p->netns); fills p->pid
  * and p->ticks. */
 int
-edge_proc_spawn(edge_proc *p, const msgpack_object *d,
-                const msgpack_object *entry, const char *cwd, char *netns) {
+edge_proc_spawn(edge_proc *p, const bus_ev_pod_desired *d, const char *cwd,
+                char *netns) {
   char status[4300], out[4300], err[4300];
   int wfd[2] = {-1, -1}, rc;
   snprintf(status, sizeof status, "%s/exit-%u", p->dir, p->attempt);
@@ -207,7 +207,7 @@ edge_proc_spawn(edge_proc *p, const msgpack_object *d,
   edge_env e = {0};
   if (wfd[0] < 0 || wfd[1] < 0)
     rc = bus_error(-errno, "open the pod's output");
-  else if ((rc = edge_shim_argv(p, d, entry, status, netns, &argv)))
+  else if ((rc = edge_shim_argv(p, d, status, netns, &argv)))
     rc = bus_error(rc, "out of memory");
   if (rc)
     goto out;

@@ -15,8 +15,8 @@
 /* Spawn the shim for p in cwd (in namespace file netns when p->netns),
  * running entry (or the runScript when NULL) of desired state d; fills
  * p->pid and p->ticks. */
-int edge_proc_spawn(edge_proc *p, const msgpack_object *d,
-                    const msgpack_object *entry, const char *cwd, char *netns);
+int edge_proc_spawn(edge_proc *p, const bus_ev_pod_desired *d, const char *cwd,
+                    char *netns);
 /* SIGTERM to p's process group, SIGKILL after the grace period. Its end
  * is reported Stopped when report, not at all when silent. */
 void edge_proc_stop(edge_proc *p, int report, int silent);

@@ -49,71 +49,60 @@ mkdirs(const char *path) {
 }
 
 static int
-nonempty_str(const msgpack_object *o) {
-  return o && o->type == MSGPACK_OBJECT_STR && o->via.str.size &&
-         !memchr(o->via.str.ptr, 0, o->via.str.size);
+nonempty_str(bus_str s) {
+  return s.len && !memchr(s.ptr, 0, s.len);
 }
 
-/* Why this desired state cannot run here, or NULL; *entry: its
- * entrypoint, or NULL when its runScript runs instead. Loop thread only
- * (the reason may be in a static buffer). */
+/* The runtime the desired state asks for: raw when it names none. */
+static bus_str
+runtime_of(const bus_ev_pod_desired *d) {
+  return d->has_runtime ? d->runtime : BUS_STR("raw");
+}
+
+/* Why this desired state cannot run here, or NULL. Loop thread only (the
+ * reason may be in a static buffer). */
 static const char *
-unrunnable(const edge_agent *a, const msgpack_object *d,
-           const msgpack_object **entry) {
-  char rt[32] = "raw";
-  bus_obj_str(d, "runtime", rt, sizeof rt);
-  if (strcmp(rt, "raw") && strcmp(rt, "raw+netns"))
-    return "unknown runtime";
-  if (strcmp(rt, "raw") && !edge_runtime_offered(&a->cfg, rt))
-    return "runtime raw+netns is not offered by this node (no --pod-cidr)";
-  const msgpack_object *art = bus_obj_get(bus_obj_get(d, "raw"), "artifact");
-  lark_artifact parsed;
+unrunnable(const edge_agent *a, const bus_ev_pod_desired *d) {
+  bus_str rt = runtime_of(d);
   static char bad[400];
   char r[200];
-  if (art && (art->type != MSGPACK_OBJECT_STR ||
-              (art->via.str.size &&
-               lark_artifact_parse(art->via.str.ptr, art->via.str.size, &parsed,
-                                   r, sizeof r)))) {
-    snprintf(bad, sizeof bad, "artifact: %s",
-             art->type == MSGPACK_OBJECT_STR ? r : "must be a string");
+  lark_artifact parsed;
+  if (!bus_str_eq(rt, "raw") && !bus_str_eq(rt, "raw+netns"))
+    return "unknown runtime";
+  if (!bus_str_eq(rt, "raw") && !edge_runtime_offered(&a->cfg, "raw+netns"))
+    return "runtime raw+netns is not offered by this node (no --pod-cidr)";
+  const bus_raw_runtime *raw = d->has_raw ? &d->raw : NULL;
+  if (raw && raw->artifact.len &&
+      lark_artifact_parse(raw->artifact.ptr, raw->artifact.len, &parsed, r,
+                          sizeof r)) {
+    snprintf(bad, sizeof bad, "artifact: %s", r);
     return bad;
   }
-  *entry = bus_obj_get(bus_obj_get(d, "raw"), "entrypoint");
-  if (!*entry || (*entry)->type != MSGPACK_OBJECT_ARRAY ||
-      !(*entry)->via.array.size) {
-    *entry = NULL; /* runScript instead */
-    return nonempty_str(bus_obj_get(d, "runScript"))
-               ? NULL
-               : "no entrypoint and no runScript";
-  }
-  for (uint32_t i = 0; i < (*entry)->via.array.size; i++) {
-    const msgpack_object *s = &(*entry)->via.array.ptr[i];
-    if (s->type != MSGPACK_OBJECT_STR ||
-        memchr(s->via.str.ptr, 0, s->via.str.size))
+  if (!raw || !raw->entrypoint.n) /* runScript instead */
+    return nonempty_str(d->runScript) ? NULL : "no entrypoint and no runScript";
+  for (uint32_t i = 0; i < raw->entrypoint.n; i++)
+    if (memchr(raw->entrypoint.v[i].ptr, 0, raw->entrypoint.v[i].len))
       return "entrypoint arguments must be strings without NUL";
-  }
   return NULL;
 }
 
 static void
-start(edge_agent *a, const char *pod, const msgpack_object *d,
+start(edge_agent *a, const char *pod, const bus_ev_pod_desired *d,
       uint32_t attempt) {
-  char job[EDGE_NAME_SZ] = "", cwd[4200] = "", why[512] = "", rt[32] = "raw";
-  char netns[4200] = "";
-  const msgpack_object *entry = NULL;
+  char job[EDGE_NAME_SZ], cwd[4200], why[512] = "", netns[4200] = "";
   edge_run r = {.attempt = attempt, .state = EDGE_RUN_STARTING};
-  bus_obj_str(d, "job", job, sizeof job);
-  bus_obj_str(d, "runtime", rt, sizeof rt);
+  bus_str_copy(d->job, job, sizeof job);
+  bus_str_copy(d->workingDir, cwd, sizeof cwd);
   /* committed before anything runs: never twice */
   if (edge_record(a, pod, &r, NULL, 0, 0, NULL, NULL))
     return;
   edge_proc *p = edge_proc_new(a, pod, job, attempt);
   if (!p)
     return;
-  const char *bad = unrunnable(a, d, &entry);
+  const char *bad = unrunnable(a, d);
   int rc = bad ? BUS_EINVAL : 0;
   edge_net net;
-  if (!bad && !strcmp(rt, "raw+netns")) {
+  if (!bad && bus_str_eq(runtime_of(d), "raw+netns")) {
     if ((rc = edge_net_setup(a, pod, &net)))
       snprintf(why, sizeof why, "cannot set up the pod's network: %s",
                bus_last_error());
@@ -124,12 +113,11 @@ start(edge_agent *a, const char *pod, const msgpack_object *d,
     }
   }
   if (!bad && !rc) {
-    bus_obj_str(d, "workingDir", cwd, sizeof cwd);
     if ((rc = mkdirs(p->dir)) || (cwd[0] && (rc = mkdirs(cwd))))
       snprintf(why, sizeof why, "cannot make %.400s: %s", cwd[0] ? cwd : p->dir,
                strerror(-rc));
     else if ((rc = edge_sock_listen(p)) ||
-             (rc = edge_proc_spawn(p, d, entry, cwd[0] ? cwd : p->dir, netns)))
+             (rc = edge_proc_spawn(p, d, cwd[0] ? cwd : p->dir, netns)))
       snprintf(why, sizeof why, "cannot start: %s", bus_last_error());
   } else if (bad)
     snprintf(why, sizeof why, "%s", bad);
@@ -183,29 +171,28 @@ forget(edge_agent *a, const char *pod, uint64_t version) {
 static void
 reconcile(edge_agent *a, const char *pod, const void *data, size_t len) {
   msgpack_zone z;
-  msgpack_object d;
-  char want[16] = "";
+  msgpack_object o;
+  bus_ev_pod_desired d;
   msgpack_zone_init(&z, 2048);
-  if (msgpack_unpack(data, len, NULL, &z, &d) < 0 ||
-      d.type != MSGPACK_OBJECT_MAP) {
+  if (msgpack_unpack(data, len, NULL, &z, &o) < 0 ||
+      bus_pod_desired_unpack(&o, &z, &d)) {
     msgpack_zone_destroy(&z);
     return;
   }
-  uint32_t attempt = (uint32_t)bus_obj_int(&d, "attempt", 0);
-  bus_obj_str(&d, "desired", want, sizeof want);
+  uint32_t attempt = d.has_attempt ? (uint32_t)d.attempt : 0;
   edge_proc *p = edge_proc_find_live(a, pod);
   edge_run r;
   int have = edge_store_run_get(a->store, pod, &r) == 0;
-  if (!strcmp(want, "Running")) {
+  if (bus_str_eq(d.desired, "Running")) {
     if (p && p->attempt < attempt)
       edge_proc_stop(p, 0, 1); /* replaced: start when it ended */
     else if (!p && !(have && r.attempt >= attempt))
       start(a, pod, &d, attempt);
   } else if (p) {
     edge_proc_stop(p, p->attempt == attempt, p->attempt != attempt);
-  } else if (!strcmp(want, "Deleted")) {
+  } else if (bus_str_eq(d.desired, "Deleted")) {
     if (edge_net_teardown(a, pod) == 0) /* a network kept is tried later */
-      forget(a, pod, (uint64_t)bus_obj_int(&d, "version", 0));
+      forget(a, pod, d.has_version ? d.version : 0);
   }
   msgpack_zone_destroy(&z);
 }

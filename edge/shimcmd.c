@@ -26,15 +26,9 @@ env_set(edge_env *e, const char *name, size_t nlen, const char *val,
       e->v[i] = kv;
       return;
     }
-  if (e->n + 2 > e->cap) {
-    size_t cap = e->cap ? e->cap * 2 : 64;
-    char **g = realloc(e->v, cap * sizeof *g);
-    if (!g) {
-      free(kv);
-      return;
-    }
-    e->v = g;
-    e->cap = cap;
+  if (bus_grow(&e->v, e->n + 1, &e->cap, sizeof *e->v, 64)) { /* and NULL */
+    free(kv);
+    return;
   }
   e->v[e->n++] = kv;
   e->v[e->n] = NULL;
@@ -52,25 +46,24 @@ edge_env_free(edge_env *e) {
   free(e->v);
 }
 
-/* A scalar as text into buf. */
+/* A value as text into buf. */
 static const char *
-scalar(const msgpack_object *o, char *buf, size_t cap, size_t *len) {
-  switch (o->type) {
-  case MSGPACK_OBJECT_STR:
-    *len = o->via.str.size;
-    return o->via.str.ptr;
-  case MSGPACK_OBJECT_POSITIVE_INTEGER:
-    snprintf(buf, cap, "%llu", (unsigned long long)o->via.u64);
+scalar(const bus_value *v, char *buf, size_t cap, size_t *len) {
+  switch (v->kind) {
+  case BUS_V_STR:
+    *len = v->as.s.len;
+    return v->as.s.len ? v->as.s.ptr : "";
+  case BUS_V_INT:
+    snprintf(buf, cap, "%lld", (long long)v->as.i);
     break;
-  case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-    snprintf(buf, cap, "%lld", (long long)o->via.i64);
+  case BUS_V_UINT:
+    snprintf(buf, cap, "%llu", (unsigned long long)v->as.u);
     break;
-  case MSGPACK_OBJECT_FLOAT32:
-  case MSGPACK_OBJECT_FLOAT64:
-    snprintf(buf, cap, "%g", o->via.f64);
+  case BUS_V_FLOAT:
+    snprintf(buf, cap, "%g", v->as.f);
     break;
-  case MSGPACK_OBJECT_BOOLEAN:
-    snprintf(buf, cap, "%s", o->via.boolean ? "true" : "false");
+  case BUS_V_BOOL:
+    snprintf(buf, cap, "%s", v->as.b ? "true" : "false");
     break;
   default:
     buf[0] = 0;
@@ -88,21 +81,21 @@ safe_name(const char *s, size_t n) {
 
 /* The platform's variables about devices the pod asked for. */
 static void
-env_devices(edge_env *e, const msgpack_object *dev, const char *node) {
-  if (!dev || dev->type != MSGPACK_OBJECT_MAP || !dev->via.map.size)
+env_devices(edge_env *e, const bus_values *dev, const char *node) {
+  if (!dev->n)
     return;
   char list[2048] = "", num[32];
   size_t used = 0;
   uint64_t total = 0;
-  for (uint32_t i = 0; i < dev->via.map.size; i++) {
-    const msgpack_object_kv *kv = &dev->via.map.ptr[i];
-    if (kv->key.type != MSGPACK_OBJECT_STR ||
-        kv->val.type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+  for (uint32_t i = 0; i < dev->n; i++) {
+    const bus_value *v = &dev->v[i];
+    if (v->kind != BUS_V_UINT && (v->kind != BUS_V_INT || v->as.i < 0))
       continue;
-    total += kv->val.via.u64;
+    uint64_t count = v->kind == BUS_V_UINT ? v->as.u : (uint64_t)v->as.i;
+    total += count;
     int n = snprintf(list + used, sizeof list - used, "%s%.*s=%llu",
-                     used ? "," : "", (int)kv->key.via.str.size,
-                     kv->key.via.str.ptr, (unsigned long long)kv->val.via.u64);
+                     used ? "," : "", (int)v->key.len, v->key.ptr,
+                     (unsigned long long)count);
     if (n > 0 && used + (size_t)n < sizeof list)
       used += (size_t)n;
   }
@@ -115,7 +108,7 @@ env_devices(edge_env *e, const msgpack_object *dev, const char *node) {
 /* Environment: the agent's (without its own LARK_ and NATS settings),
  * raw.environment, the message's env map, then what the node knows. */
 void
-edge_shim_env(edge_proc *p, const msgpack_object *d, edge_env *e) {
+edge_shim_env(edge_proc *p, const bus_ev_pod_desired *d, edge_env *e) {
   char buf[64];
   size_t len;
   for (char **v = environ; v && *v; v++)
@@ -124,40 +117,29 @@ edge_shim_env(edge_proc *p, const msgpack_object *d, edge_env *e) {
       if (eq)
         env_set(e, *v, (size_t)(eq - *v), eq + 1, strlen(eq + 1));
     }
-  const msgpack_object *ev = bus_obj_get(bus_obj_get(d, "raw"), "environment");
-  for (uint32_t i = 0;
-       ev && ev->type == MSGPACK_OBJECT_ARRAY && i < ev->via.array.size; i++) {
-    const msgpack_object *n = bus_obj_get(&ev->via.array.ptr[i], "name");
-    const msgpack_object *v = bus_obj_get(&ev->via.array.ptr[i], "value");
-    if (!n || n->type != MSGPACK_OBJECT_STR ||
-        !safe_name(n->via.str.ptr, n->via.str.size))
-      continue;
-    const char *val = v ? scalar(v, buf, sizeof buf, &len) : "";
-    env_set(e, n->via.str.ptr, n->via.str.size, val, v ? len : 0);
+  const bus_env_var_list *ev = &d->raw.environment; /* empty when absent */
+  for (uint32_t i = 0; i < ev->n; i++) {
+    bus_str n = ev->v[i].name, v = ev->v[i].value;
+    if (safe_name(n.ptr, n.len))
+      env_set(e, n.ptr, n.len, v.len ? v.ptr : "", v.len);
   }
-  const msgpack_object *m = bus_obj_get(d, "env");
-  for (uint32_t i = 0;
-       m && m->type == MSGPACK_OBJECT_MAP && i < m->via.map.size; i++) {
-    const msgpack_object_kv *kv = &m->via.map.ptr[i];
-    if (kv->key.type != MSGPACK_OBJECT_STR ||
-        !safe_name(kv->key.via.str.ptr, kv->key.via.str.size))
+  for (uint32_t i = 0; i < d->env.n; i++) {
+    const bus_value *kv = &d->env.v[i];
+    if (!safe_name(kv->key.ptr, kv->key.len))
       continue;
-    const char *val = scalar(&kv->val, buf, sizeof buf, &len);
+    const char *val = scalar(kv, buf, sizeof buf, &len);
     if (!memchr(val, 0, len))
-      env_set(e, kv->key.via.str.ptr, kv->key.via.str.size, val, len);
+      env_set(e, kv->key.ptr, kv->key.len, val, len);
   }
   char gpus[256] = "";
   size_t used = 0;
-  const msgpack_object *g = bus_obj_get(d, "gpus");
-  for (uint32_t i = 0;
-       g && g->type == MSGPACK_OBJECT_ARRAY && i < g->via.array.size; i++)
-    if (g->via.array.ptr[i].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
-        used + 8 < sizeof gpus)
-      used += (size_t)snprintf(gpus + used, sizeof gpus - used, "%s%llu",
-                               used ? "," : "",
-                               (unsigned long long)g->via.array.ptr[i].via.u64);
+  for (uint32_t i = 0; i < d->gpus.n; i++)
+    if (used + 8 < sizeof gpus)
+      used +=
+          (size_t)snprintf(gpus + used, sizeof gpus - used, "%s%llu",
+                           used ? "," : "", (unsigned long long)d->gpus.v[i]);
   env_sets(e, "CUDA_VISIBLE_DEVICES", gpus);
-  env_devices(e, bus_obj_get(d, "devices"), p->a->cfg.node);
+  env_devices(e, &d->devices, p->a->cfg.node);
   env_sets(e, "LARK_POD", p->pod);
   env_sets(e, "LARK_NODE", p->a->cfg.node);
   if (p->job[0])
@@ -169,15 +151,9 @@ edge_shim_env(edge_proc *p, const msgpack_object *d, edge_env *e) {
 
 static void
 arg_add(edge_args *b, const char *s, size_t len) {
-  if (b->n + 2 > b->cap) {
-    size_t cap = b->cap ? b->cap * 2 : 32;
-    char **g = realloc(b->v, cap * sizeof *g);
-    if (!g) {
-      b->failed = 1;
-      return;
-    }
-    b->v = g;
-    b->cap = cap;
+  if (bus_grow(&b->v, b->n + 1, &b->cap, sizeof *b->v, 32)) { /* and NULL */
+    b->failed = 1;
+    return;
   }
   if (!(b->v[b->n] = strndup(s, len)))
     b->failed = 1;
@@ -191,12 +167,12 @@ arg_str(edge_args *b, const char *s) {
 }
 
 static void
-arg_obj(edge_args *b, const char *opt, const msgpack_object *o) {
-  if (!o || o->type != MSGPACK_OBJECT_STR || !o->via.str.size)
+arg_bstr(edge_args *b, const char *opt, bus_str s) {
+  if (!s.len)
     return;
   if (opt)
     arg_str(b, opt);
-  arg_add(b, o->via.str.ptr, o->via.str.size);
+  arg_add(b, s.ptr, s.len);
 }
 
 void
@@ -209,11 +185,10 @@ edge_args_free(edge_args *b) {
 /* `lark-edge pod-shim STATUS [options] -- ARGV`: the entrypoint, or
  * /bin/sh -c runScript when entry is NULL (shim.c). */
 int
-edge_shim_argv(const edge_proc *p, const msgpack_object *d,
-               const msgpack_object *entry, const char *status,
-               const char *netns, edge_args *b) {
+edge_shim_argv(const edge_proc *p, const bus_ev_pod_desired *d,
+               const char *status, const char *netns, edge_args *b) {
   const edge_config *c = &p->a->cfg;
-  const msgpack_object *art = bus_obj_get(bus_obj_get(d, "raw"), "artifact");
+  const bus_raw_runtime *raw = &d->raw; /* zero when absent */
   char num[32];
   arg_str(b, p->a->self_exe);
   arg_str(b, "pod-shim");
@@ -222,8 +197,8 @@ edge_shim_argv(const edge_proc *p, const msgpack_object *d,
     arg_str(b, "--netns");
     arg_str(b, netns);
   }
-  if (art && art->type == MSGPACK_OBJECT_STR && art->via.str.size) {
-    arg_obj(b, "--artifact", art);
+  if (raw->artifact.len) {
+    arg_bstr(b, "--artifact", raw->artifact);
     if (c->artifact_ca && *c->artifact_ca) {
       arg_str(b, "--ca");
       arg_str(b, c->artifact_ca);
@@ -235,16 +210,16 @@ edge_shim_argv(const edge_proc *p, const msgpack_object *d,
     arg_str(b, "--timeout");
     arg_str(b, num);
   }
-  arg_obj(b, "--prepare", bus_obj_get(d, "prepareScript"));
+  arg_bstr(b, "--prepare", d->prepareScript);
   arg_str(b, "--");
-  if (entry)
-    for (uint32_t i = 0; i < entry->via.array.size; i++)
-      arg_add(b, entry->via.array.ptr[i].via.str.ptr,
-              entry->via.array.ptr[i].via.str.size);
+  if (raw->entrypoint.n)
+    for (uint32_t i = 0; i < raw->entrypoint.n; i++)
+      arg_add(b, raw->entrypoint.v[i].len ? raw->entrypoint.v[i].ptr : "",
+              raw->entrypoint.v[i].len);
   else {
     arg_str(b, "/bin/sh");
     arg_str(b, "-c");
-    arg_obj(b, NULL, bus_obj_get(d, "runScript"));
+    arg_bstr(b, NULL, d->runScript);
   }
   return b->failed ? -ENOMEM : 0;
 }

@@ -25,15 +25,14 @@ typedef struct edge_args {
 /* Environment: the agent's (without its own LARK_ and NATS settings),
  * raw.environment, the desired state d's env map, then what the node
  * knows (devices, LARK_POD, LARK_SOCKET, ...). */
-void edge_shim_env(edge_proc *p, const msgpack_object *d, edge_env *e);
+void edge_shim_env(edge_proc *p, const bus_ev_pod_desired *d, edge_env *e);
 void edge_env_free(edge_env *e);
 
 /* `lark-edge pod-shim STATUS [options] -- ARGV`: the entrypoint, or
- * /bin/sh -c runScript when entry is NULL (shim.c); netns is the
+ * /bin/sh -c runScript when it has none (shim.c); netns is the
  * namespace's file when p->netns. -ENOMEM when memory ran out. */
-int edge_shim_argv(const edge_proc *p, const msgpack_object *d,
-                   const msgpack_object *entry, const char *status,
-                   const char *netns, edge_args *b);
+int edge_shim_argv(const edge_proc *p, const bus_ev_pod_desired *d,
+                   const char *status, const char *netns, edge_args *b);
 void edge_args_free(edge_args *b);
 
 #endif
