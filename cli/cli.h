@@ -75,6 +75,9 @@ void cli_json_pack(const json_t *j, msgpack_packer *pk);
  * each real in the shortest form that reads back to the same double;
  * malloc'd, NULL on failure. */
 char *cli_json_dumps(const json_t *j, size_t flags);
+/* j as one compact JSON line on stdout (keys in their order); fallback
+ * instead when it cannot be written (NULL: nothing). */
+void cli_put_json(const json_t *j, const char *fallback);
 /* v in the shortest form strtod reads back equal ("0.1", "3.0", "1e-07"). */
 void cli_real_text(double v, char *buf, size_t cap);
 /* The msgpack object as a jansson value (new reference). */

@@ -48,9 +48,7 @@ print_invalid_json(const lark_manifest *m, const lark_doc *d,
                                        "reason", errs[i].reason, "line",
                                        lark_doc_line(d, errs[i].path)));
   json_object_set_new(o, "errors", a);
-  char *line = cli_json_dumps(o, 0);
-  puts(line ? line : "{}");
-  free(line);
+  cli_put_json(o, "{}");
   json_decref(o);
 }
 

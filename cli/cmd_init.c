@@ -33,10 +33,7 @@ print_reports(const lark_stream_report *r, size_t n, int output) {
         a, json_pack("{s:s, s:s, s:i, s:I}", "stream", r[i].name, "outcome",
                      outcome_names[r[i].outcome], "replicas", r[i].replicas,
                      "messages", (json_int_t)r[i].messages));
-  char *s = cli_json_dumps(a, 0);
-  if (s)
-    puts(s);
-  free(s);
+  cli_put_json(a, NULL);
   json_decref(a);
 }
 

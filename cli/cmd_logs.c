@@ -181,10 +181,7 @@ print_json(const logs *l, const line *ln) {
   json_object_set_new(o, "attempt", json_integer(s->attempt));
   json_object_set_new(o, "stream", json_string(ln->err ? "stderr" : "stdout"));
   json_object_set_new(o, "text", json_text(ln));
-  char *out = cli_json_dumps(o, 0);
-  if (out)
-    puts(out);
-  free(out);
+  cli_put_json(o, NULL);
   json_decref(o);
 }
 

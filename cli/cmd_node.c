@@ -57,12 +57,8 @@ node_list(lark_cli *cli) {
     else
       printf("%-24s %s\n", p[i].name, p[i].pub);
   }
-  if (cli->output == CLI_OUT_JSON) {
-    char *s = cli_json_dumps(a, 0);
-    if (s)
-      puts(s);
-    free(s);
-  }
+  if (cli->output == CLI_OUT_JSON)
+    cli_put_json(a, NULL);
   json_decref(a);
   free(p);
   return CLI_OK;

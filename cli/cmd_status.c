@@ -351,10 +351,7 @@ cmd_status(int argc, char **argv, lark_cli *cli) {
     json_t *all = json_pack("{s:o, s:o, s:I, s:o, s:b}", "broker", broker,
                             "streams", streams, "node_streams", nodes,
                             "services", services, "ok", all_up);
-    char *s = cli_json_dumps(all, 0);
-    if (s)
-      puts(s);
-    free(s);
+    cli_put_json(all, NULL);
     json_decref(all);
   } else {
     print_text(broker, streams, nodes, services);

@@ -75,9 +75,7 @@ print_json(const source *s, const bus_event *ev, const char *subject,
   } else {
     json_object_set_new(o, "error", json_string(bus_err_name(status)));
   }
-  char *line = cli_json_dumps(o, 0);
-  puts(line ? line : "null");
-  free(line);
+  cli_put_json(o, "null");
   json_decref(o);
 }
 

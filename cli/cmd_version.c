@@ -64,9 +64,7 @@ print_json(json_t *broker, json_t *services, int output) {
   if (output == CLI_OUT_YAML) {
     cli_print_doc(all, output);
   } else {
-    char *s = cli_json_dumps(all, 0);
-    puts(s ? s : "null");
-    free(s);
+    cli_put_json(all, "null");
   }
   json_decref(all);
 }

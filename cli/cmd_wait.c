@@ -120,9 +120,7 @@ report(lark_cli *cli, const wait_args *a, const seen *s, int met,
       json_object_set_new(o, "reason", json_string(s->reason));
     if (!met)
       json_object_set_new(o, "error", json_string(why));
-    char *line = cli_json_dumps(o, 0);
-    puts(line ? line : "{}");
-    free(line);
+    cli_put_json(o, "{}");
     json_decref(o);
   } else if (met) {
     printf("%s.rlinf.io/%s condition met (phase %s)\n", a->kind, a->name,

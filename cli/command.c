@@ -241,9 +241,7 @@ cli_print_outcome_json(const char *kind, const char *name, const char *result,
     json_object_set_new(o, "error", json_loads(e ? e : "null", 0, NULL));
     free(e);
   }
-  char *line = cli_json_dumps(o, 0);
-  puts(line ? line : "{}");
-  free(line);
+  cli_put_json(o, "{}");
   json_decref(o);
 }
 

@@ -493,3 +493,11 @@ cli_take_args(int argc, char **argv, int from, const char *const *flags,
   }
   return n;
 }
+
+void
+cli_put_json(const json_t *j, const char *fallback) {
+  char *s = cli_json_dumps(j, 0);
+  if (s || fallback)
+    puts(s ? s : fallback);
+  free(s);
+}

@@ -52,21 +52,21 @@ usage(FILE *f) {
     fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
 }
 
+/* -o's words, at each CLI_OUT_ value. */
+static const char *const outputs[] = {[CLI_OUT_TEXT] = "text",
+                                      [CLI_OUT_JSON] = "json",
+                                      [CLI_OUT_WIDE] = "wide",
+                                      [CLI_OUT_YAML] = "yaml",
+                                      [CLI_OUT_NAME] = "name"};
+
 static int
 set_output(lark_cli *cli, const char *v) {
-  if (!strcmp(v, "json"))
-    cli->output = CLI_OUT_JSON;
-  else if (!strcmp(v, "wide"))
-    cli->output = CLI_OUT_WIDE;
-  else if (!strcmp(v, "yaml"))
-    cli->output = CLI_OUT_YAML;
-  else if (!strcmp(v, "name"))
-    cli->output = CLI_OUT_NAME;
-  else if (!strcmp(v, "text"))
-    cli->output = CLI_OUT_TEXT;
-  else
-    return -1;
-  return 0;
+  for (size_t i = 0; i < sizeof outputs / sizeof outputs[0]; i++)
+    if (!strcmp(v, outputs[i])) {
+      cli->output = (int)i;
+      return 0;
+    }
+  return -1;
 }
 
 /*
