@@ -29,7 +29,6 @@
 #include <time.h>
 
 #include "cli.h"
-#include "grow.h"
 
 #define USAGE                                                                  \
   "larkctl logs job|task|pod NAME [-f] [--since TIME] [--tail N] "             \
@@ -81,10 +80,8 @@ src_of(logs *l, const msgpack_object *d) {
   for (size_t i = l->nsrc; i-- > 0;)
     if (!memcmp(&l->srcs[i], &s, sizeof s))
       return (long)i;
-  src *p = lark_grow(l->srcs, &l->srccap, l->nsrc, sizeof *p, 16);
-  if (!p)
+  if (bus_grow(&l->srcs, l->nsrc, &l->srccap, sizeof *l->srcs, 16))
     return -1;
-  l->srcs = p;
   l->srcs[l->nsrc] = s;
   return (long)l->nsrc++;
 }
@@ -97,10 +94,8 @@ add_line(logs *l, uint32_t s, const msgpack_object *o) {
   if (!text || text->type != MSGPACK_OBJECT_STR ||
       (l->since_ns && ts < l->since_ns))
     return 0;
-  line *p = lark_grow(l->lines, &l->cap, l->n, sizeof *p, 1024);
-  if (!p)
+  if (bus_grow(&l->lines, l->n, &l->cap, sizeof *l->lines, 1024))
     return -1;
-  l->lines = p;
   line *ln = &l->lines[l->n];
   ln->len = text->via.str.size;
   ln->text = malloc(ln->len + 1);

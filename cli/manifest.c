@@ -27,7 +27,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include "grow.h"
 #include "manifest-int.h"
 
 static const lark_kind kinds[] = {
@@ -59,10 +58,8 @@ add_doc(pctx *p, lark_mnode *root, int index) {
     return mf_fail(p, BUS_ETOO_BIG, index, root->line,
                    "more than %d resources in one file",
                    LARK_MANIFEST_MAX_DOCS);
-  lark_doc *docs = lark_grow(p->docs, &p->cap, p->ndocs, sizeof *docs, 8);
-  if (!docs)
+  if (bus_grow(&p->docs, p->ndocs, &p->cap, sizeof *p->docs, 8))
     return mf_fail(p, -ENOMEM, index, root->line, "out of memory");
-  p->docs = docs;
   lark_doc *d = &p->docs[p->ndocs];
   memset(d, 0, sizeof *d);
   d->index = index;

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grow.h"
 #include "manifest-int.h"
 
 /* room for any derived name, even one too long (the schema refuses it) */
@@ -35,10 +34,8 @@ typedef struct claims {
 static int
 claim_add(claims *cs, const char *kind, const char *name, const char *via,
           int file, const lark_doc *d) {
-  claim *all = lark_grow(cs->c, &cs->cap, cs->n, sizeof *all, 64);
-  if (!all)
+  if (bus_grow(&cs->c, cs->n, &cs->cap, sizeof *cs->c, 64))
     return -ENOMEM;
-  cs->c = all;
   claim *c = &cs->c[cs->n++];
   snprintf(c->kind, sizeof c->kind, "%s", kind);
   snprintf(c->name, sizeof c->name, "%s", name);
