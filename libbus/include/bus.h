@@ -12,6 +12,7 @@
  *   schema      validation of events and resources against schema/
  *   typed events  decode once into those types; apply from a table
  *   clock       monotonic and wall-clock time, sleeps, deadlines
+ *   file        a file written whole: readers see the old one or the new
  *   pack        msgpack pack helpers: strings and map entries
  *   grow        room for one more item in an array that doubles
  *   cidr        IPv4 and IPv6 prefixes: parse, format, contain, count
@@ -512,6 +513,17 @@ void bus_sleep_ms(int ms);
  * variable was made with pthread_condattr_setclock). ms < 0 counts as 0.
  */
 struct timespec bus_deadline_ms(clockid_t clk, int ms);
+
+/* -------------------------------------------------------------------- file */
+
+/*
+ * Write path whole with mode (whatever the umask) through path.tmp,
+ * fsync and rename, so a reader (sshd reading a KRL, a restart reading a
+ * key) sees the old file or the new one, never a part of either. 0, or
+ * -errno with the path in bus_last_error(); path.tmp is removed then.
+ */
+int bus_file_write(const char *path, const void *data, size_t len,
+                   unsigned mode);
 
 /* -------------------------------------------------------------------- pack */
 
