@@ -32,34 +32,14 @@ path_of(char *out, size_t cap, const char *dir, const char *name) {
   return n < 0 || (size_t)n >= cap ? BUS_EINVAL : 0;
 }
 
-/* Write data to dir/name (mode) via a temporary file, fsync, rename. */
+/* Write data to dir/name (mode) whole: bus_file_write. */
 static int
 write_file(const char *dir, const char *name, const void *data, size_t len,
-           mode_t mode) {
-  char path[4096], tmp[4200];
+           unsigned mode) {
+  char path[4096];
   if (path_of(path, sizeof path, dir, name))
     return BUS_EINVAL;
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-  if (fd < 0)
-    return -errno;
-  int rc = fchmod(fd, mode) ? -errno : 0;
-  const char *p = data;
-  for (size_t off = 0; !rc && off < len;) {
-    ssize_t w = write(fd, p + off, len - off);
-    if (w < 0 && errno != EINTR)
-      rc = -errno;
-    else if (w > 0)
-      off += (size_t)w;
-  }
-  if (!rc && fsync(fd))
-    rc = -errno;
-  close(fd);
-  if (!rc && rename(tmp, path))
-    rc = -errno;
-  if (rc)
-    unlink(tmp);
-  return rc;
+  return bus_file_write(path, data, len, mode);
 }
 
 /* Read dir/name whole into sodium memory (NUL-terminated). A key file

@@ -108,25 +108,6 @@ signer_ssh_cert_make(const uint8_t ca_pk[32], const uint8_t ca_sk[64],
 
 /* ------------------------------------------------------------------- KRL */
 
-/* Write data to path through path.tmp and rename (mode 0644). */
-static int
-write_replace(const char *path, const void *data, size_t len) {
-  char tmp[4096];
-  if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-    return BUS_EINVAL;
-  FILE *f = fopen(tmp, "wb");
-  if (!f)
-    return -errno;
-  size_t w = fwrite(data, 1, len, f);
-  int rc = fflush(f) || w != len ? -EIO : 0;
-  fclose(f);
-  if (!rc && rename(tmp, path))
-    rc = -errno;
-  if (rc)
-    remove(tmp);
-  return rc;
-}
-
 int
 signer_krl_write(const char *path, const uint8_t ca_pk[32],
                  const uint64_t *serials, size_t n, uint64_t version,
@@ -141,7 +122,7 @@ signer_krl_write(const char *path, const uint8_t ca_pk[32],
   if (!rc)
     rc = sshwire_krl_write(k, ca_pk, &head, &b);
   if (!rc)
-    rc = write_replace(path, b.p, b.len);
+    rc = bus_file_write(path, b.p, b.len, 0644);
   sshwire_buf_free(&b);
   sshwire_krl_free(k);
   return rc;

@@ -310,18 +310,15 @@ crl_number(X509_CRL *crl, uint64_t number) {
 
 static int
 crl_save(X509_CRL *crl, const char *path) {
-  char tmp[4096];
-  if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-    return BUS_EINVAL;
-  FILE *f = fopen(tmp, "w");
-  if (!f)
-    return -errno;
-  int ok = PEM_write_X509_CRL(f, crl);
-  ok = fclose(f) == 0 && ok;
-  if (ok && rename(tmp, path) == 0)
-    return 0;
-  remove(tmp);
-  return -EIO;
+  BIO *b = BIO_new(BIO_s_mem());
+  char *p;
+  int rc = -ENOMEM;
+  if (b && PEM_write_bio_X509_CRL(b, crl)) {
+    long n = BIO_get_mem_data(b, &p);
+    rc = bus_file_write(path, p, (size_t)n, 0644);
+  }
+  BIO_free(b);
+  return rc;
 }
 
 int
