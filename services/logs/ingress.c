@@ -21,13 +21,9 @@
 #include "logs.h"
 
 struct logs_ingress {
+  svc_queue q; /* first: the worker's ud */
   bus_conn *c;
   bus_view *v;
-  logs_ingress_opts o;
-  bus_worker *worker;
-  bus_worker *w; /* the worker, as its handler was given it */
-  msgpack_sbuffer sb;
-  pthread_mutex_t mu;
   uint64_t published, refused, lines;
 };
 
@@ -41,10 +37,7 @@ logs_ingress_opts_init(logs_ingress_opts *o) {
 
 static void
 say(logs_ingress *in, const char *subject, const char *fmt, const char *a) {
-  char msg[1024];
-  snprintf(msg, sizeof msg, fmt, a);
-  if (in->o.log)
-    in->o.log(subject, msg, in->o.ud);
+  svc_queue_say(&in->q, subject, fmt, a);
 }
 
 /* Republish message i of b when its pod is bound to the sending node. */
@@ -95,7 +88,7 @@ catch_up(logs_ingress *in) {
   uint64_t last = 0;
   if (bus_stream_last_seq(in->c, "LARK_EVENTS", &last))
     return;
-  for (int i = 0; i < 250 && !bus_worker_stopping(in->w); i++) {
+  for (int i = 0; i < 250 && !bus_worker_stopping(in->q.w); i++) {
     bus_view_stats st;
     if (bus_view_stats_get(in->v, &st) || st.applied_seq >= last)
       return;
@@ -108,8 +101,8 @@ catch_up(logs_ingress *in) {
 static void
 handle_batch(bus_worker *w, bus_batch *b, void *ud) {
   logs_ingress *in = ud;
-  msgpack_sbuffer *sb = &in->sb;
-  in->w = w;
+  msgpack_sbuffer *sb = &in->q.sb;
+  in->q.w = w;
   bus_txn *t = NULL;
   uint64_t pub = 0, ref = 0, nlines = 0;
   int hold = 0, waited = 0;
@@ -152,54 +145,30 @@ handle_batch(bus_worker *w, bus_batch *b, void *ud) {
     return;
   }
   bus_batch_ack(b);
-  pthread_mutex_lock(&in->mu);
+  pthread_mutex_lock(&in->q.mu);
   in->published += pub;
   in->refused += ref;
   in->lines += nlines;
-  pthread_mutex_unlock(&in->mu);
-}
-
-static void
-worker_log(const char *line, void *ud) {
-  say(ud, "lark.in.*.logs.>", "%s", line);
-}
-
-static int
-start_worker(logs_ingress *in) {
-  bus_worker_opts wo;
-  bus_worker_opts_init(&wo);
-  wo.consumer.stream = "LARK_INGRESS";
-  wo.consumer.durable = in->o.durable;
-  wo.consumer.filter = "lark.in.*.logs.>";
-  wo.consumer.ack_wait_ns = in->o.ack_wait_ns;
-  wo.batch = in->o.batch;
-  wo.handle = handle_batch;
-  wo.log = worker_log;
-  wo.ud = in;
-  return bus_worker_start(in->c, &wo, &in->worker);
+  pthread_mutex_unlock(&in->q.mu);
 }
 
 int
 logs_ingress_start(bus_conn *c, bus_view *v, const logs_ingress_opts *o,
                    logs_ingress **out) {
+  logs_ingress_opts def;
+  logs_ingress_opts_init(&def);
   logs_ingress *in = calloc(1, sizeof *in);
   if (!in)
     return bus_error(-ENOMEM, "out of memory");
   in->c = c;
   in->v = v;
-  logs_ingress_opts_init(&in->o);
-  if (o)
-    in->o = *o;
-  if (!in->o.durable)
-    in->o.durable = "logs-ingress";
-  if (in->o.batch <= 0)
-    in->o.batch = 256;
-  pthread_mutex_init(&in->mu, NULL);
-  msgpack_sbuffer_init(&in->sb);
-  int rc = start_worker(in);
+  svc_queue_init(&in->q, o, &def, "lark.in.*.logs.>");
+  bus_worker_opts wo;
+  bus_worker_opts_init(&wo);
+  wo.consumer.stream = "LARK_INGRESS";
+  wo.handle = handle_batch;
+  int rc = svc_queue_start(&in->q, c, &wo);
   if (rc) {
-    msgpack_sbuffer_destroy(&in->sb);
-    pthread_mutex_destroy(&in->mu);
     free(in);
     return rc;
   }
@@ -210,19 +179,17 @@ logs_ingress_start(bus_conn *c, bus_view *v, const logs_ingress_opts *o,
 void
 logs_ingress_counts(logs_ingress *in, uint64_t *published, uint64_t *refused,
                     uint64_t *lines) {
-  pthread_mutex_lock(&in->mu);
+  pthread_mutex_lock(&in->q.mu);
   *published = in->published;
   *refused = in->refused;
   *lines = in->lines;
-  pthread_mutex_unlock(&in->mu);
+  pthread_mutex_unlock(&in->q.mu);
 }
 
 void
 logs_ingress_stop(logs_ingress *in) {
   if (!in)
     return;
-  bus_worker_stop(in->worker);
-  msgpack_sbuffer_destroy(&in->sb);
-  pthread_mutex_destroy(&in->mu);
+  svc_queue_destroy(&in->q);
   free(in);
 }

@@ -28,6 +28,7 @@
 #define LARK_LOGS_H
 
 #include "bus.h"
+#include "queue.h"
 
 #define LOGS_NAME_SZ (BUS_NAME_MAX + 1)
 #define LOGS_DNAME_SZ (BUS_DERIVED_NAME_MAX + 1)
@@ -69,14 +70,10 @@ int logs_route(bus_txn *t, const char *subject, const bus_event *ev,
 /* The ingress loop: a thread consuming lark.in.*.logs.> (logs_ingress.c). */
 typedef struct logs_ingress logs_ingress;
 
-typedef struct logs_ingress_opts {
-  const char *durable; /* consumer name; default "logs-ingress" */
-  int batch;           /* messages per fetch; default 256 */
-  int64_t ack_wait_ns; /* redelivery after a crash; default 5 s */
-  /* one line per refused batch or failure; may be NULL */
-  void (*log)(const char *subject, const char *msg, void *ud);
-  void *ud;
-} logs_ingress_opts;
+/* durable (default "logs-ingress"), batch (messages per fetch, default
+ * 256), ack_wait_ns (redelivery after a crash, default 5 s), and log: one
+ * line per refused batch or failure (may be NULL), with ud. */
+typedef svc_queue_opts logs_ingress_opts;
 
 void logs_ingress_opts_init(logs_ingress_opts *o);
 /* Start consuming in a new thread; the view is read, never written. */

@@ -64,15 +64,11 @@ typedef struct staged {
 } staged;
 
 struct reports {
+  svc_queue q; /* first: the worker's ud */
   bus_conn *c;
-  reports_opts o;
-  bus_worker *worker;
-  bus_worker *w; /* the worker, as its handler was given it */
-  pthread_mutex_t mu;
   reports_stats st;
   staged *staged;
   bus_atomic_item *items; /* staged[i] as batch items */
-  msgpack_sbuffer sb;
   int32_t runs_max;
 };
 
@@ -86,10 +82,7 @@ reports_opts_init(reports_opts *o) {
 
 static void
 say(reports *r, const char *subject, const char *fmt, const char *a) {
-  char msg[1024];
-  snprintf(msg, sizeof msg, fmt, a);
-  if (r->o.log)
-    r->o.log(subject, msg, r->o.ud);
+  svc_queue_say(&r->q, subject, fmt, a);
 }
 
 int
@@ -136,12 +129,12 @@ stage(reports *r, const bus_batch *b, size_t i, staged *s) {
                       .actor = s->actor,
                       .cause = in->id,
                       .data = in->data};
-  msgpack_sbuffer_clear(&r->sb);
-  if ((rc = bus_event_encode(&s->ev, &r->sb)) < 0)
+  msgpack_sbuffer_clear(&r->q.sb);
+  if ((rc = bus_event_encode(&s->ev, &r->q.sb)) < 0)
     return rc;
-  if (r->runs_max > 0 && r->sb.size + HEADER_ROOM > (size_t)r->runs_max)
+  if (r->runs_max > 0 && r->q.sb.size + HEADER_ROOM > (size_t)r->runs_max)
     return bus_error(BUS_ETOO_BIG, "%zu bytes: more than LARK_RUNS takes",
-                     r->sb.size);
+                     r->q.sb.size);
   return 0;
 }
 
@@ -159,12 +152,12 @@ typedef struct tally {
 static int
 backoff_wait(reports *r, int *backoff, const char *what) {
   say(r, FILTER, what, bus_last_error());
-  pthread_mutex_lock(&r->mu);
+  pthread_mutex_lock(&r->q.mu);
   r->st.retries++;
-  pthread_mutex_unlock(&r->mu);
-  bus_worker_nap(r->w, *backoff);
+  pthread_mutex_unlock(&r->q.mu);
+  bus_worker_nap(r->q.w, *backoff);
   *backoff = *backoff < BACKOFF_MAX_MS / 2 ? *backoff * 2 : BACKOFF_MAX_MS;
-  return bus_worker_stopping(r->w);
+  return bus_worker_stopping(r->q.w);
 }
 
 /* A single append refused for the event itself: retrying cannot help. */
@@ -236,20 +229,20 @@ append_batch(reports *r, const staged *s, size_t n, tally *t) {
 
 static void
 add_tally(reports *r, const tally *t, uint64_t last) {
-  pthread_mutex_lock(&r->mu);
+  pthread_mutex_lock(&r->q.mu);
   r->st.appended += t->appended;
   r->st.refused += t->refused;
   r->st.duplicates += t->duplicates;
   r->st.singles += t->singles;
   r->st.last_seq = last;
-  pthread_mutex_unlock(&r->mu);
+  pthread_mutex_unlock(&r->q.mu);
 }
 
 /* Stage, append and acknowledge one fetched batch. */
 static void
 handle_batch(bus_worker *w, bus_batch *b, void *ud) {
   reports *r = ud;
-  r->w = w;
+  r->q.w = w;
   size_t n = 0, len = bus_batch_len(b);
   uint64_t last = 0;
   tally t = {0};
@@ -272,57 +265,37 @@ handle_batch(bus_worker *w, bus_batch *b, void *ud) {
   add_tally(r, &t, last);
 }
 
-static void
-worker_log(const char *line, void *ud) {
-  say(ud, FILTER, "%s", line);
-}
-
-/* The appender: a worker on LARK_REPORTS, waiting for the stream while
- * `larkctl init` has not made it. */
-static int
-start_worker(reports *r) {
-  bus_worker_opts wo;
-  bus_worker_opts_init(&wo);
-  wo.consumer.stream = "LARK_REPORTS";
-  wo.consumer.durable = r->o.durable;
-  wo.consumer.filter = FILTER;
-  /* a work queue takes explicit acks only: bus_batch_ack acks each */
-  wo.consumer.ack_wait_ns = r->o.ack_wait_ns;
-  wo.consumer.max_ack_pending = r->o.batch * 4;
-  wo.batch = r->o.batch;
-  wo.handle = handle_batch;
-  wo.log = worker_log;
-  wo.ud = r;
-  return bus_worker_start(r->c, &wo, &r->worker);
-}
-
 int
 reports_start(bus_conn *c, const reports_opts *o, reports **out) {
+  reports_opts def;
+  reports_opts_init(&def);
   reports *r = calloc(1, sizeof *r);
   if (!r)
     return bus_error(BUS_EINVAL, "out of memory");
   r->c = c;
-  if (o)
-    r->o = *o;
-  else
-    reports_opts_init(&r->o);
-  if (!r->o.durable)
-    r->o.durable = "reports";
+  svc_queue_init(&r->q, o, &def, FILTER);
   /* one fetched batch is one atomic batch */
-  if (r->o.batch <= 0 || r->o.batch > BUS_ATOMIC_MAX)
-    r->o.batch = BUS_ATOMIC_MAX;
-  if (r->o.ack_wait_ns <= 0)
-    r->o.ack_wait_ns = INT64_C(10000000000);
+  if (r->q.o.batch > BUS_ATOMIC_MAX)
+    r->q.o.batch = BUS_ATOMIC_MAX;
   r->runs_max = bus_stream_msg_max("LARK_RUNS");
-  r->staged = calloc((size_t)r->o.batch, sizeof *r->staged);
-  r->items = calloc((size_t)r->o.batch, sizeof *r->items);
-  msgpack_sbuffer_init(&r->sb);
-  pthread_mutex_init(&r->mu, NULL);
-  int rc = !r->staged || !r->items ? bus_error(-ENOMEM, "out of memory")
-                                   : start_worker(r);
+  r->staged = calloc((size_t)r->q.o.batch, sizeof *r->staged);
+  r->items = calloc((size_t)r->q.o.batch, sizeof *r->items);
+  /* The appender: a worker on LARK_REPORTS, waiting for the stream while
+   * `larkctl init` has not made it. A work queue takes explicit acks only:
+   * bus_batch_ack acks each. */
+  bus_worker_opts wo;
+  bus_worker_opts_init(&wo);
+  wo.consumer.stream = "LARK_REPORTS";
+  wo.consumer.max_ack_pending = r->q.o.batch * 4;
+  wo.handle = handle_batch;
+  int rc = 0;
+  if (!r->staged || !r->items) {
+    rc = bus_error(-ENOMEM, "out of memory");
+    svc_queue_destroy(&r->q);
+  } else {
+    rc = svc_queue_start(&r->q, c, &wo);
+  }
   if (rc) {
-    pthread_mutex_destroy(&r->mu);
-    msgpack_sbuffer_destroy(&r->sb);
     free(r->staged);
     free(r->items);
     free(r);
@@ -334,18 +307,16 @@ reports_start(bus_conn *c, const reports_opts *o, reports **out) {
 
 void
 reports_get_stats(reports *r, reports_stats *st) {
-  pthread_mutex_lock(&r->mu);
+  pthread_mutex_lock(&r->q.mu);
   *st = r->st;
-  pthread_mutex_unlock(&r->mu);
+  pthread_mutex_unlock(&r->q.mu);
 }
 
 void
 reports_stop(reports *r) {
   if (!r)
     return;
-  bus_worker_stop(r->worker);
-  pthread_mutex_destroy(&r->mu);
-  msgpack_sbuffer_destroy(&r->sb);
+  svc_queue_destroy(&r->q);
   free(r->staged);
   free(r->items);
   free(r);

@@ -13,16 +13,14 @@
 #include <stdint.h>
 
 #include "bus.h"
+#include "queue.h"
 
-typedef struct reports_opts {
-  const char *durable; /* the consumer on LARK_REPORTS; default "reports" */
-  int batch;           /* reports fetched at once, appended as one atomic
-                          batch; default and at most BUS_ATOMIC_MAX */
-  int64_t ack_wait_ns; /* redelivery after a crash; default 10 s */
-  /* one line about a refused report or a retry; may be NULL */
-  void (*log)(const char *subject, const char *msg, void *ud);
-  void *ud;
-} reports_opts;
+/* durable (the consumer on LARK_REPORTS, default "reports"), batch
+ * (reports fetched at once, appended as one atomic batch; default and at
+ * most BUS_ATOMIC_MAX), ack_wait_ns (redelivery after a crash, default
+ * 10 s), and log: one line about a refused report or a retry (may be
+ * NULL), with ud. */
+typedef svc_queue_opts reports_opts;
 
 void reports_opts_init(reports_opts *o);
 

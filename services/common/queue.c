@@ -1,0 +1,61 @@
+/*
+ * queue.c - what a part working a queue on a bus_worker shares with the
+ * others (queue.h).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "queue.h"
+
+void
+svc_queue_init(svc_queue *q, const svc_queue_opts *o, const svc_queue_opts *def,
+               const char *filter) {
+  memset(q, 0, sizeof *q);
+  q->o = o ? *o : *def;
+  if (!q->o.durable)
+    q->o.durable = def->durable;
+  if (q->o.batch <= 0)
+    q->o.batch = def->batch;
+  if (q->o.ack_wait_ns <= 0)
+    q->o.ack_wait_ns = def->ack_wait_ns;
+  q->filter = filter;
+  msgpack_sbuffer_init(&q->sb);
+  pthread_mutex_init(&q->mu, NULL);
+}
+
+void
+svc_queue_say(const svc_queue *q, const char *subject, const char *fmt,
+              const char *a) {
+  char msg[1024];
+  snprintf(msg, sizeof msg, fmt, a);
+  if (q->o.log)
+    q->o.log(subject, msg, q->o.ud);
+}
+
+static void
+worker_log(const char *line, void *ud) {
+  const svc_queue *q = ud;
+  svc_queue_say(q, q->filter, "%s", line);
+}
+
+int
+svc_queue_start(svc_queue *q, bus_conn *c, bus_worker_opts *wo) {
+  wo->consumer.durable = q->o.durable;
+  wo->consumer.filter = q->filter;
+  wo->consumer.ack_wait_ns = q->o.ack_wait_ns;
+  wo->batch = q->o.batch;
+  wo->log = worker_log;
+  wo->ud = q;
+  int rc = bus_worker_start(c, wo, &q->worker);
+  if (rc)
+    svc_queue_destroy(q);
+  return rc;
+}
+
+void
+svc_queue_destroy(svc_queue *q) {
+  bus_worker_stop(q->worker);
+  q->worker = NULL;
+  msgpack_sbuffer_destroy(&q->sb);
+  pthread_mutex_destroy(&q->mu);
+}

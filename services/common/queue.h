@@ -1,0 +1,50 @@
+/*
+ * queue.h - a part that works a queue of messages on a bus_worker (an
+ * ingress, an appender): its options, its log line, and its worker's
+ * start and stop. lark-logs' ingress and lark-reports' appender are such
+ * parts; each keeps an svc_queue as the first member of its own struct,
+ * so the worker's ud is both.
+ */
+#ifndef LARK_QUEUE_H
+#define LARK_QUEUE_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "bus.h"
+
+typedef struct svc_queue_opts {
+  const char *durable; /* the consumer on the queue's stream */
+  int batch;           /* messages per fetch */
+  int64_t ack_wait_ns; /* redelivery after a crash */
+  /* one line per refused message or failure; may be NULL */
+  void (*log)(const char *subject, const char *msg, void *ud);
+  void *ud;
+} svc_queue_opts;
+
+typedef struct svc_queue {
+  svc_queue_opts o;
+  const char *filter; /* what it consumes; the subject of its own lines */
+  bus_worker *worker;
+  bus_worker *w;      /* the worker, as its handler was given it */
+  msgpack_sbuffer sb; /* the handler's scratch */
+  pthread_mutex_t mu; /* guards the part's counters */
+} svc_queue;
+
+/* o (NULL: def) with def's values where o leaves one unset, an empty
+ * scratch buffer and the mutex. */
+void svc_queue_init(svc_queue *q, const svc_queue_opts *o,
+                    const svc_queue_opts *def, const char *filter);
+/*
+ * Start the worker on wo's stream and handle (and any other setting the
+ * part wants); the consumer's durable, filter and ack wait, the batch,
+ * the log and ud (q) come from q. On error q is destroyed.
+ */
+int svc_queue_start(svc_queue *q, bus_conn *c, bus_worker_opts *wo);
+/* Stop the worker, if started, and free what init made. */
+void svc_queue_destroy(svc_queue *q);
+/* One line through q's log: fmt with one string argument. */
+void svc_queue_say(const svc_queue *q, const char *subject, const char *fmt,
+                   const char *a);
+
+#endif
