@@ -343,37 +343,64 @@ job_apply(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
   return reply_append(c, cmd, rc, seq, pl.what);
 }
 
-/* ------------------------------------------------- job stop/resume/delete */
+/* ------------------------------------------ stop, resume, delete, cordon */
+
+/* What a verb does to the record of the name it is given: the event to
+ * append (BUS_T_UNKNOWN: none) and the reply's result. */
+static int
+job_plan(const bus_cmd *cmd, const char *name, const void *rec, bus_type *type,
+         const char **what) {
+  const job_rec *j = rec;
+  if (j->deleted)
+    return bus_error(BUS_ENOT_FOUND, "no job %s", name);
+  if (!strcmp(cmd->verb, "stop") && j->stopped)
+    *what = "unchanged";
+  else if (!strcmp(cmd->verb, "stop") && !strcmp(j->phase, "Succeeded"))
+    return bus_error(BUS_EINVAL, "job %s has Succeeded: nothing to stop", name);
+  else if (!strcmp(cmd->verb, "stop"))
+    *type = BUS_T_JOB_STOPPED, *what = "stopped";
+  else if (!strcmp(cmd->verb, "resume") && !j->stopped)
+    *what = "unchanged";
+  else if (!strcmp(cmd->verb, "resume"))
+    *type = BUS_T_JOB_RESUMED, *what = "resumed";
+  else
+    *type = BUS_T_JOB_DELETED, *what = "deleted";
+  return 0;
+}
 
 static int
-job_verb(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
+node_plan(const bus_cmd *cmd, const char *name, const void *rec, bus_type *type,
+          const char **what) {
+  const node_rec *r = rec;
+  int cordon = !strcmp(cmd->verb, "cordon");
+  (void)name;
+  *what = cordon ? "cordoned" : "uncordoned";
+  if (r->cordoned == cordon)
+    *what = "unchanged";
+  else
+    *type = cordon ? BUS_T_NODE_CORDONED : BUS_T_NODE_UNCORDONED;
+  return 0;
+}
+
+/* job stop, resume, delete; node cordon, uncordon: {name}. */
+static int
+record_verb(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
   (void)ud;
   char name[SCHED_NAME_SZ] = "";
-  job_rec j;
+  union {
+    job_rec j;
+    node_rec n;
+  } rec;
   uint64_t prev = 0, seq = 0;
-  int rc = state_of(v, cmd, "job", name, &j, &prev);
-  if (!rc && j.deleted)
-    rc = bus_error(BUS_ENOT_FOUND, "no job %s", name);
   bus_type type = BUS_T_UNKNOWN;
-  const char *what = NULL;
-  if (!rc && !strcmp(cmd->verb, "stop")) {
-    if (j.stopped || !strcmp(j.phase, "Succeeded"))
-      what = j.stopped ? "unchanged" : NULL;
-    else
-      type = BUS_T_JOB_STOPPED, what = "stopped";
-    if (!what)
-      rc = bus_error(BUS_EINVAL, "job %s has Succeeded: nothing to stop", name);
-  } else if (!rc && !strcmp(cmd->verb, "resume")) {
-    if (!j.stopped)
-      what = "unchanged";
-    else
-      type = BUS_T_JOB_RESUMED, what = "resumed";
-  } else if (!rc) {
-    type = BUS_T_JOB_DELETED, what = "deleted";
-  }
+  const char *what = "";
+  int job = !strcmp(cmd->kind, "job");
+  int rc = state_of(v, cmd, job ? "job" : "node", name, &rec, &prev);
+  if (!rc)
+    rc = (job ? job_plan : node_plan)(cmd, name, &rec, &type, &what);
   if (!rc && type)
     rc = append(c, cmd, type, name, prev, NULL, &seq);
-  return reply_append(c, cmd, rc, seq, what ? what : "");
+  return reply_append(c, cmd, rc, seq, what);
 }
 
 /* ----------------------------------------------------------------- nodes */
@@ -415,23 +442,6 @@ node_apply(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
   return reply_append(c, cmd, rc, seq, what);
 }
 
-static int
-node_verb(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
-  (void)ud;
-  char name[SCHED_NAME_SZ] = "";
-  node_rec r;
-  uint64_t prev = 0, seq = 0;
-  int rc = state_of(v, cmd, "node", name, &r, &prev);
-  int cordon = !strcmp(cmd->verb, "cordon");
-  const char *what = cordon ? "cordoned" : "uncordoned";
-  if (!rc && r.cordoned == cordon)
-    what = "unchanged";
-  else if (!rc)
-    rc = append(c, cmd, cordon ? BUS_T_NODE_CORDONED : BUS_T_NODE_UNCORDONED,
-                name, prev, NULL, &seq);
-  return reply_append(c, cmd, rc, seq, what);
-}
-
 /* ---------------------------------------------------------------- verbs */
 
 /* Writes are one at a time per kind, as each kind's queue was before:
@@ -442,12 +452,12 @@ static const bus_verb verbs[] = {
     {NULL, "list", NULL, sched_query, 0},
     {NULL, "describe", NULL, sched_query, 0},
     {"job", "apply", job_apply, NULL, W | BUS_VERB_CATCH_UP},
-    {"job", "stop", job_verb, NULL, W},
-    {"job", "resume", job_verb, NULL, W},
-    {"job", "delete", job_verb, NULL, W},
+    {"job", "stop", record_verb, NULL, W},
+    {"job", "resume", record_verb, NULL, W},
+    {"job", "delete", record_verb, NULL, W},
     {"node", "apply", node_apply, NULL, W},
-    {"node", "cordon", node_verb, NULL, W},
-    {"node", "uncordon", node_verb, NULL, W},
+    {"node", "cordon", record_verb, NULL, W},
+    {"node", "uncordon", record_verb, NULL, W},
     {0},
 };
 
