@@ -21,10 +21,8 @@ drop_pod(bus_txn *t, pod_rec *p, void *ud) {
   (void)ud;
   if (p->out_key[0] || p->out_key[7]) {
     unsigned char key[8 + SCHED_DNAME_SZ];
-    size_t n = strlen(p->name);
-    memcpy(key, p->out_key, 8);
-    memcpy(key + 8, p->name, n);
-    bus_txn_del(t, "outgoing", key, 8 + n);
+    bus_txn_del(t, "outgoing", key,
+                sched_seq_key(key, sched_seq_of(p->out_key), p->name));
   }
   bus_txn_del(t, "why", p->name, strlen(p->name));
   return bus_txn_del(t, "pods", p->name, strlen(p->name));

@@ -27,12 +27,9 @@ sched_terminal(const char *phase) {
 int
 sched_queue_job(bus_txn *t, const job_rec *j, int on) {
   unsigned char key[8 + SCHED_NAME_SZ];
-  size_t n = strlen(j->name);
-  for (int i = 0; i < 8; i++)
-    key[i] = (unsigned char)(j->sub_seq >> (56 - 8 * i));
-  memcpy(key + 8, j->name, n);
-  return on ? bus_txn_put(t, "queue", key, 8 + n, "", 0)
-            : bus_txn_del(t, "queue", key, 8 + n);
+  size_t n = sched_seq_key(key, j->sub_seq, j->name);
+  return on ? bus_txn_put(t, "queue", key, n, "", 0)
+            : bus_txn_del(t, "queue", key, n);
 }
 
 int
@@ -69,18 +66,14 @@ sched_outgoing(bus_txn *t, pod_rec *p, uint64_t seq) {
   if (!p->node[0])
     return 0;
   unsigned char key[8 + SCHED_DNAME_SZ];
-  size_t n = strlen(p->name);
+  size_t n;
   if (p->out_key[0] || p->out_key[7]) {
-    unsigned char old[8 + SCHED_DNAME_SZ];
-    memcpy(old, p->out_key, 8);
-    memcpy(old + 8, p->name, n);
-    bus_txn_del(t, "outgoing", old, 8 + n);
+    n = sched_seq_key(key, sched_seq_of(p->out_key), p->name);
+    bus_txn_del(t, "outgoing", key, n);
   }
-  for (int i = 0; i < 8; i++)
-    key[i] = (unsigned char)(seq >> (56 - 8 * i));
-  memcpy(key + 8, p->name, n);
+  n = sched_seq_key(key, seq, p->name);
   memcpy(p->out_key, key, 8);
-  return bus_txn_put(t, "outgoing", key, 8 + n, "", 0);
+  return bus_txn_put(t, "outgoing", key, n, "", 0);
 }
 
 /* --------------------------------------------------- derived phases */

@@ -257,9 +257,8 @@ visit_queued(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   (void)v, (void)vl;
   queue_walk *q = ud;
   char name[SCHED_NAME_SZ];
-  if (kl <= 8)
+  if (!sched_seq_key_name(k, kl, name, sizeof name))
     return 0;
-  sched_copy(name, sizeof name, (const char *)k + 8, kl - 8);
   int rc = try_job(q->p, name);
   if (rc < 0)
     return rc;

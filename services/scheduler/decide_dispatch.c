@@ -130,18 +130,15 @@ send_one(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   char name[SCHED_DNAME_SZ];
   pod_rec p;
   job_rec j;
-  if (kl <= 8 || kl > sizeof w->last)
+  if (kl > sizeof w->last || !sched_seq_key_name(k, kl, name, sizeof name))
     return 0;
   memcpy(w->last, k, kl);
   w->last_len = kl;
   w->moved = 1;
-  sched_copy(name, sizeof name, (const char *)k + 8, kl - 8);
   if (sched_pod_get(w->t, name, &p) || !p.node[0] ||
       sched_job_get(w->t, p.job, &j))
     return 0;
-  uint64_t seq = 0;
-  for (int i = 0; i < 8; i++)
-    seq = seq << 8 | ((const unsigned char *)k)[i];
+  uint64_t seq = sched_seq_of(k);
   desired *d = malloc(sizeof *d);
   msgpack_zone z;
   if (!d || !msgpack_zone_init(&z, 4096)) {

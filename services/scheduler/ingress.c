@@ -162,9 +162,7 @@ pod_forgotten(sched_ingress *in, const char *node, const bus_event *ev) {
   pod_rec p;
   bus_str_copy(f->pod, pod, sizeof pod);
   int rc = pod_of(in, pod, &p);
-  uint64_t version = f->version, out = 0;
-  for (int i = 0; !rc && i < 8; i++)
-    out = out << 8 | p.out_key[i];
+  uint64_t version = f->version, out = rc ? 0 : sched_seq_of(p.out_key);
   if (rc || strcmp(p.node, node) || strcmp(p.desired, "Deleted") ||
       (version && out && version != out))
     return bus_error(BUS_EDENIED, "pod %s is not Deleted on %s", pod, node);

@@ -16,6 +16,32 @@ sched_copy(char *dst, size_t cap, const char *src, size_t n) {
   bus_str_copy((bus_str){src, (uint32_t)n}, dst, cap);
 }
 
+size_t
+sched_seq_key(unsigned char *key, uint64_t seq, const char *name) {
+  size_t n = strlen(name);
+  for (int i = 0; i < 8; i++)
+    key[i] = (unsigned char)(seq >> (56 - 8 * i));
+  memcpy(key + 8, name, n);
+  return 8 + n;
+}
+
+uint64_t
+sched_seq_of(const void *key) {
+  const unsigned char *b = key;
+  uint64_t seq = 0;
+  for (int i = 0; i < 8; i++)
+    seq = seq << 8 | b[i];
+  return seq;
+}
+
+int
+sched_seq_key_name(const void *key, size_t klen, char *name, size_t cap) {
+  if (klen <= 8)
+    return 0;
+  sched_copy(name, cap, (const char *)key + 8, klen - 8);
+  return 1;
+}
+
 static int
 get_rec(bus_txn *t, const char *table, const char *name, void *r, size_t size) {
   const void *v;

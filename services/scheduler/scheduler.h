@@ -137,6 +137,16 @@ int sched_each_rec(bus_txn *t, const char *table, const char *prefix,
 /* Visit every pod of job (prefix scan of "<job>-"; checks pod.job). */
 typedef int (*sched_pod_cb)(bus_txn *t, pod_rec *p, void *ud);
 int sched_each_pod(bus_txn *t, const char *job, sched_pod_cb cb, void *ud);
+/*
+ * The keys of `queue` and `outgoing`: a sequence (8 bytes, big-endian, so
+ * the keys sort by it) and a name. sched_seq_key writes one into key (room
+ * for 8 + the name) and returns its length; sched_seq_of reads the
+ * sequence of one (or of a pod's out_key); sched_seq_key_name copies its
+ * name into name[cap], 0 when the key holds none.
+ */
+size_t sched_seq_key(unsigned char *key, uint64_t seq, const char *name);
+uint64_t sched_seq_of(const void *key);
+int sched_seq_key_name(const void *key, size_t klen, char *name, size_t cap);
 /* Copy with NUL into a fixed field. */
 void sched_copy(char *dst, size_t cap, const char *src, size_t n);
 
