@@ -68,9 +68,7 @@ void cli_format_time(int64_t ns, char *out, size_t cap);
 /* The msgpack object as JSON text appended to out (jansson underneath). */
 char *cli_obj_to_json(const msgpack_object *o);
 
-/* Pack a JSON value as msgpack (objects, arrays, scalars). */
 #include <jansson.h>
-void cli_json_pack(const json_t *j, msgpack_packer *pk);
 /* j as compact JSON like json_dumps (flags: only JSON_SORT_KEYS is read),
  * each real in the shortest form that reads back to the same double;
  * malloc'd, NULL on failure. */

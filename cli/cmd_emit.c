@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "manifest.h"
 
 #define USAGE "larkctl emit JOB KIND [--data JSON]"
 
@@ -27,7 +28,7 @@ pack_report(const char *kind, const json_t *values, msgpack_sbuffer *sb) {
   msgpack_pack_str_with_body(&pk, kind, strlen(kind));
   msgpack_pack_str_with_body(&pk, "values", 6);
   if (values)
-    cli_json_pack(values, &pk);
+    lark_json_pack(values, &pk);
   else
     msgpack_pack_map(&pk, 0);
   return 0;

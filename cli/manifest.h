@@ -55,6 +55,10 @@
 /* A packed resource must leave room for the command around it. */
 #define LARK_MANIFEST_MAX_PACKED (BUS_MAX_PAYLOAD - 4096)
 
+/* A JSON value (jansson's) as msgpack: objects, arrays, scalars. */
+struct json_t;
+void lark_json_pack(const struct json_t *j, msgpack_packer *pk);
+
 typedef struct lark_mnode lark_mnode; /* a parsed value; see manifest-int.h */
 typedef struct lark_arena lark_arena;
 

@@ -110,3 +110,43 @@ mf_parse_json(pctx *p, const char *buf, size_t len) {
     off += used;
   }
 }
+
+void
+lark_json_pack(const json_t *j, msgpack_packer *pk) {
+  switch (json_typeof(j)) {
+  case JSON_OBJECT: {
+    const char *k;
+    json_t *v;
+    msgpack_pack_map(pk, (uint32_t)json_object_size(j));
+    json_object_foreach((json_t *)j, k, v) {
+      msgpack_pack_str_with_body(pk, k, strlen(k));
+      lark_json_pack(v, pk);
+    }
+    return;
+  }
+  case JSON_ARRAY: {
+    size_t i;
+    json_t *v;
+    msgpack_pack_array(pk, (uint32_t)json_array_size(j));
+    json_array_foreach(j, i, v) lark_json_pack(v, pk);
+    return;
+  }
+  case JSON_STRING:
+    msgpack_pack_str_with_body(pk, json_string_value(j), json_string_length(j));
+    return;
+  case JSON_INTEGER:
+    msgpack_pack_int64(pk, json_integer_value(j));
+    return;
+  case JSON_REAL:
+    msgpack_pack_double(pk, json_real_value(j));
+    return;
+  case JSON_TRUE:
+    msgpack_pack_true(pk);
+    return;
+  case JSON_FALSE:
+    msgpack_pack_false(pk);
+    return;
+  default:
+    msgpack_pack_nil(pk);
+  }
+}

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "kinds.h"
+#include "manifest.h"
 
 #define LIST_EVERY_MS 250
 #define SETTLE_MS 1500
@@ -58,7 +59,7 @@ print_row(const watch *w, json_t *row, const char *event) {
     /* the row as get prints it: through the same printer, in msgpack */
     bus_packbuf b;
     bus_packbuf_init(&b);
-    cli_json_pack(row, &b.pk);
+    lark_json_pack(row, &b.pk);
     msgpack_zone z;
     msgpack_zone_init(&z, 1024);
     msgpack_object o;
