@@ -352,19 +352,6 @@ cert_revoke(int argc, char **argv, lark_cli *cli) {
   return rc;
 }
 
-static const cli_col cert_cols[] = {{"SERIAL", "serial", COL_STR, 33},
-                                    {"FORMAT", "format", COL_STR, 6},
-                                    {"ROLE", "role", COL_STR, 10},
-                                    {"NAME", "name", COL_STR, 20},
-                                    {"NOT AFTER", "notAfter", COL_TIME, 24},
-                                    {"REVOKED", "revoked", COL_BOOL, 7},
-                                    {NULL, NULL, 0, 0}};
-static const cli_col cert_wide[] = {{"SUBJECT", "subject", COL_STR, 40},
-                                    {"FINGERPRINT", "fingerprint", COL_STR, 52},
-                                    {NULL, NULL, 0, 0}};
-static const cli_kind cert_kind = {"cert",   "certs",   NULL,
-                                   "signer", cert_cols, cert_wide};
-
 static int
 cert_query(int argc, char **argv, lark_cli *cli) {
   static const char *const role[] = {"--role", NULL};
@@ -390,7 +377,7 @@ cert_query(int argc, char **argv, lark_cli *cli) {
   else if (res && cli->output == CLI_OUT_JSON)
     print_json(res);
   else if (res && list)
-    cli_print_table(res, &cert_kind, cli->output);
+    cli_print_table(res, &cli_cert_kind, cli->output);
   else if (res)
     cli_describe_print(res, 0);
   msgpack_zone_destroy(&z);

@@ -22,6 +22,20 @@ static const cli_col catalog_wide[] = {{"ACTOR", "actor", COL_STR, 16},
 const cli_kind cli_catalog_kind = {"catalog", "catalog",    NULL,
                                    "catalog", catalog_cols, catalog_wide};
 
+/* `larkctl cert list`: the signer's certificates. */
+static const cli_col cert_cols[] = {{"SERIAL", "serial", COL_STR, 33},
+                                    {"FORMAT", "format", COL_STR, 6},
+                                    {"ROLE", "role", COL_STR, 10},
+                                    {"NAME", "name", COL_STR, 20},
+                                    {"NOT AFTER", "notAfter", COL_TIME, 24},
+                                    {"REVOKED", "revoked", COL_BOOL, 7},
+                                    {NULL, NULL, 0, 0}};
+static const cli_col cert_wide[] = {{"SUBJECT", "subject", COL_STR, 40},
+                                    {"FINGERPRINT", "fingerprint", COL_STR, 52},
+                                    {NULL, NULL, 0, 0}};
+const cli_kind cli_cert_kind = {"cert",   "certs",   NULL,
+                                "signer", cert_cols, cert_wide};
+
 static const cli_col workflow_cols[] = {{"NAME", "name", COL_STR, 28},
                                         {"PHASE", "phase", COL_STR, 10},
                                         {"JOBS", "progress", COL_STR, 6},

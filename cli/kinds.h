@@ -37,6 +37,8 @@ const cli_kind *cli_kind_find(const char *name);
 
 /* The catalog's columns (`larkctl get` with no kind, or an unowned kind). */
 extern const cli_kind cli_catalog_kind;
+/* The certificates' columns (`larkctl cert list`, the signer's). */
+extern const cli_kind cli_cert_kind;
 
 /* Print items (an array of maps) as a table, or as -o json|yaml|wide|name
  * asks. */
