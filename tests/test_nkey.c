@@ -52,6 +52,33 @@ Test(nkey, write_is_private) {
   lt_rmtree(dir);
 }
 
+/* bus_file_write, which writes creds files: the whole new content, the
+ * mode asked for, no temporary left, and an old file kept on failure. */
+Test(nkey, file_replace_is_whole) {
+  char dir[256], path[300], tmp[310], buf[64];
+  lt_tmpdir(dir, sizeof dir, "replace");
+  snprintf(path, sizeof path, "%s/port", dir);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  cr_assert_eq(bus_file_write(path, "old\n", 4, 0644), 0);
+  cr_assert_eq(symlink("/nonexistent/elsewhere", tmp), 0); /* left behind */
+  cr_assert_eq(bus_file_write(path, "4222\n", 5, 0640), 0);
+  struct stat st;
+  cr_assert_eq(stat(path, &st), 0);
+  cr_expect_eq(st.st_mode & 0777, 0640);
+  cr_expect_eq(lstat(tmp, &st), -1);
+  FILE *f = fopen(path, "r");
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  cr_expect_str_eq(buf, "4222\n");
+  char missing[320];
+  snprintf(missing, sizeof missing, "%s/no/such/dir/file", dir);
+  cr_expect_lt(bus_file_write(missing, "x", 1, 0644), 0);
+  cr_expect(strstr(bus_last_error(), "cannot write") != NULL, "%s",
+            bus_last_error());
+  lt_rmtree(dir);
+}
+
 typedef struct authd {
   lt_natsd s;
   char dir[256], conf[300], creds[300], other[300];

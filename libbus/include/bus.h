@@ -517,8 +517,8 @@ struct timespec bus_deadline_ms(clockid_t clk, int ms);
 /* -------------------------------------------------------------------- file */
 
 /*
- * Write path whole with mode (whatever the umask) through path.tmp,
- * fsync and rename, so a reader (sshd reading a KRL, a restart reading a
+ * Write path whole with mode (whatever the umask) through path.tmp (made
+ * anew: never written through a link left there), fsync and rename, so a reader (sshd reading a KRL, a restart reading a
  * key) sees the old file or the new one, never a part of either. 0, or
  * -errno with the path in bus_last_error(); path.tmp is removed then.
  */

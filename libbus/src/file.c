@@ -29,7 +29,9 @@ bus_file_write(const char *path, const void *data, size_t len, unsigned mode) {
   char tmp[PATH_MAX + 8];
   if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
     return BUS_ERR(-ENAMETOOLONG, "path too long: %s", path);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, (mode_t)mode);
+  /* made anew (O_EXCL): never written through a link left at tmp */
+  unlink(tmp);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, (mode_t)mode);
   if (fd < 0)
     return BUS_ERR(-errno, "cannot write %s: %s", tmp, strerror(errno));
   int rc = fchmod(fd, (mode_t)mode) ? -errno : 0;

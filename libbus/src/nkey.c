@@ -168,34 +168,15 @@ bus_nkey_create(char seed[BUS_NKEY_SEED_LEN + 1],
  */
 int
 bus_nkey_write(const char *path, const char *seed) {
-  char pub[BUS_NKEY_PUB_LEN + 1], tmp[4096], body[256];
+  char pub[BUS_NKEY_PUB_LEN + 1], body[256];
   int rc = bus_nkey_public(seed, pub);
   if (rc < 0)
     return rc;
-  if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-    return BUS_ERR(-ENAMETOOLONG, "creds path too long: %s", path);
   int n = snprintf(body, sizeof body,
                    "-----BEGIN USER NKEY SEED-----\n%s\n"
                    "------END USER NKEY SEED------\n",
                    seed);
-  unlink(tmp);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    rc = BUS_ERR(-errno, "cannot create %s: %s", tmp, strerror(errno));
-    goto out;
-  }
-  if (write(fd, body, (size_t)n) != n || fsync(fd) < 0) {
-    rc = BUS_ERR(-(errno ? errno : EIO), "cannot write %s", tmp);
-    close(fd);
-    unlink(tmp);
-    goto out;
-  }
-  close(fd);
-  if (rename(tmp, path) < 0) {
-    rc = BUS_ERR(-errno, "cannot rename to %s: %s", path, strerror(errno));
-    unlink(tmp);
-  }
-out:
+  rc = bus_file_write(path, body, (size_t)n, 0600);
   sodium_memzero(body, sizeof body);
   return rc;
 }

@@ -71,36 +71,24 @@ bus__alloc(msgpack_zone *z, uint32_t n, size_t size) {
     out->n = n;                                                                \
     return 0;                                                                  \
   } while (0)
-#define FILL_LIST(T, EXPR)                                                     \
-  FILL(T, o->via.array.size, &o->via.array.ptr[i], v[i] = (EXPR))
-#define FILL_MAP(T, EXPR)                                                      \
-  FILL(T, o->via.map.size, &o->via.map.ptr[i].val,                             \
-       (v[i].key = bus__str(&o->via.map.ptr[i].key), v[i].val = (EXPR)))
 
-int
-bus__fill_strs(msgpack_zone *z, const msgpack_object *o, bus_str_list *out) {
-  FILL_LIST(bus_str, bus__str(e));
-}
+/* The fill of a list type, each element EXPR of e; of a map type, each
+ * value. */
+#define FILL_LIST(fn, list_t, T, EXPR)                                         \
+  int fn(msgpack_zone *z, const msgpack_object *o, list_t *out) {              \
+    FILL(T, o->via.array.size, &o->via.array.ptr[i], v[i] = (EXPR));           \
+  }
+#define FILL_MAP(fn, map_t, T, EXPR)                                           \
+  int fn(msgpack_zone *z, const msgpack_object *o, map_t *out) {               \
+    FILL(T, o->via.map.size, &o->via.map.ptr[i].val,                           \
+         (v[i].key = bus__str(&o->via.map.ptr[i].key), v[i].val = (EXPR)));    \
+  }
 
-int
-bus__fill_u64s(msgpack_zone *z, const msgpack_object *o, bus_u64_list *out) {
-  FILL_LIST(uint64_t, e->via.u64);
-}
-
-int
-bus__fill_i64s(msgpack_zone *z, const msgpack_object *o, bus_i64_list *out) {
-  FILL_LIST(int64_t, bus__i64(e));
-}
-
-int
-bus__fill_str_map(msgpack_zone *z, const msgpack_object *o, bus_str_map *out) {
-  FILL_MAP(bus_str_kv, bus__str(e));
-}
-
-int
-bus__fill_u64_map(msgpack_zone *z, const msgpack_object *o, bus_u64_map *out) {
-  FILL_MAP(bus_u64_kv, e->via.u64);
-}
+FILL_LIST(bus__fill_strs, bus_str_list, bus_str, bus__str(e))
+FILL_LIST(bus__fill_u64s, bus_u64_list, uint64_t, e->via.u64)
+FILL_LIST(bus__fill_i64s, bus_i64_list, int64_t, bus__i64(e))
+FILL_MAP(bus__fill_str_map, bus_str_map, bus_str_kv, bus__str(e))
+FILL_MAP(bus__fill_u64_map, bus_u64_map, bus_u64_kv, e->via.u64)
 
 static void
 value_of(const msgpack_object *o, bus_value *v) {
