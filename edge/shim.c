@@ -57,16 +57,11 @@ typedef struct shim_args {
 
 static void
 write_status(const char *path, int code, int sig, const char *reason) {
-  char tmp[4400];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *f = fopen(tmp, "we");
-  if (!f)
-    return;
-  fprintf(f, "%d %d\n", code, sig);
-  if (reason && *reason)
-    fprintf(f, "%s\n", reason);
-  if (fclose(f) == 0)
-    rename(tmp, path);
+  char body[1100];
+  int n = snprintf(body, sizeof body, "%d %d\n%s%s", code, sig,
+                   reason ? reason : "", reason && *reason ? "\n" : "");
+  bus_file_write(path, body, n < (int)sizeof body ? (size_t)n : strlen(body),
+                 0644);
 }
 
 /* A step failed: say why (status file and the pod's stderr) and end. */

@@ -415,17 +415,9 @@ start_session(hub *h, ssh_session ssh) {
 
 static int
 write_port_file(const char *path, int port) {
-  char tmp[4096];
-  if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-    return BUS_EINVAL;
-  FILE *f = fopen(tmp, "w");
-  if (!f)
-    return -errno;
-  fprintf(f, "%d\n", port);
-  int rc = fclose(f) ? -errno : 0;
-  if (!rc && rename(tmp, path))
-    rc = -errno;
-  return rc;
+  char line[16];
+  int n = snprintf(line, sizeof line, "%d\n", port);
+  return bus_file_write(path, line, (size_t)n, 0644);
 }
 
 static int
