@@ -82,6 +82,26 @@ get(const yaml_node_t *map, const char *key) {
   return NULL;
 }
 
+/* The pairs of sec, which must be a mapping (else "<what> must be a
+ * mapping"); *end is one past the last. */
+static yaml_node_pair_t *
+pairs_of(const yaml_node_t *sec, const char *what, yaml_node_pair_t **end) {
+  if (!sec || sec->type != YAML_MAPPING_NODE)
+    die(sec, "%s must be a mapping", what);
+  *end = sec->data.mapping.pairs.top;
+  return sec->data.mapping.pairs.start;
+}
+
+/* The items of sec, which must be a list (else "<what> must be a list");
+ * *end is one past the last. */
+static yaml_node_item_t *
+items_of(const yaml_node_t *sec, const char *what, yaml_node_item_t **end) {
+  if (!sec || sec->type != YAML_SEQUENCE_NODE)
+    die(sec, "%s must be a list", what);
+  *end = sec->data.sequence.items.top;
+  return sec->data.sequence.items.start;
+}
+
 /* Refuse keys of map that are not in allowed (NULL-terminated). */
 static void
 only_keys(const yaml_node_t *map, const char *const *allowed) {
@@ -341,11 +361,8 @@ parse_field(gtype *t, const yaml_node_t *f) {
 
 static void
 parse_fields(gtype *t, const yaml_node_t *list) {
-  yaml_node_item_t *i;
-  if (!list || list->type != YAML_SEQUENCE_NODE)
-    die(list, "fields must be a list");
-  for (i = list->data.sequence.items.start; i < list->data.sequence.items.top;
-       i++)
+  yaml_node_item_t *i, *end;
+  for (i = items_of(list, "fields", &end); i < end; i++)
     parse_field(t, node(*i));
 }
 
@@ -353,12 +370,9 @@ parse_fields(gtype *t, const yaml_node_t *list) {
 
 static void
 parse_structs(const yaml_node_t *sec) {
-  yaml_node_pair_t *p;
-  if (!sec || sec->type != YAML_MAPPING_NODE)
-    die(sec, "`structs` must be a mapping");
+  yaml_node_pair_t *p, *end, *first = pairs_of(sec, "`structs`", &end);
   /* Names first, so a struct may use one defined after it. */
-  for (p = sec->data.mapping.pairs.start; p < sec->data.mapping.pairs.top;
-       p++) {
+  for (p = first; p < end; p++) {
     gtype *t = new_type(K_STRUCT, node(p->value));
     t->struct_name = scalar(node(p->key), "a struct name");
     t->label = t->struct_name;
@@ -366,8 +380,7 @@ parse_structs(const yaml_node_t *sec) {
       die(node(p->key), "struct %s defined twice", t->struct_name);
     structs[nstructs++] = t;
   }
-  for (p = sec->data.mapping.pairs.start; p < sec->data.mapping.pairs.top;
-       p++) {
+  for (p = first; p < end; p++) {
     static const char *const keys[] = {"desc", "fields", NULL};
     yaml_node_t *v = node(p->value);
     gtype *t = find_struct(scalar(node(p->key), "a struct name"));
@@ -410,11 +423,8 @@ resource_type(const char *kind, gtype *spec, const yaml_node_t *at) {
 static void
 parse_resources(const yaml_node_t *sec) {
   static const char *const keys[] = {"kind", "spec", "owner", "desc", NULL};
-  yaml_node_item_t *i;
-  if (!sec || sec->type != YAML_SEQUENCE_NODE)
-    die(sec, "`resources` must be a list");
-  for (i = sec->data.sequence.items.start; i < sec->data.sequence.items.top;
-       i++) {
+  yaml_node_item_t *i, *end;
+  for (i = items_of(sec, "`resources`", &end); i < end; i++) {
     yaml_node_t *r = node(*i);
     entry *e = &resources[nresources++];
     gtype *spec;
@@ -478,11 +488,8 @@ parse_event(entry *e, const yaml_node_t *key, const yaml_node_t *v) {
 
 static void
 parse_events(const yaml_node_t *sec) {
-  yaml_node_pair_t *p;
-  if (!sec || sec->type != YAML_MAPPING_NODE)
-    die(sec, "`events` must be a mapping");
-  for (p = sec->data.mapping.pairs.start; p < sec->data.mapping.pairs.top;
-       p++) {
+  yaml_node_pair_t *p, *end;
+  for (p = pairs_of(sec, "`events`", &end); p < end; p++) {
     if (nevents == MAX_ENTRIES)
       die(sec, "too many event types");
     parse_event(&events[nevents++], node(p->key), node(p->value));
@@ -492,11 +499,8 @@ parse_events(const yaml_node_t *sec) {
 static void
 parse_headers(const yaml_node_t *sec) {
   static const char *const keys[] = {"name", "desc", NULL};
-  yaml_node_item_t *i;
-  if (!sec || sec->type != YAML_SEQUENCE_NODE)
-    die(sec, "`headers` must be a list");
-  for (i = sec->data.sequence.items.start; i < sec->data.sequence.items.top;
-       i++) {
+  yaml_node_item_t *i, *end;
+  for (i = items_of(sec, "`headers`", &end); i < end; i++) {
     if (nheaders == 8)
       die(sec, "too many headers");
     only_keys(node(*i), keys);
