@@ -1,7 +1,8 @@
 /*
  * test_pack.c - the msgpack pack helpers (bus_pack_*): the bytes they
  * write are the ones msgpack-c's own calls write, a map they build reads
- * back with bus_obj_*, and a failing write comes back as -1.
+ * back with bus_obj_*, and a failing write comes back as -1; and the
+ * array helpers (bus_grow, bus_bsearch).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -171,4 +172,29 @@ Test(pack, grow_doubles_and_keeps_items) {
   cr_expect_eq(bus_grow(&big, 0, &bcap, SIZE_MAX / 2, 4), -ENOMEM);
   cr_expect_null(big);
   cr_expect_eq(bcap, 0);
+}
+
+static int
+by_int(const void *key, const void *item) {
+  int a = *(const int *)key, b = *(const int *)item;
+  return (a > b) - (a < b);
+}
+
+Test(pack, bsearch_finds_or_places) {
+  const int v[] = {2, 4, 6, 8};
+  int found, k;
+  k = 6;
+  cr_expect_eq(bus_bsearch(&k, v, 4, sizeof *v, by_int, &found), 2);
+  cr_expect_eq(found, 1);
+  k = 5;
+  cr_expect_eq(bus_bsearch(&k, v, 4, sizeof *v, by_int, &found), 2);
+  cr_expect_eq(found, 0);
+  k = 1;
+  cr_expect_eq(bus_bsearch(&k, v, 4, sizeof *v, by_int, &found), 0);
+  cr_expect_eq(found, 0);
+  k = 9;
+  cr_expect_eq(bus_bsearch(&k, v, 4, sizeof *v, by_int, &found), 4);
+  cr_expect_eq(found, 0);
+  cr_expect_eq(bus_bsearch(&k, NULL, 0, sizeof *v, by_int, &found), 0);
+  cr_expect_eq(found, 0);
 }

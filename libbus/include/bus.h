@@ -14,7 +14,8 @@
  *   clock       monotonic and wall-clock time, sleeps, deadlines
  *   file        a file written whole: readers see the old one or the new
  *   pack        msgpack pack helpers: strings and map entries
- *   grow        room for one more item in an array that doubles
+ *   arrays      room for one more item in an array that doubles; where a
+ *               key is in a sorted one
  *   cidr        IPv4 and IPv6 prefixes: parse, format, contain, count
  *   conn        a broker connection (nkey credentials, reconnect forever)
  *   streams     the platform's streams, defined once (docs/design.md section 2)
@@ -570,7 +571,7 @@ void bus_packbuf_init(bus_packbuf *b);
 /* Frees the buffer (unless its data was taken: sb.data set to NULL). */
 void bus_packbuf_destroy(bus_packbuf *b);
 
-/* -------------------------------------------------------------------- grow */
+/* ------------------------------------------------------------------ arrays */
 
 /*
  * Room for one more item in an array that grows by doubling: *arr holds n
@@ -585,6 +586,19 @@ void bus_packbuf_destroy(bus_packbuf *b);
  * 0, or -ENOMEM with the array as it was.
  */
 int bus_grow(void *arr, size_t n, size_t *cap, size_t size, size_t first);
+
+/*
+ * Where key is in a sorted array of n items of size bytes at base, cmp
+ * saying whether key sorts before (< 0), at (0) or after (> 0) an item:
+ * its index, *found 1; or the index it would be inserted at, *found 0.
+ *
+ *   static int by_name(const void *key, const void *item) {
+ *     return strcmp(key, ((const row *)item)->name);
+ *   }
+ *   size_t i = bus_bsearch(name, rows, n, sizeof *rows, by_name, &found);
+ */
+size_t bus_bsearch(const void *key, const void *base, size_t n, size_t size,
+                   int (*cmp)(const void *key, const void *item), int *found);
 
 /* -------------------------------------------------------------------- cidr */
 
