@@ -152,24 +152,16 @@ parse(const char *subject, const bus_event *ev, int del, relay_route *r) {
 
 /* --------------------------------------------------------------- table */
 
+static int
+by_subject(const void *key, const void *item) {
+  return strcmp(key, ((const row *)item)->subject);
+}
+
 /* Index of subject, or where it would go (*found 0). Under mu. */
 static size_t
 locate(const relay_routes *t, const char *subject, int *found) {
-  size_t lo = 0, hi = t->n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    int c = strcmp(t->rows[mid].subject, subject);
-    if (!c) {
-      *found = 1;
-      return mid;
-    }
-    if (c < 0)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  *found = 0;
-  return lo;
+  return bus_bsearch(subject, t->rows, t->n, sizeof *t->rows, by_subject,
+                     found);
 }
 
 static int
