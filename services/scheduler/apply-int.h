@@ -31,32 +31,43 @@ int sched_job_named(bus_txn *t, bus_str job, job_rec *j);
 int sched_put_object(bus_txn *t, const char *table, const char *key,
                      const msgpack_object *o);
 
+/* The <id> of the event's subject lark.ev.<kind>.<id>: the name of the
+ * Job, Task, Pod or Node it is about. */
+const char *sched_subject_id(const bus_event *ev);
+
+/* The handlers of apply's table (bus_apply_fn: data is the event's typed
+ * data), by the kind of what they follow. */
+
 /* apply_node.c: book (sign > 0) or give back a pod's capacity on its
  * node; the node events. */
 int sched_node_book(bus_txn *t, const pod_rec *p, int sign);
 int sched_apply_node_registered(bus_txn *t, const bus_event *ev,
-                                const char *name, const bus_node_res *res);
-int sched_apply_node_state(bus_txn *t, const bus_event *ev, const char *name);
+                                const void *data, void *ud);
+int sched_apply_node_state(bus_txn *t, const bus_event *ev, const void *data,
+                           void *ud);
 
 /* apply_job.c: the Job events. */
-int sched_apply_job_submitted(bus_txn *t, const bus_event *ev, const char *name,
-                              const bus_job_res *res);
-int sched_apply_job_verb(bus_txn *t, const bus_event *ev, const char *name);
-int sched_apply_job_placed(bus_txn *t, const bus_event *ev,
-                           const bus_ev_job_placed *d);
-int sched_apply_job_unplaced(bus_txn *t, const bus_event *ev,
-                             const bus_ev_job_unplaced *d);
+int sched_apply_job_submitted(bus_txn *t, const bus_event *ev, const void *data,
+                              void *ud);
+int sched_apply_job_verb(bus_txn *t, const bus_event *ev, const void *data,
+                         void *ud);
+int sched_apply_job_placed(bus_txn *t, const bus_event *ev, const void *data,
+                           void *ud);
+int sched_apply_job_unplaced(bus_txn *t, const bus_event *ev, const void *data,
+                             void *ud);
 
 /* apply_pod.c: a pod failed (retried when it may); the pod and domain
- * events. */
+ * events: domain.allocated gives the Job's pods (of that generation) their
+ * addresses, domain.exhausted makes the Job wait for some, domain.released
+ * and domain.deleted wake the Jobs that wait. */
 int sched_fail_pod(bus_txn *t, pod_rec *p, const char *reason, uint64_t seq);
-int sched_apply_pod_phase(bus_txn *t, const bus_event *ev, const char *name,
-                          const bus_ev_pod_phase *d);
-/* domain.allocated: the Job's pods (of that generation, when given) have
- * their addresses; domain.exhausted: the Job waits for some. */
-int sched_apply_domain(bus_txn *t, const bus_event *ev, bus_str job,
-                       int has_generation, uint64_t generation);
-int sched_apply_domain_exhausted(bus_txn *t, const bus_ev_domain_exhausted *d);
-int sched_apply_domain_released(bus_txn *t, bus_str domain);
+int sched_apply_pod_phase(bus_txn *t, const bus_event *ev, const void *data,
+                          void *ud);
+int sched_apply_domain_allocated(bus_txn *t, const bus_event *ev,
+                                 const void *data, void *ud);
+int sched_apply_domain_exhausted(bus_txn *t, const bus_event *ev,
+                                 const void *data, void *ud);
+int sched_apply_domain_released(bus_txn *t, const bus_event *ev,
+                                const void *data, void *ud);
 
 #endif

@@ -130,8 +130,11 @@ names_taken(bus_txn *t, const sched_job *job) {
 }
 
 int
-sched_apply_job_submitted(bus_txn *t, const bus_event *ev, const char *name,
-                          const bus_job_res *res) {
+sched_apply_job_submitted(bus_txn *t, const bus_event *ev, const void *data,
+                          void *ud) {
+  const char *name = sched_subject_id(ev);
+  const bus_job_res *res = data;
+  (void)ud;
   sched_job job;
   sched_expansion x;
   bus_field_err err;
@@ -208,7 +211,10 @@ set_desired(bus_txn *t, pod_rec *p, void *ud) {
 }
 
 int
-sched_apply_job_verb(bus_txn *t, const bus_event *ev, const char *name) {
+sched_apply_job_verb(bus_txn *t, const bus_event *ev, const void *data,
+                     void *ud) {
+  const char *name = sched_subject_id(ev);
+  (void)data, (void)ud;
   job_rec j;
   int rc = sched_job_get(t, name, &j);
   if (rc == BUS_ENOT_FOUND)
@@ -297,8 +303,10 @@ bind_one(bus_txn *t, job_rec *j, const bus_binding *b, const bus_why *why,
 }
 
 int
-sched_apply_job_placed(bus_txn *t, const bus_event *ev,
-                       const bus_ev_job_placed *d) {
+sched_apply_job_placed(bus_txn *t, const bus_event *ev, const void *data,
+                       void *ud) {
+  const bus_ev_job_placed *d = data;
+  (void)ud;
   job_rec j;
   int rc = sched_job_named(t, d->job, &j);
   if (rc)
@@ -337,8 +345,10 @@ unbind(bus_txn *t, pod_rec *p, void *ud) {
 }
 
 int
-sched_apply_job_unplaced(bus_txn *t, const bus_event *ev,
-                         const bus_ev_job_unplaced *d) {
+sched_apply_job_unplaced(bus_txn *t, const bus_event *ev, const void *data,
+                         void *ud) {
+  const bus_ev_job_unplaced *d = data;
+  (void)ud;
   job_rec j;
   int rc = sched_job_named(t, d->job, &j);
   if (rc)

@@ -14,8 +14,11 @@
 /* ---------------------------------------------------------------- nodes */
 
 int
-sched_apply_node_registered(bus_txn *t, const bus_event *ev, const char *name,
-                            const bus_node_res *res) {
+sched_apply_node_registered(bus_txn *t, const bus_event *ev, const void *data,
+                            void *ud) {
+  const char *name = sched_subject_id(ev);
+  const bus_node_res *res = data;
+  (void)ud;
   sched_node sn;
   bus_field_err err;
   int n = 0;
@@ -59,7 +62,10 @@ lose_pod(void *rec, void *ud) {
 }
 
 int
-sched_apply_node_state(bus_txn *t, const bus_event *ev, const char *name) {
+sched_apply_node_state(bus_txn *t, const bus_event *ev, const void *data,
+                       void *ud) {
+  const char *name = sched_subject_id(ev);
+  (void)data, (void)ud;
   node_rec r;
   int rc = sched_noderec_get(t, name, &r);
   if (rc == BUS_ENOT_FOUND)

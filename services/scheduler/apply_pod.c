@@ -16,8 +16,11 @@
 /* ------------------------------------------------------------------ pods */
 
 int
-sched_apply_pod_phase(bus_txn *t, const bus_event *ev, const char *name,
-                      const bus_ev_pod_phase *d) {
+sched_apply_pod_phase(bus_txn *t, const bus_event *ev, const void *data,
+                      void *ud) {
+  const char *name = sched_subject_id(ev);
+  const bus_ev_pod_phase *d = data;
+  (void)ud;
   char phase[SCHED_PHASE_SZ], node[SCHED_NAME_SZ];
   char reason[SCHED_REASON_SZ] = "";
   pod_rec p;
@@ -65,14 +68,16 @@ address(bus_txn *t, pod_rec *p, void *ud) {
 }
 
 int
-sched_apply_domain(bus_txn *t, const bus_event *ev, bus_str job,
-                   int has_generation, uint64_t generation) {
+sched_apply_domain_allocated(bus_txn *t, const bus_event *ev, const void *data,
+                             void *ud) {
+  const bus_ev_domain_allocated *d = data;
   job_rec j;
-  int rc = sched_job_named(t, job, &j);
+  (void)ud;
+  int rc = sched_job_named(t, d->job, &j);
   if (rc)
     return rc == BUS_EINVAL ? 0 : rc; /* a Job this view never had */
   if (j.addressed || j.stopped ||
-      (has_generation && generation != j.generation))
+      (d->has_generation && d->generation != j.generation))
     return 0; /* already addressed, or addresses for an earlier run */
   j.addressed = 1;
   pods_ctx c = {&j, "Running", ev->seq, 0};
@@ -82,7 +87,10 @@ sched_apply_domain(bus_txn *t, const bus_event *ev, bus_str job,
 }
 
 int
-sched_apply_domain_exhausted(bus_txn *t, const bus_ev_domain_exhausted *d) {
+sched_apply_domain_exhausted(bus_txn *t, const bus_event *ev, const void *data,
+                             void *ud) {
+  const bus_ev_domain_exhausted *d = data;
+  (void)ev, (void)ud;
   job_rec j;
   int rc = sched_job_named(t, d->job, &j);
   if (rc)
@@ -114,8 +122,14 @@ wake_job(void *rec, void *ud) {
 
 /* Addresses came free in a domain: its waiting Jobs may be placed again. */
 int
-sched_apply_domain_released(bus_txn *t, bus_str domain) {
+sched_apply_domain_released(bus_txn *t, const bus_event *ev, const void *data,
+                            void *ud) {
+  /* domain.released and domain.deleted both lead with the domain */
+  bus_str domain = ev->t == BUS_T_DOMAIN_DELETED
+                       ? ((const bus_ev_domain_deleted *)data)->domain
+                       : ((const bus_ev_domain_released *)data)->domain;
   char name[SCHED_NAME_SZ];
+  (void)ud;
   bus_str_copy(domain, name, sizeof name);
   wake w = {t, name};
   return sched_each_rec(t, "jobs", NULL, sizeof(job_rec), 0, wake_job, &w);

@@ -181,6 +181,12 @@ sched_touch(bus_txn *t, const char *job) {
   return rc;
 }
 
+const char *
+sched_subject_id(const bus_event *ev) {
+  const char *p = ev->subject ? strchr(ev->subject + 8, '.') : NULL;
+  return p ? p + 1 : "";
+}
+
 int
 sched_job_named(bus_txn *t, bus_str job, job_rec *j) {
   char name[SCHED_NAME_SZ];
