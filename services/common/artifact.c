@@ -115,6 +115,47 @@ lark_artifact_parse(const char *s, size_t len, lark_artifact *a, char *why,
   return 0;
 }
 
+/* What a task gives a node to run, however it was read. */
+typedef struct runnable {
+  const char *artifact; /* NULL or "": none */
+  size_t artifact_len;
+  int entrypoint, run_script; /* given and not empty */
+} runnable;
+
+static int
+judge(const runnable *r, char *field, size_t fcap, char *why, size_t cap) {
+  if (r->artifact && r->artifact_len) {
+    lark_artifact a;
+    char reason[200];
+    if (lark_artifact_parse(r->artifact, r->artifact_len, &a, reason,
+                            sizeof reason)) {
+      snprintf(field, fcap, "runtime.raw.artifact");
+      snprintf(why, cap, "artifact: %s", reason);
+      return BUS_EFIELD;
+    }
+  }
+  if (r->entrypoint || r->run_script)
+    return 0;
+  snprintf(field, fcap, "runtime.raw.entrypoint");
+  snprintf(why, cap, "no entrypoint and no runScript: nothing to run");
+  return BUS_EFIELD;
+}
+
+int
+lark_task_can_run(const bus_task *task, const bus_job_spec *spec, char *field,
+                  size_t fcap, char *why, size_t cap) {
+  const bus_raw_runtime *raw = &task->runtime.raw;
+  if (!task->runtime.has_raw)
+    return 0;
+  runnable r = {.artifact = raw->has_artifact ? raw->artifact.ptr : NULL,
+                .artifact_len = raw->has_artifact ? raw->artifact.len : 0,
+                .entrypoint = raw->has_entrypoint && raw->entrypoint.n,
+                .run_script =
+                    (task->has_runScript && task->runScript.len) ||
+                    (spec && spec->has_runScript && spec->runScript.len)};
+  return judge(&r, field, fcap, why, cap);
+}
+
 static int
 nonempty_str(const msgpack_object *o) {
   return o && o->type == MSGPACK_OBJECT_STR && o->via.str.size > 0;
@@ -127,22 +168,12 @@ lark_task_runnable(const msgpack_object *task, const msgpack_object *spec,
   if (!raw || raw->type != MSGPACK_OBJECT_MAP)
     return 0;
   const msgpack_object *art = bus_obj_get(raw, "artifact");
-  if (nonempty_str(art)) {
-    lark_artifact a;
-    char r[200];
-    if (lark_artifact_parse(art->via.str.ptr, art->via.str.size, &a, r,
-                            sizeof r)) {
-      snprintf(field, fcap, "runtime.raw.artifact");
-      snprintf(why, cap, "artifact: %s", r);
-      return BUS_EFIELD;
-    }
-  }
   const msgpack_object *ep = bus_obj_get(raw, "entrypoint");
-  if ((ep && ep->type == MSGPACK_OBJECT_ARRAY && ep->via.array.size) ||
-      nonempty_str(bus_obj_get(task, "runScript")) ||
-      nonempty_str(bus_obj_get(spec, "runScript")))
-    return 0;
-  snprintf(field, fcap, "runtime.raw.entrypoint");
-  snprintf(why, cap, "no entrypoint and no runScript: nothing to run");
-  return BUS_EFIELD;
+  runnable r = {.artifact = nonempty_str(art) ? art->via.str.ptr : NULL,
+                .artifact_len = nonempty_str(art) ? art->via.str.size : 0,
+                .entrypoint = ep && ep->type == MSGPACK_OBJECT_ARRAY &&
+                              ep->via.array.size,
+                .run_script = nonempty_str(bus_obj_get(task, "runScript")) ||
+                              nonempty_str(bus_obj_get(spec, "runScript"))};
+  return judge(&r, field, fcap, why, cap);
 }

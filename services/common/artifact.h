@@ -33,13 +33,17 @@ int lark_artifact_parse(const char *s, size_t len, lark_artifact *a, char *why,
                         size_t cap);
 
 /*
- * Check that task (a Task map) can run on a node: its raw runtime's
- * artifact, when given, has the form above, and it has an entrypoint or
- * a runScript (its own, or spec's: the Job's spec, may be NULL). A task
- * with another runtime passes (the runtime check refuses it). 0, or
- * BUS_EFIELD with the field's path under the task in field ("runtime.raw.
- * artifact", ...) and the reason in why.
+ * Check that task (one of a Job's, decoded) can run on a node: its raw
+ * runtime's artifact, when given, has the form above, and it has an entrypoint
+ * or a runScript (its own, or spec's: the Job's spec, may be NULL). A task with
+ * another runtime passes (the runtime check refuses it). 0, or BUS_EFIELD with
+ * the field's path under the task in field ("runtime.raw.artifact", ...) and
+ * the reason in why.
  */
+int lark_task_can_run(const bus_task *task, const bus_job_spec *spec,
+                      char *field, size_t fcap, char *why, size_t cap);
+/* The same check of a Task map (spec a JobSpec map, may be NULL), for a
+ * caller that has not decoded its Job into the generated types. */
 int lark_task_runnable(const msgpack_object *task, const msgpack_object *spec,
                        char *field, size_t fcap, char *why, size_t cap);
 
