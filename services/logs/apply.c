@@ -59,16 +59,10 @@ collect_pod(const void *key, size_t klen, const void *val, size_t vlen,
             void *ud) {
   (void)val, (void)vlen;
   podlist *l = ud;
-  if (l->n == l->cap) {
-    size_t cap = l->cap ? 2 * l->cap : 16;
-    void *p = realloc(l->names, cap * sizeof *l->names);
-    if (!p)
-      return BUS_ESTORE;
-    l->names = p;
-    l->cap = cap;
-  }
-  logs__copy_tok(l->names[l->n++], LOGS_DNAME_SZ, (const char *)key + l->plen,
-                 klen - l->plen);
+  if (bus_grow(&l->names, l->n, &l->cap, sizeof *l->names, 16))
+    return BUS_ESTORE;
+  bus_str tail = {(const char *)key + l->plen, (uint32_t)(klen - l->plen)};
+  bus_str_copy(tail, l->names[l->n++], LOGS_DNAME_SZ);
   return 0;
 }
 

@@ -25,7 +25,7 @@ split_ingress(const char *subject, char *node, char *pod) {
   const char *p = dot + 6;
   if (!*p || strchr(p, '.') || strlen(p) >= LOGS_DNAME_SZ)
     return -1;
-  logs__copy_tok(node, LOGS_NAME_SZ, n, (size_t)(dot - n));
+  bus_str_copy((bus_str){n, (uint32_t)(dot - n)}, node, LOGS_NAME_SZ);
   strcpy(pod, p);
   return 0;
 }

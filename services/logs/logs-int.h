@@ -10,8 +10,6 @@
 #define T_PODS "pods"
 #define T_JOBS "jobs"
 
-/* src[0..n) into dst, cut to cap - 1 bytes, terminated. */
-void logs__copy_tok(char *dst, size_t cap, const char *src, size_t n);
 int logs__binding_put(bus_txn *t, const logs_binding *b);
 /* "<job>/<pod>" into key; its length, or -1 when it does not fit. */
 int logs__index_key(char *key, size_t cap, const char *job, const char *pod);

@@ -1,20 +1,30 @@
 /*
  * queries.c - lark-logs' reads: one pod's binding, or all of them.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "logs-int.h"
 
+/* The binding's names, in the order a reply gives them. */
+static const struct {
+  const char *key;
+  size_t off;
+} names[] = {
+    {"pod", offsetof(logs_binding, pod)},
+    {"job", offsetof(logs_binding, job)},
+    {"task", offsetof(logs_binding, task)},
+    {"node", offsetof(logs_binding, node)},
+    {"phase", offsetof(logs_binding, phase)},
+};
+
 static void
 pack_binding(msgpack_packer *pk, const logs_binding *b) {
   msgpack_pack_map(pk, 7);
-  bus_pack_kv_str(pk, "pod", b->pod);
-  bus_pack_kv_str(pk, "job", b->job);
-  bus_pack_kv_str(pk, "task", b->task);
-  bus_pack_kv_str(pk, "node", b->node);
-  bus_pack_kv_str(pk, "phase", b->phase);
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    bus_pack_kv_str(pk, names[i].key, (const char *)b + names[i].off);
   bus_pack_kv_uint(pk, "attempt", b->attempt);
   bus_pack_kv_bool(pk, "bound", b->bound);
 }

@@ -9,14 +9,6 @@
 
 #include "logs-int.h"
 
-void
-logs__copy_tok(char *dst, size_t cap, const char *src, size_t n) {
-  if (n >= cap)
-    n = cap - 1;
-  memcpy(dst, src, n);
-  dst[n] = 0;
-}
-
 int
 logs_binding_get(bus_txn *t, const char *pod, logs_binding *b) {
   const void *val;

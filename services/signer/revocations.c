@@ -15,21 +15,7 @@ typedef struct revs {
   signer_revoked *x;
   uint64_t *s;
   size_t nx, ns, capx, caps;
-  int err;
 } revs;
-
-static int
-grow(void **p, size_t *cap, size_t n, size_t size) {
-  if (n < *cap)
-    return 0;
-  size_t c = *cap ? 2 * *cap : 64;
-  void *q = realloc(*p, c * size);
-  if (!q)
-    return -ENOMEM;
-  *p = q;
-  *cap = c;
-  return 0;
-}
 
 static int
 rev_one(const void *key, size_t klen, const void *val, size_t vlen, void *ud) {
@@ -42,14 +28,14 @@ rev_one(const void *key, size_t klen, const void *val, size_t vlen, void *ud) {
   memcpy(serial, key, klen);
   serial[klen] = 0;
   if (!strcmp(format, "x509")) {
-    if (grow((void **)&r->x, &r->capx, r->nx, sizeof *r->x))
+    if (bus_grow(&r->x, r->nx, &r->capx, sizeof *r->x, 64))
       return -ENOMEM;
     signer_revoked *e = &r->x[r->nx++];
     memcpy(e->serial, serial, klen + 1);
     signer__row_get(val, vlen, "ts", NULL, 0, &when);
     e->when = when;
   } else if (!strcmp(format, "ssh")) {
-    if (grow((void **)&r->s, &r->caps, r->ns, sizeof *r->s))
+    if (bus_grow(&r->s, r->ns, &r->caps, sizeof *r->s, 64))
       return -ENOMEM;
     r->s[r->ns++] = strtoull(serial, NULL, 16);
   }
