@@ -1366,6 +1366,13 @@ void bus_service_opts_init(bus_service_opts *o);
  */
 int bus_service_run(bus_conn *c, bus_view *v, const bus_service_opts *o);
 
+/*
+ * Set *flag to 1 on SIGINT or SIGTERM, and ignore SIGPIPE (a peer gone is
+ * an error from write, not the process's end): the stop_flag of a
+ * process's loop. One flag per process; a later call replaces it.
+ */
+void bus_stop_on_signals(atomic_int *flag);
+
 /* The status record a service answers with, decoded (larkctl status). */
 typedef struct bus_status {
   char name[64];
