@@ -83,25 +83,9 @@ svc_init(svc *s, const char *name, int argc, char **argv) {
   return 0;
 }
 
-static svc *signalled;
-
-static void
-on_signal(int sig) {
-  (void)sig;
-  if (signalled)
-    atomic_store(&signalled->stop, 1);
-}
-
 void
 svc_signals(svc *s) {
-  signalled = s;
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  signal(SIGPIPE, SIG_IGN);
+  bus_stop_on_signals(&s->stop);
 }
 
 int
