@@ -248,24 +248,15 @@ sched_nodes_clear(sched_nodes *s) {
   memset(s, 0, sizeof *s);
 }
 
+static int
+by_name(const void *key, const void *item) {
+  return strcmp(key, (*(sched_node *const *)item)->name);
+}
+
 /* Index of name, or of where it would go (*found 0). */
 static size_t
 nodes_search(const sched_nodes *s, const char *name, int *found) {
-  size_t lo = 0, hi = s->n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    int c = strcmp(s->v[mid]->name, name);
-    if (c == 0) {
-      *found = 1;
-      return mid;
-    }
-    if (c < 0)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  *found = 0;
-  return lo;
+  return bus_bsearch(name, s->v, s->n, sizeof *s->v, by_name, found);
 }
 
 sched_node *
