@@ -28,23 +28,12 @@
 
 enum { BACKOFF_MIN_MS = 1000, BACKOFF_MAX_MS = 30000, GRACE_MS = 5000 };
 
-static volatile sig_atomic_t stop_flag;
-
-static void
-on_signal(int sig) {
-  (void)sig;
-  stop_flag = 1;
-}
+/* Set by SIGINT or SIGTERM (lark_sup_catch_signals) and by stop_all. */
+static atomic_int stop_flag;
 
 void
 lark_sup_catch_signals(void) {
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  signal(SIGPIPE, SIG_IGN);
+  bus_stop_on_signals(&stop_flag);
 }
 
 int
