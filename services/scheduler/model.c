@@ -308,15 +308,9 @@ sched_nodes_put(sched_nodes *s, sched_node *node) {
   sched_node *slot = found ? s->v[i] : malloc(sizeof *slot);
   if (!slot)
     return -ENOMEM;
-  if (!found && s->n == s->cap) {
-    size_t cap = s->cap ? s->cap * 2 : 16;
-    sched_node **v = realloc(s->v, cap * sizeof *v);
-    if (!v) {
-      free(slot);
-      return -ENOMEM;
-    }
-    s->v = v;
-    s->cap = cap;
+  if (!found && bus_grow(&s->v, s->n, &s->cap, sizeof *s->v, 16)) {
+    free(slot);
+    return -ENOMEM;
   }
   if (found) {
     carry_state(node, slot);

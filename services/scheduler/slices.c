@@ -10,6 +10,7 @@
  * it does the same before the outbox tries again. Making a stream that
  * exists with its settings is a no-op, so every path may repeat it.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,14 +36,8 @@ collect(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   names *ns = ud;
   if (kl == 0 || kl >= SCHED_NAME_SZ)
     return 0;
-  if (ns->n == ns->cap) {
-    size_t cap = ns->cap ? 2 * ns->cap : 64;
-    void *p = realloc(ns->v, cap * sizeof *ns->v);
-    if (!p)
-      return bus_error(BUS_EINVAL, "out of memory");
-    ns->v = p;
-    ns->cap = cap;
-  }
+  if (bus_grow(&ns->v, ns->n, &ns->cap, sizeof *ns->v, 64))
+    return bus_error(-ENOMEM, "out of memory listing the nodes");
   sched_copy(ns->v[ns->n++], SCHED_NAME_SZ, k, kl);
   return 0;
 }
