@@ -514,14 +514,22 @@ void bus_sleep_ms(int ms);
  * variable was made with pthread_condattr_setclock). ms < 0 counts as 0.
  */
 struct timespec bus_deadline_ms(clockid_t clk, int ms);
+/*
+ * A duration as people write it: "500ms", "30s", "15m", "24h", "7d" (a
+ * decimal number and a unit); a bare number counts bare_ns each (0: a unit
+ * is required). 0 with *ns set, or -1 when s is none of these, negative
+ * or beyond int64_t.
+ */
+int bus_duration_parse(const char *s, double bare_ns, int64_t *ns);
 
 /* -------------------------------------------------------------------- file */
 
 /*
  * Write path whole with mode (whatever the umask) through path.tmp (made
- * anew: never written through a link left there), fsync and rename, so a reader (sshd reading a KRL, a restart reading a
- * key) sees the old file or the new one, never a part of either. 0, or
- * -errno with the path in bus_last_error(); path.tmp is removed then.
+ * anew: never written through a link left there), fsync and rename, so a reader
+ * (sshd reading a KRL, a restart reading a key) sees the old file or the new
+ * one, never a part of either. 0, or -errno with the path in bus_last_error();
+ * path.tmp is removed then.
  */
 int bus_file_write(const char *path, const void *data, size_t len,
                    unsigned mode);
