@@ -83,6 +83,31 @@ svc_init(svc *s, const char *name, int argc, char **argv) {
   return 0;
 }
 
+static int
+take(const svc_flag *f, const char *v) {
+  return v && f->parse(v, f->out) < 0 ? -1 : 0;
+}
+
+int
+svc_own_flags(int *argc, char **argv, const svc_flag *flags) {
+  for (const svc_flag *f = flags; f->flag; f++)
+    if (f->env && take(f, getenv(f->env)))
+      return -1;
+  int out = 1;
+  for (int i = 1; i < *argc; i++) {
+    const svc_flag *f = flags;
+    while (f->flag && strcmp(argv[i], f->flag))
+      f++;
+    if (!f->flag || i + 1 >= *argc)
+      argv[out++] = argv[i];
+    else if (take(f, argv[++i]))
+      return -1;
+  }
+  *argc = out;
+  argv[out] = NULL;
+  return 0;
+}
+
 void
 svc_signals(svc *s) {
   bus_stop_on_signals(&s->stop);

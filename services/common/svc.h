@@ -38,6 +38,22 @@ typedef struct svc {
  */
 int svc_init(svc *s, const char *name, int argc, char **argv);
 
+/*
+ * A service's own flags, beside the common ones: --flag VALUE, or its
+ * environment variable env (may be NULL) when the flag is not given.
+ * parse reads the value into out: 0, or -1 when it is not valid.
+ */
+typedef struct svc_flag {
+  const char *flag;
+  const char *env;
+  int (*parse)(const char *v, void *out);
+  void *out;
+} svc_flag;
+
+/* Take flags (ending with a NULL flag) and their values out of argv
+ * (*argc shrinks), before svc_init sees the rest; -1 when one is bad. */
+int svc_own_flags(int *argc, char **argv, const svc_flag *flags);
+
 /* Route SIGINT and SIGTERM to s->stop. One svc per process. */
 void svc_signals(svc *s);
 

@@ -130,50 +130,35 @@ run(svc *s, void *ud) {
   return rc;
 }
 
-/* "90s", "15m", "24h", "30d" or seconds. */
-static int64_t
-duration(const char *s) {
-  char *end;
-  double v = strtod(s, &end);
-  double unit = !*end               ? 1
-                : !strcmp(end, "s") ? 1
-                : !strcmp(end, "m") ? 60
-                : !strcmp(end, "h") ? 3600
-                : !strcmp(end, "d") ? 86400
-                                    : -1;
-  if (end == s || v <= 0 || unit < 0 || v * unit > 3650.0 * 86400)
+/* A validity: "90s", "15m", "24h", "30d" or seconds, up to ten years. */
+static int
+validity(const char *v, void *out) {
+  int64_t ns;
+  if (bus_duration_parse(v, 1e9, &ns) || ns <= 0 || ns > 3650 * 86400 * NS)
     return -1;
-  return (int64_t)(v * unit * 1e9);
+  *(int64_t *)out = ns;
+  return 0;
+}
+
+static int
+workers(const char *v, void *out) {
+  int n = atoi(v);
+  *(int *)out = n;
+  return n < 1 || n > MAX_WORKERS ? -1 : 0;
 }
 
 /* Take the signer's own flags (and environment) out of argv. */
 static int
 own_flags(app *a, int *argc, char **argv) {
-  const char *env = getenv("LARK_SIGNER_MAX_VALID");
-  if (env && (a->limits.max_ns = duration(env)) < 0)
+  const svc_flag flags[] = {
+      {"--max-valid", "LARK_SIGNER_MAX_VALID", validity, &a->limits.max_ns},
+      {"--default-valid", "LARK_SIGNER_DEFAULT_VALID", validity,
+       &a->limits.default_ns},
+      {"--workers", NULL, workers, &a->workers},
+      {0},
+  };
+  if (svc_own_flags(argc, argv, flags))
     return -1;
-  env = getenv("LARK_SIGNER_DEFAULT_VALID");
-  if (env && (a->limits.default_ns = duration(env)) < 0)
-    return -1;
-  int out = 1;
-  for (int i = 1; i < *argc; i++) {
-    const char *f = argv[i], *v = i + 1 < *argc ? argv[i + 1] : NULL;
-    if (!strcmp(f, "--max-valid") && v) {
-      if ((a->limits.max_ns = duration(argv[++i])) < 0)
-        return -1;
-    } else if (!strcmp(f, "--default-valid") && v) {
-      if ((a->limits.default_ns = duration(argv[++i])) < 0)
-        return -1;
-    } else if (!strcmp(f, "--workers") && v) {
-      a->workers = atoi(argv[++i]);
-      if (a->workers < 1 || a->workers > MAX_WORKERS)
-        return -1;
-    } else {
-      argv[out++] = argv[i];
-    }
-  }
-  *argc = out;
-  argv[out] = NULL;
   return a->limits.default_ns <= a->limits.max_ns ? 0 : -1;
 }
 
