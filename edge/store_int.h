@@ -1,7 +1,7 @@
 /*
  * store_int.h - private to the store's files (store.c, store_net.c,
- * store_queue.c): the store's handle, LMDB's codes translated, keys, and
- * the helpers more than one of them uses.
+ * store_queue.c, store_txn.c): the store's handle, LMDB's codes
+ * translated, keys, and the helpers more than one of them uses.
  */
 #ifndef LARK_EDGE_STORE_INT_H
 #define LARK_EDGE_STORE_INT_H
@@ -92,7 +92,7 @@ int edge_store__write(edge_store *s, const MDB_dbi *tables, size_t n, MDB_val k,
                       const MDB_val *v, const edge_msg *msgs, size_t nmsgs,
                       const char *what);
 
-/* Queue m in t (store_queue.c): a new id and the time now, fixed from
+/* Queue m in t: a new id and the time now, fixed from
  * here on. */
 int edge_store__queue_in(edge_store *s, MDB_txn *t, const edge_msg *m);
 

@@ -11,30 +11,6 @@
 #include "store_int.h"
 
 int
-edge_store__queue_in(edge_store *s, MDB_txn *t, const edge_msg *m) {
-  char id[33];
-  unsigned char kb[8];
-  int64_t now = bus_wall_ns();
-  bus_event_new_id(id);
-  bus_packbuf b;
-  bus_packbuf_init(&b);
-  msgpack_pack_array(&b.pk, 5);
-  bus_pack_str(&b.pk, m->subject);
-  bus_pack_str(&b.pk, m->type);
-  bus_pack_str(&b.pk, id);
-  msgpack_pack_int64(&b.pk, now);
-  msgpack_pack_bin_with_body(&b.pk, m->data, m->len);
-  pthread_mutex_lock(&s->mu);
-  uint64_t key = s->next_key++;
-  pthread_mutex_unlock(&s->mu);
-  put_be64(kb, key);
-  MDB_val k = {8, kb}, v = {b.sb.size, b.sb.data};
-  int rc = mdb_put(t, s->outbox, &k, &v, 0);
-  bus_packbuf_destroy(&b);
-  return rc ? edge_store__fail(rc, "queue") : 0;
-}
-
-int
 edge_store_enqueue_n(edge_store *s, const edge_msg *msgs, size_t n) {
   MDB_val none = {0, NULL};
   return edge_store__write(s, NULL, 0, none, NULL, msgs, n, "queue");
