@@ -60,7 +60,7 @@ typedef struct keys {
 static int64_t
 duration_s(const char *s) {
   int64_t ns;
-  if (lark_parse_duration(s, 1e9, &ns) < 0 || ns <= 0 ||
+  if (bus_duration_parse(s, 1e9, &ns) < 0 || ns <= 0 ||
       ns > INT64_C(3650) * 86400 * 1000000000)
     return -1;
   return ns / 1000000000;

@@ -64,7 +64,7 @@ parse_args(int argc, char **argv, bus_streams_opts *o) {
       if (o->replicas != 1 && o->replicas != 3)
         return -1;
     } else if (!strcmp(a, "--dedupe")) {
-      if (lark_parse_duration(argv[++i], 0, &o->dedupe_ns) < 0 ||
+      if (bus_duration_parse(argv[++i], 0, &o->dedupe_ns) < 0 ||
           o->dedupe_ns <= 0)
         return -1;
     } else {

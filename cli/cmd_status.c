@@ -309,7 +309,7 @@ parse_args(int argc, char **argv, int *wait_ms) {
   for (int i = 1; i < argc; i++) {
     int64_t ns;
     if (!strcmp(argv[i], "--wait") && i + 1 < argc &&
-        lark_parse_duration(argv[++i], 0, &ns) == 0 && ns > 0) {
+        bus_duration_parse(argv[++i], 0, &ns) == 0 && ns > 0) {
       *wait_ms = (int)(ns / 1000000);
       continue;
     }

@@ -47,7 +47,7 @@ static const char *const terminal[] = {"Succeeded", "Failed", "Skipped",
 static int
 parse_ms(const char *s, int64_t *ms) {
   int64_t ns;
-  if (lark_parse_duration(s, 1e9, &ns) < 0)
+  if (bus_duration_parse(s, 1e9, &ns) < 0)
     return -1;
   *ms = ns / 1000000;
   return 0;

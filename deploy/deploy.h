@@ -207,10 +207,6 @@ int lark_render_conf(const char *name, const lark_broker_opts *o,
 /* A random password of 32 hex characters into out[33]. */
 void lark_random_password(char out[33]);
 
-/* Parse "90s", "2m", "500ms", "1h", "1d" into nanoseconds; a bare number
- * counts bare_ns each (0: a unit is required). -1 if bad or negative. */
-int lark_parse_duration(const char *s, double bare_ns, int64_t *ns);
-
 /*
  * Streams: create or update them (bus_streams_ensure) and say, for each,
  * what happened: compared through $JS.API.STREAM.INFO before and after.

@@ -226,28 +226,6 @@ lark_random_password(char out[33]) {
   sodium_memzero(raw, sizeof raw);
 }
 
-int
-lark_parse_duration(const char *s, double bare_ns, int64_t *ns) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (end == s || errno || v < 0)
-    return -1;
-  static const struct {
-    const char *unit;
-    double ns;
-  } units[] = {
-      {"ms", 1e6}, {"s", 1e9}, {"m", 60e9}, {"h", 3600e9}, {"d", 86400e9}};
-  double unit = !*end ? bare_ns : 0;
-  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-    if (!strcmp(end, units[i].unit))
-      unit = units[i].ns;
-  if (unit <= 0 || v * unit > 9.2e18)
-    return -1;
-  *ns = (int64_t)(v * unit);
-  return 0;
-}
-
 /* ------------------------------------------------------------ binaries */
 
 int
