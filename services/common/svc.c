@@ -179,15 +179,10 @@ svc_log_applied(const svc *s, const bus_view_stats *st, uint64_t *logged) {
           (unsigned long long)st->rejected, (unsigned long long)st->outbox);
 }
 
-typedef struct batch_log {
-  svc *s;
-  uint64_t seq;
-} batch_log;
-
 static void
 log_batch(const bus_view_stats *st, void *ud) {
-  batch_log *l = ud;
-  svc_log_applied(l->s, st, &l->seq);
+  svc *s = ud;
+  svc_log_applied(s, st, &s->logged_seq);
 }
 
 void
@@ -247,13 +242,12 @@ svc_service_opts(svc *s, bus_service_opts *so, const bus_view_def *def) {
 
 static int
 loop(svc *s, bus_view *v, const svc_view_opts *o) {
-  batch_log l = {s, 0};
   repairer r = {s, v, o};
   bus_service_opts so;
   svc_service_opts(s, &so, &o->def);
   so.tick_ms = o->tick_ms;
   so.on_batch = log_batch;
-  so.ud = &l;
+  so.ud = s;
   if (o->repair) {
     so.repair = repair;
     so.repair_ud = &r;

@@ -30,6 +30,7 @@ typedef struct svc {
   int log_level;
   atomic_int stop; /* set by a signal or any thread: the service ends */
   bus_conn *conn;
+  uint64_t logged_seq; /* the applied sequence last logged (svc_log_applied) */
 } svc;
 
 /*

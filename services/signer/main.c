@@ -38,7 +38,6 @@ typedef struct app {
   bus_view_def def;
   int workers;
   char viewdir[4096];
-  uint64_t logged_seq;
 } app;
 
 /* The verbs' ud: what they need (env, first), and the app to log in. */
@@ -71,7 +70,7 @@ on_batch(const bus_view_stats *st, void *ud) {
     SVC_LOG(&a->s, SVC_INFO, "lark.ev.cert.>", st->applied_seq,
             "revocation list rewritten");
   }
-  svc_log_applied(&a->s, st, &a->logged_seq);
+  svc_log_applied(&a->s, st, &a->s.logged_seq);
 }
 
 static int
