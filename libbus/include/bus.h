@@ -309,6 +309,12 @@ struct bus_event;
  *
  * Delivery fields (subject, seq, stored_ns) are set for events that came
  * from a stream; they are not part of the body.
+ *
+ * A service reads an event's data through its generated struct
+ * (bus_as_<type>, section "typed data") and writes it from one
+ * (bus_<type>_pack); `data` as a msgpack_object is for what handles any
+ * event alike (tail, replay, the digest, the outbox) and for a type this
+ * build's schema does not know.
  */
 typedef struct bus_event {
   uint32_t v;
