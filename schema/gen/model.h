@@ -104,7 +104,7 @@ void load(const char *path);
 /* Free what load keeps. */
 void unload(void);
 
-/* A generated file: opened for writing, or closed (a failed write shows
+/* out.c. A generated file: opened for writing, or closed (a failed write shows
  * there); each dies on failure. */
 FILE *out_open(const char *path);
 void out_close(FILE *o, const char *path);
