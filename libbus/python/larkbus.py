@@ -10,7 +10,9 @@ signature); put this directory on sys.path (or PYTHONPATH)::
 
 A report becomes one ``run.reported {kind, values}`` event on
 ``lark.run.<job>`` (LARK_RUNS), which ``larkctl tail lark.run.<job>`` shows.
-Importing the module prints nothing and connects to nothing.
+Importing the module prints nothing and connects to nothing. It is one
+file over 600 lines on purpose: a training script's whole dependency is
+this file on its path, copied where it runs, with nothing to install.
 
 Inside a pod (``LARK_SOCKET`` is set by lark-edge)
     The pod has no broker credentials. ``emit`` connects to the Unix stream
