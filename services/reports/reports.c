@@ -116,9 +116,10 @@ stage(reports *r, const bus_batch *b, size_t i, staged *s) {
   if (!in)
     return bus_error(bus_batch_status(b, i), "undecodable: %s",
                      bus_strerror(bus_batch_status(b, i)));
-  if (strcmp(in->type, "run.reported"))
+  if (in->t != BUS_T_RUN_REPORTED)
     return bus_error(BUS_EUNKNOWN_TYPE, "a %s is not a report", in->type);
-  snprintf(s->subject, sizeof s->subject, "lark.run.%s", job);
+  if ((rc = bus_subj_run_reported(s->subject, sizeof s->subject, job)))
+    return rc;
   /* the user's own namespace of ids: one user cannot shadow another's */
   snprintf(src, sizeof src, "%s/%s", s->actor, in->id);
   bus_event_derive_id(src, 0, s->id);
