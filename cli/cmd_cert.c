@@ -152,17 +152,17 @@ save(const req_args *a, const keys *k, const msgpack_object *reply,
   if (!bus_obj_str(reply, "cert", cert, sizeof cert))
     return cli_fail("cert request", 0, "the reply holds no certificate");
   snprintf(path, sizeof path, "%s.key", a->out);
-  int rc = lark_write_file(path, k->priv, k->priv_len, 0600);
+  int rc = bus_file_write(path, k->priv, k->priv_len, 0600);
   snprintf(certpath, cap, "%s%s", a->out, ssh ? "-cert.pub" : ".pem");
   if (ssh)
     strcat(cert, "\n");
   if (!rc)
-    rc = lark_write_file(certpath, cert, strlen(cert), 0644);
+    rc = bus_file_write(certpath, cert, strlen(cert), 0644);
   if (!rc && ssh) {
     char pub[300];
     snprintf(path, sizeof path, "%s.pub", a->out);
     snprintf(pub, sizeof pub, "%s\n", k->pub);
-    rc = lark_write_file(path, pub, strlen(pub), 0644);
+    rc = bus_file_write(path, pub, strlen(pub), 0644);
   }
   if (rc)
     return cli_fail("cert request", rc, "writing %s files", a->out);

@@ -117,12 +117,6 @@ const char *lark_cfg_error(void);
 long lark_read_text(const char *path, char *buf, size_t cap);
 /* mkdir -p with mode for every missing component. */
 int lark_mkdirs(const char *path, unsigned mode);
-/* Write path whole with mode (whatever the umask) through a temporary
- * file, fsync and rename: a reader sees the old file or the new one.
- * 0 or -errno. */
-int lark_write_file(const char *path, const void *data, size_t len,
-                    unsigned mode);
-
 /* <data>/creds/<name>.nk into out. BUS_EINVAL if it does not fit. */
 int lark_creds_path(const char *data, const char *name, char *out, size_t cap);
 

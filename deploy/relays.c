@@ -53,10 +53,10 @@ host_key(lark_up *u) {
     rc = signer_ssh_pub_format(pk, "lark-relay-hub", line, sizeof line - 1);
   if (!rc) {
     strcat(line, "\n");
-    rc = lark_write_file(pub, line, strlen(line), 0644);
+    rc = bus_file_write(pub, line, strlen(line), 0644);
   }
   if (!rc)
-    rc = lark_write_file(key, priv, len, 0600);
+    rc = bus_file_write(key, priv, len, 0600);
   sodium_free(priv);
   if (rc)
     return dpl_fail_bus(rc, "cannot write %s", key);

@@ -113,32 +113,6 @@ lark_read_text(const char *path, char *buf, size_t cap) {
 }
 
 int
-lark_write_file(const char *path, const void *data, size_t len, unsigned mode) {
-  char tmp[PATH_MAX + 16];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, (mode_t)mode);
-  if (fd < 0)
-    return -errno;
-  int rc = fchmod(fd, (mode_t)mode) ? -errno : 0;
-  const char *p = data;
-  for (size_t off = 0; !rc && off < len;) {
-    ssize_t w = write(fd, p + off, len - off);
-    if (w < 0 && errno != EINTR)
-      rc = -errno;
-    else if (w > 0)
-      off += (size_t)w;
-  }
-  if (!rc && fsync(fd) < 0)
-    rc = -errno;
-  close(fd);
-  if (!rc && rename(tmp, path) < 0)
-    rc = -errno;
-  if (rc)
-    unlink(tmp);
-  return rc;
-}
-
-int
 lark_mkdirs(const char *path, unsigned mode) {
   char buf[PATH_MAX];
   if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)

@@ -44,38 +44,14 @@ start(svc *s, bus_view *v, void *ud) {
   return 0;
 }
 
-/* "500ms", "30s", "5m", "1h" or seconds; -1 when invalid. */
-static int64_t
-duration(const char *s) {
-  char *end;
-  double v = strtod(s, &end);
-  double unit = !*end                ? 1e9
-                : !strcmp(end, "ms") ? 1e6
-                : !strcmp(end, "s")  ? 1e9
-                : !strcmp(end, "m")  ? 60e9
-                : !strcmp(end, "h")  ? 3600e9
-                                     : -1;
-  if (end == s || v < 0 || unit < 0 || v * unit > 30 * 86400e9)
-    return -1;
-  return (int64_t)(v * unit);
-}
-
+/* --hold and LARK_IPAM_HOLD: "500ms", "30s", "5m", "1h" or seconds, at
+ * most 30 days. */
 static int
-own_flags(app *a, int *argc, char **argv) {
-  const char *env = getenv("LARK_IPAM_HOLD");
-  if (env && (a->opts.hold_ns = duration(env)) < 0)
+hold(const char *v, void *out) {
+  int64_t ns;
+  if (bus_duration_parse(v, 1e9, &ns) || ns > (int64_t)30 * 86400 * 1000000000)
     return -1;
-  int out = 1;
-  for (int i = 1; i < *argc; i++) {
-    if (!strcmp(argv[i], "--hold") && i + 1 < *argc) {
-      if ((a->opts.hold_ns = duration(argv[++i])) < 0)
-        return -1;
-    } else {
-      argv[out++] = argv[i];
-    }
-  }
-  *argc = out;
-  argv[out] = NULL;
+  *(int64_t *)out = ns;
   return 0;
 }
 
@@ -83,7 +59,9 @@ int
 main(int argc, char **argv) {
   app a;
   memset(&a, 0, sizeof a);
-  if (own_flags(&a, &argc, argv)) {
+  const svc_flag flags[] = {{"--hold", "LARK_IPAM_HOLD", hold, &a.opts.hold_ns},
+                            {0}};
+  if (svc_own_flags(&argc, argv, flags)) {
     fprintf(stderr, "lark-ipam: --hold takes 500ms, 30s, 5m, 1h (<= 30d)\n");
     return 2;
   }

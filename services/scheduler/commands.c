@@ -212,15 +212,12 @@ out:
 /* What each task needs to run on a node (artifact.h): its artifact's
  * form, and an entrypoint or a runScript. Adds to errs[*n..]. */
 static int
-check_runnable(const msgpack_object *res, const bus_job_res *job,
-               bus_field_err *errs, int *n) {
-  const msgpack_object *spec = bus_obj_get(res, "spec");
-  const msgpack_object *ts = bus_obj_get(spec, "tasks");
+check_runnable(const bus_job_res *job, bus_field_err *errs, int *n) {
   int found = 0;
   for (uint32_t i = 0; i < job->spec.tasks.n; i++) {
     char field[64], why[200], name[SCHED_NAME_SZ];
-    if (!lark_task_runnable(&ts->via.array.ptr[i], spec, field, sizeof field,
-                            why, sizeof why))
+    if (!lark_task_can_run(&job->spec.tasks.v[i], &job->spec, field,
+                           sizeof field, why, sizeof why))
       continue;
     found++;
     if (*n >= MAX_ERRS)
@@ -237,8 +234,8 @@ check_runnable(const msgpack_object *res, const bus_job_res *job,
 
 /* A name collision leaves its reason, naming both Jobs, in message. */
 static int
-check_new_job(bus_txn *t, const msgpack_object *res, const bus_job_res *res_t,
-              bus_field_err *errs, int *n, char *message, size_t cap) {
+check_new_job(bus_txn *t, const bus_job_res *res_t, bus_field_err *errs, int *n,
+              char *message, size_t cap) {
   sched_job job;
   int rc = sched_job_read(res_t, &job, errs, MAX_ERRS, n);
   if (!rc) {
@@ -254,7 +251,7 @@ check_new_job(bus_txn *t, const msgpack_object *res, const bus_job_res *res_t,
     rc = sched_job_runtimes_check(&job, offered ? offered : SCHED_RT_ALL, errs,
                                   MAX_ERRS, n);
   }
-  if (!rc && (rc = check_runnable(res, res_t, errs, n)))
+  if (!rc && (rc = check_runnable(res_t, errs, n)))
     snprintf(message, cap, "%s", errs[0].reason);
   sched_job_clear(&job);
   return rc;
@@ -291,7 +288,7 @@ plan_job_apply(bus_view *v, const msgpack_object *res, const bus_job_res *job,
     } else if (!rc)
       rc = BUS_EEXISTS;
   } else if (!rc) {
-    rc = check_new_job(t, res, job, errs, n, pl->message, sizeof pl->message);
+    rc = check_new_job(t, job, errs, n, pl->message, sizeof pl->message);
     pl->type = BUS_T_JOB_SUBMITTED;
     pl->what = "created";
   }
