@@ -350,6 +350,48 @@ percentiles(double *v, int n, double *p50, double *p99) {
   *p99 = v[i < n ? i : n - 1] * 1e3;
 }
 
+/* A pseudo-random pattern the sink checks, CHUNK bytes longer than its
+ * period so any chunk is one read. */
+static void
+make_pattern(void) {
+  pattern = malloc(PATTERN_LEN + CHUNK);
+  if (!pattern)
+    bench_die("memory", strerror(ENOMEM));
+  uint64_t x = 0x9e3779b97f4a7c15ULL;
+  for (size_t i = 0; i < PATTERN_LEN; i++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    pattern[i] = (uint8_t)x;
+  }
+  memcpy(pattern + PATTERN_LEN, pattern, CHUNK);
+}
+
+/* The result lines: the transfers (direct, then through the hub with the
+ * CPU the hub and relays took), and set-up times in ms (direct p50, p99,
+ * through the hub p50, p99). */
+static void
+report(uint64_t bytes, int conns, const job *dt, const job *ht,
+       const double *cpu0, const double *cpu1, const double *ms) {
+  double dg = (double)bytes * 8 / dt->seconds / 1e9;
+  double hg = (double)bytes * 8 / ht->seconds / 1e9;
+  printf("bench_relay: one transfer of %llu MiB and %d connections, pod a1 "
+         "(c1) -> pod b1 (c2)\n",
+         (unsigned long long)(bytes >> 20), conns);
+  printf("  direct TCP, same two pods : %7.2f Gbit/s (%.2f s)\n", dg,
+         dt->seconds);
+  printf("  through the hub, by vip   : %7.2f Gbit/s (%.2f s; %.2fx direct; "
+         "target >= 1 Gbit/s)\n",
+         hg, ht->seconds, hg / dg);
+  printf("    CPU during it: hub %.0f%%, relay c1 %.0f%%, relay c2 %.0f%% "
+         "(of one core)\n",
+         100 * (cpu1[0] - cpu0[0]) / ht->seconds,
+         100 * (cpu1[1] - cpu0[1]) / ht->seconds,
+         100 * (cpu1[2] - cpu0[2]) / ht->seconds);
+  printf("  set-up direct p50 / p99   : %7.3f / %.3f ms\n", ms[0], ms[1]);
+  printf("  set-up via hub p50 / p99  : %7.3f / %.3f ms (target p50 <= 5 "
+         "ms)\n",
+         ms[2], ms[3]);
+}
+
 int
 main(int argc, char **argv) {
   uint64_t bytes = 2ULL << 30;
@@ -370,16 +412,10 @@ main(int argc, char **argv) {
     snprintf(self, sizeof self, "%s", argv[0]);
     setenv("LARK_BIN_DIR", dirname(self), 1);
   }
-  pattern = malloc(PATTERN_LEN + CHUNK);
+  make_pattern();
   double *setup_s = calloc((size_t)conns, sizeof *setup_s);
-  if (!pattern || !setup_s)
+  if (!setup_s)
     bench_die("memory", strerror(ENOMEM));
-  uint64_t x = 0x9e3779b97f4a7c15ULL;
-  for (size_t i = 0; i < PATTERN_LEN; i++) {
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-    pattern[i] = (uint8_t)x;
-  }
-  memcpy(pattern + PATTERN_LEN, pattern, CHUNK);
 
   atexit(cleanup);
   if (relaynet_start(&rn, "bench-relay"))
@@ -418,26 +454,8 @@ main(int argc, char **argv) {
   run(&hc);
   percentiles(setup_s, conns, &hp50, &hp99);
 
-  double dg = (double)bytes * 8 / dt.seconds / 1e9;
-  double hg = (double)bytes * 8 / ht.seconds / 1e9;
-  printf("bench_relay: one transfer of %llu MiB and %d connections, pod a1 "
-         "(c1) -> pod b1 (c2)\n",
-         (unsigned long long)(bytes >> 20), conns);
-  printf("  direct TCP, same two pods : %7.2f Gbit/s (%.2f s)\n", dg,
-         dt.seconds);
-  printf("  through the hub, by vip   : %7.2f Gbit/s (%.2f s; %.2fx direct; "
-         "target >= 1 Gbit/s)\n",
-         hg, ht.seconds, hg / dg);
-  printf("    CPU during it: hub %.0f%%, relay c1 %.0f%%, relay c2 %.0f%% "
-         "(of one core)\n",
-         100 * (cpu1[0] - cpu0[0]) / ht.seconds,
-         100 * (cpu1[1] - cpu0[1]) / ht.seconds,
-         100 * (cpu1[2] - cpu0[2]) / ht.seconds);
-  printf("  set-up direct p50 / p99   : %7.3f / %.3f ms\n", dp50, dp99);
-  printf("  set-up via hub p50 / p99  : %7.3f / %.3f ms (target p50 <= 5 "
-         "ms)\n",
-         hp50, hp99);
-
+  report(bytes, conns, &dt, &ht, cpu0, cpu1,
+         (double[]){dp50, dp99, hp50, hp99});
   atomic_store(&s.stop, 1);
   pthread_join(sth, NULL);
   close(s.lfd);
