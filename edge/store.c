@@ -38,7 +38,7 @@ last_key(edge_store *s) {
   rc = mdb_cursor_open(t, s->outbox, &c);
   if (!rc) {
     if (mdb_cursor_get(c, &k, &v, MDB_LAST) == 0 && k.mv_size == 8)
-      s->next_key = get_be64(k.mv_data) + 1;
+      s->next_key = bus_get_be64(k.mv_data) + 1;
     mdb_cursor_close(c);
   }
   mdb_txn_abort(t);
@@ -104,7 +104,7 @@ edge_store_desired_put(edge_store *s, const char *pod, uint64_t seq,
   if (rc)
     return edge_store__fail(rc, "begin");
   rc = mdb_get(t, s->desired, &k, &v);
-  if (rc == 0 && v.mv_size >= 8 && get_be64(v.mv_data) >= seq) {
+  if (rc == 0 && v.mv_size >= 8 && bus_get_be64(v.mv_data) >= seq) {
     mdb_txn_abort(t);
     return 0;
   }
@@ -113,7 +113,7 @@ edge_store_desired_put(edge_store *s, const char *pod, uint64_t seq,
     mdb_txn_abort(t);
     return edge_store__fail(rc, "put desired");
   }
-  put_be64(v.mv_data, seq);
+  bus_put_be64(v.mv_data, seq);
   memcpy((unsigned char *)v.mv_data + 8, data, len);
   if ((rc = mdb_txn_commit(t)))
     return edge_store__fail(rc, "commit");

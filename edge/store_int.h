@@ -26,20 +26,6 @@ edge_store__fail(int rc, const char *what) {
   return bus_error(BUS_ESTORE, "edge store: %s: %s", what, mdb_strerror(rc));
 }
 
-static inline void
-put_be64(unsigned char *p, uint64_t v) {
-  for (int i = 7; i >= 0; i--, v >>= 8)
-    p[i] = (unsigned char)v;
-}
-
-static inline uint64_t
-get_be64(const unsigned char *p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; i++)
-    v = v << 8 | p[i];
-  return v;
-}
-
 static inline MDB_val
 key_of(const char *pod) {
   MDB_val k = {strlen(pod), (void *)pod};

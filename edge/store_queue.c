@@ -69,7 +69,7 @@ peek_row(const MDB_val *k, const MDB_val *v, void *ud) {
     return 1;
   edge_queued *e = &w->q[*w->n];
   memset(e, 0, sizeof *e);
-  e->key = get_be64(k->mv_data);
+  e->key = bus_get_be64(k->mv_data);
   if ((w->dec = decode_queued(v->mv_data, v->mv_size, e)))
     return 1;
   return ++*w->n == w->max;
@@ -103,7 +103,7 @@ edge_queued_free(edge_queued *q) {
 int
 edge_store_drop(edge_store *s, uint64_t key) {
   unsigned char kb[8];
-  put_be64(kb, key);
+  bus_put_be64(kb, key);
   MDB_val k = {8, kb};
   return edge_store__write(s, &s->outbox, 1, k, NULL, NULL, 0, "drop");
 }
@@ -121,7 +121,7 @@ edge_store_drop_upto(edge_store *s, uint64_t key) {
     return edge_store__fail(rc, "cursor");
   }
   while ((rc = mdb_cursor_get(c, &k, &v, MDB_FIRST)) == 0 && k.mv_size == 8 &&
-         get_be64(k.mv_data) <= key)
+         bus_get_be64(k.mv_data) <= key)
     if ((rc = mdb_cursor_del(c, 0)))
       break;
   mdb_cursor_close(c);

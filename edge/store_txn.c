@@ -27,7 +27,7 @@ edge_store__queue_in(edge_store *s, MDB_txn *t, const edge_msg *m) {
   pthread_mutex_lock(&s->mu);
   uint64_t key = s->next_key++;
   pthread_mutex_unlock(&s->mu);
-  put_be64(kb, key);
+  bus_put_be64(kb, key);
   MDB_val k = {8, kb}, v = {b.sb.size, b.sb.data};
   int rc = mdb_put(t, s->outbox, &k, &v, 0);
   bus_packbuf_destroy(&b);

@@ -198,3 +198,14 @@ Test(pack, bsearch_finds_or_places) {
   cr_expect_eq(bus_bsearch(&k, NULL, 0, sizeof *v, by_int, &found), 0);
   cr_expect_eq(found, 0);
 }
+
+Test(pack, be64_sorts_as_the_number) {
+  unsigned char a[8], b[8];
+  bus_put_be64(a, 0x0102030405060708ULL);
+  cr_expect_eq(a[0], 0x01);
+  cr_expect_eq(a[7], 0x08);
+  cr_expect_eq(bus_get_be64(a), 0x0102030405060708ULL);
+  bus_put_be64(a, 255);
+  bus_put_be64(b, 256);
+  cr_expect_lt(memcmp(a, b, 8), 0);
+}

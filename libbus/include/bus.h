@@ -577,6 +577,13 @@ int bus_pack_kv_raw(msgpack_packer *pk, const char *k, const void *mp,
  *   ... b.sb.data, b.sb.size ...
  *   bus_packbuf_destroy(&b);
  */
+/*
+ * An unsigned 64-bit number as 8 big-endian bytes, and back: keys that
+ * sort in LMDB as the numbers do (a sequence, then a name).
+ */
+void bus_put_be64(unsigned char *p, uint64_t v);
+uint64_t bus_get_be64(const unsigned char *p);
+
 typedef struct bus_packbuf {
   msgpack_sbuffer sb;
   msgpack_packer pk;

@@ -57,7 +57,7 @@ bus_txn_emit(bus_txn *t, const char *subject, const bus_event *ev, int flags) {
   int rc = bus_event_encode(&e, &sb);
   if (rc == 0) {
     unsigned char key[8];
-    bus__put_be64(key, ++t->c.outbox_next);
+    bus_put_be64(key, ++t->c.outbox_next);
     rc = bus_txn_put(t, BUS__T_OUTBOX, key, sizeof key, sb.data, sb.size);
   }
   msgpack_sbuffer_destroy(&sb);

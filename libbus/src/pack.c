@@ -2,7 +2,7 @@
  * pack.c - msgpack pack helpers (bus.h, section pack): a C string, and a
  * map entry keyed by a C string with a string, integer, boolean or
  * pre-packed value. Each returns what msgpack-c's packer returns. And
- * bus_packbuf, an sbuffer with its packer.
+ * bus_packbuf, an sbuffer with its packer; big-endian 64-bit keys.
  */
 #include <string.h>
 
@@ -51,6 +51,20 @@ bus_pack_raw(msgpack_packer *pk, const void *mp, size_t len) {
 int
 bus_pack_kv_raw(msgpack_packer *pk, const char *k, const void *mp, size_t len) {
   return bus_pack_str(pk, k) || bus_pack_raw(pk, mp, len) ? -1 : 0;
+}
+
+void
+bus_put_be64(unsigned char *p, uint64_t v) {
+  for (int i = 7; i >= 0; i--, v >>= 8)
+    p[i] = (unsigned char)v;
+}
+
+uint64_t
+bus_get_be64(const unsigned char *p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++)
+    v = v << 8 | p[i];
+  return v;
 }
 
 void

@@ -73,7 +73,5 @@ void bus__view_applied_destroy(bus_view *v);
 void bus__view_applied_signal(bus_view *v);
 
 /* Big-endian u64 keys sort numerically. */
-void bus__put_be64(unsigned char *p, uint64_t x);
-uint64_t bus__get_be64(const unsigned char *p);
 
 #endif

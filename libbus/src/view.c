@@ -20,20 +20,6 @@
 #define META_NAME "view"
 #define META_COUNTERS "counters"
 
-void
-bus__put_be64(unsigned char *p, uint64_t x) {
-  for (int i = 7; i >= 0; i--, x >>= 8)
-    p[i] = (unsigned char)x;
-}
-
-uint64_t
-bus__get_be64(const unsigned char *p) {
-  uint64_t x = 0;
-  for (int i = 0; i < 8; i++)
-    x = (x << 8) | p[i];
-  return x;
-}
-
 int
 bus__mdb_err(int rc, const char *what) {
   if (rc == 0)
@@ -78,14 +64,14 @@ counters_encode(const bus__counters *c, unsigned char out[8 * NCOUNTERS]) {
                                  c->dropped,
                                  (uint64_t)c->applied_ns};
   for (int i = 0; i < NCOUNTERS; i++)
-    bus__put_be64(out + 8 * i, f[i]);
+    bus_put_be64(out + 8 * i, f[i]);
 }
 
 static void
 counters_decode(const unsigned char *in, size_t len, bus__counters *c) {
   uint64_t f[NCOUNTERS] = {0};
   for (size_t i = 0; i < NCOUNTERS && 8 * (i + 1) <= len; i++)
-    f[i] = bus__get_be64(in + 8 * i);
+    f[i] = bus_get_be64(in + 8 * i);
   c->applied_seq = f[0];
   c->applied = f[1];
   c->stale = f[2];

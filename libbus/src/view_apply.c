@@ -29,9 +29,9 @@
 
 static void
 version_encode(const bus_version *ver, unsigned char out[VERSION_LEN]) {
-  bus__put_be64(out, ver->seq);
-  bus__put_be64(out + 8, ver->generation);
-  bus__put_be64(out + 16, ver->count);
+  bus_put_be64(out, ver->seq);
+  bus_put_be64(out + 8, ver->generation);
+  bus_put_be64(out + 16, ver->count);
   out[24] = (unsigned char)(ver->deleted ? 1 : 0);
 }
 
@@ -53,9 +53,9 @@ bus_txn_version(bus_txn *t, const char *subject, bus_version *ver) {
   if (len != VERSION_LEN)
     return BUS_ERR(BUS_ECORRUPT, "version record of %s", subject);
   const unsigned char *p = val;
-  ver->seq = bus__get_be64(p);
-  ver->generation = bus__get_be64(p + 8);
-  ver->count = bus__get_be64(p + 16);
+  ver->seq = bus_get_be64(p);
+  ver->generation = bus_get_be64(p + 8);
+  ver->count = bus_get_be64(p + 16);
   ver->deleted = p[24];
   return 0;
 }

@@ -307,7 +307,7 @@ send_route(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
     return 0;
   char subject[sizeof tail + 16], src[sizeof tail + 48];
   snprintf(src, sizeof src, "route:%s:%llu", tail,
-           (unsigned long long)ipam_get_be64(k));
+           (unsigned long long)bus_get_be64(k));
   int rc = bus_subj_route_set(subject, sizeof subject, d, c, pod);
   return rc ? rc
             : emit(w->t, subject, del ? BUS_T_ROUTE_DELETED : BUS_T_ROUTE_SET,

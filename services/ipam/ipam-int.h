@@ -120,8 +120,6 @@ int ipam__overlapping(bus_txn *t, const ipam_cidr *c, const char *except,
 
 /* "<d>/" + be64(off) into key (>= IPAM_NAME_SZ + 9); returns its length. */
 size_t ipam_addr_key(const char *domain, uint64_t off, unsigned char *key);
-void ipam_be64(uint64_t v, unsigned char *out);
-uint64_t ipam_get_be64(const unsigned char *in);
 /* Copy at most cap-1 bytes of s (len n) with NUL. */
 void ipam_copy(char *dst, size_t cap, const void *s, size_t n);
 

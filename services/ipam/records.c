@@ -14,26 +14,12 @@ ipam_copy(char *dst, size_t cap, const void *s, size_t n) {
   bus_str_copy((bus_str){s, (uint32_t)n}, dst, cap);
 }
 
-void
-ipam_be64(uint64_t v, unsigned char *out) {
-  for (int i = 0; i < 8; i++)
-    out[i] = (unsigned char)(v >> (56 - 8 * i));
-}
-
-uint64_t
-ipam_get_be64(const unsigned char *in) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; i++)
-    v = v << 8 | in[i];
-  return v;
-}
-
 size_t
 ipam_addr_key(const char *domain, uint64_t off, unsigned char *key) {
   size_t n = strnlen(domain, IPAM_NAME_SZ - 1);
   memcpy(key, domain, n);
   key[n] = '/';
-  ipam_be64(off, key + n + 1);
+  bus_put_be64(key + n + 1, off);
   return n + 9;
 }
 
@@ -152,7 +138,7 @@ ipam_view_next(void *ud, uint64_t from, uint64_t *taken) {
     return rc;
   if (rc != 1)
     return 0;
-  *taken = ipam_get_be64((const unsigned char *)out[0] + strlen(prefix));
+  *taken = bus_get_be64((const unsigned char *)out[0] + strlen(prefix));
   return 1;
 }
 

@@ -28,7 +28,7 @@ queue_route(bus_txn *t, const char *d, const char *c, const char *pod,
   } else if (rc && rc != BUS_ENOT_FOUND) {
     return rc;
   }
-  ipam_be64(seq, key);
+  bus_put_be64(key, seq);
   memcpy(key + 8, tail, (size_t)n);
   if ((rc = bus_txn_put(t, "rtq", tail, (size_t)n, key, 8)))
     return rc;

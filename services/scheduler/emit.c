@@ -11,11 +11,10 @@
 
 #define ACTOR "lark-scheduler"
 
-int
-sched_emit(bus_txn *t, const char *subject, bus_type type, const void *data,
-           const char *id_src, const char *cause, uint64_t prev, int flags) {
-  char id[33];
-  bus_event_derive_id(id_src, 0, id);
+/* The event with its id already derived. */
+static int
+emit_id(bus_txn *t, const char *subject, bus_type type, const void *data,
+        const char *id, const char *cause, uint64_t prev, int flags) {
   bus_event ev = {.t = type,
                   .typed = data,
                   .id = id,
@@ -26,6 +25,14 @@ sched_emit(bus_txn *t, const char *subject, bus_type type, const void *data,
 }
 
 int
+sched_emit(bus_txn *t, const char *subject, bus_type type, const void *data,
+           const char *id_src, const char *cause, uint64_t prev, int flags) {
+  char id[33];
+  bus_event_derive_id(id_src, 0, id);
+  return emit_id(t, subject, type, data, id, cause, prev, flags);
+}
+
+int
 sched_emit_once(bus_txn *t, const char *subject, bus_type type,
                 const void *data, const char *id_src, const char *cause,
                 uint64_t prev) {
@@ -33,7 +40,6 @@ sched_emit_once(bus_txn *t, const char *subject, bus_type type,
   bus_event_derive_id(id_src, 0, id);
   if (bus_txn_marked(t, id, strlen(id)) == 1)
     return 0;
-  int rc =
-      sched_emit(t, subject, type, data, id_src, cause, prev, BUS_APPEND_CHECK);
+  int rc = emit_id(t, subject, type, data, id, cause, prev, BUS_APPEND_CHECK);
   return rc ? rc : bus_txn_mark(t, id, strlen(id));
 }

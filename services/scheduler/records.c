@@ -19,19 +19,14 @@ sched_copy(char *dst, size_t cap, const char *src, size_t n) {
 size_t
 sched_seq_key(unsigned char *key, uint64_t seq, const char *name) {
   size_t n = strlen(name);
-  for (int i = 0; i < 8; i++)
-    key[i] = (unsigned char)(seq >> (56 - 8 * i));
+  bus_put_be64(key, seq);
   memcpy(key + 8, name, n);
   return 8 + n;
 }
 
 uint64_t
 sched_seq_of(const void *key) {
-  const unsigned char *b = key;
-  uint64_t seq = 0;
-  for (int i = 0; i < 8; i++)
-    seq = seq << 8 | b[i];
-  return seq;
+  return bus_get_be64(key);
 }
 
 int
