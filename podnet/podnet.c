@@ -17,8 +17,9 @@
  * failure's detail is recorded in the worker thread's last-error buffer
  * and carried back to the caller's before the call returns.
  *
- * This file: veths, addresses, routes, links and listeners; ns.c: names
- * and namespaces; nl.c: rtnetlink, where libnl's codes are translated.
+ * This file: veths, addresses, routes, links and listeners; macvlan.c:
+ * a node interface's macvlan inside a pod; ns.c: names and namespaces;
+ * nl.c: rtnetlink, where libnl's codes are translated.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -221,6 +222,24 @@ int
 podnet_link_exists(const char *ns, const char *ifname) {
   int rc = podnet__check_ifname(ifname);
   return rc ? rc : podnet_in_ns(ns, link_exists_fn, (void *)ifname);
+}
+
+static int
+link_del_fn(void *ud) {
+  struct nl_sock *sk = NULL;
+  int rc = podnet__nl_open(&sk);
+  if (!rc)
+    rc = podnet__link_del(sk, ud);
+  nl_socket_free(sk);
+  return rc;
+}
+
+int
+podnet_link_del(const char *ns, const char *ifname) {
+  int rc = podnet__check_ifname(ifname);
+  if (!rc)
+    rc = podnet_in_ns(ns, link_del_fn, (void *)ifname);
+  return rc == BUS_ENOT_FOUND ? 0 : rc;
 }
 
 /* ----------------------------------------------------------- listen */

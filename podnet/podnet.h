@@ -1,7 +1,7 @@
 /*
- * podnet.h - pods' network namespaces, veth pairs, addresses and routes,
- * with libnl-3 (netlink; nothing here runs `ip`). A library of its own
- * (podnet/), used by lark-edge (the raw+netns runtime) and lark-relay node
+ * podnet.h - pods' network namespaces, veth pairs, macvlans, addresses
+ * and routes, with libnl-3 (netlink; nothing here runs `ip`). A library of its
+ * own (podnet/), used by lark-edge (the raw+netns runtime) and lark-relay node
  * (virtual addresses, routes and capture sockets inside a pod's namespace).
  *
  * A pod's namespace is a named one, as iproute2 keeps them: a file
@@ -69,6 +69,25 @@ int podnet_veth_add(const podnet_veth *v);
 int podnet_veth_del(const char *host_if);
 
 /*
+ * A macvlan (bridge mode) on parent, an interface of the caller's
+ * namespace, made straight inside ns as ifname (its name is never seen
+ * here), with addr/plen, up, and the on-link route to cidr (NULL: only
+ * what the address brings). A link named ifname already in ns is
+ * replaced; on failure nothing is left. BUS_ENOT_FOUND when parent or ns
+ * is not there.
+ */
+typedef struct podnet_macvlan {
+  const char *ns;     /* the pod's namespace name */
+  const char *parent; /* e.g. "eth1", here */
+  const char *ifname; /* inside ns, < PODNET_IFNAME_MAX */
+  const char *addr;   /* e.g. 192.168.50.100 */
+  int plen;           /* the subnet's prefix length, e.g. 24 */
+  const char *cidr;   /* e.g. 192.168.50.0/24 */
+} podnet_macvlan;
+
+int podnet_macvlan_add(const podnet_macvlan *m);
+
+/*
  * Inside namespace ns (NULL: the caller's): add addr/plen to interface
  * ifname ("lo" for a virtual address), or a route to prefix out of
  * ifname (via gateway when not NULL). prefix is "a.b.c.d/len", a bare
@@ -96,6 +115,9 @@ int podnet_listen(const char *ns, const char *addr, int port, int *bound);
 /* Whether interface ifname is there (1) or not (0) in ns (NULL: the
  * caller's), or a negative code (BUS_ENOT_FOUND: no such namespace). */
 int podnet_link_exists(const char *ns, const char *ifname);
+/* Remove interface ifname from ns (NULL: the caller's); 0 when it or
+ * the namespace is not there. */
+int podnet_link_del(const char *ns, const char *ifname);
 
 /* Run fn(ud) in a thread inside ns (NULL: in the caller's thread) and
  * return what it returns; when that is negative, the detail fn left in

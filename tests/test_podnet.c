@@ -1,6 +1,7 @@
 /*
- * test_podnet.c - pod namespaces, veths, addresses, routes and listeners
- * made with podnet (netlink), checked from both ends. Needs root.
+ * test_podnet.c - pod namespaces, veths, macvlans, addresses, routes and
+ * listeners made with podnet (netlink), checked from both ends. Needs
+ * root.
  *
  * Each test first moves its own thread into a namespace it made (the
  * "host" namespace here), so every veth end, address and route the test
@@ -29,12 +30,17 @@
 #include "root.h"
 
 static char host_ns[PODNET_NS_MAX], pod_ns[PODNET_NS_MAX];
+static char pod2_ns[PODNET_NS_MAX], robot_ns[PODNET_NS_MAX];
 
 static void
 setup(void) {
   lt_need_root("network namespaces, veths");
   snprintf(pod_ns, sizeof pod_ns, "lkt-%d-pod", (int)getpid());
+  snprintf(pod2_ns, sizeof pod2_ns, "lkt-%d-pod2", (int)getpid());
+  snprintf(robot_ns, sizeof robot_ns, "lkt-%d-robot", (int)getpid());
   podnet_ns_delete(pod_ns);
+  podnet_ns_delete(pod2_ns);
+  podnet_ns_delete(robot_ns);
   lt_enter_new_netns(host_ns, "host");
 }
 
@@ -42,6 +48,8 @@ static void
 teardown(void) {
   unsetenv("LARK_NETNS_DIR"); /* host_ns is under the default rundir */
   podnet_ns_delete(pod_ns);
+  podnet_ns_delete(pod2_ns);
+  podnet_ns_delete(robot_ns);
   podnet_ns_delete(host_ns);
 }
 
@@ -224,6 +232,111 @@ Test(podnet, veth_with_addresses_and_a_listener_reached_from_the_host) {
   cr_assert_eq(if_nametoindex(host_if), 0u);
   cr_assert_eq(podnet_link_exists(pod_ns, "eth0"), 0);
   cr_assert_eq(podnet_veth_del(host_if), 0);
+}
+
+/* A "robot" on its own L2 segment: a veth whose end here, "rbpar0", is
+ * the parent of the pods' macvlans, and whose other end (eth0 in
+ * robot_ns) answers on 192.168.50.1/24. The /30 the veth brings is only
+ * podnet_veth_add's: the segment's addresses are 192.168.50.x. */
+static void
+robot_segment(void) {
+  cr_assert_eq(podnet_ns_create(robot_ns), 0, "%s", bus_last_error());
+  podnet_veth v = {robot_ns, "rbpar0", "10.99.0.1", "10.99.0.2", 30};
+  cr_assert_eq(podnet_veth_add(&v), 0, "%s", bus_last_error());
+  cr_assert_eq(podnet_addr_add(robot_ns, "eth0", "192.168.50.1", 24), 0, "%s",
+               bus_last_error());
+}
+
+/* Dial the robot from ns; the robot's end of it, whose peer address must
+ * be want. */
+static void
+reach_robot(const char *ns, const char *want) {
+  int port = 0;
+  int lfd = podnet_listen(robot_ns, "192.168.50.1", 0, &port);
+  cr_assert_geq(lfd, 0, "%s", bus_last_error());
+  dial d = {"192.168.50.1", port, -1};
+  cr_assert_eq(podnet_in_ns(ns, dial_fn, &d), 0, "%s: cannot reach the robot",
+               ns);
+  struct sockaddr_in peer;
+  socklen_t sl = sizeof peer;
+  int s = accept_one(lfd);
+  cr_assert_geq(s, 0);
+  cr_assert_eq(getpeername(s, (struct sockaddr *)&peer, &sl), 0);
+  char got[INET_ADDRSTRLEN];
+  inet_ntop(AF_INET, &peer.sin_addr, got, sizeof got);
+  cr_expect_str_eq(got, want, "the robot sees the pod's subnet address");
+  round_trip(d.fd, s);
+  close(d.fd);
+  close(s);
+  close(lfd);
+}
+
+Test(podnet, macvlan_inside_a_pod_reaches_the_robots_segment) {
+  robot_segment();
+  cr_assert_eq(podnet_ns_create(pod_ns), 0, "%s", bus_last_error());
+  cr_assert_eq(podnet_ns_create(pod2_ns), 0, "%s", bus_last_error());
+  podnet_macvlan m = {pod_ns,           "rbpar0", "rb0",
+                      "192.168.50.100", 24,       "192.168.50.0/24"};
+  cr_assert_eq(podnet_macvlan_add(&m), 0, "%s", bus_last_error());
+  /* made inside: never seen here */
+  cr_assert_eq(podnet_link_exists(pod_ns, "rb0"), 1);
+  cr_assert_eq(if_nametoindex("rb0"), 0u, "rb0 belongs to the pod");
+  const char *rt = net_file(pod_ns, "route");
+  cr_expect(strstr(rt, "rb0\t0032A8C0\t00000000"), "on-link: %s", rt);
+  cr_expect(!strstr(rt, "rb0\t00000000"), "no default route: %s", rt);
+  reach_robot(pod_ns, "192.168.50.100");
+  /* a second pod's rb0 on the same parent: its own, both reach it */
+  podnet_macvlan m2 = m;
+  m2.ns = pod2_ns;
+  m2.addr = "192.168.50.101";
+  cr_assert_eq(podnet_macvlan_add(&m2), 0, "%s", bus_last_error());
+  reach_robot(pod2_ns, "192.168.50.101");
+  reach_robot(pod_ns, "192.168.50.100");
+  /* the same again replaces it */
+  cr_assert_eq(podnet_macvlan_add(&m), 0, "%s", bus_last_error());
+  reach_robot(pod_ns, "192.168.50.100");
+  /* deleting removes it from the pod only; again is 0 */
+  cr_assert_eq(podnet_link_del(pod_ns, "rb0"), 0, "%s", bus_last_error());
+  cr_assert_eq(podnet_link_exists(pod_ns, "rb0"), 0);
+  cr_assert_eq(podnet_link_exists(pod2_ns, "rb0"), 1);
+  cr_assert_eq(podnet_link_del(pod_ns, "rb0"), 0);
+  cr_assert_eq(podnet_link_exists(NULL, "rbpar0"), 1, "the parent stays");
+  /* a namespace that goes takes its macvlan with it */
+  cr_assert_eq(podnet_ns_delete(pod2_ns), 0);
+  cr_assert_eq(podnet_link_del(pod2_ns, "rb0"), 0, "no namespace: 0");
+}
+
+Test(podnet, macvlan_refuses_what_it_cannot_make_and_leaves_nothing) {
+  robot_segment();
+  cr_assert_eq(podnet_ns_create(pod_ns), 0, "%s", bus_last_error());
+  podnet_macvlan m = {pod_ns,           "nosuch0", "rb0",
+                      "192.168.50.100", 24,        "192.168.50.0/24"};
+  cr_assert_eq(podnet_macvlan_add(&m), BUS_ENOT_FOUND);
+  cr_assert(strstr(bus_last_error(), "nosuch0"), "%s", bus_last_error());
+  cr_assert_eq(podnet_link_exists(pod_ns, "rb0"), 0);
+  m.parent = "rbpar0";
+  m.addr = "192.168.50.300";
+  cr_assert_eq(podnet_macvlan_add(&m), BUS_EINVAL);
+  m.addr = "192.168.50.100";
+  m.plen = 33;
+  cr_assert_eq(podnet_macvlan_add(&m), BUS_EINVAL);
+  m.plen = 24;
+  m.cidr = "192.168.50.0/99";
+  cr_assert_eq(podnet_macvlan_add(&m), BUS_EINVAL);
+  m.cidr = "192.168.50.0/24";
+  m.ifname = "an-interface-name-too-long";
+  cr_assert_eq(podnet_macvlan_add(&m), BUS_EINVAL);
+  cr_assert_eq(podnet_macvlan_add(NULL), BUS_EINVAL);
+  cr_assert_eq(podnet_link_exists(pod_ns, "rb0"), 0, "nothing made");
+  /* a parent that is a loopback cannot carry one: refused, nothing left */
+  m.ifname = "rb0";
+  m.parent = "lo";
+  cr_assert_lt(podnet_macvlan_add(&m), 0);
+  cr_assert_eq(podnet_link_exists(pod_ns, "rb0"), 0);
+  /* no namespace */
+  m.parent = "rbpar0";
+  m.ns = "lkt-nosuch-ns";
+  cr_assert_eq(podnet_macvlan_add(&m), BUS_ENOT_FOUND);
 }
 
 Test(podnet, route_dev_lo_and_an_address_on_lo_inside) {
