@@ -10,13 +10,16 @@
  * report's id and ts are fixed when it is queued: a re-sent report is
  * the same message. "nets" pod -> edge_net: the network a raw+netns pod
  * holds, claimed and freed in single transactions, so no /30 is ever held
- * by two pods. LMDB's codes are translated here (BUS_ESTORE with the
- * text in bus_last_error()). Write transactions serialise on LMDB's own
- * lock; the env is opened MDB_NOTLS so any thread may read.
+ * by two pods. "subnets" pod -> edge_subnets: the addresses it holds on
+ * its robots' subnets, the same way. LMDB's codes are translated here
+ * (BUS_ESTORE with the text in bus_last_error()). Write transactions
+ * serialise on LMDB's own lock; the env is opened MDB_NOTLS so any
+ * thread may read.
  *
  * This file: opening, desired states and run records; store_net.c: the
- * nets; store_queue.c: the outbox; store_txn.c, below them all: the
- * reads, walks and writes they share (store_int.h).
+ * nets; store_subnet.c: the subnet addresses; store_queue.c: the outbox;
+ * store_txn.c, below them all: the reads, walks and writes they share
+ * (store_int.h).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -66,6 +69,7 @@ edge_store_open(edge_store **out, const char *dir) {
       (rc = mdb_dbi_open(t, "runs", MDB_CREATE, &s->runs)) ||
       (rc = mdb_dbi_open(t, "outbox", MDB_CREATE, &s->outbox)) ||
       (rc = mdb_dbi_open(t, "nets", MDB_CREATE, &s->nets)) ||
+      (rc = mdb_dbi_open(t, "subnets", MDB_CREATE, &s->subnets)) ||
       (rc = mdb_txn_commit(t))) {
     if (t && rc)
       mdb_txn_abort(t);

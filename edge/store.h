@@ -3,9 +3,10 @@
  * (LMDB), its memory across cut-offs and restarts: desired states, what
  * was started (a run record per pod, made before the process is spawned,
  * so an attempt is never started twice), the networks raw+netns pods
- * hold, and every report not yet acknowledged by the broker, with its id
- * fixed when it was made. Any thread. The bottom of edge/: it uses
- * nothing else here (store.c, store_net.c, store_queue.c).
+ * hold and their addresses on robots' subnets, and every report not yet
+ * acknowledged by the broker, with its id fixed when it was made. Any
+ * thread. The bottom of edge/: it uses nothing else here (store.c,
+ * store_net.c, store_subnet.c, store_queue.c).
  */
 #ifndef LARK_EDGE_STORE_H
 #define LARK_EDGE_STORE_H
@@ -91,6 +92,51 @@ int edge_store_net_get(edge_store *s, const char *pod, edge_net *n);
 /* Free it (0 when there was none). */
 int edge_store_net_del(edge_store *s, const char *pod);
 int edge_store_net_each(edge_store *s, edge_row_cb cb, void *ud);
+
+/*
+ * The addresses a raw+netns pod holds on the subnets of the robots it
+ * holds (edge/devices.h, subnet:): for each, the macvlan's name inside
+ * the pod's namespace ("rb0", "rb1", ...), the node's interface it is
+ * made on, the subnet and the address the pod got there from the node's
+ * range. Its own until freed, across agent restarts.
+ */
+enum { EDGE_SUBNETS_MAX = 4, EDGE_SUBNET_IF_SZ = 16 };
+
+typedef struct edge_subnet_addr {
+  char ifname[EDGE_SUBNET_IF_SZ]; /* inside the pod */
+  char parent[EDGE_SUBNET_IF_SZ]; /* on the node */
+  char cidr[56];                  /* "192.168.50.0/24", canonical */
+  char addr[48];                  /* "192.168.50.100", canonical */
+  int32_t plen;                   /* cidr's */
+  int32_t pad;
+} edge_subnet_addr;
+
+typedef struct edge_subnets {
+  int32_t n;
+  int32_t pad;
+  edge_subnet_addr v[EDGE_SUBNETS_MAX];
+} edge_subnets;
+
+/* A subnet a pod is to reach: the node's parent interface, the subnet
+ * and the node's range of addresses for pods on it (first..last). */
+typedef struct edge_subnet_want {
+  const char *parent, *cidr, *first, *last;
+} edge_subnet_want;
+
+/*
+ * The addresses pod holds, or new ones: for want[i], "rb<i>" and the
+ * lowest address of its range that no other pod holds. Claimed in one
+ * transaction, all or none. -ENOSPC when a range has no free address,
+ * BUS_EINVAL for a malformed subnet or a range not inside it.
+ */
+int edge_store_subnet_claim(edge_store *s, const char *pod,
+                            const edge_subnet_want *want, int n,
+                            edge_subnets *out);
+/* BUS_ENOT_FOUND when pod holds none. */
+int edge_store_subnet_get(edge_store *s, const char *pod, edge_subnets *out);
+/* Free them (0 when there were none). */
+int edge_store_subnet_del(edge_store *s, const char *pod);
+int edge_store_subnet_each(edge_store *s, edge_row_cb cb, void *ud);
 
 /* "a.b.c.d/len" (IPv4, len 8..30, no host bits) into its first address
  * (host order) and length; BUS_EINVAL with the reason else. */

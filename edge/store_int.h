@@ -1,6 +1,6 @@
 /*
  * store_int.h - private to the store's files (store.c, store_net.c,
- * store_queue.c, store_txn.c): the store's handle, LMDB's codes
+ * store_subnet.c, store_queue.c, store_txn.c): the store's handle, LMDB's codes
  * translated, keys, and the helpers more than one of them uses.
  */
 #ifndef LARK_EDGE_STORE_INT_H
@@ -15,7 +15,7 @@
 
 struct edge_store {
   MDB_env *env;
-  MDB_dbi desired, runs, outbox, nets;
+  MDB_dbi desired, runs, outbox, nets, subnets;
   pthread_mutex_t mu; /* next_key */
   uint64_t next_key;
 };
