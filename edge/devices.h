@@ -20,14 +20,19 @@
  *         gateway: 192.168.50.1
  *   cameras:
  *     - name: wrist
- *       source: pattern                  # v4l2:/dev/videoN | pattern |
- * files:DIR width: 640 height: 480 fps: 30                          # 0: as
- * fast as asked
+ *       source: pattern          # pattern | files:DIR | v4l2:/dev/videoN
+ *       width: 640
+ *       height: 480
+ *       fps: 30                  # 0: as fast as asked
  *
  * Names are device names (bus_name_valid), unique across robots and cameras
  * of the file. A robot without modes has one, "default", that appends
- * nothing. Everything the parser returns is owned by the edge_devices and
- * lives until edge_devices_free.
+ * nothing. Unknown keys are refused; width and height are 1 to 8192, fps
+ * 0 to 1000 (default 0), rosDomainId 0 to 232, as the schema's Device.
+ * A subnet's range and gateway lie inside its cidr, the gateway outside
+ * the range. Everything the parser returns is owned by the edge_devices
+ * and lives until edge_devices_free; robots come first in it, then
+ * cameras, each in the file's order.
  */
 #ifndef LARK_EDGE_DEVICES_H
 #define LARK_EDGE_DEVICES_H
@@ -35,6 +40,10 @@
 #include <stddef.h>
 
 enum { EDGE_DEV_NAME_SZ = 64, EDGE_DEV_PATH_SZ = 4096, EDGE_DEV_IP_SZ = 46 };
+
+/* Limits of a file: devices (NodeSpec.devices's max_items), modes of a
+ * robot (Device.modes's), arguments of a launch line or a mode. */
+enum { EDGE_DEV_MAX = 64, EDGE_DEV_MODES_MAX = 32, EDGE_DEV_ARGV_MAX = 256 };
 
 typedef enum edge_dev_kind {
   EDGE_DEV_ROS,
@@ -111,5 +120,29 @@ const edge_device *edge_devices_bound(const edge_devices *d, const char *bound);
 /* The mode named name of robot r, or NULL; name NULL or "" gives the
  * default. */
 const edge_dev_mode *edge_device_mode(const edge_device *r, const char *name);
+
+/* "ros", "ros2" or "camera". */
+const char *edge_dev_kind_name(edge_dev_kind kind);
+
+/* The name a device is bound and scheduled by: "robot/arm-1",
+ * "camera/wrist" (at most 71 characters) into buf; -1 when cap is too
+ * small. */
+int edge_dev_bound_name(const edge_device *dev, char *buf, size_t cap);
+
+/*
+ * Keep device j of d (robots first, then cameras, each in the file's
+ * order, as the parser leaves them) when j mod n == i - 1: node i of n
+ * takes its share of one file (`--device-share I/N`). 1 <= i <= n.
+ */
+void edge_devices_share(edge_devices *d, int i, int n);
+
+/*
+ * The controller socket of a kind on the node whose data directory is
+ * data: <data>/run/ros-ctrl.sock, ros2-ctrl.sock or camera-ctrl.sock,
+ * into buf. -1 when it does not fit cap (pass sizeof sun_path where the
+ * path is bound).
+ */
+int edge_dev_socket_path(const char *data, edge_dev_kind kind, char *buf,
+                         size_t cap);
 
 #endif

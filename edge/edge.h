@@ -19,6 +19,8 @@
  *   sender.c slice.c             the two threads
  *   proc.c store*.c log.c        the process record, the local store,
  *   utf8.c node.c                the log, text, the node's description
+ *   devices*.c peer.c            the device file (devices.h); the pod
+ *                                behind a local socket (peer.h)
  *
  * A file calls only files on its own line or below; the one call upward,
  * a process that ended asking for its pod to be reconciled, goes through

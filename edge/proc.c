@@ -1,7 +1,8 @@
 /*
  * proc.c - the record of one pod process (proc.h): made, found, and
  * freed once it is finishing and its last embedded handle closed; and a
- * process's start time, which tells it from a later one with its pid.
+ * process's start time, which tells it from a later one with its pid,
+ * and its parent.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -11,29 +12,43 @@
 
 #include "proc.h"
 
-uint64_t
-edge_proc_start_ticks(pid_t pid) {
-  char path[64], buf[1024];
+/* /proc/<pid>/stat past its command name into buf: the text from field 3
+ * (state) on, or NULL when the process is gone. */
+static const char *
+stat_fields(pid_t pid, char *buf, size_t cap) {
+  char path[64];
   snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    return 0;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
+    return NULL;
+  ssize_t n = read(fd, buf, cap - 1);
   close(fd);
   if (n <= 0)
-    return 0;
+    return NULL;
   buf[n] = 0;
-  const char *p = strrchr(buf, ')');
-  if (!p || p[1] != ' ')
-    return 0;
-  /* after ") ": state is field 3; starttime is field 22 */
-  p += 2;
-  if (*p == 'Z' || *p == 'X')
-    return 0; /* a zombie has ended */
+  const char *p = strrchr(buf, ')'); /* the name may hold ')' */
+  return p && p[1] == ' ' ? p + 2 : NULL;
+}
+
+uint64_t
+edge_proc_start_ticks(pid_t pid) {
+  char buf[1024];
+  const char *p = stat_fields(pid, buf, sizeof buf);
+  if (!p || *p == 'Z' || *p == 'X')
+    return 0; /* gone, or a zombie: it has ended */
+  /* state is field 3; starttime is field 22 */
   for (int f = 3; f < 22 && p; f++)
     if ((p = strchr(p, ' ')))
       p++;
   return p ? strtoull(p, NULL, 10) : 0;
+}
+
+pid_t
+edge_proc_parent(pid_t pid) {
+  char buf[1024];
+  const char *p = stat_fields(pid, buf, sizeof buf);
+  p = p ? strchr(p, ' ') : NULL; /* field 4, ppid, follows the state */
+  return p ? (pid_t)strtol(p + 1, NULL, 10) : 0;
 }
 
 edge_proc *

@@ -84,5 +84,7 @@ void edge_proc_maybe_free(edge_proc *p);
 
 /* /proc/<pid>/stat start time; 0 when the process is gone. */
 uint64_t edge_proc_start_ticks(pid_t pid);
+/* /proc/<pid>/stat parent; 0 when the process is gone. */
+pid_t edge_proc_parent(pid_t pid);
 
 #endif
