@@ -192,6 +192,7 @@ int cmd_delete(int argc, char **argv, lark_cli *cli);
 int cmd_name_verb(int argc, char **argv, lark_cli *cli);
 int cmd_wait(int argc, char **argv, lark_cli *cli);
 int cmd_cert(int argc, char **argv, lark_cli *cli);
+int cmd_camera(int argc, char **argv, lark_cli *cli);
 int cmd_version(int argc, char **argv, lark_cli *cli);
 int cmd_completion(int argc, char **argv, lark_cli *cli);
 

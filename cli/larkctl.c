@@ -38,6 +38,7 @@ static const cli_cmd commands[] = {
     {"replay", cmd_replay, "rebuild a view from the stream; --verify"},
     {"snapshot", cmd_snapshot, "a compacted copy of a live view"},
     {"cert", cmd_cert, "certificates: request, revoke, list, show, ca"},
+    {"camera", cmd_camera, "one frame of a node's camera: camera capture"},
     {"version", cmd_version,
      "larkctl's, the broker's and the services' versions"},
     {"completion", cmd_completion,
@@ -82,13 +83,15 @@ take_globals(int argc, char **argv, lark_cli *cli) {
     const char **slot = NULL;
     /* after `emit`, --data is the report's JSON, not the data directory */
     int data_is_dir = !(out > 0 && !strcmp(argv[0], "emit"));
+    /* after `camera`, -o is the file the frame goes to */
+    int o_is_output = !(out > 0 && !strcmp(argv[0], "camera"));
     if (!strcmp(a, "--url"))
       slot = &cli->url;
     else if (!strcmp(a, "--creds"))
       slot = &cli->creds;
     else if (!strcmp(a, "--data") && data_is_dir)
       slot = &cli->data;
-    if (slot || !strcmp(a, "-o") || !strcmp(a, "--output")) {
+    if (slot || (!strcmp(a, "-o") && o_is_output) || !strcmp(a, "--output")) {
       if (i + 1 >= argc)
         return -1;
       if (slot)
@@ -97,7 +100,8 @@ take_globals(int argc, char **argv, lark_cli *cli) {
         return -1;
       continue;
     }
-    if (!strncmp(a, "-o", 2) && a[2] && set_output(cli, a + 2) == 0)
+    if (!strncmp(a, "-o", 2) && a[2] && o_is_output &&
+        set_output(cli, a + 2) == 0)
       continue;
     if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
       cli->verbose = 1;

@@ -104,6 +104,11 @@ const lark_rule lark_policy[] = {
    "the same through direct gets"},
   {LARK_ROLE_NODE, LARK_SUB_ALLOW, "_INBOX_%s.>",
    "its replies, under the _INBOX_<node> prefix lark-edge sets"},
+  {LARK_ROLE_NODE, LARK_SUB_ALLOW, "lark.dev.%s.>",
+   "requests to its own devices (an operator's camera capture); only admin "
+   "publishes on lark.dev.>"},
+  {LARK_ROLE_NODE, LARK_RESPONSES, NULL,
+   "answers those requests on the asker's inbox, one reply each"},
 
   /* ------------------------------------- node relays (netrelay/) */
   {LARK_ROLE_RELAY, LARK_PUB_ALLOW,

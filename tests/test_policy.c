@@ -157,3 +157,44 @@ Test(policy, every_row_has_a_reason) {
     cr_assert_eq(r->subject != NULL, needs_subject, "row %zu", i);
   }
 }
+
+/* Whether NATS subject pattern pat (with * and >) matches subject s. */
+static int
+subject_matches(const char *pat, const char *s) {
+  while (*pat && *s) {
+    const char *pe = strchr(pat, '.'), *se = strchr(s, '.');
+    size_t pl = pe ? (size_t)(pe - pat) : strlen(pat);
+    size_t sl = se ? (size_t)(se - s) : strlen(s);
+    if (pl == 1 && *pat == '>')
+      return 1;
+    if (!(pl == 1 && *pat == '*') && (pl != sl || strncmp(pat, s, pl)))
+      return 0;
+    pat += pl + (pe != NULL);
+    s += sl + (se != NULL);
+    if (!pe || !se)
+      return !pe && !se;
+  }
+  return !*pat && !*s;
+}
+
+/* lark.dev.<node>.> carries an operator's device requests: admin alone
+ * publishes there, a node subscribes to its own and answers. */
+Test(policy, only_admin_publishes_device_requests) {
+  const char *ask = "lark.dev.gpu-7.camera.wrist.capture";
+  cr_assert(subject_matches("lark.dev.%s.>", "lark.dev.%s.camera.c.capture"));
+  cr_assert(!subject_matches("lark.in.%s.>", ask));
+  int node_sub = 0, node_responses = 0;
+  for (size_t i = 0; i < lark_policy_len; i++) {
+    const lark_rule *r = &lark_policy[i];
+    if (r->perm == LARK_PUB_ALLOW)
+      cr_assert(!subject_matches(r->subject, ask), "%s may publish %s",
+                lark_role_name(r->role), r->subject);
+    if (r->role == LARK_ROLE_NODE && r->perm == LARK_SUB_ALLOW &&
+        !strcmp(r->subject, "lark.dev.%s.>"))
+      node_sub = 1;
+    if (r->role == LARK_ROLE_NODE && r->perm == LARK_RESPONSES)
+      node_responses = 1;
+  }
+  cr_assert(node_sub, "a node subscribes to lark.dev.<node>.>");
+  cr_assert(node_responses, "a node answers requests");
+}
