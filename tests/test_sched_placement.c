@@ -16,35 +16,18 @@ static sched_placement p;
 
 static void
 setup(void) {
-  sched_nodes_init(&nodes);
-  sched_job_init(&job, "j");
-  sched_placement_init(&p);
+  ts_start(&nodes, &job, &p);
 }
 
 static void
 teardown(void) {
-  sched_placement_clear(&p);
-  sched_job_clear(&job);
-  sched_nodes_clear(&nodes);
+  ts_end(&nodes, &job, &p);
 }
 
 TestSuite(sched_place, .init = setup, .fini = teardown);
 
-/* Place and insist it fits. */
-static void
-place_ok(void) {
-  cr_assert_eq(sched_place(&nodes, &job, NULL, &p), 0, "%s", bus_last_error());
-  cr_assert_eq(p.ok, 1, "did not fit: %s", p.reason);
-}
-
-/* Place and insist it does not fit. */
-static void
-place_nofit(void) {
-  cr_assert_eq(sched_place(&nodes, &job, NULL, &p), 0, "%s", bus_last_error());
-  cr_assert_eq(p.ok, 0, "fit but should not");
-  cr_assert_eq(p.n, 0);
-  cr_assert_neq(p.reason[0], 0);
-}
+#define place_ok() ts_place_ok(&nodes, &job, &p)
+#define place_nofit() ts_place_nofit(&nodes, &job, &p)
 
 /* How many of the placement's pods are on node. */
 static int

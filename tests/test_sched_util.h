@@ -1,11 +1,13 @@
 /*
  * test_sched_util.h - helpers shared by the scheduler's unit tests: a
  * resource written as JSON turned into the msgpack object the service
- * would hand over, and small node and Job builders.
+ * would hand over, small node and Job builders, and placing a Job that
+ * must (or must not) fit. Header only: it uses Criterion's asserts.
  */
 #ifndef LARK_TEST_SCHED_UTIL_H
 #define LARK_TEST_SCHED_UTIL_H
 
+#include <criterion/criterion.h>
 #include <jansson.h>
 #include <msgpack.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@
 
 #include "json.h"
 #include "model.h"
+#include "placement.h"
 
 /* Parse text (JSON) into up->data; 0 on success. Free with
  * msgpack_unpacked_destroy. */
@@ -73,6 +76,37 @@ ts_task(sched_job *job, const char *name, sched_role role, unsigned replicas,
   t->req.memory_mib = mem;
   t->req.gpu = gpu;
   return t;
+}
+
+/* A placement test's nodes, Job ("j") and placement, made and freed. */
+static inline void
+ts_start(sched_nodes *nodes, sched_job *job, sched_placement *p) {
+  sched_nodes_init(nodes);
+  sched_job_init(job, "j");
+  sched_placement_init(p);
+}
+
+static inline void
+ts_end(sched_nodes *nodes, sched_job *job, sched_placement *p) {
+  sched_placement_clear(p);
+  sched_job_clear(job);
+  sched_nodes_clear(nodes);
+}
+
+/* Place job and insist it fits. */
+static inline void
+ts_place_ok(sched_nodes *nodes, const sched_job *job, sched_placement *p) {
+  cr_assert_eq(sched_place(nodes, job, NULL, p), 0, "%s", bus_last_error());
+  cr_assert_eq(p->ok, 1, "did not fit: %s", p->reason);
+}
+
+/* Place job and insist it does not fit (nothing bound, a reason). */
+static inline void
+ts_place_nofit(sched_nodes *nodes, const sched_job *job, sched_placement *p) {
+  cr_assert_eq(sched_place(nodes, job, NULL, p), 0, "%s", bus_last_error());
+  cr_assert_eq(p->ok, 0, "fit but should not");
+  cr_assert_eq(p->n, 0);
+  cr_assert_neq(p->reason[0], 0);
 }
 
 #endif

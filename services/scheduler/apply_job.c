@@ -28,16 +28,30 @@ drop_pod(bus_txn *t, pod_rec *p, void *ud) {
   return bus_txn_del(t, "pods", p->name, strlen(p->name));
 }
 
+/* What a pod of tp holds while bound, counted per device name. A named
+ * device asked for by name is counted as one unit of the class: which
+ * named devices it holds is in `held` (holds.c), the class's count on
+ * the node covers them all. */
 static void
 hold_request(pod_rec *p, const sched_template *tp) {
   p->cpu_m = tp->req.cpu_m;
   p->memory_mib = tp->req.memory_mib;
   p->gpu = tp->req.gpu;
   p->ndev = 0;
-  for (int d = 0; d < tp->req.ndevices && p->ndev < SCHED_POD_DEVICES; d++) {
-    sched_copy(p->dev_name[p->ndev], SCHED_NAME_SZ, tp->req.devices[d].name,
-               strlen(tp->req.devices[d].name));
-    p->dev_count[p->ndev++] = tp->req.devices[d].count;
+  for (int d = 0; d < tp->req.ndevices; d++) {
+    const char *name = tp->req.devices[d].name;
+    if (sched_device_key(name) == SCHED_KEY_NAMED)
+      name = SCHED_DEVICE_CLASS;
+    uint32_t k = 0;
+    while (k < p->ndev && strcmp(p->dev_name[k], name))
+      k++;
+    if (k == SCHED_POD_DEVICES)
+      continue;
+    if (k == p->ndev) {
+      sched_copy(p->dev_name[k], SCHED_NAME_SZ, name, strlen(name));
+      p->ndev++;
+    }
+    p->dev_count[k] += tp->req.devices[d].count;
   }
 }
 
@@ -293,6 +307,8 @@ bind_one(bus_txn *t, job_rec *j, const bus_binding *b, const bus_why *why,
   p.bound = 1;
   p.released = 0;
   if ((rc = sched_node_book(t, &p, +1)))
+    return rc;
+  if (b->has_devices && (rc = sched_hold_devices(t, &p, &b->devices)))
     return rc;
   j->bound++;
   if (why && (rc = store_why(t, pod, why)))

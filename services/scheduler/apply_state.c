@@ -248,13 +248,14 @@ sched_node_book(bus_txn *t, const pod_rec *p, int sign) {
   return sched_noderec_put(t, &n);
 }
 
-/* Give a bound pod's capacity back, once. */
+/* Give a bound pod's capacity back, once, and the named devices it held. */
 int
 sched_pod_release(bus_txn *t, pod_rec *p) {
   if (!p->bound || p->released)
     return 0;
   p->released = 1;
-  return sched_node_book(t, p, -1);
+  int rc = sched_node_book(t, p, -1);
+  return rc ? rc : sched_drop_holds(t, p);
 }
 
 /* ----------------------------------------------------------- failures */

@@ -36,6 +36,17 @@ typedef struct pass {
 
 /* ---------------------------------------------------------------- nodes */
 
+/* A named device held on the node being loaded: taken in the model. */
+static int
+mark_held(const char *device, void *ud) {
+  sched_node *n = ud;
+  for (int d = 0; d < n->capacity.ndevices; d++)
+    if ((n->capacity.devices[d].flags & SCHED_DEV_NAMED) &&
+        !strcmp(n->capacity.devices[d].name, device))
+      n->dev_used[d] = 1;
+  return 0;
+}
+
 static int
 load_node(void *rec, void *ud) {
   pass *p = ud;
@@ -65,7 +76,10 @@ load_node(void *rec, void *ud) {
     for (uint32_t k2 = 0; k2 < r->ndev; k2++)
       if (!strcmp(n.capacity.devices[d].name, r->dev_name[k2]))
         n.dev_used[d] = r->dev_used[k2];
-  rc = sched_nodes_put(&p->nodes, &n);
+  if (n.nnamed)
+    rc = sched_each_hold(p->t, r->name, NULL, mark_held, &n);
+  if (!rc)
+    rc = sched_nodes_put(&p->nodes, &n);
   sched_node_clear(&n);
   return rc;
 }

@@ -1,7 +1,8 @@
 /*
  * decide_dispatch.c - the desired states the scheduler's nodes must be
  * told: each pod queued in `outgoing` is sent to its node as pod.desired
- * (its command, environment, runtime, scripts and GPUs), in the order
+ * (its command, environment, runtime, scripts, GPUs and the named devices
+ * it holds), in the order
  * apply queued them, once (the last key sent is in _effects, "o").
  */
 #include <errno.h>
@@ -21,7 +22,31 @@ typedef struct desired {
   uint64_t gpus[64];
   bus_value env[9];
   char num[3][16];
+  bus_str bound[SCHED_MAX_DEVICES];
+  char names[SCHED_MAX_DEVICES][SCHED_DEV_SZ];
 } desired;
+
+static int
+add_bound(const char *device, void *ud) {
+  desired *w = ud;
+  uint32_t i = w->d.boundDevices.n;
+  if (i == SCHED_MAX_DEVICES) /* the schema's bound: never more */
+    return 0;
+  snprintf(w->names[i], SCHED_DEV_SZ, "%s", device);
+  w->bound[i] = bus_str_of(w->names[i]);
+  w->d.boundDevices.n = i + 1;
+  return 0;
+}
+
+/* The named devices the pod holds on its node (absent when none), in
+ * name order: the node gives it their controller sockets. */
+static int
+fill_bound(bus_txn *t, const pod_rec *p, desired *w) {
+  w->d.boundDevices = (bus_str_list){w->bound, 0};
+  int rc = sched_each_hold(t, p->node, p->name, add_bound, w);
+  w->d.has_boundDevices = w->d.boundDevices.n > 0;
+  return rc;
+}
 
 static void
 env_str(desired *w, int i, const char *key, const char *val) {
@@ -113,7 +138,7 @@ fill_desired(bus_txn *t, const pod_rec *p, const job_rec *j, uint64_t version,
   if (sched_spec_read(t, BUS_T_JOB_SUBMITTED, p->job, z, &res))
     memset(&res, 0, sizeof res);
   fill_run(w, p, &res.spec);
-  return 0;
+  return fill_bound(t, p, w);
 }
 
 typedef struct out_walk {

@@ -82,6 +82,18 @@ sched_runtime_name(unsigned bit) {
   return NULL;
 }
 
+sched_key
+sched_device_key(const char *key) {
+  if (!strcmp(key, SCHED_DEVICE_CLASS))
+    return SCHED_KEY_CLASS;
+  const char *name = !strncmp(key, "robot/", 6)    ? key + 6
+                     : !strncmp(key, "camera/", 7) ? key + 7
+                                                   : NULL;
+  if (!name)
+    return SCHED_KEY_BARE;
+  return bus_name_valid(name, BUS_NAME_MAX) ? SCHED_KEY_NAMED : SCHED_KEY_BAD;
+}
+
 /* ------------------------------------------------------------ resources */
 
 void
@@ -102,9 +114,9 @@ device_index(const sched_resources *r, const char *name) {
   return -1;
 }
 
-int
-sched_resources_set_device(sched_resources *r, const char *name,
-                           uint32_t count) {
+/* Set device name to count in r, a table of at most max entries. */
+static int
+put_device(sched_resources *r, const char *name, uint32_t count, int max) {
   if (!r || !name || !*name)
     return BUS_EINVAL;
   int i = device_index(r, name);
@@ -112,7 +124,7 @@ sched_resources_set_device(sched_resources *r, const char *name,
     r->devices[i].count = count;
     return 0;
   }
-  if (r->ndevices >= SCHED_MAX_DEVICES)
+  if (r->ndevices >= max)
     return BUS_EINVAL;
   sched_device *d =
       realloc(r->devices, (size_t)(r->ndevices + 1) * sizeof *r->devices);
@@ -122,8 +134,15 @@ sched_resources_set_device(sched_resources *r, const char *name,
   d[r->ndevices].name = strdup(name);
   if (!d[r->ndevices].name)
     return -ENOMEM;
+  d[r->ndevices].flags = 0;
   d[r->ndevices++].count = count;
   return 0;
+}
+
+int
+sched_resources_set_device(sched_resources *r, const char *name,
+                           uint32_t count) {
+  return put_device(r, name, count, SCHED_MAX_DEVICES);
 }
 
 uint32_t
@@ -219,10 +238,27 @@ sched_node_set_device(sched_node *n, const char *name, uint32_t count) {
     return -ENOMEM;
   n->dev_used = u;
   int had = n->capacity.ndevices;
-  int rc = sched_resources_set_device(&n->capacity, name, count);
+  int rc = put_device(&n->capacity, name, count, SCHED_NODE_DEVICES);
   if (rc == 0 && n->capacity.ndevices > had)
     u[had] = 0;
   return rc;
+}
+
+int
+sched_node_add_named(sched_node *n, const char *name, int subnet) {
+  if (sched_device_key(name) != SCHED_KEY_NAMED ||
+      device_index(&n->capacity, name) >= 0)
+    return BUS_EINVAL;
+  uint32_t cls = sched_resources_device(&n->capacity, SCHED_DEVICE_CLASS);
+  int rc = sched_node_set_device(n, SCHED_DEVICE_CLASS, cls + 1);
+  if (rc == 0 && (rc = sched_node_set_device(n, name, 1)))
+    sched_node_set_device(n, SCHED_DEVICE_CLASS, cls); /* as it was */
+  if (rc)
+    return rc;
+  n->capacity.devices[n->capacity.ndevices - 1].flags =
+      SCHED_DEV_NAMED | (subnet ? SCHED_DEV_SUBNET : 0);
+  n->nnamed++;
+  return 0;
 }
 
 uint32_t

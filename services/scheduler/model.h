@@ -11,6 +11,14 @@
  * SCHED_MAX_GPUS, bound by index), devices as a count per resource name
  * (`rlinf.io/device`).
  *
+ * Named devices: a node's robots and cameras (NodeSpec.devices) are each a
+ * device of capacity 1 under its own name (`robot/<name>`, `camera/<name>`,
+ * flagged SCHED_DEV_NAMED) and are counted under the class
+ * SCHED_DEVICE_CLASS too, whose capacity is the node's bare count plus its
+ * named devices. A request key of that form asks for that one device (and
+ * takes one unit of the class with it); a request for the class takes
+ * free named devices first, in name order, then anonymous units.
+ *
  * Ownership: every struct here owns its strings and arrays. A struct made
  * by an _init() or _from_msgpack() is released with the matching _clear()
  * (which accepts NULL and an already cleared struct). Pointers returned by
@@ -34,6 +42,25 @@
 #define SCHED_MAX_PODS 4096  /* bindings one job.placed can carry */
 #define SCHED_MAX_TASKS 64   /* task templates of a Job (schema) */
 #define SCHED_MAX_DEVICES 32 /* device kinds in one Resources (schema) */
+/* A node's device table: its bare counts, the class and its named
+ * devices (NodeSpec.devices: at most 64). */
+#define SCHED_NODE_DEVICES 128
+#define SCHED_DEV_SZ 72 /* "camera/" + a name + NUL (Binding.devices) */
+#define SCHED_DEVICE_CLASS "rlinf.io/device"
+
+/* What a node's device entry is (sched_device.flags). */
+enum {
+  SCHED_DEV_NAMED = 1u, /* a robot or camera: capacity 1, in the class */
+  SCHED_DEV_SUBNET = 2u /* a robot with a subnet: its holder runs raw+netns */
+};
+
+/* What a device key names (sched_device_key). */
+typedef enum sched_key {
+  SCHED_KEY_BARE = 0, /* a bare count, e.g. `example.com/fpga` */
+  SCHED_KEY_CLASS,    /* SCHED_DEVICE_CLASS */
+  SCHED_KEY_NAMED,    /* `robot/<name>` or `camera/<name>` */
+  SCHED_KEY_BAD       /* `robot/` or `camera/` without a valid name */
+} sched_key;
 
 /* Runtimes, as bits so a node's offer is a mask. */
 enum {
@@ -72,8 +99,9 @@ typedef struct sched_kv {
 } sched_kv;
 
 typedef struct sched_device {
-  char *name; /* "rlinf.io/device" */
+  char *name; /* "rlinf.io/device", "robot/arm-1" */
   uint32_t count;
+  unsigned flags; /* a node's: SCHED_DEV_* bits; 0 in a request */
 } sched_device;
 
 /* An amount of compute: what a pod asks for, or what a node offers. */
@@ -90,7 +118,9 @@ typedef struct sched_resources {
  * and what is allocated on it. Allocation invariants, kept by placement.c:
  * cpu_used_m <= capacity.cpu_m, memory_used_mib <= capacity.memory_mib,
  * gpu_taken has bits only below capacity.gpu, dev_used[i] <=
- * capacity.devices[i].count. The `scratch_*` fields belong to placement
+ * capacity.devices[i].count (a named device's 1: held by a pod), and the
+ * class's dev_used counts the named devices held. The `scratch_*` fields
+ * belong to placement
  * while it runs and mean nothing outside it.
  */
 typedef struct sched_node {
@@ -99,9 +129,10 @@ typedef struct sched_node {
   int nlabels;
   sched_kv *labels;
   unsigned runtimes; /* SCHED_RT_* bits; "raw" when the node lists none */
-  sched_resources capacity;
-  int ready;    /* 1: Ready (the default for a registered node) */
-  int cordoned; /* 1: no new pods */
+  sched_resources capacity; /* devices: up to SCHED_NODE_DEVICES */
+  uint32_t nnamed;          /* entries flagged SCHED_DEV_NAMED */
+  int ready;                /* 1: Ready (the default for a registered node) */
+  int cordoned;             /* 1: no new pods */
   /* allocated */
   uint64_t cpu_used_m;
   uint64_t memory_used_mib;
@@ -171,6 +202,9 @@ typedef struct sched_binding {
   unsigned runtime; /* SCHED_RT_RAW or SCHED_RT_RAW_NETNS */
   int ngpus;
   uint8_t gpus[SCHED_MAX_GPUS]; /* ascending */
+  int ndevices;
+  char **devices; /* named devices held, in name order; owned by the
+                     placement (freed by sched_placement_clear) */
 } sched_binding;
 
 /* ------------------------------------------------------------- names */
@@ -187,6 +221,10 @@ int sched_role_parse(const char *s, sched_role *out);
 unsigned sched_runtime_bit(const char *name);
 /* "raw" or "raw+netns" for one bit; NULL for anything else. */
 const char *sched_runtime_name(unsigned bit);
+/* What a device key names: the class, a named device (`robot/<name>`,
+ * `camera/<name>` with a valid name), a bad one of those, or a bare
+ * count. */
+sched_key sched_device_key(const char *key);
 
 /* ------------------------------------------------------------ resources */
 
@@ -212,19 +250,26 @@ void sched_node_clear(sched_node *n);
 int sched_node_set_label(sched_node *n, const char *key, const char *value);
 /* Label value, or NULL when absent. Points into n. */
 const char *sched_node_label(const sched_node *n, const char *key);
-/* Set the capacity of device name (see sched_resources_set_device); the
- * allocation table grows with it. */
+/* Set the capacity of device name (see sched_resources_set_device, but
+ * up to SCHED_NODE_DEVICES entries); the allocation table grows with it. */
 int sched_node_set_device(sched_node *n, const char *name, uint32_t count);
+/*
+ * Add a named device (`robot/<name>` or `camera/<name>`, flags
+ * SCHED_DEV_NAMED and SCHED_DEV_SUBNET when subnet) and one unit of the
+ * class for it. BUS_EINVAL for another key or one it has; -ENOMEM.
+ */
+int sched_node_add_named(sched_node *n, const char *name, int subnet);
 /* Free GPUs: capacity.gpu minus those taken. */
 uint32_t sched_node_free_gpus(const sched_node *n);
 
 /*
  * Read a Node resource (its generated type: metadata.name, spec: cluster,
- * labels, runtimes, capacity) into out (initialised here; release it with
- * sched_node_clear, also on error). The schema has checked the shapes;
+ * labels, runtimes, capacity, devices) into out (initialised here; release it
+ * with sched_node_clear, also on error). The schema has checked the shapes;
  * what it cannot say is reported into errs[0..max) as {path, reason}, *n
- * the count found. Returns 0, BUS_EFIELD / BUS_ENAME (the first problem),
- * or -ENOMEM. The node is Ready and not cordoned; the service sets both.
+ * the count found: a device named twice, a bare count under a named
+ * device's key. Returns 0, BUS_EFIELD / BUS_ENAME (the first problem), or
+ * -ENOMEM. The node is Ready and not cordoned; the service sets both.
  */
 int sched_node_read(const bus_node_res *res, sched_node *out,
                     bus_field_err *errs, int max, int *n);
@@ -282,9 +327,10 @@ int sched_job_task_index(const sched_job *job, const char *name);
  * ("raw+netns" for every task when the Job names a domain). The schema
  * has checked the shapes; refuses what it cannot say: two templates with
  * the same name, more than one head, a task naming no runtime or two,
- * more than SCHED_MAX_PODS pods. Problems go to errs[0..max) as {path,
- * reason} with *n the count found. Returns 0, the code of the first
- * problem (BUS_EFIELD, BUS_ENAME), or -ENOMEM.
+ * more than SCHED_MAX_PODS pods, a device key `robot/...` or `camera/...`
+ * without a valid name, or asking for more than 1 of one. Problems go to
+ * errs[0..max) as {path, reason} with *n the count found. Returns 0, the code
+ * of the first problem (BUS_EFIELD, BUS_ENAME), or -ENOMEM.
  */
 int sched_job_read(const bus_job_res *res, sched_job *out, bus_field_err *errs,
                    int max, int *n);

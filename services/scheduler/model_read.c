@@ -72,9 +72,31 @@ read_string_map(errs *e, const bus_str_map *m, sched_kv **kv, int *n,
   return 0;
 }
 
-/* Resources {cpu, memory, gpu, devices} into r. */
+/* A device key of a task (node 0) or of a node's bare counts (node 1)
+ * that cannot be: a named device's key without a valid name, more than
+ * one of one named device, or a node counting one (they are declared in
+ * spec.devices). */
+static void
+check_device_key(errs *e, const char *name, uint64_t count, int node,
+                 const char *path) {
+  sched_key k = sched_device_key(name);
+  if (k == SCHED_KEY_BAD)
+    problem(e, BUS_EFIELD, path,
+            "%s: a named device is robot/<name> or camera/<name>, the name "
+            "[a-z0-9-], at most 63, no '-' at either end",
+            name);
+  else if (k == SCHED_KEY_NAMED && node)
+    problem(e, BUS_EFIELD, path,
+            "%s: robots and cameras are declared in spec.devices, not counted",
+            name);
+  else if (k == SCHED_KEY_NAMED && count > 1)
+    problem(e, BUS_EFIELD, path, "%s: a named device is one device: ask for 1",
+            name);
+}
+
+/* Resources {cpu, memory, gpu, devices} into r; node: a node's capacity. */
 static int
-read_resources(errs *e, const bus_resources *o, sched_resources *r,
+read_resources(errs *e, const bus_resources *o, sched_resources *r, int node,
                const char *path) {
   char p[128], name[BUS_DERIVED_NAME_MAX + 1];
   r->cpu_m = o->cpu * 1000;
@@ -88,6 +110,7 @@ read_resources(errs *e, const bus_resources *o, sched_resources *r,
               (unsigned)i);
       continue;
     }
+    check_device_key(e, name, kv->val, node, p);
     int rc = sched_resources_set_device(r, name, (uint32_t)kv->val);
     if (rc < 0)
       return rc;
@@ -132,6 +155,46 @@ read_runtimes(errs *e, const bus_str_list *l, unsigned *mask) {
     *mask = SCHED_RT_RAW;
 }
 
+/* NodeSpec.devices: each robot and camera a named device of out, counted
+ * in the class, in name order (the order a class request takes them). */
+static int
+read_devices(errs *e, const bus_device_list *l, sched_node *out) {
+  char names[64][SCHED_DEV_SZ];
+  uint8_t subnet[64];
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < l->n && n < 64; i++) {
+    const bus_device *d = &l->v[i];
+    char name[SCHED_NAME_SZ], p[64];
+    snprintf(p, sizeof p, "spec.devices[%u].name", (unsigned)i);
+    read_name(e, d->name, name, p);
+    if (!name[0])
+      continue;
+    int camera = bus_str_eq(d->kind, "camera");
+    snprintf(names[n], SCHED_DEV_SZ, "%s/%s", camera ? "camera" : "robot",
+             name);
+    subnet[n] = !camera && d->has_subnet;
+    for (uint32_t k = 0; k < n; k++)
+      if (!strcmp(names[k] + (names[k][0] == 'c' ? 7 : 6), name)) {
+        problem(e, BUS_EFIELD, p, "device %s is declared twice", name);
+        n--;
+        break;
+      }
+    n++;
+  }
+  for (uint32_t i = 0; i < n; i++) { /* n is small: a selection sort */
+    uint32_t m = i;
+    for (uint32_t k = i + 1; k < n; k++)
+      if (strcmp(names[k], names[m]) < 0)
+        m = k;
+    int rc = sched_node_add_named(out, names[m], subnet[m]);
+    if (rc < 0)
+      return rc;
+    memcpy(names[m], names[i], SCHED_DEV_SZ);
+    subnet[m] = subnet[i];
+  }
+  return 0;
+}
+
 int
 sched_node_read(const bus_node_res *res, sched_node *out, bus_field_err *errv,
                 int max, int *n) {
@@ -145,9 +208,12 @@ sched_node_read(const bus_node_res *res, sched_node *out, bus_field_err *errv,
   if (spec->has_runtimes)
     read_runtimes(&e, &spec->runtimes, &out->runtimes);
   if (rc == 0)
-    rc = read_resources(&e, &spec->capacity, &out->capacity, "spec.capacity");
+    rc =
+        read_resources(&e, &spec->capacity, &out->capacity, 1, "spec.capacity");
   if (rc == 0)
     rc = sched_node_fix_dev_used(out);
+  if (rc == 0 && spec->has_devices)
+    rc = read_devices(&e, &spec->devices, out);
   if (n)
     *n = e.n;
   return rc < 0 ? rc : e.first;
@@ -197,7 +263,7 @@ read_task(errs *e, const bus_task *o, sched_job *job, int i) {
   int rc = read_string_map(e, &o->nodeSelector, &t->selector, &t->nselector, p);
   snprintf(p, sizeof p, "%s.resources", path);
   if (rc == 0)
-    rc = read_resources(e, &o->resources, &t->req, p);
+    rc = read_resources(e, &o->resources, &t->req, 0, p);
   read_task_runtime(e, &o->runtime, t, path);
   return rc;
 }

@@ -26,6 +26,7 @@ typedef struct cand {
 typedef struct counts {
   uint32_t nodes, selector, runtime, ready, capacity;
   uint32_t notready, cordoned;
+  uint32_t subnet; /* lack raw+netns, which a robot asked for needs */
 } counts;
 
 typedef struct ctx {
@@ -51,10 +52,7 @@ cand_slots(ctx *x, size_t i) {
   return x->slots + i * SCHED_MAX_DEVICES;
 }
 
-/* ----------------------------------------------- placement_score.c */
-
-/* Why a pod of t does not fit on n now; NOFIT_NONE when it does. */
-enum nofit { NOFIT_NONE = 0, NOFIT_CPU, NOFIT_MEMORY, NOFIT_GPU, NOFIT_DEVICE };
+/* ---------------------------------------------- placement_devices.c */
 
 /* The index of device name on n, or -1. */
 int sched_pl_node_device(const sched_node *n, const char *name);
@@ -62,6 +60,39 @@ int sched_pl_node_device(const sched_node *n, const char *name);
  * when a device asked for (count > 0) is not offered at all, else 1. */
 int sched_pl_resolve_slots(const sched_template *t, const sched_node *n,
                            int16_t *slots);
+/* The runtime a pod of t runs on n: raw+netns when it asks for a robot of
+ * n that has a subnet, else its template's. */
+unsigned sched_pl_runtime_need(const sched_template *t, const sched_node *n);
+/* 1 when the devices a pod of t asks for are free on n now. */
+int sched_pl_devices_fit(const sched_node *n, const sched_template *t,
+                         const int16_t *slots);
+/* 1 when the devices of every pod of job are free on n at once. */
+int sched_pl_job_devices_fit(const sched_job *job, const sched_node *n);
+/* Book the devices of a pod of t (of job) on n, known to fit: counts,
+ * and the named devices it takes into b->devices (in name order). 0,
+ * -ENOMEM (n and b unchanged). */
+int sched_pl_take_devices(sched_node *n, const sched_template *t,
+                          const int16_t *slots, const sched_job *job,
+                          sched_binding *b);
+/* Give back what the pod of binding b booked on n. */
+void sched_pl_give_devices(sched_node *n, const sched_template *t,
+                           const int16_t *slots, const sched_binding *b);
+/* Book the devices of binding b made elsewhere; BUS_ECONFLICT when they
+ * are not free or do not match t's request (n unchanged then). */
+int sched_pl_book_given(sched_node *n, const sched_template *t,
+                        const int16_t *slots, const sched_binding *b);
+/* Free b's device names. */
+void sched_pl_binding_clear(sched_binding *b);
+/* The runtime the pod of b runs: raw+netns when it holds a robot of n
+ * with a subnet, else its template's. */
+unsigned sched_pl_binding_runtime(const sched_node *n, const sched_template *t,
+                                  const sched_binding *b);
+
+/* ----------------------------------------------- placement_score.c */
+
+/* Why a pod of t does not fit on n now; NOFIT_NONE when it does. */
+enum nofit { NOFIT_NONE = 0, NOFIT_CPU, NOFIT_MEMORY, NOFIT_GPU, NOFIT_DEVICE };
+
 enum nofit sched_pl_fits(const sched_node *n, const sched_template *t,
                          const int16_t *slots);
 /* Mean fraction used (ppm) once cpu, memory, gpu more are booked. */

@@ -44,6 +44,8 @@ void
 sched_placement_clear(sched_placement *p) {
   if (!p)
     return;
+  for (size_t i = 0; p->bindings && i < p->n; i++)
+    sched_pl_binding_clear(&p->bindings[i]);
   free(p->bindings);
   free(p->why.scores);
   memset(p, 0, sizeof *p);
@@ -51,9 +53,12 @@ sched_placement_clear(sched_placement *p) {
 
 /* ------------------------------------------------------------ booking */
 
-static void
-book(sched_node *n, const sched_template *t, const int16_t *slots,
-     sched_binding *b) {
+static int
+book(sched_node *n, const sched_job *job, const sched_template *t,
+     const int16_t *slots, sched_binding *b) {
+  int rc = sched_pl_take_devices(n, t, slots, job, b);
+  if (rc)
+    return rc;
   n->cpu_used_m += t->req.cpu_m;
   n->memory_used_mib += t->req.memory_mib;
   b->ngpus = 0;
@@ -63,10 +68,8 @@ book(sched_node *n, const sched_template *t, const int16_t *slots,
       n->gpu_taken |= 1ull << i;
       b->gpus[b->ngpus++] = (uint8_t)i;
     }
-  for (int d = 0; d < t->req.ndevices; d++)
-    if (slots[d] >= 0)
-      n->dev_used[slots[d]] += t->req.devices[d].count;
   n->pods++;
+  return 0;
 }
 
 static uint64_t
@@ -82,10 +85,7 @@ unbook(sched_node *n, const sched_template *t, const int16_t *slots,
   for (int i = 0; i < b->ngpus && i < SCHED_MAX_GPUS; i++)
     if (b->gpus[i] < SCHED_MAX_GPUS)
       n->gpu_taken &= ~(1ull << b->gpus[i]);
-  for (int d = 0; d < t->req.ndevices; d++)
-    if (slots[d] >= 0)
-      n->dev_used[slots[d]] =
-          (uint32_t)sub_clamp(n->dev_used[slots[d]], t->req.devices[d].count);
+  sched_pl_give_devices(n, t, slots, b);
   n->pods = n->pods ? n->pods - 1 : 0;
 }
 
@@ -180,15 +180,16 @@ bind_pod(ctx *x, sched_node *n, int i, uint32_t r, const int16_t *slots,
   b->tmpl = i;
   b->replica = r;
   b->attempt = attempts ? attempts[x->nb] : 0;
-  b->runtime = sched_runtime_bit(t->runtime);
-  if (!sched_pl_hosts_job(x, n)) {
+  if (!sched_pl_hosts_job(x, n)) { /* its score before the pod is on it */
     n->scratch_epoch = x->epoch;
     n->scratch_roles = 0;
     n->scratch_score = sched_pl_shown_score(x, n, t);
     x->chosen[x->nchosen++] = n;
   }
+  if ((rc = book(n, x->job, t, slots, b)))
+    return rc;
+  b->runtime = sched_pl_binding_runtime(n, t, b);
   n->scratch_roles |= sched_pl_role_bit(t->role);
-  book(n, t, slots, b);
   x->bnode[x->nb++] = n;
   return 0;
 }
@@ -203,6 +204,7 @@ rollback(ctx *x) {
     const sched_template *t = &x->job->tasks[b->tmpl];
     sched_pl_resolve_slots(t, x->bnode[x->nb], slots);
     unbook(x->bnode[x->nb], t, slots, b);
+    sched_pl_binding_clear(&x->out->bindings[x->nb]);
   }
   for (size_t i = 0; i < x->nchosen; i++)
     x->chosen[i]->scratch_epoch = 0;
@@ -260,21 +262,10 @@ whole_job_fits(const ctx *x, const sched_node *n, const total *tot) {
   for (int i = 0; i < x->job->ntasks; i++) {
     const sched_template *t = &x->job->tasks[i];
     if (!sched_selector_match(t, n) ||
-        !(n->runtimes & sched_runtime_bit(t->runtime)))
+        !(n->runtimes & sched_pl_runtime_need(t, n)))
       return 0;
-    for (int d = 0; d < t->req.ndevices; d++) {
-      uint64_t want = 0;
-      const char *name = t->req.devices[d].name;
-      for (int j = 0; j < x->job->ntasks; j++)
-        want += (uint64_t)sched_resources_device(&x->job->tasks[j].req, name) *
-                x->job->tasks[j].replicas;
-      int slot = sched_pl_node_device(n, name);
-      if (want && (slot < 0 ||
-                   n->dev_used[slot] + want > n->capacity.devices[slot].count))
-        return 0;
-    }
   }
-  return 1;
+  return sched_pl_job_devices_fit(x->job, n);
 }
 
 /* The fullest node with room for the whole Job, or NULL. */
@@ -398,7 +389,8 @@ sched_book(sched_nodes *nodes, const sched_job *job, const sched_placement *p) {
     if (!sched_pl_resolve_slots(t, n, slots) ||
         sched_pl_fits(n, t, slots) != NOFIT_NONE || (mask & n->gpu_taken) ||
         b->ngpus != (int)t->req.gpu ||
-        (uint32_t)__builtin_popcountll(mask) != t->req.gpu) {
+        (uint32_t)__builtin_popcountll(mask) != t->req.gpu ||
+        sched_pl_book_given(n, t, slots, b)) {
       rc = bus_error(BUS_ECONFLICT, "pod %s does not fit on node %s", b->pod,
                      b->node);
       break;
@@ -406,9 +398,6 @@ sched_book(sched_nodes *nodes, const sched_job *job, const sched_placement *p) {
     n->cpu_used_m += t->req.cpu_m;
     n->memory_used_mib += t->req.memory_mib;
     n->gpu_taken |= mask;
-    for (int d = 0; d < t->req.ndevices; d++)
-      if (slots[d] >= 0)
-        n->dev_used[slots[d]] += t->req.devices[d].count;
     n->pods++;
   }
   if (rc) {

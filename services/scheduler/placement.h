@@ -2,8 +2,10 @@
  * placement.h - gang placement of a Job's pods onto nodes.
  *
  * Filter, for each task template: the nodeSelector (a value may be a comma
- * list: any of), the runtime offered, Ready and not cordoned, then free
- * capacity (cpu, memory, GPUs by index, devices). Score by the Job's
+ * list: any of), the runtime offered (raw+netns for a pod that asks for a
+ * robot with a subnet), Ready and not cordoned, then free capacity (cpu,
+ * memory, GPUs by index, devices: bare counts, the class and named
+ * devices, see model.h and placement_devices.c). Score by the Job's
  * strategy:
  *
  *   spread        least allocated node first (the default)
@@ -18,7 +20,8 @@
  * "Allocated" is the mean, over the resources a node has (cpu, memory,
  * GPUs), of the fraction used once the pod is on it. Ties go to the node
  * first in name order, so the same model and Job always give the same
- * placement. GPUs are bound by index, the lowest free first.
+ * placement. GPUs are bound by index, the lowest free first; a class
+ * request takes free named devices in name order.
  *
  * Gang: every pod of the Job is bound, or none is and the model is left
  * exactly as it was. A decision is one job.placed event
@@ -94,7 +97,8 @@ int sched_place(sched_nodes *nodes, const sched_job *job,
  * Returns 0; BUS_ENOT_FOUND for a node the model does not know, BUS_EINVAL
  * for a binding whose template is not job's, BUS_ECONFLICT when a pod
  * does not fit (a GPU index taken or out of range, cpu, memory or a
- * device short): nothing is booked then, detail in bus_last_error().
+ * device short, a named device held or not the request's): nothing is
+ * booked then, detail in bus_last_error().
  */
 int sched_book(sched_nodes *nodes, const sched_job *job,
                const sched_placement *p);
@@ -119,7 +123,8 @@ int sched_placement_from_msgpack(const msgpack_object *data,
 
 /*
  * Pack the data map of a job.placed event: {pool, job, generation,
- * bindings: [{pod, task, node, attempt, gpus, runtime}], why: {strategy,
+ * bindings: [{pod, task, node, attempt, gpus, runtime, devices (when the
+ * pod holds named devices)}], why: {strategy,
  * nodes, selector, runtime, ready, capacity, scores: {node: score}}} —
  * at most SCHED_WHY_SCORES scores, the first in name order. Returns 0, or
  * BUS_EINVAL when p is not a successful placement (nothing packed).

@@ -18,9 +18,12 @@ runtime_name(unsigned bit) {
 }
 
 static void
-fill_binding(bus_binding *o, const sched_binding *b, uint64_t *gpus) {
+fill_binding(bus_binding *o, const sched_binding *b, uint64_t *gpus,
+             bus_str *devs) {
   for (int g = 0; g < b->ngpus; g++)
     gpus[g] = b->gpus[g];
+  for (int d = 0; d < b->ndevices; d++)
+    devs[d] = bus_str_of(b->devices[d]);
   *o = (bus_binding){.pod = bus_str_of(b->pod),
                      .task = bus_str_of(b->task),
                      .node = bus_str_of(b->node),
@@ -29,7 +32,9 @@ fill_binding(bus_binding *o, const sched_binding *b, uint64_t *gpus) {
                      .has_gpus = 1,
                      .gpus = {gpus, (uint32_t)b->ngpus},
                      .has_runtime = 1,
-                     .runtime = bus_str_of(runtime_name(b->runtime))};
+                     .runtime = bus_str_of(runtime_name(b->runtime)),
+                     .has_devices = b->ndevices > 0,
+                     .devices = {devs, (uint32_t)b->ndevices}};
 }
 
 static void
@@ -69,8 +74,14 @@ sched_placed_data(const char *pool, const char *job, uint64_t generation,
       msgpack_zone_malloc(z, (SCHED_WHY_SCORES + 1) * sizeof *scores);
   if (!bs || !gpus || !scores)
     return -ENOMEM;
-  for (size_t i = 0; i < p->n; i++)
-    fill_binding(&bs[i], &p->bindings[i], gpus + i * SCHED_MAX_GPUS);
+  for (size_t i = 0; i < p->n; i++) {
+    const sched_binding *b = &p->bindings[i];
+    bus_str *devs = NULL;
+    if (b->ndevices &&
+        !(devs = msgpack_zone_malloc(z, (size_t)b->ndevices * sizeof *devs)))
+      return -ENOMEM;
+    fill_binding(&bs[i], b, gpus + i * SCHED_MAX_GPUS, devs);
+  }
   *out = (bus_ev_job_placed){.pool = bus_str_of(pool),
                              .job = bus_str_of(job),
                              .has_generation = 1,
@@ -119,6 +130,29 @@ binding_owner(const sched_job *job, sched_binding *b) {
   return bus_error(BUS_EINVAL, "task %s is not of job %s", b->task, job->name);
 }
 
+/* Binding.devices into b->devices: each a named device's key. */
+static int
+read_devices(const bus_str_list *l, sched_binding *b) {
+  if (!l->n)
+    return 0;
+  if (l->n > SCHED_NODE_DEVICES ||
+      !(b->devices = calloc(l->n, sizeof *b->devices)))
+    return l->n > SCHED_NODE_DEVICES
+               ? bus_error(BUS_EMALFORMED, "pod %s: too many devices", b->pod)
+               : -ENOMEM;
+  for (uint32_t i = 0; i < l->n; i++) {
+    char name[SCHED_DEV_SZ];
+    if (l->v[i].len >= sizeof name || memchr(l->v[i].ptr, 0, l->v[i].len) ||
+        sched_device_key(bus_str_copy(l->v[i], name, sizeof name)) !=
+            SCHED_KEY_NAMED)
+      return bus_error(BUS_EMALFORMED, "pod %s: bad device", b->pod);
+    if (!(b->devices[b->ndevices] = strdup(name)))
+      return -ENOMEM;
+    b->ndevices++;
+  }
+  return 0;
+}
+
 static int
 read_binding(const bus_binding *o, const sched_job *job, sched_binding *b) {
   char rt[SCHED_RUNTIME_SZ] = "raw";
@@ -137,6 +171,9 @@ read_binding(const bus_binding *o, const sched_job *job, sched_binding *b) {
       return bus_error(BUS_EMALFORMED, "pod %s: bad GPU index", b->pod);
     b->gpus[b->ngpus++] = (uint8_t)o->gpus.v[i];
   }
+  int rc = read_devices(&o->devices, b);
+  if (rc)
+    return rc;
   if (!b->runtime)
     return bus_error(BUS_EMALFORMED, "pod %s: unknown runtime %s", b->pod, rt);
   return binding_owner(job, b);
@@ -156,8 +193,10 @@ sched_placement_from_msgpack(const msgpack_object *data, const sched_job *job,
   if (!rc && !(out->bindings = calloc(d.bindings.n ? d.bindings.n : 1,
                                       sizeof *out->bindings)))
     rc = -ENOMEM;
-  for (uint32_t i = 0; !rc && i < d.bindings.n; i++)
+  for (uint32_t i = 0; !rc && i < d.bindings.n; i++) {
     rc = read_binding(&d.bindings.v[i], job, &out->bindings[i]);
+    out->n = i + 1; /* cleared below on failure, with its devices */
+  }
   if (!rc) {
     out->n = d.bindings.n;
     out->ok = 1;

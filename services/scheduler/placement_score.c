@@ -1,7 +1,8 @@
 /*
  * placement_score.c - which nodes may take a pod of a template, and how
  * they rank: the static filters (selector, runtime, Ready, devices
- * offered), the room left on a node, and the scores of the strategies
+ * offered; the devices themselves are placement_devices.c), the room left
+ * on a node, and the scores of the strategies
  * (spread, pack, colocate, disaggregate) the candidates' heap orders by.
  */
 #include <errno.h>
@@ -39,29 +40,6 @@ sched_selector_match(const sched_template *t, const sched_node *node) {
   return 1;
 }
 
-/* The index of device name on n, or -1. */
-int
-sched_pl_node_device(const sched_node *n, const char *name) {
-  for (int j = 0; j < n->capacity.ndevices; j++)
-    if (!strcmp(n->capacity.devices[j].name, name))
-      return j;
-  return -1;
-}
-
-/* The node's slot for each device t asks for (-1: not offered). Returns 0
- * when a device asked for (count > 0) is not offered at all, else 1. */
-int
-sched_pl_resolve_slots(const sched_template *t, const sched_node *n,
-                       int16_t *slots) {
-  int ok = 1;
-  for (int d = 0; d < t->req.ndevices; d++) {
-    slots[d] = (int16_t)sched_pl_node_device(n, t->req.devices[d].name);
-    if (slots[d] < 0 && t->req.devices[d].count)
-      ok = 0;
-  }
-  return ok;
-}
-
 enum nofit
 sched_pl_fits(const sched_node *n, const sched_template *t,
               const int16_t *slots) {
@@ -71,12 +49,8 @@ sched_pl_fits(const sched_node *n, const sched_template *t,
     return NOFIT_MEMORY;
   if (t->req.gpu > sched_node_free_gpus(n))
     return NOFIT_GPU;
-  for (int d = 0; d < t->req.ndevices; d++) {
-    uint32_t want = t->req.devices[d].count;
-    if (want && (uint64_t)n->dev_used[slots[d]] + want >
-                    n->capacity.devices[slots[d]].count)
-      return NOFIT_DEVICE;
-  }
+  if (t->req.ndevices && !sched_pl_devices_fit(n, t, slots))
+    return NOFIT_DEVICE;
   return NOFIT_NONE;
 }
 
@@ -171,8 +145,11 @@ sched_pl_filter(ctx *x, const sched_template *t, counts *k) {
     if (!sched_selector_match(t, n))
       continue;
     k->selector++;
-    if (!(n->runtimes & rt))
+    unsigned need = sched_pl_runtime_need(t, n);
+    if (!(n->runtimes & need)) {
+      k->subnet += need != rt; /* a robot's subnet asks for raw+netns */
       continue;
+    }
     k->runtime++;
     if (!n->ready || n->cordoned) {
       k->notready += !n->ready;

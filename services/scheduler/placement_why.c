@@ -91,7 +91,10 @@ sched_pl_explain(ctx *x, const sched_template *t, uint32_t replica,
          task, (unsigned)replica);
   describe_request(buf, cap, t);
   part(buf, cap, &first, k.nodes - k.selector, "fail the selector%s", "");
-  part(buf, cap, &first, k.selector - k.runtime, "lack runtime %s", t->runtime);
+  part(buf, cap, &first, k.selector - k.runtime - k.subnet, "lack runtime %s",
+       t->runtime);
+  part(buf, cap, &first, k.subnet,
+       "lack runtime %s, which a robot's subnet needs", "raw+netns");
   part(buf, cap, &first, k.notready, "not ready%s", "");
   part(buf, cap, &first, k.cordoned, "cordoned%s", "");
   part(buf, cap, &first, nodev, "lack a device asked for%s", "");

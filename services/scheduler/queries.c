@@ -80,20 +80,48 @@ pack_task(msgpack_packer *pk, const task_rec *r) {
   pack_fields(pk, ray, NFIELDS(ray));
 }
 
+/* The named devices a pod holds, for its describe. */
+typedef struct held_list {
+  char v[SCHED_MAX_DEVICES][SCHED_DEV_SZ];
+  uint32_t n;
+} held_list;
+
+static int
+add_held(const char *device, void *ud) {
+  held_list *h = ud;
+  if (h->n < SCHED_MAX_DEVICES)
+    snprintf(h->v[h->n++], SCHED_DEV_SZ, "%s", device);
+  return 0;
+}
+
+static void
+pack_held(msgpack_packer *pk, const held_list *h) {
+  bus_pack_str(pk, "devices");
+  msgpack_pack_array(pk, h->n);
+  for (uint32_t i = 0; i < h->n; i++)
+    bus_pack_str(pk, h->v[i]);
+}
+
 static void
 pack_pod(msgpack_packer *pk, const pod_rec *p, bus_txn *t, int full) {
   const void *why = NULL;
   size_t wlen = 0;
+  held_list held = {.n = 0};
   if (full)
     bus_txn_get(t, "why", p->name, strlen(p->name), &why, &wlen);
+  if (full && p->bound && !p->released)
+    sched_each_hold(t, p->node, p->name, add_held, &held);
   const field f[] = {F_STR("name", p->name), F_STR("job", p->job),
                      F_STR("task", p->task), F_STR("phase", p->phase),
                      F_STR("node", p->node), F_NUM("attempt", p->attempt)};
   const field g[] = {F_STR("localIP", p->local_ip),
                      F_STR("desired", p->desired), F_STR("reason", p->reason)};
-  msgpack_pack_map(pk, NFIELDS(f) + 1 + NFIELDS(g) + (why ? 1 : 0));
+  msgpack_pack_map(pk, NFIELDS(f) + 1 + NFIELDS(g) + (why ? 1 : 0) +
+                           (held.n ? 1 : 0));
   pack_fields(pk, f, NFIELDS(f));
   pack_gpus(pk, "gpus", p->gpus);
+  if (held.n)
+    pack_held(pk, &held);
   pack_fields(pk, g, NFIELDS(g));
   if (why)
     bus_pack_kv_raw(pk, "why", why, wlen);

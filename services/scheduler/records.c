@@ -180,7 +180,7 @@ sched_each_pod(bus_txn *t, const char *job, sched_pod_cb cb, void *ud) {
 
 static const char *const tables[] = {"jobs",     "specs", "tasks",     "pods",
                                      "why",      "nodes", "nodespecs", "queue",
-                                     "outgoing", "todo",  NULL};
+                                     "outgoing", "todo",  "held",      NULL};
 
 void
 sched_view_def(bus_view_def *def) {

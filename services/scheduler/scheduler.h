@@ -18,6 +18,7 @@
  *   queue     u64be(submit seq) <job> Jobs with pods waiting for a node
  *   outgoing  u64be(seq) <pod>       desired states to send to nodes
  *   todo      <job>                  Jobs whose derived phases changed
+ *   held      <node>/<device>        the pod holding a named device (holds.c)
  *
  * decide remembers in _effects: "p:<version>" (a placement emitted at that
  * placement-log version), "o" (the outgoing key sent last), and each
@@ -178,6 +179,19 @@ typedef struct sched_owner {
   char owner[SCHED_NAME_SZ];
 } sched_owner;
 const char *sched_owner_of(const char *kind, const char *name, void *ud);
+
+/* ---------------------------------------------------------------- holds */
+
+/* Record that bound pod p (its node set) holds the named devices devs
+ * (Binding.devices). */
+int sched_hold_devices(bus_txn *t, const pod_rec *p, const bus_str_list *devs);
+/* Forget every device pod p holds on its node. */
+int sched_drop_holds(bus_txn *t, const pod_rec *p);
+/* Visit the named devices held on node (by pod, or by any when pod is
+ * NULL), in name order; a non-zero return of cb ends the walk with it. */
+typedef int (*sched_hold_cb)(const char *device, void *ud);
+int sched_each_hold(bus_txn *t, const char *node, const char *pod,
+                    sched_hold_cb cb, void *ud);
 
 /* Pod bookkeeping shared by apply paths. */
 int sched_pod_release(bus_txn *t, pod_rec *p);
