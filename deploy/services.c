@@ -15,8 +15,9 @@
 #include "deploy-int.h"
 
 const char *const lark_up_services[] = {
-    "lark-catalog", "lark-scheduler", "lark-dag",     "lark-ipam",
-    "lark-signer",  "lark-logs",      "lark-reports", NULL};
+    "lark-catalog", "lark-scheduler", "lark-dag",
+    "lark-ipam",    "lark-signer",    "lark-logs",
+    "lark-reports", "lark-devices",   NULL};
 
 static lark_proc *
 add_service(lark_up *u, const char *name, const char *bin, const char *node) {

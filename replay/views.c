@@ -7,6 +7,7 @@
 
 #include "catalog.h"
 #include "dag.h"
+#include "larkdevices.h"
 #include "ipam.h"
 #include "logs.h"
 #include "replay.h"
@@ -20,6 +21,7 @@ const lark_view_entry lark_views[] = {
     {"scheduler", sched_view_def, sched_query},
     {"ipam", ipam_view_def, ipam_query},
     {"logs", logs_view_def, logs_query},
+    {"devices", devices_view_def, devices_query},
     {NULL, NULL, NULL},
 };
 

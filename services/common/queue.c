@@ -52,6 +52,18 @@ svc_queue_start(svc_queue *q, bus_conn *c, bus_worker_opts *wo) {
   return rc;
 }
 
+int
+svc_queue_ingress(svc_queue *q, bus_conn *c, const svc_queue_opts *o,
+                  const svc_queue_opts *def, const char *filter,
+                  void (*handle)(bus_worker *w, bus_batch *b, void *ud)) {
+  svc_queue_init(q, o, def, filter);
+  bus_worker_opts wo;
+  bus_worker_opts_init(&wo);
+  wo.consumer.stream = "LARK_INGRESS";
+  wo.handle = handle;
+  return svc_queue_start(q, c, &wo);
+}
+
 void
 svc_queue_destroy(svc_queue *q) {
   bus_worker_stop(q->worker);

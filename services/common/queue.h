@@ -41,6 +41,15 @@ void svc_queue_init(svc_queue *q, const svc_queue_opts *o,
  * the log and ud (q) come from q. On error q is destroyed.
  */
 int svc_queue_start(svc_queue *q, bus_conn *c, bus_worker_opts *wo);
+/*
+ * svc_queue_init then svc_queue_start for a part that works the nodes'
+ * ingress: the worker on LARK_INGRESS under filter, with handle (its ud
+ * is q). The part around q is ready before this is called: handle may
+ * run at once. On error q is destroyed.
+ */
+int svc_queue_ingress(svc_queue *q, bus_conn *c, const svc_queue_opts *o,
+                      const svc_queue_opts *def, const char *filter,
+                      void (*handle)(bus_worker *w, bus_batch *b, void *ud));
 /* Stop the worker, if started, and free what init made. */
 void svc_queue_destroy(svc_queue *q);
 /* One line through q's log: fmt with one string argument. */

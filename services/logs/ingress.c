@@ -162,12 +162,8 @@ logs_ingress_start(bus_conn *c, bus_view *v, const logs_ingress_opts *o,
     return bus_error(-ENOMEM, "out of memory");
   in->c = c;
   in->v = v;
-  svc_queue_init(&in->q, o, &def, "lark.in.*.logs.>");
-  bus_worker_opts wo;
-  bus_worker_opts_init(&wo);
-  wo.consumer.stream = "LARK_INGRESS";
-  wo.handle = handle_batch;
-  int rc = svc_queue_start(&in->q, c, &wo);
+  int rc =
+      svc_queue_ingress(&in->q, c, o, &def, "lark.in.*.logs.>", handle_batch);
   if (rc) {
     free(in);
     return rc;

@@ -182,13 +182,14 @@ pull(fh *h, bus_conn *c, const char *stream, const char *consumer) {
 
 static void
 pull_everything(fh *h, bus_conn *c) {
-  static const char *const durables[] = {"catalog", "scheduler", "dag",
-                                         "ipam",    "signer",    "logs"};
+  static const char *const durables[] = {
+      "catalog", "scheduler", "dag", "ipam", "signer", "logs", "devices"};
   char stream[64], consumer[64];
   for (size_t i = 0; i < sizeof durables / sizeof durables[0] && !h->stop; i++)
     pull(h, c, "LARK_EVENTS", durables[i]);
   pull(h, c, "LARK_INGRESS", "scheduler-ingress");
   pull(h, c, "LARK_INGRESS", "logs-ingress");
+  pull(h, c, "LARK_INGRESS", "devices-ingress");
   for (int i = 1; i <= h->nodes && !h->stop; i++) {
     snprintf(stream, sizeof stream, "LARK_NODE_node-%d", i);
     snprintf(consumer, sizeof consumer, "edge-node-%d", i);
