@@ -191,6 +191,7 @@ int cmd_delete(int argc, char **argv, lark_cli *cli);
 /* stop, resume, cordon, uncordon: argv[0] names the verb (cmd_verbs.c) */
 int cmd_name_verb(int argc, char **argv, lark_cli *cli);
 int cmd_wait(int argc, char **argv, lark_cli *cli);
+int cmd_robot(int argc, char **argv, lark_cli *cli);
 int cmd_cert(int argc, char **argv, lark_cli *cli);
 int cmd_camera(int argc, char **argv, lark_cli *cli);
 int cmd_version(int argc, char **argv, lark_cli *cli);

@@ -31,6 +31,7 @@ static const char *const flags[][2] = {
     {"apply", "-f --dry-run"},
     {"delete", "-f"},
     {"wait", "--for --timeout --interval"},
+    {"robot", "--mode --force"},
     {"replay", "--until-seq --until --from-snapshot --out --verify"},
     {"snapshot", "--out"},
     {"cert", "--role --name --domain --cluster --agent --out --valid "
@@ -68,7 +69,7 @@ static const char script_head[] =
     "--for | --timeout | --interval | --until | --until-seq | --out | "
     "--role | --name | --domain | --cluster | --nodes | --port | --wait | "
     "--tail | --reason | --replicas | --dedupe | --valid | --agent | "
-    "--listen | --pod-cidr | --from-snapshot) ((i++)) ;;\n"
+    "--listen | --pod-cidr | --from-snapshot | --mode) ((i++)) ;;\n"
     "    -f) [[ $cmd == logs ]] || ((i++)) ;;\n"
     "    -*) ;;\n"
     "    *) if [[ -z $cmd ]]; then cmd=\"$w\"; else args+=(\"$w\"); fi ;;\n"
@@ -114,8 +115,9 @@ static const char script_tail[] =
     "  local words=\"\"\n"
     "  case \"$cmd\" in\n"
     "  \"\") words=\"apply cert completion cordon delete describe emit get "
-    "help init logs node replay resume snapshot status stop tail uncordon up "
-    "version wait\" ;;\n"
+    "help init logs node replay resume robot snapshot status stop tail "
+    "uncordon "
+    "up version wait\" ;;\n"
     "  get | describe)\n"
     "    if ((${#args[@]} == 0)); then words=\"$kinds\"\n"
     "    elif ((${#args[@]} == 1)); then words=\"$(_larkctl_names "
@@ -137,10 +139,15 @@ static const char script_tail[] =
     "  emit) ((${#args[@]} == 0)) && words=\"$(_larkctl_names job)\" ;;\n"
     "  replay | snapshot)\n"
     "    ((${#args[@]} == 0)) && words=\"catalog scheduler dag ipam signer "
-    "logs\" ;;\n"
+    "logs devices\" ;;\n"
     "  cert) ((${#args[@]} == 0)) && words=\"request revoke list show ca\" "
     ";;\n"
     "  node) ((${#args[@]} == 0)) && words=\"add list\" ;;\n"
+    "  robot)\n"
+    "    if ((${#args[@]} == 0)); then\n"
+    "      words=\"start stop reset mode status modes\"\n"
+    "    elif ((${#args[@]} == 1)); then words=\"$(_larkctl_names device)\"; "
+    "fi ;;\n"
     "  completion) ((${#args[@]} == 0)) && words=\"bash\" ;;\n"
     "  esac\n"
     "  COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n"

@@ -7,7 +7,8 @@
  * printed as kubectl prints one (objprint.c): times as times, lists of
  * maps as tables. The Events, oldest first (the newest N with --limit),
  * are the catalog's history of the aggregate; a pod's are its whole story
- * from the subjects that carry it (podstory.c). -o json and -o yaml print
+ * from the subjects that carry it (podstory.c), a device's (NAME is
+ * NODE/NAME) the events on its subject. -o json and -o yaml print
  * {object, history[, events]}.
  */
 #include <stdlib.h>
@@ -61,13 +62,18 @@ pack_req(msgpack_sbuffer *sb, const char *k1, const char *v1, const char *k2,
   msgpack_pack_uint64(&pk, limit);
 }
 
-/* The catalog's {aggregate, history} for kind/name; 0 when it has one. */
+/* The catalog's {aggregate, history} for kind/name; 0 when it has one.
+ * A device NODE/NAME is the aggregate lark.ev.device.<node>.<name>. */
 static int
 catalog_entry(lark_cli *cli, const char *kind, const args *a,
               msgpack_zone *zone, msgpack_object *out) {
+  char id[2 * BUS_DERIVED_NAME_MAX + 2];
+  snprintf(id, sizeof id, "%s", a->name);
+  if (!strcmp(kind, "device") && strchr(id, '/'))
+    *strchr(id, '/') = '.';
   msgpack_sbuffer req;
   msgpack_sbuffer_init(&req);
-  pack_req(&req, "kind", kind, "id", a->name, a->limit);
+  pack_req(&req, "kind", kind, "id", id, a->limit);
   int rc =
       cli_query(cli, "catalog", "catalog", "describe", &req, a->at, zone, out);
   msgpack_sbuffer_destroy(&req);
@@ -101,6 +107,16 @@ pod_story(lark_cli *cli, const args *a, const msgpack_object *pod,
   msgpack_sbuffer_destroy(&req);
   msgpack_zone_destroy(&zone);
   return cli_pod_story(cli, a->name, job, domain, since, a->at, events);
+}
+
+/* A device's story: the events on its own subject. */
+static int
+device_story(lark_cli *cli, const args *a, const msgpack_object *dev,
+             json_t **events) {
+  char node[BUS_NAME_MAX + 1] = "", name[BUS_NAME_MAX + 1] = "";
+  bus_obj_str(dev, "node", node, sizeof node);
+  bus_obj_str(dev, "name", name, sizeof name);
+  return cli_device_story(cli, node, name, a->at, events);
 }
 
 static int
@@ -157,6 +173,8 @@ describe(lark_cli *cli, const args *a) {
       rc = CLI_ERR;
     else if (k && !strcmp(k->kind, "pod"))
       rc = pod_story(cli, a, &owned, &events);
+    else if (k && !strcmp(k->kind, "device"))
+      rc = device_story(cli, a, &owned, &events);
     if (rc == CLI_OK)
       rc = print(kind, a, k ? &owned : bus_obj_get(&cat, "aggregate"),
                  have_cat ? bus_obj_get(&cat, "history") : NULL, events,

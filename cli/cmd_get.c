@@ -29,10 +29,12 @@
 
 /* Whether name names one object, which then must be there (as kubectl
  * says NotFound). For pods and tasks it may name their Job (or Task), for
- * routes and domain peers their Domain: a filter, which may match none. */
+ * routes and domain peers their Domain, for devices their node (NODE or
+ * NODE/NAME): a filter, which may match none. */
 static int
 names_one(const cli_kind *k, const char *name) {
-  static const char *const filters[] = {"pod", "task", "route", "domainpeer"};
+  static const char *const filters[] = {"pod", "task", "route", "domainpeer",
+                                        "device"};
   for (size_t i = 0; name && i < sizeof filters / sizeof *filters; i++)
     if (!strcmp(k->kind, filters[i]))
       return 0;
@@ -98,6 +100,8 @@ cmd_get(int argc, char **argv, lark_cli *cli) {
   msgpack_object items;
   int rc =
       cli_query(cli, show->view, show->kind, "list", &b.sb, at, &zone, &items);
+  if (rc == CLI_OK)
+    items = *cli_list_items(&items);
   if (rc == CLI_OK && cli->output == CLI_OUT_WIDE && !strcmp(show->kind, "pod"))
     cli_pod_vips(cli, at, &items, &zone);
   if (rc == CLI_OK && names_one(show, name) && !watch &&

@@ -33,7 +33,8 @@ static const struct {
                  {"workflow", "lark-dag"},    {"domain", "lark-ipam"},
                  {"domainpeer", "lark-ipam"}, {"route", "lark-ipam"},
                  {"cert", "lark-signer"},     {"catalog", "lark-catalog"},
-                 {"logs", "lark-logs"},       {NULL, NULL}};
+                 {"logs", "lark-logs"},       {"robot", "lark-devices"},
+                 {"device", "lark-devices"},  {NULL, NULL}};
 
 const char *
 cli_service_of(const char *kind) {

@@ -19,8 +19,8 @@ static const cli_col catalog_wide[] = {{"ACTOR", "actor", COL_STR, 16},
                                        {"TIME", "ts", COL_TIME, 24},
                                        {NULL, NULL, 0, 0}};
 
-const cli_kind cli_catalog_kind = {"catalog", "catalog",    NULL,
-                                   "catalog", catalog_cols, catalog_wide};
+const cli_kind cli_catalog_kind = {"catalog",    "catalog",    NULL, "catalog",
+                                   catalog_cols, catalog_wide, NULL};
 
 /* `larkctl cert list`: the signer's certificates. */
 static const cli_col cert_cols[] = {{"SERIAL", "serial", COL_STR, 33},
@@ -33,8 +33,8 @@ static const cli_col cert_cols[] = {{"SERIAL", "serial", COL_STR, 33},
 static const cli_col cert_wide[] = {{"SUBJECT", "subject", COL_STR, 40},
                                     {"FINGERPRINT", "fingerprint", COL_STR, 52},
                                     {NULL, NULL, 0, 0}};
-const cli_kind cli_cert_kind = {"cert",   "certs",   NULL,
-                                "signer", cert_cols, cert_wide};
+const cli_kind cli_cert_kind = {"cert",    "certs",   NULL, "signer",
+                                cert_cols, cert_wide, NULL};
 
 static const cli_col workflow_cols[] = {{"NAME", "name", COL_STR, 28},
                                         {"PHASE", "phase", COL_STR, 10},
@@ -108,17 +108,31 @@ static const cli_col route_wide[] = {{"DOMAIN", "domain", COL_STR, 16},
                                      {"POD-CLUSTER", "podCluster", COL_STR, 12},
                                      {NULL, NULL, 0, 0}};
 
+static const cli_col device_cols[] = {{"NODE", "node", COL_STR, 14},
+                                      {"NAME", "name", COL_STR, 16},
+                                      {"KIND", "kind", COL_STR, 6},
+                                      {"STATE", "state", COL_STR, 10},
+                                      {"MODE", "mode", COL_STR, 10},
+                                      {"HOLDER", "holder", COL_STR, 16},
+                                      {NULL, NULL, 0, 0}};
+static const cli_col device_wide[] = {{"DESIRED", "desired", COL_STR, 8},
+                                      {"RESTARTS", "restarts", COL_INT, 8},
+                                      {"FRAMES", "frames", COL_INT, 8},
+                                      {"AGE", "ts", COL_AGE, 6},
+                                      {NULL, NULL, 0, 0}};
+
 /* Kinds owned by services: one row each. */
 static const cli_kind kinds[] = {
-    {"workflow", "workflows", "wf", "dag", workflow_cols, workflow_wide},
-    {"job", "jobs", NULL, "scheduler", job_cols, job_wide},
-    {"task", "tasks", NULL, "scheduler", task_cols, task_wide},
-    {"pod", "pods", "po", "scheduler", pod_cols, pod_wide},
-    {"node", "nodes", "no", "scheduler", node_cols, node_wide},
-    {"domain", "domains", "dom", "ipam", domain_cols, domain_wide},
-    {"domainpeer", "domainpeers", "dp", "ipam", domainpeer_cols, NULL},
-    {"route", "routes", NULL, "ipam", route_cols, route_wide},
-    {NULL, NULL, NULL, NULL, NULL, NULL},
+    {"workflow", "workflows", "wf", "dag", workflow_cols, workflow_wide, NULL},
+    {"job", "jobs", NULL, "scheduler", job_cols, job_wide, NULL},
+    {"task", "tasks", NULL, "scheduler", task_cols, task_wide, NULL},
+    {"pod", "pods", "po", "scheduler", pod_cols, pod_wide, NULL},
+    {"node", "nodes", "no", "scheduler", node_cols, node_wide, NULL},
+    {"domain", "domains", "dom", "ipam", domain_cols, domain_wide, NULL},
+    {"domainpeer", "domainpeers", "dp", "ipam", domainpeer_cols, NULL, NULL},
+    {"route", "routes", NULL, "ipam", route_cols, route_wide, NULL},
+    {"device", "devices", "dev", "devices", device_cols, device_wide, "id"},
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
 };
 
 const cli_kind *
@@ -187,7 +201,8 @@ cli_print_name(const msgpack_object *it, const cli_kind *k) {
   char kind[128], name[512];
   if (k != &cli_catalog_kind || !bus_obj_str(it, "kind", kind, sizeof kind))
     snprintf(kind, sizeof kind, "%s", k->kind);
-  if (bus_obj_str(it, "name", name, sizeof name) ||
+  if ((k->name_key && bus_obj_str(it, k->name_key, name, sizeof name)) ||
+      bus_obj_str(it, "name", name, sizeof name) ||
       bus_obj_str(it, "id", name, sizeof name) ||
       bus_obj_str(it, "pod", name, sizeof name))
     printf("%s/%s\n", kind, name);
@@ -198,6 +213,12 @@ print_names(const msgpack_object *items, const cli_kind *k) {
   for (uint32_t i = 0;
        items->type == MSGPACK_OBJECT_ARRAY && i < items->via.array.size; i++)
     cli_print_name(&items->via.array.ptr[i], k);
+}
+
+const msgpack_object *
+cli_list_items(const msgpack_object *result) {
+  const msgpack_object *items = bus_obj_get(result, "items");
+  return items ? items : result;
 }
 
 void

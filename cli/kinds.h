@@ -27,7 +27,8 @@ typedef struct cli_kind {
   const char *shortname; /* "wf"; may be NULL */
   const char *view;      /* "scheduler": replayed for --at */
   const cli_col *cols;
-  const cli_col *wide; /* extra columns for -o wide; may be NULL */
+  const cli_col *wide;  /* extra columns for -o wide; may be NULL */
+  const char *name_key; /* what -o name prints; NULL: name, id or pod */
 } cli_kind;
 
 /* The i-th kind owned by a service; NULL past the last. */
@@ -39,6 +40,10 @@ const cli_kind *cli_kind_find(const char *name);
 extern const cli_kind cli_catalog_kind;
 /* The certificates' columns (`larkctl cert list`, the signer's). */
 extern const cli_kind cli_cert_kind;
+
+/* A list's rows: result itself, or its `items` when a service answers
+ * {items: [...]} (lark-devices). */
+const msgpack_object *cli_list_items(const msgpack_object *result);
 
 /* Print items (an array of maps) as a table, or as -o json|yaml|wide|name
  * asks. */
@@ -72,6 +77,10 @@ void cli_pod_vips(lark_cli *cli, int64_t at_ns, msgpack_object *items,
 int cli_pod_story(lark_cli *cli, const char *pod, const char *job,
                   const char *domain, int64_t since, int64_t at,
                   json_t **events);
+/* The events on a device's subject (lark.ev.device.<node>.<name>) up to
+ * at (0: now), as cli_pod_story gives a pod's. */
+int cli_device_story(lark_cli *cli, const char *node, const char *name,
+                     int64_t at, json_t **events);
 /* The story as describe's Events table: TIME AGE TYPE REASON FROM
  * MESSAGE. */
 void cli_print_story(const json_t *events);

@@ -35,6 +35,7 @@ static const cli_cmd commands[] = {
     {"cordon", cmd_name_verb, "no new pods on a node"},
     {"uncordon", cmd_name_verb, "new pods on a node again"},
     {"wait", cmd_wait, "wait until an object reaches a phase"},
+    {"robot", cmd_robot, "drive a node's robot: start, stop, reset, mode"},
     {"replay", cmd_replay, "rebuild a view from the stream; --verify"},
     {"snapshot", cmd_snapshot, "a compacted copy of a live view"},
     {"cert", cmd_cert, "certificates: request, revoke, list, show, ca"},

@@ -13,7 +13,12 @@
  * a user may use, from the submission of the pod's Job (so an older
  * generation of the same name stays out) up to --at. All live on
  * LARK_EVENTS, so stream order is the order they happened in.
+ *
+ * A device's story (`describe device`) is the one subject that carries
+ * it, lark.ev.device.<node>.<name>: who commanded the robot, what its
+ * node saw, what its camera did.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,6 +229,82 @@ cli_pod_story(lark_cli *cli, const char *pod, const char *job,
   json_decref(s.events);
   if (rc && c)
     cli_fail("describe", rc, "reading the pod's events");
+  return rc ? CLI_ERR : CLI_OK;
+}
+
+/* ---------------------------------------------------------- devices */
+
+/* Append to msg (cap bytes, *n used) what fmt says. */
+static void
+put(char *msg, size_t cap, size_t *n, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  if (*n < cap) {
+    int k = vsnprintf(msg + *n, cap - *n, fmt, ap);
+    *n += k > 0 ? (size_t)k : 0;
+  }
+  va_end(ap);
+}
+
+/* What a device event says, for people: robot.commanded "start mode pick
+ * by pod p, forced over holder h: why"; the others their mode, pod, exit,
+ * restarts, frames and bytes, and why. */
+static void
+device_message(const bus_event *ev, char *msg, size_t cap) {
+  static const char *const counts[] = {"exitCode", "signal", "restarts",
+                                       "frames",   "bytes",  NULL};
+  const msgpack_object *d = &ev->data, *f = bus_obj_get(d, "force");
+  char op[16] = "", v[BUS_DERIVED_NAME_MAX + 1];
+  size_t n = 0;
+  msg[0] = 0;
+  if (bus_obj_str(d, "op", op, sizeof op))
+    put(msg, cap, &n, "%s", op);
+  if (bus_obj_str(d, "mode", v, sizeof v))
+    put(msg, cap, &n, "%s%s",
+        !n                   ? "mode "
+        : strcmp(op, "mode") ? " mode "
+                             : " to ",
+        v);
+  if (bus_obj_str(d, "pod", v, sizeof v))
+    put(msg, cap, &n, "%sby pod %s", n ? " " : "", v);
+  for (int i = 0; counts[i]; i++)
+    if (bus_obj_get(d, counts[i]))
+      put(msg, cap, &n, "%s%s %lld", n ? ", " : "", counts[i],
+          (long long)bus_obj_int(d, counts[i], 0));
+  if (f && f->type == MSGPACK_OBJECT_BOOLEAN && f->via.boolean &&
+      bus_obj_str(d, "holder", v, sizeof v))
+    put(msg, cap, &n, ", forced over holder %s", v);
+  char reason[512];
+  if (bus_obj_str(d, "reason", reason, sizeof reason) && reason[0])
+    put(msg, cap, &n, "%s%s", n ? ": " : "", reason);
+}
+
+static void
+on_device(story *s, const bus_event *ev) {
+  char reason[64], msg[1024];
+  const char *dot = strchr(ev->type, '.');
+  snprintf(reason, sizeof reason, "%s", dot ? dot + 1 : ev->type);
+  reason[0] =
+      (char)(reason[0] >= 'a' && reason[0] <= 'z' ? reason[0] - 32 : reason[0]);
+  device_message(ev, msg, sizeof msg);
+  int warn = !strcmp(ev->type, "robot.exited") ||
+             !strcmp(ev->type, "robot.restarted") ||
+             !strcmp(ev->type, "camera.error");
+  add(s, warn ? "Warning" : "Normal", reason, ev->actor, msg);
+}
+
+int
+cli_device_story(lark_cli *cli, const char *node, const char *name, int64_t at,
+                 json_t **out) {
+  story s = {name, "", json_array(), 0, 0};
+  char filter[BUS_SUBJECT_MAX];
+  snprintf(filter, sizeof filter, "lark.ev.device.%s.%s", node, name);
+  bus_conn *c = cli_connect(cli);
+  int rc = c ? read_subject(c, filter, 0, at, &s, on_device) : BUS_ECONN;
+  bus_conn_close(c);
+  *out = s.events;
+  if (rc && c)
+    cli_fail("describe", rc, "reading the device's events");
   return rc ? CLI_ERR : CLI_OK;
 }
 

@@ -141,7 +141,7 @@ relist(watch *w) {
   else if (err)
     cli_print_refusal("get", w->k->plural, err);
   else if (res)
-    diff(w, res, 0);
+    diff(w, cli_list_items(res), 0);
   msgpack_zone_destroy(&zone);
   w->last_list = bus_mono_ms();
 }

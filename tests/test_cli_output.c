@@ -278,20 +278,8 @@ domain_setup(void) {
  * ingress as its agent would (the admin may write there). */
 static void
 report_running(void) {
-  char path[512], url[256] = "", creds[512];
-  snprintf(path, sizeof path, "%s/url", plat.dir);
-  snprintf(creds, sizeof creds, "%s/creds/admin.nk", plat.dir);
-  FILE *f = fopen(path, "r");
-  cr_assert_not_null(f);
-  cr_assert_not_null(fgets(url, sizeof url, f));
-  fclose(f);
-  url[strcspn(url, "\n")] = 0;
-  bus_conn_opts o;
-  bus_conn_opts_init(&o);
-  o.url = url;
-  o.creds = creds;
-  bus_conn *c = NULL;
-  cr_assert_eq(bus_conn_open(&c, &o), 0, "%s", bus_last_error());
+  bus_conn *c = lt_platform_admin(&plat);
+  cr_assert_not_null(c, "%s", bus_last_error());
   bus_packbuf b;
   bus_packbuf_init(&b);
   msgpack_pack_map(&b.pk, 4);

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "natsd.h"
 #include "proc.h"
@@ -71,4 +72,26 @@ lt_larkctl_env(const char *url, const char *data) {
   setenv("LARK_URL", url, 1);
   setenv("LARK_DATA", data, 1);
   setenv("LARK_JS_WAIT_MS", "500", 1);
+}
+
+bus_conn *
+lt_platform_admin(const lt_platform *p) {
+  char path[512], url[256] = "", creds[512];
+  snprintf(path, sizeof path, "%s/url", p->dir);
+  snprintf(creds, sizeof creds, "%s/creds/admin.nk", p->dir);
+  FILE *f = fopen(path, "r");
+  if (!f || !fgets(url, sizeof url, f)) {
+    if (f)
+      fclose(f);
+    bus_error(BUS_ENOT_FOUND, "no url in %s", path);
+    return NULL;
+  }
+  fclose(f);
+  url[strcspn(url, "\n")] = 0;
+  bus_conn_opts o;
+  bus_conn_opts_init(&o);
+  o.url = url;
+  o.creds = creds;
+  bus_conn *c = NULL;
+  return bus_conn_open(&c, &o) ? NULL : c;
 }

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "bus.h"
+
 typedef struct lt_platform {
   char dir[256];     /* larkctl --data */
   char larkctl[512]; /* the built binary */
@@ -43,6 +45,10 @@ void lt_platform_remove(lt_platform *p);
 int lt_larkctl(const lt_platform *p, char *out, size_t cap, char *err,
                size_t errcap, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
+
+/* A connection to the platform as its admin (dir/url, dir/creds/admin.nk),
+ * as larkctl makes it; NULL with bus_last_error() when it cannot. */
+bus_conn *lt_platform_admin(const lt_platform *p);
 
 /* Point larkctl, run from this process, at a test's broker: LARK_URL url,
  * LARK_DATA data and LARK_JS_WAIT_MS 500. */
