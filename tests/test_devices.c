@@ -2,8 +2,9 @@
  * test_devices.c - lark-devices' view without a broker: registered
  * devices and their rows, commands that queue robot.desired (version =
  * the command's sequence, the request id echoed), what nodes report, the
- * holder taken from job.placed and given back when its pod ends (then
- * decide stops the robot once), NotReady shown as Unknown, the queries'
+ * holder taken from job.placed and given back when its pod ends or its
+ * node is lost (then decide stops the robot once), NotReady shown as
+ * Unknown, the queries'
  * refusals, and a replay of the same events giving the same digest.
  */
 #include <criterion/criterion.h>
@@ -464,4 +465,21 @@ Test(devices, replay_gives_the_same_digest) {
   cr_expect(!memcmp(d1, d2, 32), "live and replayed views differ");
   bus_view_close(r);
   lt_rmtree(rdir);
+}
+
+Test(devices, node_lost_ends_its_holders) {
+  register_node("n1", 1);
+  register_node("n2", 1);
+  placed("j", "j-a-0", "n1", "robot/arm-1");
+  placed("k", "k-a-0", "n2", "robot/arm-1");
+  command("n1", "arm-1", "start", NULL, "j-a-0", "r1");
+  bus_ev_node_notready nr = {0};
+  feed("lark.ev.node.n1", BUS_T_NODE_NOTREADY, &nr, NULL);
+  expect_row("n1", "arm-1", "holder", "");
+  expect_row("n2", "arm-1", "holder", "k-a-0"); /* another node's */
+  seen o;
+  outbox(&o, "robot.commanded");
+  cr_expect_eq(o.n, 1, "the robot its lost pod held is stopped");
+  cr_expect_str_eq(o.subject, "lark.ev.device.n1.arm-1");
+  msgpack_sbuffer_destroy(&o.last);
 }

@@ -9,7 +9,8 @@
  * asks through its node and its Job's end stops the robot; a request from
  * a pod that does not hold the robot and a report from another node land
  * nothing; NotReady shows Unknown; kill -9 mid-stream applies nothing
- * twice; and the view replays to the same digest.
+ * twice; a Job the scheduler places on the robot holds it until its pod
+ * ends; and the view replays to the same digest.
  */
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -21,6 +22,7 @@
 
 #include "bed.h"
 #include "cmd.h"
+#include "cmd_check.h"
 #include "events.h"
 #include "json.h"
 #include "proc.h"
@@ -390,5 +392,43 @@ Test(devices_service, kill_9_mid_stream_applies_nothing_twice) {
   cr_expect_eq(started, 30, "every report once");
   cr_expect_eq(exited, 30, "every report once");
   cr_expect_eq(count("robot.commanded", DEV_SUBJECT), 10);
+  lt_expect_replay(conn, "devices", 25, 0);
+}
+
+/* The scheduler places a Job that asks for robot/arm-1 by name: its pod
+ * holds it (job.placed's Binding.devices), drives it through its node,
+ * and its end stops it. */
+Test(devices_service, a_job_placed_on_the_robot_holds_it) {
+  char code[64], v[256];
+  node_up();
+  msgpack_zone z;
+  msgpack_zone_init(&z, 4096);
+  lt_must_command(
+      conn, "job", "apply",
+      "{\"resource\":{\"apiVersion\":\"rlinf.io/v1alpha1\",\"kind\":"
+      "\"Job\",\"metadata\":{\"name\":\"rj\"},\"spec\":{\"tasks\":[{"
+      "\"name\":\"a\",\"role\":\"Actor\",\"replicas\":1,\"resources\":"
+      "{\"cpu\":1,\"memory\":64,\"devices\":{\"robot/arm-1\":1}},"
+      "\"runtime\":{\"raw\":{\"entrypoint\":[\"true\"]}}}]}}}",
+      &z);
+  msgpack_zone_destroy(&z);
+  cr_assert(row_becomes("n1", "arm-1", "holder", "rj-a-0"));
+  robot("start", "{\"node\":\"n1\",\"robot\":\"arm-1\"}", code, sizeof code,
+        NULL);
+  cr_expect_str_eq(code, "CONFLICT");
+  robot_request("n1", "arm-1", "rj-a-0", "start", "req-9");
+  cr_expect(last_becomes("LARK_NODE_n1", NODE_SUBJECT, "robot.desired",
+                         "request", "req-9", v, sizeof v));
+  last_becomes("LARK_NODE_n1", NODE_SUBJECT, "robot.desired", "holder",
+               "rj-a-0", v, sizeof v);
+  cr_expect_str_eq(v, "rj-a-0");
+  node_says("n1", "sched.pod.rj-a-0", "pod.report",
+            "{\"pod\":\"rj-a-0\",\"phase\":\"Succeeded\",\"attempt\":0,"
+            "\"exitCode\":0}");
+  cr_expect(last_becomes("LARK_EVENTS", DEV_SUBJECT, "robot.commanded",
+                         "reason", "holder pod rj-a-0 ended", v, sizeof v));
+  cr_expect(last_becomes("LARK_NODE_n1", NODE_SUBJECT, "robot.desired",
+                         "desired", "Stopped", v, sizeof v));
+  cr_expect(row_becomes("n1", "arm-1", "holder", ""));
   lt_expect_replay(conn, "devices", 25, 0);
 }

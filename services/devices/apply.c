@@ -7,8 +7,10 @@
  *
  * apply is pure: no clock, no broker. A device keeps its desired and
  * observed state across its node's registrations; a device the node no
- * longer declares is dropped with what was queued for it. When a holder
- * ends while its robot should run, the robot gets an `ending` row and
+ * longer declares is dropped with what was queued for it. A holder ends
+ * with its pod's terminal phase, its Job unplaced or deleted, or its node
+ * NotReady (the scheduler's NodeLost). When a holder ends while its robot
+ * should run, the robot gets an `ending` row and
  * decide stops it with a robot.commanded of its own.
  */
 #include <errno.h>
@@ -109,14 +111,6 @@ apply_registered(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
   return rc ? rc : bus_txn_put(t, "nodes", node, strlen(node), "R", 1);
 }
 
-static int
-apply_readiness(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
-  (void)data, (void)ud;
-  const char *node = subject_id(ev->subject);
-  const char *v = ev->t == BUS_T_NODE_NOTREADY ? "N" : "R";
-  return bus_txn_put(t, "nodes", node, strlen(node), v, 1);
-}
-
 /* ------------------------------------------------------------ holders */
 
 /* One binding's named devices: "robot/<n>" and "camera/<n>" of its node. */
@@ -213,20 +207,33 @@ collect(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   return 0;
 }
 
-/* Every pod of job (named <job>-...) ends. */
+/* Every pod of job (named <job>-...), or every pod on node, ends. */
 static int
-end_job(bus_txn *t, const char *job, int64_t ts) {
-  char prefix[DEV_NAME_SZ + 1];
-  int plen = snprintf(prefix, sizeof prefix, "%s-", job);
+end_pods(bus_txn *t, const char *job, const char *node, int64_t ts) {
+  char prefix[DEV_NAME_SZ + 1] = "";
+  int plen = job ? snprintf(prefix, sizeof prefix, "%s-", job) : 0;
   names ns = {NULL, 0, 0};
   int rc = bus_txn_scan(t, "pods", prefix, (size_t)plen, collect, &ns);
   for (size_t i = 0; !rc && i < ns.n; i++) {
     pod_rec p;
-    if (!dev_pod_get(t, ns.v[i], &p) && !strcmp(p.job, job))
+    if (!dev_pod_get(t, ns.v[i], &p) && (!job || !strcmp(p.job, job)) &&
+        (!node || !strcmp(p.node, node)))
       rc = end_pod(t, ns.v[i], ts);
   }
   free(ns.v);
   return rc;
+}
+
+/* A node NotReady: its devices' state is unknown, and its pods lose what
+ * they hold, as the scheduler fails them (NodeLost) and gives their
+ * capacity back. */
+static int
+apply_readiness(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
+  (void)data, (void)ud;
+  const char *node = subject_id(ev->subject);
+  int down = ev->t == BUS_T_NODE_NOTREADY;
+  int rc = bus_txn_put(t, "nodes", node, strlen(node), down ? "N" : "R", 1);
+  return rc || !down ? rc : end_pods(t, NULL, node, ev->ts);
 }
 
 static int
@@ -234,13 +241,13 @@ apply_unplaced(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
   (void)ud;
   char job[DEV_NAME_SZ];
   dev_copy(job, sizeof job, ((const bus_ev_job_unplaced *)data)->job);
-  return end_job(t, job, ev->ts);
+  return end_pods(t, job, NULL, ev->ts);
 }
 
 static int
 apply_job_deleted(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
   (void)data, (void)ud;
-  return end_job(t, subject_id(ev->subject), ev->ts);
+  return end_pods(t, subject_id(ev->subject), NULL, ev->ts);
 }
 
 /* ------------------------------------------------------------ dispatch */

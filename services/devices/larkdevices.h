@@ -7,7 +7,8 @@
  * (lark.node.<node>.robot.<robot>, latest wins). Its view follows what
  * the nodes registered (node.registered's devices), their readiness, who
  * holds which named device (job.placed's Binding.devices, until the pod
- * ends or its Job is unplaced) and its own device events.
+ * ends, its Job is unplaced or its node is NotReady) and its own device
+ * events.
  *
  * A robot is a resource with a desired state (Running or Stopped, a mode,
  * a count of resets) and an observed one (Running, Stopped, Exited,
