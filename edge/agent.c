@@ -151,6 +151,11 @@ prepare(edge_agent *a, const edge_config *cfg) {
   char path[4200];
   a->cfg = *cfg;
   a->pod_ended = edge_pods_reconcile_one;
+  if (cfg->devfile) { /* taken over: the agent frees it */
+    a->devices = *cfg->devfile;
+    *cfg->devfile = (edge_devices){0};
+  }
+  a->cfg.devfile = &a->devices;
   int rc = runtimes(a);
   if (rc)
     return rc;
@@ -249,6 +254,9 @@ edge_agent_run(const edge_config *cfg) {
               a->cfg.node, a->cfg.data, a->cfg.runtimes,
               a->cfg.pod_cidr ? ", pod CIDR " : "",
               a->cfg.pod_cidr ? a->cfg.pod_cidr : "");
+    if (a->devices.n)
+      edge_logf("info", "-", "%d devices from %s", a->devices.n,
+                a->cfg.device_file ? a->cfg.device_file : "the device file");
     if (!rc)
       uv_run(a->loop, UV_RUN_DEFAULT);
   }
@@ -258,6 +266,7 @@ edge_agent_run(const edge_config *cfg) {
 out:
   bus_conn_close(a->conn);
   edge_store_close(a->store);
+  edge_devices_free(&a->devices);
   pthread_cond_destroy(&a->cv);
   pthread_mutex_destroy(&a->mu);
   free(a);

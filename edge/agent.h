@@ -22,6 +22,7 @@
 
 #include <uv.h>
 
+#include "devices.h"
 #include "edge.h"
 #include "store.h"
 
@@ -37,6 +38,8 @@ struct edge_agent {
   uv_signal_t sigs[2];
   uv_timer_t flush; /* log batches */
   edge_store *store;
+  edge_devices devices; /* the node's robots and cameras; read-only once
+                           the agent runs (cfg.devfile points here) */
   bus_conn *conn;
   edge_proc *procs; /* live and ending processes */
   atomic_int npods; /* live processes, for heartbeats */

@@ -262,7 +262,8 @@ read_top(dparse *p) {
                         : "";
     int i = !strcmp(k, "robots") ? 0 : !strcmp(k, "cameras") ? 1 : -1;
     if (i < 0) {
-      dp_fail(p, line, "unknown key %.64s (robots and cameras are known)", k);
+      dp_fail(p, line, "unknown key %.64s (robots and cameras are known)",
+              *k ? k : "''");
       return -1;
     }
     if (seen[i]++) {

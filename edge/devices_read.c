@@ -275,7 +275,9 @@ device_key(dparse *p, const dkind *k, edge_device *d, int *lines) {
   for (int i = 0; k->keys[i] && key < 0; i++)
     if (!strcmp(s, k->keys[i]))
       key = i;
-  if (key < 0)
+  if (p->ev.type != YAML_SCALAR_EVENT)
+    dp_problem(p, line, "a key must be a string");
+  else if (key < 0)
     dp_problem(p, line, "unknown key %.64s", s);
   else if (lines[key])
     dp_problem(p, line, "%s given twice", s);

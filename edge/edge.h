@@ -49,6 +49,11 @@ typedef struct edge_config {
   const char *capacity; /* "cpu=8,memory=32768,gpu=2" (memory: MiB, or
                            with a Ki/Mi/Gi/Ti suffix) */
   const char *devices;  /* "rlinf.io/device=2" */
+  /* the robots and cameras of --device-file (devices.h), or NULL: the
+   * agent takes what it holds (leaving it empty) and frees it at the end;
+   * the file's path is only for the log */
+  struct edge_devices *devfile;
+  const char *device_file;
   const char *runtimes; /* "raw"; "raw+netns" is added with pod_cidr */
   const char *pod_cidr; /* "10.88.1.0/24": raw+netns pods get a /30 of it;
                            NULL: no raw+netns (it needs root) */

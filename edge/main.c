@@ -8,9 +8,15 @@
  *             [--heartbeat SECONDS] [--grace SECONDS]
  *             [--artifact-ca FILE] [--artifact-max SIZE]
  *             [--artifact-timeout SECONDS]
+ *             [--device-file FILE [--device-share I/N]]
  *
  * Settings come from flags over the environment (LARK_URL, LARK_CREDS,
- * LARK_DATA, LARK_NODE, LARK_POD_CIDR, LARK_ARTIFACT_CA) over defaults. A
+ * LARK_DATA, LARK_NODE, LARK_POD_CIDR, LARK_ARTIFACT_CA, LARK_DEVICE_FILE)
+ * over defaults. The device file declares the node's robots and cameras
+ * (devices.h); a bad one stops the agent before it starts (exit 2), with
+ * the line it is on. `--device-share I/N` keeps device j of the file
+ * (robots first, then cameras) when j mod N == I-1: how `larkctl up`
+ * shares one file among N local nodes. A
  * pod CIDR makes the node offer raw+netns (needs root). The artifact CA
  * file is trusted for https artifacts beside the system's CAs. `lark-edge
  * pod-shim` is the wrapper the agent runs each pod under (shim.c).
@@ -23,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "devices.h"
 #include "edge.h"
 #include "fetch.h"
 
@@ -34,7 +41,8 @@ static const char usage[] =
     "[--heartbeat S] [--grace S]\n"
     "                 [--pod-cidr a.b.c.d/len]  (raw+netns pods; root)\n"
     "                 [--artifact-ca FILE] [--artifact-max SIZE] "
-    "[--artifact-timeout S]\n";
+    "[--artifact-timeout S]\n"
+    "                 [--device-file FILE [--device-share I/N]]\n";
 
 static int
 seconds_ms(const char *s, int *out) {
@@ -90,7 +98,7 @@ enum { STR, MS, SECONDS, BYTES };
 static const struct flag {
   const char *name;
   int kind;
-  size_t off;
+  size_t off; /* (size_t)-1: main's own */
 } flags[] = {
     {"node", STR, offsetof(edge_config, node)},
     {"cluster", STR, offsetof(edge_config, cluster)},
@@ -107,8 +115,32 @@ static const struct flag {
     {"artifact-ca", STR, offsetof(edge_config, artifact_ca)},
     {"artifact-max", BYTES, offsetof(edge_config, artifact_max)},
     {"artifact-timeout", SECONDS, offsetof(edge_config, artifact_timeout_s)},
+    {"device-file", STR, offsetof(edge_config, device_file)},
+    {"device-share", STR, (size_t)-1},
 };
 enum { NFLAGS = sizeof flags / sizeof flags[0] };
+
+/* The device file's robots and cameras, this node's share of them
+ * ("I/N", or NULL: all), into d; -1 after saying why. */
+static int
+device_file(const char *path, const char *share, edge_devices *d) {
+  char err[1024], end;
+  int i = 1, n = 1;
+  if (share && (sscanf(share, "%d/%d%c", &i, &n, &end) != 2 || i < 1 || n < i ||
+                n > 1024)) {
+    fprintf(stderr,
+            "lark-edge: --device-share %s: not I/N with 1 <= I <= "
+            "N <= 1024\n",
+            share);
+    return -1;
+  }
+  if (edge_devices_load(path, d, err, sizeof err)) {
+    fprintf(stderr, "lark-edge: device file %s\n", err);
+    return -1;
+  }
+  edge_devices_share(d, i, n);
+  return 0;
+}
 
 /* Flag f's value arg into c; 1 when it is bad. */
 static int
@@ -152,17 +184,20 @@ main(int argc, char **argv) {
   c.data = env_or("LARK_DATA", NULL);
   c.node = env_or("LARK_NODE", NULL);
   c.pod_cidr = env_or("LARK_POD_CIDR", NULL);
-  const char *ca = env_or("LARK_ARTIFACT_CA", NULL);
+  c.device_file = env_or("LARK_DEVICE_FILE", NULL);
+  const char *ca = env_or("LARK_ARTIFACT_CA", NULL), *share = NULL;
   struct option opts[NFLAGS + 2];
   getopt_table(opts);
   c.artifact_ca = ca;
   int o;
   while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1)
-    if (o < 0 || o >= NFLAGS || set_opt(&c, &flags[o], optarg)) {
+    if (o >= 0 && o < NFLAGS && flags[o].off == (size_t)-1)
+      share = optarg;
+    else if (o < 0 || o >= NFLAGS || set_opt(&c, &flags[o], optarg)) {
       fputs(usage, stderr);
       return 2;
     }
-  if (!c.node || !c.data || optind != argc) {
+  if (!c.node || !c.data || optind != argc || (share && !c.device_file)) {
     fputs(usage, stderr);
     return 2;
   }
@@ -170,5 +205,13 @@ main(int argc, char **argv) {
   c.artifact_ca = NULL;
   if (ca && *ca && ca_file(ca, &c.artifact_ca))
     return 2;
-  return edge_agent_run(&c) ? 1 : 0;
+  edge_devices devs = {0};
+  if (c.device_file && *c.device_file) {
+    if (device_file(c.device_file, share, &devs))
+      return 2;
+    c.devfile = &devs;
+  }
+  int rc = edge_agent_run(&c) ? 1 : 0;
+  edge_devices_free(&devs); /* empty unless the agent never took it */
+  return rc;
 }

@@ -2,7 +2,10 @@
  * node.c - what the node says about itself: the Node resource sent as
  * node.registered on lark.in.<node>.sched.node (metadata.name = the
  * node; spec: cluster, labels, addresses, runtimes, capacity with
- * devices). NodeSpec refuses unknown fields, so the OS, architecture
+ * devices; the robots and cameras of the device file, by their
+ * names, kinds, modes' names, ROS settings, subnets and cameras' sources
+ * and sizes: launch lines and users stay here). NodeSpec refuses unknown
+ * fields, so the OS, architecture
  * and agent version travel as labels (rlark.io/os, rlark.io/arch,
  * rlark.io/agent-version). Capacity not given is measured: CPUs online,
  * MemTotal in MiB, no GPU.
@@ -18,6 +21,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "devices.h"
 #include "edge.h"
 
 int
@@ -109,6 +113,12 @@ typedef struct node_lists {
   bus_str addrs[ADDRS_MAX];
   char addr[ADDRS_MAX][INET6_ADDRSTRLEN];
   uint32_t nlabels, ndev, nrt, naddrs;
+  /* the device file's devices, as NodeSpec.devices */
+  bus_device named[EDGE_DEV_MAX];
+  bus_str modes[EDGE_DEV_MAX][EDGE_DEV_MODES_MAX];
+  char source[EDGE_DEV_MAX][EDGE_DEV_PATH_SZ + 8];
+  char range[EDGE_DEV_MAX][2 * EDGE_DEV_IP_SZ + 2];
+  uint32_t nnamed;
 } node_lists;
 
 /* s[0..n) into l's text; cut to what room is left. */
@@ -186,6 +196,54 @@ runtimes(const edge_config *cfg, node_lists *l) {
   }
 }
 
+/* A robot's ROS settings and subnet, as Device i. */
+static void
+robot_named(node_lists *l, const edge_device *d, int i) {
+  bus_device *v = &l->named[i];
+  for (int m = 0; m < d->nmodes && m < EDGE_DEV_MODES_MAX; m++)
+    l->modes[i][m] = bus_str_of(d->modes[m].name);
+  v->has_modes = 1;
+  v->modes = (bus_str_list){l->modes[i], (uint32_t)d->nmodes};
+  v->has_rosMasterUri = d->kind == EDGE_DEV_ROS && d->ros_master_uri[0];
+  v->rosMasterUri = bus_str_of(d->ros_master_uri);
+  v->has_rosDomainId = d->kind == EDGE_DEV_ROS2 && d->ros_domain_id >= 0;
+  v->rosDomainId = (uint64_t)(d->ros_domain_id < 0 ? 0 : d->ros_domain_id);
+  if (!d->subnet.set)
+    return;
+  const edge_dev_subnet *s = &d->subnet;
+  snprintf(l->range[i], sizeof l->range[i], "%s-%s", s->first, s->last);
+  v->has_subnet = 1;
+  v->subnet = (bus_subnet){.parent = bus_str_of(s->parent),
+                           .cidr = bus_str_of(s->cidr),
+                           .range = bus_str_of(l->range[i]),
+                           .has_gateway = s->gateway[0] != 0,
+                           .gateway = bus_str_of(s->gateway)};
+}
+
+/* The device file's robots and cameras as NodeSpec.devices. */
+static void
+named_devices(const edge_config *cfg, node_lists *l) {
+  static const char *const src[] = {"pattern", "files:", "v4l2:"};
+  for (int i = 0; cfg->devfile && i < cfg->devfile->n && i < EDGE_DEV_MAX;
+       i++) {
+    const edge_device *d = &cfg->devfile->v[i];
+    bus_device *v = &l->named[l->nnamed++];
+    v->name = bus_str_of(d->name);
+    v->kind = bus_str_of(edge_dev_kind_name(d->kind));
+    if (d->kind != EDGE_DEV_CAMERA) {
+      robot_named(l, d, i);
+      continue;
+    }
+    snprintf(l->source[i], sizeof l->source[i], "%s%s", src[d->source],
+             d->path);
+    v->has_source = v->has_width = v->has_height = v->has_fps = 1;
+    v->source = bus_str_of(l->source[i]);
+    v->width = d->width;
+    v->height = d->height;
+    v->fps = d->fps;
+  }
+}
+
 static int
 describe(const edge_config *cfg, node_lists *l, msgpack_sbuffer *sb) {
   res r = {0};
@@ -201,6 +259,7 @@ describe(const edge_config *cfg, node_lists *l, msgpack_sbuffer *sb) {
   label_kv("rlark.io/agent-version", EDGE_VERSION, l);
   runtimes(cfg, l);
   addresses(l);
+  named_devices(cfg, l);
   bus_node_res n = {
       .apiVersion = BUS_STR("rlinf.io/v1alpha1"),
       .kind = BUS_STR("Node"),
@@ -212,16 +271,18 @@ describe(const edge_config *cfg, node_lists *l, msgpack_sbuffer *sb) {
                .addresses = {l->addrs, l->naddrs},
                .has_runtimes = 1,
                .runtimes = {l->runtimes, l->nrt},
-               .capacity = {
-                   .has_cpu = 1,
-                   .cpu = r.has_cpu ? r.cpu
-                                    : (uint64_t)sysconf(_SC_NPROCESSORS_ONLN),
-                   .has_memory = 1,
-                   .memory = r.has_mem ? r.memory : mem_total_mib(),
-                   .has_gpu = 1,
-                   .gpu = r.has_gpu ? r.gpu : 0,
-                   .has_devices = l->ndev > 0,
-                   .devices = {l->devices, l->ndev}}}};
+               .capacity = {.has_cpu = 1,
+                            .cpu = r.has_cpu ? r.cpu
+                                             : (uint64_t)sysconf(
+                                                   _SC_NPROCESSORS_ONLN),
+                            .has_memory = 1,
+                            .memory = r.has_mem ? r.memory : mem_total_mib(),
+                            .has_gpu = 1,
+                            .gpu = r.has_gpu ? r.gpu : 0,
+                            .has_devices = l->ndev > 0,
+                            .devices = {l->devices, l->ndev}},
+               .has_devices = l->nnamed > 0,
+               .devices = {l->named, l->nnamed}}};
   msgpack_packer pk;
   msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
   return bus_node_res_write(&pk, &n) ? -ENOMEM : 0;

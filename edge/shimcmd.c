@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "shimcmd.h"
 
 extern char **environ;
@@ -79,40 +80,95 @@ safe_name(const char *s, size_t n) {
   return 1;
 }
 
-/* The platform's variables about devices the pod asked for. */
+/* What a pod holding its bound devices is told (edge/README.md,
+ * "Devices"): each kind's switch and controller socket, the one robot's
+ * ROS setting when it holds exactly one, and the names. */
+typedef struct held {
+  int kinds[3]; /* by edge_dev_kind */
+  int robots;
+  const edge_device *robot; /* the last robot */
+  char names[32 * 72];
+  size_t used;
+} held;
+
 static void
-env_devices(edge_env *e, const bus_values *dev, const char *node) {
-  if (!dev->n)
-    return;
-  char list[2048] = "", num[32];
-  size_t used = 0;
-  uint64_t total = 0;
-  for (uint32_t i = 0; i < dev->n; i++) {
-    const bus_value *v = &dev->v[i];
-    if (v->kind != BUS_V_UINT && (v->kind != BUS_V_INT || v->as.i < 0))
-      continue;
-    uint64_t count = v->kind == BUS_V_UINT ? v->as.u : (uint64_t)v->as.i;
-    total += count;
-    int n = snprintf(list + used, sizeof list - used, "%s%.*s=%llu",
-                     used ? "," : "", (int)v->key.len, v->key.ptr,
-                     (unsigned long long)count);
-    if (n > 0 && used + (size_t)n < sizeof list)
-      used += (size_t)n;
+hold(held *h, const edge_device *dev) {
+  char name[80];
+  h->kinds[dev->kind] = 1;
+  if (dev->kind != EDGE_DEV_CAMERA) {
+    h->robots++;
+    h->robot = dev;
   }
-  env_sets(e, "RLINF_EMBODIED_DEVICES", list);
-  snprintf(num, sizeof num, "%llu", (unsigned long long)total);
-  env_sets(e, "RLINF_EMBODIED_DEVICE_COUNT", num);
-  env_sets(e, "RLINF_EMBODIED_NODE", node);
+  if (edge_dev_bound_name(dev, name, sizeof name))
+    return;
+  int n = snprintf(h->names + h->used, sizeof h->names - h->used, "%s%s",
+                   h->used ? "," : "", name);
+  if (n > 0 && h->used + (size_t)n < sizeof h->names)
+    h->used += (size_t)n;
 }
 
-/* Environment: the agent's (without its own LARK_ and NATS settings),
- * raw.environment, the message's env map, then what the node knows. */
+static void
+env_devices(edge_env *e, edge_proc *p, const bus_str_list *bound) {
+  static const char *const on[3] = {"RLINF_EMBODIED_ROS_ENABLED",
+                                    "RLINF_EMBODIED_ROS2_ENABLED",
+                                    "RLINF_EMBODIED_CAMERA_ENABLED"};
+  static const char *const path[3] = {"RLINF_EMBODIED_ROS_SOCKET_PATH",
+                                      "RLINF_EMBODIED_ROS2_SOCKET_PATH",
+                                      "RLINF_EMBODIED_CAMERA_SOCKET_PATH"};
+  held h = {0};
+  for (uint32_t i = 0; i < bound->n; i++) {
+    char name[80];
+    snprintf(name, sizeof name, "%.*s", (int)bound->v[i].len,
+             bound->v[i].len ? bound->v[i].ptr : "");
+    const edge_device *dev = edge_devices_bound(&p->a->devices, name);
+    if (dev)
+      hold(&h, dev);
+    else
+      edge_logf("warn", p->pod, "bound to %s, which this node does not have",
+                name);
+  }
+  for (int k = 0; k < 3; k++) {
+    char sock[EDGE_DEV_PATH_SZ];
+    if (!h.kinds[k] || edge_dev_socket_path(p->a->cfg.data, (edge_dev_kind)k,
+                                            sock, sizeof sock))
+      continue;
+    env_sets(e, on[k], "true");
+    env_sets(e, path[k], sock);
+  }
+  const edge_device *r = h.robots == 1 ? h.robot : NULL;
+  char num[16];
+  if (r && r->kind == EDGE_DEV_ROS && r->ros_master_uri[0])
+    env_sets(e, "ROS_MASTER_URI", r->ros_master_uri);
+  if (r && r->kind == EDGE_DEV_ROS2 && r->ros_domain_id >= 0) {
+    snprintf(num, sizeof num, "%d", r->ros_domain_id);
+    env_sets(e, "ROS_DOMAIN_ID", num);
+  }
+  if (h.used)
+    env_sets(e, "LARK_DEVICES", h.names);
+}
+
+/* Variables of the agent's own environment a pod does not inherit: the
+ * agent's settings, and the device family, which only the node's
+ * devices set (env_devices). */
+static int
+inherited(const char *kv) {
+  static const char *const not [] = {"LARK_", "NATS_", "RLINF_EMBODIED_",
+                                     "ROS_MASTER_URI=", "ROS_DOMAIN_ID="};
+  for (size_t i = 0; i < sizeof not / sizeof not [0]; i++)
+    if (!strncmp(kv, not [i], strlen(not [i])))
+      return 0;
+  return 1;
+}
+
+/* Environment: the agent's (without its own LARK_ and NATS settings and
+ * the device family), raw.environment, the message's env map, then what
+ * the node knows. */
 void
 edge_shim_env(edge_proc *p, const bus_ev_pod_desired *d, edge_env *e) {
   char buf[64];
   size_t len;
   for (char **v = environ; v && *v; v++)
-    if (strncmp(*v, "LARK_", 5) && strncmp(*v, "NATS_", 5)) {
+    if (inherited(*v)) {
       const char *eq = strchr(*v, '=');
       if (eq)
         env_set(e, *v, (size_t)(eq - *v), eq + 1, strlen(eq + 1));
@@ -139,7 +195,7 @@ edge_shim_env(edge_proc *p, const bus_ev_pod_desired *d, edge_env *e) {
           (size_t)snprintf(gpus + used, sizeof gpus - used, "%s%llu",
                            used ? "," : "", (unsigned long long)d->gpus.v[i]);
   env_sets(e, "CUDA_VISIBLE_DEVICES", gpus);
-  env_devices(e, &d->devices, p->a->cfg.node);
+  env_devices(e, p, &d->boundDevices);
   env_sets(e, "LARK_POD", p->pod);
   env_sets(e, "LARK_NODE", p->a->cfg.node);
   if (p->job[0])
