@@ -246,7 +246,9 @@ readiness(const char *node, bus_type type) {
   char subject[128];
   snprintf(subject, sizeof subject, "lark.ev.node.%s", node);
   bus_ev_node_ready r = {0};
-  as_scheduler(subject, type, &r);
+  bus_ev_node_notready nr = {0};
+  as_scheduler(subject, type,
+               type == BUS_T_NODE_READY ? (const void *)&r : &nr);
 }
 
 static long
@@ -431,4 +433,24 @@ Test(devices_service, a_job_placed_on_the_robot_holds_it) {
                          "desired", "Stopped", v, sizeof v));
   cr_expect(row_becomes("n1", "arm-1", "holder", ""));
   lt_expect_replay(conn, "devices", 25, 0);
+}
+
+/* The node's stream gone (deleted by hand, or lost with a broker): the
+ * robot's desired state makes it again, and lands. */
+Test(devices_service, a_missing_node_stream_is_made_again) {
+  char code[64], v[256];
+  node_up();
+  cr_assert_eq(bus_stream_delete(conn, "LARK_NODE_n1"), 0, "%s",
+               bus_last_error());
+  cr_assert_eq(robot("start", "{\"node\":\"n1\",\"robot\":\"arm-1\"}", code,
+                     sizeof code, NULL),
+               0, "%s", code);
+  cr_expect(last_becomes("LARK_NODE_n1", NODE_SUBJECT, "robot.desired",
+                         "desired", "Running", v, sizeof v));
+  /* and what was decided after it is not held up */
+  cr_assert_eq(robot("stop", "{\"node\":\"n1\",\"robot\":\"arm-1\"}", code,
+                     sizeof code, NULL),
+               0, "%s", code);
+  cr_expect(last_becomes("LARK_NODE_n1", NODE_SUBJECT, "robot.desired",
+                         "desired", "Stopped", v, sizeof v));
 }

@@ -11,11 +11,14 @@
  *
  * Every decision is built from the view alone and its id derived from
  * what it was decided on, so deciding again after a crash writes the
- * same id and the broker drops the copy. A node stream not there yet
- * (the scheduler makes it when it takes the node's registration) keeps
- * the outbox entry, which goes out at a later pass.
+ * same id and the broker drops the copy. A node stream not there (the
+ * scheduler makes it when it takes the node's registration) keeps the
+ * outbox entry, which goes out at a later pass; the service's repair
+ * makes it meanwhile (devices_ensure_node_streams).
  */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "larkdevices-int.h"
@@ -152,4 +155,46 @@ devices_decide(bus_txn *t, const bus_event *cause, int64_t now, void *ud) {
   pass p = {.t = t, .now = cause && cause->ts ? cause->ts : now};
   int rc = bus_txn_scan(t, "ending", NULL, 0, stop_one, &p);
   return rc ? rc : dispatch(&p);
+}
+
+/* ------------------------------------------------------------- repair */
+
+typedef struct node_names {
+  char (*v)[DEV_NAME_SZ];
+  size_t n, cap;
+} node_names;
+
+static int
+add_node(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+  (void)v, (void)vl;
+  node_names *ns = ud;
+  if (kl >= DEV_NAME_SZ)
+    return 0;
+  if (bus_grow(&ns->v, ns->n, &ns->cap, sizeof *ns->v, 16))
+    return bus_error(-ENOMEM, "out of memory listing nodes");
+  memcpy(ns->v[ns->n], k, kl);
+  ns->v[ns->n++][kl] = 0;
+  return 0;
+}
+
+int
+devices_ensure_node_streams(bus_conn *c, bus_view *v, int *made) {
+  node_names ns = {NULL, 0, 0};
+  bus_txn *t;
+  *made = 0;
+  int rc = bus_view_read(v, &t);
+  if (rc)
+    return rc;
+  rc = bus_txn_scan(t, "nodes", NULL, 0, add_node, &ns);
+  bus_txn_end(t);
+  const char **names = rc ? NULL : calloc(ns.n + 1, sizeof *names);
+  if (!rc && !names)
+    rc = bus_error(-ENOMEM, "out of memory listing nodes");
+  for (size_t i = 0; names && i < ns.n; i++)
+    names[i] = ns.v[i];
+  if (!rc && ns.n)
+    rc = bus_node_streams_ensure(c, names, ns.n, made);
+  free(names);
+  free(ns.v);
+  return rc;
 }

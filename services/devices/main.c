@@ -7,7 +7,9 @@
  * decide, outbox: robot.commanded when a holder ends, robot.desired to
  * the nodes' streams), the command and query handlers (robot.*,
  * device.*; their own threads, reading the view), and the ingress thread
- * (what nodes report and what their pods ask, on lark.in.*.dev.>).
+ * (what nodes report and what their pods ask, on lark.in.*.dev.>). A
+ * node's stream missing when its robot.desired goes out is made here, as
+ * the scheduler makes it for pods.
  *
  * Exits 0 on SIGINT/SIGTERM, 1 on an error it cannot ride out (a
  * supervisor restarts it; the view resumes from its applied sequence,
@@ -38,6 +40,18 @@ static void
 on_ingress_log(const char *subject, const char *msg, void *ud) {
   app *a = ud;
   SVC_LOG(&a->s, SVC_WARN, subject, 0, "%s", msg);
+}
+
+/* The outbox found a node's stream missing: make the known nodes'. */
+static int
+repair(svc *s, bus_view *v, void *ud) {
+  (void)ud;
+  int made = 0, rc = devices_ensure_node_streams(s->conn, v, &made);
+  if (made)
+    SVC_LOG(s, SVC_WARN, "lark.node.>", 0,
+            "made %d missing node stream%s for robots' desired states", made,
+            made > 1 ? "s" : "");
+  return rc;
 }
 
 /* The ingress thread runs beside the service loop, on the open view. */
@@ -71,7 +85,8 @@ main(int argc, char **argv) {
                      .view = &a.view,
                      .tick_ms = 500,
                      .start = start,
-                     .stop = stop};
+                     .stop = stop,
+                     .repair = repair};
   devices_view_def(&o.def);
   return svc_main(&a.s, "devices", argc, argv, streams, &o);
 }
