@@ -10,7 +10,8 @@
  * a pod that does not hold the robot and a report from another node land
  * nothing; NotReady shows Unknown; kill -9 mid-stream applies nothing
  * twice; a Job the scheduler places on the robot holds it until its pod
- * ends; and the view replays to the same digest.
+ * ends; a real lark-edge registers its device file; and the view replays
+ * to the same digest.
  */
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -24,6 +25,7 @@
 #include "cmd.h"
 #include "cmd_check.h"
 #include "events.h"
+#include "files.h"
 #include "json.h"
 #include "proc.h"
 #include "stream.h"
@@ -453,4 +455,39 @@ Test(devices_service, a_missing_node_stream_is_made_again) {
                0, "%s", code);
   cr_expect(last_becomes("LARK_NODE_n1", NODE_SUBJECT, "robot.desired",
                          "desired", "Stopped", v, sizeof v));
+}
+
+/* A real lark-edge with a device file registers its robots (modes in the
+ * file's order) and cameras; their rows are what the file said. */
+Test(devices_service, a_real_edge_registers_its_device_file) {
+  char path[512], code[64], v[256];
+  snprintf(path, sizeof path, "%s/devices.yaml", dir);
+  cr_assert_eq(lt_write_file(path,
+                             "robots:\n"
+                             "  - name: arm-x\n"
+                             "    kind: ros2\n"
+                             "    launch: [sh, -c, 'exec sleep 1000', robot]\n"
+                             "    modes:\n"
+                             "      slow: ['--slow']\n"
+                             "      fast: ['--fast']\n"
+                             "    rosDomainId: 7\n"
+                             "cameras:\n"
+                             "  - name: top\n"
+                             "    source: pattern\n"
+                             "    width: 32\n"
+                             "    height: 24\n"),
+               0);
+  const char *extra[] = {"--device-file", path, NULL};
+  procs[2] = lt_must_start_edge(srv.url, dir, "n3", 0, extra);
+  cr_assert(row_becomes("n3", "arm-x", "kind", "ros2"));
+  cr_expect(row_becomes("n3", "arm-x", "mode", "slow"), "the first mode");
+  cr_expect(row_becomes("n3", "top", "width", "32"));
+  cr_expect(row_becomes("n3", "top", "source", "pattern"));
+  cr_assert_eq(robot("mode",
+                     "{\"node\":\"n3\",\"robot\":\"arm-x\",\"mode\":"
+                     "\"fast\"}",
+                     code, sizeof code, NULL),
+               0, "%s", code);
+  cr_expect(last_becomes("LARK_NODE_n3", "lark.node.n3.robot.arm-x",
+                         "robot.desired", "mode", "fast", v, sizeof v));
 }
