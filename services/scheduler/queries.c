@@ -80,7 +80,7 @@ pack_task(msgpack_packer *pk, const task_rec *r) {
   pack_fields(pk, ray, NFIELDS(ray));
 }
 
-/* The named devices a pod holds, for its describe. */
+/* The named devices a pod holds, for its row (absent when none). */
 typedef struct held_list {
   char v[SCHED_MAX_DEVICES][SCHED_DEV_SZ];
   uint32_t n;
@@ -109,7 +109,7 @@ pack_pod(msgpack_packer *pk, const pod_rec *p, bus_txn *t, int full) {
   held_list held = {.n = 0};
   if (full)
     bus_txn_get(t, "why", p->name, strlen(p->name), &why, &wlen);
-  if (full && p->bound && !p->released)
+  if (p->bound && !p->released)
     sched_each_hold(t, p->node, p->name, add_held, &held);
   const field f[] = {F_STR("name", p->name), F_STR("job", p->job),
                      F_STR("task", p->task), F_STR("phase", p->phase),
