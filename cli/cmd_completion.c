@@ -32,6 +32,7 @@ static const char *const flags[][2] = {
     {"delete", "-f"},
     {"wait", "--for --timeout --interval"},
     {"robot", "--mode --force"},
+    {"camera", "-o --timeout"},
     {"replay", "--until-seq --until --from-snapshot --out --verify"},
     {"snapshot", "--out"},
     {"cert", "--role --name --domain --cluster --agent --out --valid "
@@ -77,7 +78,9 @@ static const char script_head[] =
     "  done\n"
     "  case \"$prev\" in\n"
     "  -o | --output)\n"
-    "    COMPREPLY=($(compgen -W \"json yaml wide name\" -- \"$cur\"))\n"
+    "    if [[ $cmd == camera ]]; then COMPREPLY=($(compgen -f -- \"$cur\"))\n"
+    "    else COMPREPLY=($(compgen -W \"json yaml wide name\" -- \"$cur\"))\n"
+    "    fi\n"
     "    return ;;\n"
     "  --data | --creds | -f | --out | --from-snapshot)\n"
     "    COMPREPLY=($(compgen -f -- \"$cur\"))\n"
@@ -114,7 +117,8 @@ print_flags(void) {
 static const char script_tail[] =
     "  local words=\"\"\n"
     "  case \"$cmd\" in\n"
-    "  \"\") words=\"apply cert completion cordon delete describe emit get "
+    "  \"\") words=\"apply camera cert completion cordon delete describe emit "
+    "get "
     "help init logs node replay resume robot snapshot status stop tail "
     "uncordon "
     "up version wait\" ;;\n"
@@ -146,6 +150,10 @@ static const char script_tail[] =
     "  robot)\n"
     "    if ((${#args[@]} == 0)); then\n"
     "      words=\"start stop reset mode status modes\"\n"
+    "    elif ((${#args[@]} == 1)); then words=\"$(_larkctl_names device)\"; "
+    "fi ;;\n"
+    "  camera)\n"
+    "    if ((${#args[@]} == 0)); then words=\"capture\"\n"
     "    elif ((${#args[@]} == 1)); then words=\"$(_larkctl_names device)\"; "
     "fi ;;\n"
     "  completion) ((${#args[@]} == 0)) && words=\"bash\" ;;\n"

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "camera.h"
 #include "fetch.h"
 #include "lifetime.h"
 #include "log.h"
@@ -185,6 +186,7 @@ close_walk(uv_handle_t *h, void *ud) {
 
 static void
 shutdown_agent(edge_agent *a) {
+  edge_cameras_stop(a); /* before the connection and the threads */
   atomic_store(&a->stop, 1);
   edge_sender_wake(a);
   if (a->slice_started)
@@ -201,6 +203,7 @@ shutdown_agent(edge_agent *a) {
   uv_walk(a->loop, close_walk, NULL);
   uv_run(a->loop, UV_RUN_DEFAULT);
   uv_loop_close(a->loop);
+  edge_cameras_free(a); /* no frame is being made any more */
 }
 
 static int
@@ -250,6 +253,8 @@ edge_agent_run(const edge_config *cfg) {
                             "slice")))
       rc = start_thread(&a->sender_th, &a->sender_started, edge_sender_main, a,
                         "sender");
+    if (!rc && (rc = edge_cameras_start(a)))
+      edge_logf("error", "-", "%s", bus_last_error());
     edge_logf("info", "-", "node %s running (data %s, runtimes %s%s%s)",
               a->cfg.node, a->cfg.data, a->cfg.runtimes,
               a->cfg.pod_cidr ? ", pod CIDR " : "",

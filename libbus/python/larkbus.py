@@ -96,7 +96,7 @@ import sys
 import threading
 import time
 
-__all__ = ["emit", "flush", "LarkError"]
+__all__ = ["emit", "flush", "LarkError", "CameraClient"]
 
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 _TIMEOUT_S = 10.0       # connecting, and a pod's answer
@@ -893,6 +893,136 @@ def flush(timeout=None):
     if b is None or b.pid != os.getpid():
         return
     b.flush(timeout)
+
+
+class CameraClient:
+    """The cameras a pod holds, through the node's camera socket
+    (``$RLINF_EMBODIED_CAMERA_SOCKET_PATH``, set by lark-edge for a pod
+    bound to a camera; lark-edge tells the pod by its process, so the
+    socket needs no credentials). One JSON object per line each way; a
+    frame is a header line ``{"ok": true, "frame": {"seq", "ts", "width",
+    "height", "format": "jpeg", "size"}}`` followed by ``size`` bytes of
+    JPEG. Errors raise ``LarkError`` with the node's message (``pod P does
+    not hold camera C``, ...)::
+
+        cams = larkbus.CameraClient()
+        cams.open("wrist")
+        for head, jpeg in cams.capture("wrist", count=4):
+            ...
+        for head, jpeg in cams.watch("wrist"):   # until the loop leaves
+            break
+        cams.close("wrist")      # {"frames": n, "bytes": b}
+    """
+
+    def __init__(self, socket_path=None, timeout=_TIMEOUT_S):
+        path = socket_path or os.environ.get(
+            "RLINF_EMBODIED_CAMERA_SOCKET_PATH")
+        if not path:
+            raise LarkError("no camera socket: "
+                            "RLINF_EMBODIED_CAMERA_SOCKET_PATH is not set")
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.settimeout(timeout)
+        try:
+            self._sock.connect(path)
+        except OSError as e:
+            self._sock.close()
+            raise LarkError("cannot connect to %s: %s" % (path, e))
+        self._buf = b""
+
+    def _fill(self):
+        try:
+            chunk = self._sock.recv(1 << 20)
+        except OSError as e:
+            raise LarkError("camera socket: %s" % e)
+        if not chunk:
+            raise LarkError("camera socket: the node closed the connection")
+        self._buf += chunk
+
+    def _line(self):
+        while b"\n" not in self._buf:
+            self._fill()
+        line, self._buf = self._buf.split(b"\n", 1)
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            raise LarkError("camera socket: not JSON: %r" % line[:200])
+        if isinstance(msg, dict) and "error" in msg:
+            raise LarkError(str(msg["error"]))
+        if not isinstance(msg, dict) or msg.get("ok") is not True:
+            raise LarkError("camera socket: unexpected answer %r" % (msg,))
+        return msg
+
+    def _bytes(self, n):
+        while len(self._buf) < n:
+            self._fill()
+        data, self._buf = self._buf[:n], self._buf[n:]
+        return data
+
+    def _send(self, req):
+        line = json.dumps(req, separators=(",", ":")).encode() + b"\n"
+        try:
+            self._sock.sendall(line)
+        except OSError as e:
+            raise LarkError("camera socket: %s" % e)
+
+    def _ask(self, req):
+        self._send(req)
+        return self._line()
+
+    def _frame(self, msg):
+        head = msg.get("frame")
+        if not isinstance(head, dict) or not isinstance(head.get("size"), int):
+            raise LarkError("camera socket: not a frame: %r" % (msg,))
+        return head, self._bytes(head["size"])
+
+    def list(self):
+        """The node's cameras: dicts with name, width, height, fps, source
+        and holder (the pod that holds it, or None)."""
+        return self._ask({"op": "list"})["cameras"]
+
+    def open(self, camera):
+        """Open camera (the node reports camera.opened); its dict."""
+        return self._ask({"op": "open", "camera": camera})["camera"]
+
+    def capture(self, camera, count=1):
+        """``count`` frames, as a list of (header dict, JPEG bytes)."""
+        self._send({"op": "capture", "camera": camera, "count": int(count)})
+        return [self._frame(self._line()) for _ in range(int(count))]
+
+    def watch(self, camera):
+        """Frames as they come, (header dict, JPEG bytes) each, until the
+        iteration stops (the node is then told, and what it had sent
+        already is read and dropped)."""
+        self._send({"op": "watch", "camera": camera})
+        try:
+            while True:
+                msg = self._line()
+                if msg.get("stopped"):
+                    return
+                yield self._frame(msg)
+        except GeneratorExit:
+            self._send({"op": "stop"})
+            while True:
+                msg = self._line()
+                if msg.get("stopped"):
+                    return
+                self._frame(msg)
+
+    def close(self, camera):
+        """Close camera (camera.closed); {"frames": n, "bytes": b} it
+        delivered since opened."""
+        r = self._ask({"op": "close", "camera": camera})
+        return {"frames": r.get("frames", 0), "bytes": r.get("bytes", 0)}
+
+    def disconnect(self):
+        """Close the connection (an open camera closes with it)."""
+        self._sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.disconnect()
 
 
 def _at_exit():

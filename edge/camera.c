@@ -1,0 +1,225 @@
+/*
+ * camera.c - the node's cameras (camera.h): one edge_cam per camera of
+ * the device file, each with its source and encoder, made usable by any
+ * thread through its lock; the sessions pods open; camera.report; who
+ * holds a camera; and the start and stop of it all.
+ *
+ * A camera's source is opened by the first frame asked for and stays
+ * open while a pod's session is open; an operator's one frame outside a
+ * session opens and closes it (a V4L2 device is then not held). Pacing:
+ * with fps > 0 a frame slot is reserved under the lock, 1/fps after the
+ * previous one (or now, when that has passed), so every asker together
+ * gets at most fps frames a second; fps 0 makes a frame whenever asked.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "camera.h"
+#include "log.h"
+#include "proc.h"
+#include "sender.h"
+
+edge_cam *
+edge_cam_find(edge_cameras *cs, const char *name) {
+  for (int i = 0; cs && i < cs->n; i++)
+    if (!strcmp(cs->v[i].dev->name, name))
+      return &cs->v[i];
+  return NULL;
+}
+
+int64_t
+edge_cam_pace(edge_cam *c) {
+  if (!c->dev->fps)
+    return 0;
+  int64_t now = bus_mono_ns(), period = 1000000000LL / c->dev->fps;
+  pthread_mutex_lock(&c->mu);
+  int64_t slot = c->next_ns > now ? c->next_ns : now;
+  c->next_ns = slot + period;
+  pthread_mutex_unlock(&c->mu);
+  return slot - now;
+}
+
+int
+edge_cam_frame(edge_cam *c, edge_frame *f, int close_after, char *err,
+               size_t errlen) {
+  int rc = 0;
+  pthread_mutex_lock(&c->mu);
+  if (!c->jpeg && !(c->jpeg = edge_jpeg_new(EDGE_CAM_QUALITY))) {
+    snprintf(err, errlen, "out of memory");
+    rc = -1;
+  }
+  int opened_here = 0;
+  if (!rc && !c->src_open) {
+    rc = edge_cam_src_open(&c->src, c->dev, err, errlen);
+    c->src_open = opened_here = !rc;
+  }
+  if (!rc && !(rc = edge_cam_src_next(&c->src, c->jpeg, &f->jpeg, err, errlen)))
+    f->seq = c->seq++;
+  f->ts = bus_wall_ns();
+  if (opened_here && close_after) {
+    edge_cam_src_close(&c->src);
+    c->src_open = 0;
+  }
+  pthread_mutex_unlock(&c->mu);
+  return rc;
+}
+
+void
+edge_cam_report(edge_cameras *cs, const edge_cam *c, const char *event,
+                const char *pod, int has_counts, uint64_t frames,
+                uint64_t bytes, const char *reason) {
+  edge_agent *a = cs->a;
+  char subject[BUS_SUBJECT_MAX], why[1025];
+  snprintf(why, sizeof why, "%s", reason ? reason : "");
+  bus_ev_camera_report d = {.camera = bus_str_of(c->dev->name),
+                            .event = bus_str_of(event),
+                            .has_pod = pod && *pod,
+                            .pod = bus_str_of(pod ? pod : ""),
+                            .has_width = 1,
+                            .width = c->dev->width,
+                            .has_height = 1,
+                            .height = c->dev->height,
+                            .has_frames = has_counts,
+                            .frames = frames,
+                            .has_bytes = has_counts,
+                            .bytes = bytes,
+                            .has_reason = reason && *reason,
+                            .reason = bus_str_of(why)};
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  int rc = bus_subj_camera_report(subject, sizeof subject, a->cfg.node,
+                                  c->dev->name);
+  if (!rc)
+    rc = bus_camera_report_pack(&sb, &d);
+  if (!rc) {
+    edge_msg m = {subject, "camera.report", sb.data, sb.size};
+    edge_send(a, &m);
+  } else
+    edge_logf("error", c->dev->name, "camera.report %s: %s", event,
+              bus_last_error());
+  msgpack_sbuffer_destroy(&sb);
+}
+
+int
+edge_cam_held_by(edge_cameras *cs, const edge_cam *c, const char *pod) {
+  void *data = NULL;
+  size_t len = 0;
+  if (edge_store_desired_get(cs->a->store, pod, &data, &len))
+    return 0;
+  char bound[EDGE_DEV_NAME_SZ + 8];
+  snprintf(bound, sizeof bound, "camera/%s", c->dev->name);
+  msgpack_zone z;
+  msgpack_zone_init(&z, 2048);
+  msgpack_object o;
+  bus_ev_pod_desired d;
+  int held = 0;
+  if (msgpack_unpack(data, len, NULL, &z, &o) >= 0 &&
+      !bus_pod_desired_unpack(&o, &z, &d) && bus_str_eq(d.desired, "Running"))
+    for (uint32_t i = 0; d.has_boundDevices && i < d.boundDevices.n; i++)
+      held |= bus_str_eq(d.boundDevices.v[i], bound);
+  msgpack_zone_destroy(&z);
+  free(data);
+  return held;
+}
+
+void
+edge_cam_holder(edge_cameras *cs, const edge_cam *c, char *pod, size_t cap) {
+  *pod = 0;
+  for (edge_proc *p = cs->a->procs; p; p = p->next)
+    if (!p->ended && edge_cam_held_by(cs, c, p->pod)) {
+      snprintf(pod, cap, "%s", p->pod);
+      return;
+    }
+}
+
+int
+edge_cam_session_open(edge_cameras *cs, edge_cam *c, const char *pod) {
+  if (c->opened && !strcmp(c->pod, pod))
+    return 0;
+  if (c->opened) /* the camera passed to another pod: the old one ends */
+    edge_cam_session_close(cs, c);
+  c->opened = 1;
+  snprintf(c->pod, sizeof c->pod, "%s", pod);
+  c->frames = c->bytes = 0;
+  edge_cam_report(cs, c, "opened", pod, 0, 0, 0, NULL);
+  return 1;
+}
+
+void
+edge_cam_session_close(edge_cameras *cs, edge_cam *c) {
+  if (!c->opened)
+    return;
+  edge_cam_report(cs, c, "closed", c->pod, 1, c->frames, c->bytes, NULL);
+  c->opened = 0;
+  pthread_mutex_lock(&c->mu);
+  if (c->src_open)
+    edge_cam_src_close(&c->src);
+  c->src_open = 0;
+  pthread_mutex_unlock(&c->mu);
+}
+
+static void
+cameras_free(edge_cameras *cs) {
+  for (int i = 0; i < cs->n; i++) {
+    edge_cam *c = &cs->v[i];
+    if (c->src_open)
+      edge_cam_src_close(&c->src);
+    edge_jpeg_free(c->jpeg);
+    pthread_mutex_destroy(&c->mu);
+  }
+  free(cs->v);
+  free(cs);
+}
+
+int
+edge_cameras_start(edge_agent *a) {
+  const edge_devices *d = &a->devices;
+  int n = 0;
+  for (int i = 0; i < d->n; i++)
+    n += d->v[i].kind == EDGE_DEV_CAMERA;
+  if (!n)
+    return 0;
+  edge_cameras *cs = calloc(1, sizeof *cs);
+  if (!cs || !(cs->v = calloc((size_t)n, sizeof *cs->v))) {
+    free(cs);
+    return -ENOMEM;
+  }
+  cs->a = a;
+  for (int i = 0; i < d->n; i++)
+    if (d->v[i].kind == EDGE_DEV_CAMERA) {
+      cs->v[cs->n].dev = &d->v[i];
+      pthread_mutex_init(&cs->v[cs->n++].mu, NULL);
+    }
+  a->cams = cs;
+  int rc = edge_dev_socket_path(a->cfg.data, EDGE_DEV_CAMERA, cs->path,
+                                sizeof cs->path)
+               ? bus_error(BUS_EINVAL, "the camera socket's path is too long")
+               : edge_cam_sock_listen(cs);
+  if (!rc)
+    rc = edge_cam_op_start(cs);
+  if (rc) /* the agent stops: shutdown_agent frees them */
+    edge_cameras_stop(a);
+  else
+    edge_logf("info", "-", "%d camera%s on %s", n, n == 1 ? "" : "s", cs->path);
+  return rc;
+}
+
+void
+edge_cameras_stop(edge_agent *a) {
+  edge_cameras *cs = a->cams;
+  if (!cs)
+    return;
+  edge_cam_op_stop(cs);
+  edge_cam_sock_close(cs);
+  for (int i = 0; i < cs->n; i++)
+    edge_cam_session_close(cs, &cs->v[i]);
+}
+
+void
+edge_cameras_free(edge_agent *a) {
+  if (a->cams)
+    cameras_free(a->cams);
+  a->cams = NULL;
+}
