@@ -20,7 +20,8 @@
 
 /* Each command's words after it: the flags it takes. */
 static const char *const flags[][2] = {
-    {"up", "--nodes --port --cluster --listen --relay --pod-cidr --domain"},
+    {"up", "--nodes --port --cluster --listen --relay --pod-cidr --domain "
+           "--device-file"},
     {"init", "--replicas --dedupe"},
     {"status", "--wait"},
     {"tail", "--from-seq --since --type --follow"},

@@ -9,6 +9,8 @@
  * sits next to larkctl, and with --relay the pod network. Only then is
  * the `ready` line printed. Ctrl-C stops the services, then the broker.
  */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,10 +18,12 @@
 
 #include "cli.h"
 #include "deploy.h"
+#include "devices.h"
 
 static const char usage_line[] =
     "larkctl up [--data DIR] [--nodes N] [--port P] [--cluster] "
-    "[--listen ADDR] [--relay [--pod-cidr A.B.0.0/16] [--domain D]...]";
+    "[--listen ADDR] [--device-file FILE] "
+    "[--relay [--pod-cidr A.B.0.0/16] [--domain D]...]";
 
 /* "A.B.0.0/16" into u->pod_a, u->pod_b. */
 static int
@@ -47,8 +51,8 @@ parse_args(int argc, char **argv, lark_up *u) {
       return -1;
     char *end;
     long v = strtol(argv[i + 1], &end, 10);
-    if (!strcmp(a, "--listen")) {
-      u->listen = argv[++i];
+    if (!strcmp(a, "--listen") || !strcmp(a, "--device-file")) {
+      *(a[2] == 'l' ? &u->listen : &u->device_file) = argv[++i];
       continue;
     }
     if (!strcmp(a, "--domain")) {
@@ -76,6 +80,36 @@ parse_args(int argc, char **argv, lark_up *u) {
   return (u->ndomains || pod_net) && !u->relay ? -1 : 0;
 }
 
+/*
+ * The device file as the nodes will read it (the same parser), made
+ * absolute for them: a bad file stops `up` before anything starts, with
+ * the line it is on, rather than failing every node it is shared to.
+ */
+static int
+check_device_file(lark_up *u) {
+  static char path[PATH_MAX];
+  char err[1024];
+  edge_devices d;
+  if (!u->device_file)
+    return CLI_OK;
+  if (!realpath(u->device_file, path))
+    return cli_fail("up", 0, "device file %s: %s", u->device_file,
+                    strerror(errno));
+  if (edge_devices_load(path, &d, err, sizeof err))
+    return cli_fail("up", 0, "device file %s", err);
+  int robots = 0;
+  for (int i = 0; i < d.n; i++)
+    robots += d.v[i].kind != EDGE_DEV_CAMERA;
+  printf("larkctl up: %d robot%s and %d camera%s from %s, shared among %d "
+         "node%s\n",
+         robots, robots == 1 ? "" : "s", d.n - robots,
+         d.n - robots == 1 ? "" : "s", path, u->nodes,
+         u->nodes == 1 ? "" : "s");
+  edge_devices_free(&d);
+  u->device_file = path;
+  return CLI_OK;
+}
+
 /* Credentials, brokers, streams: everything before the services. */
 static int
 start_base(lark_up *u, lark_cli *cli) {
@@ -101,7 +135,9 @@ start_base(lark_up *u, lark_cli *cli) {
 static int
 run(lark_up *u, lark_cli *cli) {
   char services[1024];
-  int rc = start_base(u, cli);
+  int rc = check_device_file(u);
+  if (rc == CLI_OK)
+    rc = start_base(u, cli);
   if (rc == CLI_OK &&
       (lark_up_services_start(u, services, sizeof services) < 0 ||
        (u->relay && lark_up_pod_network(u, services, sizeof services) < 0) ||

@@ -319,6 +319,7 @@ typedef struct lark_up {
   unsigned pod_a, pod_b; /* local pods in pod_a.pod_b.<node>.0/24 */
   const char *domains[LARK_MAX_DOMAINS]; /* domain certificates to keep */
   int ndomains;
+  const char *device_file; /* absolute; node i of N gets --device-share i/N */
   /* state */
   char data[LARK_DATA_MAX]; /* absolute path of the data directory */
   char bin_dir[PATH_MAX];   /* where larkctl and the services' binaries are */

@@ -4,7 +4,9 @@
  *   lark-<name> --url URL --creds <data>/creds/lark-<name>.nk
  *               --data <data>/views/lark-<name>
  * and each local node as `lark-edge ... --node node-<i>` with the node's own
- * credentials, logs in <data>/logs/<name>.log. Ready means answering:
+ * credentials (and, with a device file, `--device-file FILE
+ * --device-share i/N`: its share of the robots and cameras), logs in
+ * <data>/logs/<name>.log. Ready means answering:
  * every service started here answers its status request.
  */
 #include <errno.h>
@@ -59,6 +61,19 @@ edge_pod_network(lark_up *u, lark_proc *k, int i) {
   lark_proc_arg(k, v);
 }
 
+/* With a device file, node i of N takes device j when j mod N == i-1. */
+static void
+edge_devices(lark_up *u, lark_proc *k, int i) {
+  char v[32];
+  if (!k || !u->device_file)
+    return;
+  lark_proc_arg(k, "--device-file");
+  lark_proc_arg(k, u->device_file);
+  snprintf(v, sizeof v, "%d/%d", i, u->nodes);
+  lark_proc_arg(k, "--device-share");
+  lark_proc_arg(k, v);
+}
+
 /* Start what exists next to larkctl; list the names in out. */
 int
 lark_up_services_start(lark_up *u, char *out, size_t cap) {
@@ -70,7 +85,9 @@ lark_up_services_start(lark_up *u, char *out, size_t cap) {
   for (int i = 1;
        i <= u->nodes && lark_bin_exists(u->bin_dir, LARK_EDGE_BINARY); i++) {
     snprintf(node, sizeof node, "node-%d", i);
-    edge_pod_network(u, add_service(u, node, LARK_EDGE_BINARY, node), i);
+    lark_proc *k = add_service(u, node, LARK_EDGE_BINARY, node);
+    edge_pod_network(u, k, i);
+    edge_devices(u, k, i);
   }
   snprintf(out, cap, "none");
   for (size_t i = first; i < u->sup.n; i++) {

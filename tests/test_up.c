@@ -3,7 +3,9 @@
  * platform on a port the server picks, `init` is idempotent, `status`
  * answers, a second `up` on the same data directory is refused, and
  * SIGINT stops everything, leaving no nats-server behind. Keys survive a
- * second run.
+ * second run. `up --device-file` shares one file's robots and cameras
+ * among its nodes, each registering its share; a bad file stops `up`
+ * before anything starts.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -85,8 +87,9 @@ run(const char *data, const char *const *args, char *out, size_t cap) {
   return run2(data, args, out, cap, 1);
 }
 
+/* larkctl --data DIR up --port 0 [extra...] */
 static void
-up_start(up_proc *u, const char *data) {
+up_start(up_proc *u, const char *data, const char *const *extra) {
   int fds[2];
   memset(u, 0, sizeof *u);
   cr_assert_eq(pipe(fds), 0);
@@ -94,7 +97,10 @@ up_start(up_proc *u, const char *data) {
   if (u->pid == 0) {
     dup2(fds[1], 1);
     close(fds[0]);
-    execl(larkctl, larkctl, "--data", data, "up", "--port", "0", (char *)NULL);
+    const char *argv[16] = {larkctl, "--data", data, "up", "--port", "0"};
+    for (int i = 0; extra && extra[i] && i < 9; i++)
+      argv[6 + i] = extra[i];
+    execv(larkctl, (char *const *)argv);
     _exit(127);
   }
   close(fds[1]);
@@ -233,7 +239,7 @@ Test(up, runs_inits_refuses_twice_and_stops_clean, .timeout = 240,
   up_proc u, u2;
   find_larkctl();
   lt_tmpdir(data, sizeof data, "up");
-  up_start(&u, data);
+  up_start(&u, data, NULL);
   cr_assert(up_wait_for(&u, "ready", 90000), "no ready line: %s", u.lines);
   cr_assert(strstr(u.lines, "larkbus ready: nats://127.0.0.1:"), "%s", u.lines);
   check_status(data);
@@ -270,13 +276,87 @@ Test(up, runs_inits_refuses_twice_and_stops_clean, .timeout = 240,
   /* A second run keeps every key. */
   snprintf(url, sizeof url, "%s/creds/users", data);
   slurp(url, users1, sizeof users1);
-  up_start(&u2, data);
+  up_start(&u2, data, NULL);
   cr_assert(up_wait_for(&u2, "ready", 90000), "second run: %s", u2.lines);
   slurp(url, users2, sizeof users2);
   cr_assert_str_eq(users1, users2);
   server = server_pid(data);
   cr_assert_eq(up_stop(&u2, 60000), 0, "%s", u2.lines);
   cr_assert_eq(kill(server, 0), -1);
+  lt_rmtree(data);
+}
+
+/* The names of the devices node registered, as the scheduler describes
+ * it ("r1,r3"), or "" until it has. */
+static const char *
+node_devices(const char *data, const char *node) {
+  static char out[65536], names[256];
+  const char *const args[] = {"describe", "node", node, "-o", "json", NULL};
+  names[0] = 0;
+  if (run2(data, args, out, sizeof out, 0) != 0)
+    return names;
+  json_t *j = json_loads(out, 0, NULL), *d;
+  json_t *devs = json_object_get(
+      json_object_get(json_object_get(json_object_get(j, "object"), "resource"),
+                      "spec"),
+      "devices");
+  size_t i;
+  json_array_foreach(devs, i, d) {
+    size_t n = strlen(names);
+    snprintf(names + n, sizeof names - n, "%s%s", n ? "," : "",
+             json_string_value(json_object_get(d, "name")));
+  }
+  json_decref(j);
+  return names;
+}
+
+Test(up, device_file_is_shared_among_the_nodes, .timeout = 180,
+     .fini = stop_running_up) {
+  static char out[8192];
+  char data[256], file[512], bad[512], url[512];
+  find_larkctl();
+  lt_tmpdir(data, sizeof data, "updev");
+  snprintf(file, sizeof file, "%s/devices.yaml", data);
+  snprintf(bad, sizeof bad, "%s/bad.yaml", data);
+  FILE *f = fopen(file, "w");
+  cr_assert(f);
+  fputs("cameras:\n"
+        "  - {name: c1, source: pattern, width: 64, height: 48}\n"
+        "robots:\n"
+        "  - {name: r1, kind: ros, launch: [sleep, '100']}\n"
+        "  - {name: r2, kind: ros2, launch: [sleep, '100'], rosDomainId: 3}\n"
+        "  - {name: r3, kind: ros, launch: [sleep, '100']}\n",
+        f);
+  fclose(f);
+  f = fopen(bad, "w");
+  cr_assert(f);
+  fputs("robots:\n  - {name: r1, kind: ros3, launch: [x]}\n", f);
+  fclose(f);
+
+  /* a bad file: refused with its line before anything starts */
+  const char *const refused[] = {"up", "--port",        "0", "--nodes",
+                                 "2",  "--device-file", bad, NULL};
+  cr_expect_eq(run(data, refused, out, sizeof out), 1, "%s", out);
+  cr_expect(strstr(out, "bad.yaml: line 2: robot r1: kind must be ros or "
+                        "ros2"),
+            "%s", out);
+  snprintf(url, sizeof url, "%s/url", data);
+  cr_expect_neq(access(url, F_OK), 0, "a broker was started");
+
+  /* robots first, then cameras: r1 r2 r3 c1; node 1 of 2 takes r1 r3 */
+  up_proc u;
+  const char *const extra[] = {"--nodes", "2", "--device-file", file, NULL};
+  up_start(&u, data, extra);
+  cr_assert(up_wait_for(&u, "ready", 90000), "no ready line: %s", u.lines);
+  cr_expect(strstr(u.lines, "3 robots and 1 camera"), "%s", u.lines);
+  const char *want[2] = {"r1,r3", "r2,c1"}, *nodes[2] = {"node-1", "node-2"};
+  for (int n = 0; n < 2; n++) {
+    const char *got = "";
+    for (int w = 0; w < 100 && strcmp(got, want[n]); w++, usleep(200000))
+      got = node_devices(data, nodes[n]);
+    cr_expect_str_eq(got, want[n], "%s registered %s", nodes[n], got);
+  }
+  cr_assert_eq(up_stop(&u, 60000), 0, "%s", u.lines);
   lt_rmtree(data);
 }
 
