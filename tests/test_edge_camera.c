@@ -128,58 +128,6 @@ write_image(const char *name, unsigned w, unsigned h) {
 
 /* ------------------------------------------------------------ the bed */
 
-static const char pod_py[] =
-    "import json, os, sys\n"
-    "sys.path.insert(0, os.path.join(sys.argv[3], 'libbus', 'python'))\n"
-    "import larkbus\n"
-    "mode, out = sys.argv[1], sys.argv[2]\n"
-    "res = {'env': os.environ.get('RLINF_EMBODIED_CAMERA_SOCKET_PATH')}\n"
-    "def save(name, frames):\n"
-    "    for i, (h, data) in enumerate(frames):\n"
-    "        assert data[:2] == b'\\xff\\xd8', 'no SOI'\n"
-    "        assert data[-2:] == b'\\xff\\xd9', 'no EOI'\n"
-    "        assert len(data) == h['size'], 'size'\n"
-    "        with open(os.path.join(out, '%s-%d.jpg' % (name, i)), 'wb') as "
-    "f:\n"
-    "            f.write(data)\n"
-    "    return [h for h, _ in frames]\n"
-    "try:\n"
-    "    c = larkbus.CameraClient()\n"
-    "    if mode == 'frames':\n"
-    "        res['list'] = c.list()\n"
-    "        res['open'] = c.open('wrist')\n"
-    "        res['wrist'] = save('wrist', c.capture('wrist', count=3))\n"
-    "        res['shelf'] = save('shelf', c.capture('shelf', count=3))\n"
-    "        w = []\n"
-    "        for f in c.watch('wrist'):\n"
-    "            w.append(f)\n"
-    "            if len(w) == 5:\n"
-    "                break\n"
-    "        res['watch'] = save('watch', w)\n"
-    "        res['after'] = save('after', c.capture('wrist'))\n"
-    "        res['close_wrist'] = c.close('wrist')\n"
-    "        res['close_shelf'] = c.close('shelf')\n"
-    "    else:\n"
-    "        for cam in ('wrist', 'nope'):\n"
-    "            try:\n"
-    "                c.capture(cam)\n"
-    "                res[cam] = 'taken'\n"
-    "            except larkbus.LarkError as e:\n"
-    "                res[cam] = str(e)\n"
-    "        res['shelf'] = save('p2shelf', c.capture('shelf'))\n"
-    "        os.environ.pop('RLINF_EMBODIED_CAMERA_SOCKET_PATH', None)\n"
-    "        try:\n"
-    "            larkbus.CameraClient()\n"
-    "            res['noenv'] = 'made'\n"
-    "        except larkbus.LarkError as e:\n"
-    "            res['noenv'] = str(e)\n"
-    "except Exception as e:\n"
-    "    res['fatal'] = '%s: %s' % (type(e).__name__, e)\n"
-    "with open(os.path.join(out, 'result.tmp'), 'w') as f:\n"
-    "    json.dump(res, f)\n"
-    "os.rename(os.path.join(out, 'result.tmp'), "
-    "os.path.join(out, 'result.json'))\n";
-
 static void
 write_devices(void) {
   char path[400];
@@ -233,8 +181,6 @@ setup(void) {
   write_image("b.jpg", 64, 48); /* decoded, resized, encoded */
   has_v4l2 = access("/dev/video0", R_OK) == 0;
   write_devices();
-  snprintf(path, sizeof path, "%s/pod.py", dir);
-  cr_assert_eq(lt_write_file(path, "%s", pod_py), 0);
   snprintf(path, sizeof path, "%s/devices.yaml", dir);
   const char *extra[] = {"--device-file", path, NULL};
   edge_pid = lt_must_start_edge(srv.url, dir, NODE, 1, extra);
@@ -257,13 +203,15 @@ TestSuite(edge_camera, .init = setup, .fini = teardown, .timeout = 120);
 /* ------------------------------------------------------------ helpers */
 
 /* Pod pod's desired state as the scheduler writes it: it holds the bound
- * devices and runs pod.py in mode, its files into dir/<pod>. */
+ * devices and runs tests/data/camera_pod.py in mode, its files into
+ * dir/<pod>. */
 static void
 desire(const char *pod, const char *const bound[], const char *mode) {
   char out[400], script[400], src[400];
   snprintf(out, sizeof out, "%s/%s", dir, pod);
   mkdir(out, 0755);
-  snprintf(script, sizeof script, "%s/pod.py", dir);
+  snprintf(script, sizeof script, "%s/tests/data/camera_pod.py",
+           getenv("LARK_SOURCE_DIR"));
   snprintf(src, sizeof src, "%s", getenv("LARK_SOURCE_DIR"));
   bus_packbuf b;
   bus_packbuf_init(&b);
@@ -297,7 +245,7 @@ desire(const char *pod, const char *const bound[], const char *mode) {
   bus_packbuf_destroy(&b);
 }
 
-/* What pod.py wrote, waiting up to 60 s for it. */
+/* What camera_pod.py wrote, waiting up to 60 s for it. */
 static json_t *
 result(const char *pod) {
   char path[400];
