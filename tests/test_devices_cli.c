@@ -5,7 +5,8 @@
  * node with a robot and a camera spoken for by the test on its ingress,
  * as its agent would:
  *
- *   - get devices: NODE NAME KIND STATE MODE HOLDER, -o json, -o name;
+ *   - get devices: NODE NAME KIND STATE MODE HOLDER, -o json, -o name,
+ *     --at (the devices view replayed);
  *   - robot start/mode/stop/reset go through (exit 0) and refusals print
  *     their code and exit 1; a held robot needs --force;
  *   - robot status and robot modes; describe device shows the row and
@@ -120,6 +121,10 @@ Test(devices_cli, get_devices_lists_every_device) {
   cr_assert_eq(ctl("get devices n9/wrist -o yaml"), 0, "%s", errout);
   cr_expect(strstr(out, "wrist") && !strstr(out, "arm-1"), "%s", out);
   cr_expect_eq(ctl("get devices nope"), 0, "a node filter may match none");
+  /* as it was a moment ago: a replay of the devices view */
+  lt_sleep_ms(1100);
+  cr_assert_eq(ctl("get devices n9 --at 1s"), 0, "%s", errout);
+  cr_expect(strstr(out, "arm-1") && strstr(out, "wrist"), "%s", out);
   cr_assert_eq(ctl("status -o json"), 0, "%s", errout);
   cr_expect(strstr(out, "\"devices\""), "status lists lark-devices: %s", out);
 }
