@@ -113,44 +113,6 @@ apply_registered(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
 
 /* ------------------------------------------------------------ holders */
 
-/* One binding's named devices: "robot/<n>" and "camera/<n>" of its node. */
-static int
-hold(bus_txn *t, const bus_binding *b, const char *job, int64_t ts) {
-  pod_rec p;
-  memset(&p, 0, sizeof p);
-  p.layout = DEV_LAYOUT;
-  dev_copy(p.pod, sizeof p.pod, b->pod);
-  dev_copy(p.node, sizeof p.node, b->node);
-  snprintf(p.job, sizeof p.job, "%s", job);
-  int rc = 0;
-  for (uint32_t i = 0; !rc && i < b->devices.n && p.ndev < DEV_HELD_MAX; i++) {
-    char full[DEV_NAME_SZ + 8];
-    dev_copy(full, sizeof full, b->devices.v[i]);
-    const char *slash = strchr(full, '/');
-    dev_rec d;
-    if (!slash || dev_get(t, p.node, slash + 1, &d))
-      continue; /* not a device this view knows */
-    snprintf(d.holder, sizeof d.holder, "%s", p.pod);
-    d.ts = ts;
-    snprintf(p.devs[p.ndev++], DEV_NAME_SZ, "%s", d.name);
-    rc = dev_put(t, &d);
-  }
-  return rc || !p.ndev ? rc : dev_pod_put(t, &p);
-}
-
-static int
-apply_placed(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
-  (void)ud;
-  const bus_ev_job_placed *e = data;
-  char job[DEV_NAME_SZ];
-  dev_copy(job, sizeof job, e->job);
-  int rc = 0;
-  for (uint32_t i = 0; !rc && i < e->bindings.n; i++)
-    if (e->bindings.v[i].has_devices && e->bindings.v[i].devices.n)
-      rc = hold(t, &e->bindings.v[i], job, ev->ts);
-  return rc;
-}
-
 /* The pod ended: it holds nothing more; a robot it held that should run
  * is to be stopped (decide). */
 static int
@@ -187,6 +149,50 @@ apply_pod_phase(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
   if (dev_pod_get(t, pod, &p) || !bus_str_eq(e->node, p.node))
     return 0; /* holds nothing, or from a node it has left */
   return end_pod(t, pod, ev->ts);
+}
+
+/* One binding's named devices: "robot/<n>" and "camera/<n>" of its node. */
+static int
+hold(bus_txn *t, const bus_binding *b, const char *job, int64_t ts) {
+  pod_rec p;
+  char pod[DEV_DNAME_SZ];
+  dev_copy(pod, sizeof pod, b->pod);
+  /* placed again without an end seen: what it held before, it holds no
+   * more (the view never keeps a holder its pod does not list) */
+  int rc = end_pod(t, pod, ts);
+  if (rc)
+    return rc;
+  memset(&p, 0, sizeof p);
+  p.layout = DEV_LAYOUT;
+  dev_copy(p.pod, sizeof p.pod, b->pod);
+  dev_copy(p.node, sizeof p.node, b->node);
+  snprintf(p.job, sizeof p.job, "%s", job);
+  for (uint32_t i = 0; !rc && i < b->devices.n && p.ndev < DEV_HELD_MAX; i++) {
+    char full[DEV_NAME_SZ + 8];
+    dev_copy(full, sizeof full, b->devices.v[i]);
+    const char *slash = strchr(full, '/');
+    dev_rec d;
+    if (!slash || dev_get(t, p.node, slash + 1, &d))
+      continue; /* not a device this view knows */
+    snprintf(d.holder, sizeof d.holder, "%s", p.pod);
+    d.ts = ts;
+    snprintf(p.devs[p.ndev++], DEV_NAME_SZ, "%s", d.name);
+    rc = dev_put(t, &d);
+  }
+  return rc || !p.ndev ? rc : dev_pod_put(t, &p);
+}
+
+static int
+apply_placed(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
+  (void)ud;
+  const bus_ev_job_placed *e = data;
+  char job[DEV_NAME_SZ];
+  dev_copy(job, sizeof job, e->job);
+  int rc = 0;
+  for (uint32_t i = 0; !rc && i < e->bindings.n; i++)
+    if (e->bindings.v[i].has_devices && e->bindings.v[i].devices.n)
+      rc = hold(t, &e->bindings.v[i], job, ev->ts);
+  return rc;
 }
 
 typedef struct names {
@@ -232,6 +238,8 @@ apply_readiness(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
   (void)data, (void)ud;
   const char *node = subject_id(ev->subject);
   int down = ev->t == BUS_T_NODE_NOTREADY;
+  if (!bus_name_valid(node, BUS_NAME_MAX))
+    return 0;
   int rc = bus_txn_put(t, "nodes", node, strlen(node), down ? "N" : "R", 1);
   return rc || !down ? rc : end_pods(t, NULL, node, ev->ts);
 }
