@@ -143,6 +143,11 @@ write_devices(void) {
                              "    source: files:%s\n"
                              "    width: %d\n"
                              "    height: %d\n"
+                             "  - name: slow\n"
+                             "    source: pattern\n"
+                             "    width: 64\n"
+                             "    height: 48\n"
+                             "    fps: 20\n"
                              "%s",
                              W, H, imgs, W, H,
                              has_v4l2 ? "  - name: video\n"
@@ -336,7 +341,7 @@ ask_raw(const char *line, size_t len, char *answer, size_t cap) {
 /* ------------------------------------------------------------ tests */
 
 Test(edge_camera, frames_decode_and_sessions_count) {
-  const char *bound[] = {"camera/wrist", "camera/shelf", NULL};
+  const char *bound[] = {"camera/wrist", "camera/shelf", "camera/slow", NULL};
   desire("p1", bound, "frames");
   json_t *r = result("p1");
   cr_expect_str_eq(json_string_value(json_object_get(r, "env")), sock,
@@ -385,6 +390,14 @@ Test(edge_camera, frames_decode_and_sessions_count) {
   cr_expect_geq(num(cw, "frames"), 9);
   cr_expect_gt(num(cw, "bytes"), 0);
   cr_expect_eq(num(json_object_get(r, "close_shelf"), "frames"), 3);
+  /* fps 20: a frame every 50 ms at most, whoever asks (4 frames span 150
+   * ms; unpaced they would take a few; a late frame may shorten a gap) */
+  json_t *slow = json_object_get(r, "slow");
+  cr_assert_eq(json_array_size(slow), 4);
+  long long span =
+      num(json_array_get(slow, 3), "ts") - num(json_array_get(slow, 0), "ts");
+  cr_expect_geq(span, 100000000LL, "4 frames at fps 20 in %lld ns", span);
+  expect_jpeg(frame_path("p1", "slow", 3), 64, 48);
   /* the ingress heard it */
   const cam_ev *e = wait_ev("wrist", "opened");
   cr_assert_not_null(e);

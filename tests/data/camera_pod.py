@@ -30,7 +30,8 @@ def save(name, frames):
 
 
 def frames(c, res):
-    """Both cameras: list, open, capture 3 each, watch 5, close."""
+    """Both cameras: list, open, capture 3 each, watch 5, close; 4 frames
+    of the paced one where there is one."""
     res["list"] = c.list()
     res["open"] = c.open("wrist")
     res["wrist"] = save("wrist", c.capture("wrist", count=3))
@@ -44,6 +45,8 @@ def frames(c, res):
     res["after"] = save("after", c.capture("wrist"))
     res["close_wrist"] = c.close("wrist")
     res["close_shelf"] = c.close("shelf")
+    if any(cam["name"] == "slow" for cam in res["list"]):
+        res["slow"] = save("slow", c.capture("slow", count=4))
 
 
 def refused(c, res):
