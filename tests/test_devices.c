@@ -400,6 +400,7 @@ Test(devices, holder_end_stops_the_robot_once) {
   register_node("n1", 1);
   placed("j", "j-a-0", "n1", "robot/arm-1");
   placed("k", "k-a-0", "n1", "camera/wrist");
+  placed("m", "m-a-0", "n1", "robot/wrist"); /* not a robot: held by none */
   expect_row("n1", "arm-1", "holder", "j-a-0");
   expect_row("n1", "wrist", "holder", "k-a-0");
   command("n1", "arm-1", "start", NULL, "j-a-0", "r1");

@@ -170,10 +170,13 @@ hold(bus_txn *t, const bus_binding *b, const char *job, int64_t ts) {
   for (uint32_t i = 0; !rc && i < b->devices.n && p.ndev < DEV_HELD_MAX; i++) {
     char full[DEV_NAME_SZ + 8];
     dev_copy(full, sizeof full, b->devices.v[i]);
-    const char *slash = strchr(full, '/');
+    char *slash = strchr(full, '/');
     dev_rec d;
     if (!slash || dev_get(t, p.node, slash + 1, &d))
       continue; /* not a device this view knows */
+    *slash = 0;
+    if (strcmp(full, d.kind == DEV_CAMERA ? "camera" : "robot"))
+      continue; /* robot/<a camera>: not this device */
     snprintf(d.holder, sizeof d.holder, "%s", p.pod);
     d.ts = ts;
     snprintf(p.devs[p.ndev++], DEV_NAME_SZ, "%s", d.name);
