@@ -14,9 +14,13 @@
  *   record it describes (report.c).
  * - A newer attempt replaces an older one only after the older process
  *   ended (lifetime.c); the replaced attempt's end is not reported.
- * - A raw+netns pod's network (netns.c) is made after its STARTING record
+ * - A raw+netns pod's network (netns.c), with a macvlan on the subnet of
+ *   each robot it holds that has one, is made after its STARTING record
  *   and removed once its end is recorded (or its start failed), before a
  *   next attempt is started; every report of it carries its localIP.
+ *   A raw pod that holds such a robot runs without one (it has no
+ *   namespace of its own to put it in; the scheduler gives such pods
+ *   raw+netns), and the log says so.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -86,6 +90,38 @@ unrunnable(const edge_agent *a, const bus_ev_pod_desired *d) {
   return NULL;
 }
 
+/* A raw+netns pod's network, with the robot subnets it reaches
+ * (netns.c): its namespace's path into netns; why says what failed. */
+static int
+net_up(edge_agent *a, const char *pod, const bus_ev_pod_desired *d,
+       edge_proc *p, char *netns, size_t ncap, char *why, size_t wcap) {
+  edge_subnet_want want[EDGE_SUBNETS_MAX];
+  edge_net net;
+  int own_ns = bus_str_eq(runtime_of(d), "raw+netns");
+  int rc, n = edge_net_wants(&a->devices, d, want, EDGE_SUBNETS_MAX);
+  if (!own_ns) {
+    if (n > 0) /* the scheduler's choice: said, not second-guessed */
+      edge_logf("warn", pod,
+                "holds a robot on %s but runs raw: no macvlan "
+                "(only raw+netns pods get one)",
+                want[0].cidr);
+    return 0;
+  }
+  if (n < 0) {
+    snprintf(why, wcap, "%s", bus_last_error());
+    return n;
+  }
+  if ((rc = edge_net_setup(a, pod, want, n, &net))) {
+    snprintf(why, wcap, "cannot set up the pod's network: %s",
+             bus_last_error());
+    return rc;
+  }
+  p->netns = 1;
+  snprintf(p->ip, sizeof p->ip, "%s", net.pod_ip);
+  snprintf(netns, ncap, "%s/%s", podnet_rundir(), net.ns);
+  return 0;
+}
+
 static void
 start(edge_agent *a, const char *pod, const bus_ev_pod_desired *d,
       uint32_t attempt) {
@@ -100,18 +136,8 @@ start(edge_agent *a, const char *pod, const bus_ev_pod_desired *d,
   if (!p)
     return;
   const char *bad = unrunnable(a, d);
-  int rc = bad ? BUS_EINVAL : 0;
-  edge_net net;
-  if (!bad && bus_str_eq(runtime_of(d), "raw+netns")) {
-    if ((rc = edge_net_setup(a, pod, &net)))
-      snprintf(why, sizeof why, "cannot set up the pod's network: %s",
-               bus_last_error());
-    else {
-      p->netns = 1;
-      snprintf(p->ip, sizeof p->ip, "%s", net.pod_ip);
-      snprintf(netns, sizeof netns, "%s/%s", podnet_rundir(), net.ns);
-    }
-  }
+  int rc = bad ? BUS_EINVAL
+               : net_up(a, pod, d, p, netns, sizeof netns, why, sizeof why);
   if (!bad && !rc) {
     if ((rc = mkdirs(p->dir)) || (cwd[0] && (rc = mkdirs(cwd))))
       snprintf(why, sizeof why, "cannot make %.400s: %s", cwd[0] ? cwd : p->dir,

@@ -34,8 +34,7 @@
 #include "root.h"
 
 static lt_natsd srv;
-static char names[8][64]; /* pods of this run */
-static int nnames;
+static lt_pods pods; /* of this run */
 static bus_conn *conn;
 static bus_consumer *reports;
 static char dir[256], self_ns[PODNET_NS_MAX];
@@ -51,18 +50,7 @@ setup(void) {
   need_root();
   lt_enter_new_netns(self_ns, "edge");
   lt_tmpdir(dir, sizeof dir, "edgenet");
-  cr_assert_eq(lt_natsd_start(&srv, NULL, NULL), 0);
-  cr_assert_eq(lt_connect(&srv, &conn), 0, "%s", bus_last_error());
-  cr_assert_eq(lt_streams(conn, 2000), 0, "%s", bus_last_error());
-  cr_assert_eq(bus_node_stream_ensure(conn, "n1", NULL), 0, "%s",
-               bus_last_error());
-  bus_consumer_opts o;
-  bus_consumer_opts_init(&o);
-  o.stream = "LARK_INGRESS";
-  o.durable = "test";
-  o.filter = "lark.in.n1.>";
-  cr_assert_eq(bus_consumer_open(conn, &o, &reports), 0, "%s",
-               bus_last_error());
+  lt_node_bed_up(&srv, &conn, "n1", &reports);
 }
 
 static void
@@ -74,11 +62,7 @@ teardown(void) {
   lt_natsd_stop(&srv);
   if (!getenv("LARK_KEEP"))
     lt_rmtree(dir);
-  for (int i = 0; i < nnames; i++) { /* whatever a failed test left */
-    char ns[PODNET_NS_MAX];
-    podnet_ns_name(names[i], ns);
-    podnet_ns_delete(ns);
-  }
+  lt_pods_clean(&pods); /* whatever a failed test left */
   podnet_ns_delete(self_ns);
 }
 
@@ -92,17 +76,9 @@ start_edge(const char *cidr) {
   return lt_must_start_edge(srv.url, dir, "n1", 0, extra);
 }
 
-/* A pod name unique to this run (its namespace is under /run/netns). */
 static const char *
 pod_name(const char *tag) {
-  char n[64];
-  snprintf(n, sizeof n, "p%d-%s", (int)getpid(), tag);
-  for (int i = 0; i < nnames; i++)
-    if (!strcmp(names[i], n))
-      return names[i];
-  cr_assert_lt(nnames, 8);
-  snprintf(names[nnames], sizeof names[nnames], "%s", n);
-  return names[nnames++];
+  return lt_pod_name(&pods, tag);
 }
 
 /* Write the pod's desired state as the scheduler would. */

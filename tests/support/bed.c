@@ -107,6 +107,23 @@ lt_must_start_edge(const char *url, const char *dir, const char *node,
 }
 
 void
+lt_node_bed_up(lt_natsd *srv, bus_conn **conn, const char *node,
+               bus_consumer **reports) {
+  char filter[BUS_SUBJECT_MAX];
+  cr_assert_eq(lt_broker_up(srv, conn, 2000), 0, "%s", bus_last_error());
+  cr_assert_eq(bus_node_stream_ensure(*conn, node, NULL), 0, "%s",
+               bus_last_error());
+  snprintf(filter, sizeof filter, "lark.in.%s.>", node);
+  bus_consumer_opts o;
+  bus_consumer_opts_init(&o);
+  o.stream = "LARK_INGRESS";
+  o.durable = "test";
+  o.filter = filter;
+  cr_assert_eq(bus_consumer_open(*conn, &o, reports), 0, "%s",
+               bus_last_error());
+}
+
+void
 lt_fixture_up(lt_fixture *f) {
   memset(f, 0, sizeof *f);
   cr_assert_eq(lt_broker_up(&f->s, &f->c, 2000), 0, "%s", bus_last_error());

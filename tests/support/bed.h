@@ -45,6 +45,15 @@ pid_t lt_edge_bed_up(lt_natsd *srv, bus_conn **conn, const char *dir,
                      const char *const nodes[]);
 
 /*
+ * lt_broker_up(srv, conn, 2000), node's own stream (as the scheduler
+ * makes it when it takes the node's registration) and a durable consumer
+ * of everything the node sends on its ingress (lark.in.<node>.>) into
+ * reports: the bed of a test of one lark-edge without the scheduler.
+ */
+void lt_node_bed_up(lt_natsd *srv, bus_conn **conn, const char *node,
+                    bus_consumer **reports);
+
+/*
  * lark-edge as node: --url url, --data dir/<node>, its output in
  * dir/<node>.log, --creds its credentials in dir (with_creds) or none,
  * --heartbeat 0.5 --grace 1, then the NULL-terminated extra arguments

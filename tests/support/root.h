@@ -37,4 +37,35 @@ lt_enter_new_netns(char ns[PODNET_NS_MAX], const char *tag) {
   close(fd);
 }
 
+/* Pods a test runs in namespaces of their own: names unique to the run
+ * (p<pid>-<tag>), remembered so teardown removes what a failed test left
+ * under /run/netns. */
+typedef struct lt_pods {
+  char v[8][64];
+  int n;
+} lt_pods;
+
+/* The name for tag (the same name again for the same tag). */
+static inline const char *
+lt_pod_name(lt_pods *p, const char *tag) {
+  char n[64];
+  snprintf(n, sizeof n, "p%d-%s", (int)getpid(), tag);
+  for (int i = 0; i < p->n; i++)
+    if (!strcmp(p->v[i], n))
+      return p->v[i];
+  cr_assert_lt(p->n, 8);
+  snprintf(p->v[p->n], sizeof p->v[p->n], "%s", n);
+  return p->v[p->n++];
+}
+
+/* Remove the namespaces of every pod named. */
+static inline void
+lt_pods_clean(lt_pods *p) {
+  for (int i = 0; i < p->n; i++) {
+    char ns[PODNET_NS_MAX];
+    podnet_ns_name(p->v[i], ns);
+    podnet_ns_delete(ns);
+  }
+}
+
 #endif
