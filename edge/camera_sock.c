@@ -51,7 +51,7 @@ typedef struct edge_cam_conn {
   /* The frames being sent: cam != NULL while they are. */
   edge_cam *cam;
   uint32_t left; /* capture: frames still to send */
-  int watching, stop, busy;
+  int watching, stop;
   uint64_t sent;
   edge_frame f;
   int rc;
@@ -168,14 +168,12 @@ stream_end(edge_cam_conn *k) {
     send_json(k, json_pack("{s:b,s:b,s:I}", "ok", 1, "stopped", 1, "frames",
                            (json_int_t)k->sent));
   k->cam = NULL;
-  k->busy = 0;
   take_lines(k);
 }
 
 static void
 on_frame_written(uv_write_t *w, int status) {
   edge_cam_conn *k = w->data;
-  k->busy = 0;
   if (status < 0 || k->closing) {
     conn_close(k);
     conn_unref(k);
@@ -251,7 +249,6 @@ on_pace(uv_timer_t *t) {
 
 static void
 frame_next(edge_cam_conn *k) {
-  k->busy = 1;
   int64_t wait = edge_cam_pace(k->cam);
   if (wait <= 0)
     frame_make(k);
