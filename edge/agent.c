@@ -25,6 +25,7 @@
 #include "netns.h"
 #include "output.h"
 #include "pods.h"
+#include "robot.h"
 #include "sender.h"
 #include "slice.h"
 
@@ -49,8 +50,10 @@ edge_config_init(edge_config *c) {
 static void
 on_wake(uv_async_t *h) {
   edge_agent *a = h->data;
-  if (atomic_exchange(&a->dirty, 0))
+  if (atomic_exchange(&a->dirty, 0)) {
     edge_pods_reconcile(a);
+    edge_robots_reconcile(a->robots);
+  }
 }
 
 static void
@@ -195,6 +198,7 @@ shutdown_agent(edge_agent *a) {
     pthread_join(a->sender_th, NULL);
   edge_output_flush_all(a);
   edge_procs_close(a);
+  edge_robots_close(a->robots);
   uv_close((uv_handle_t *)&a->wake, NULL);
   uv_close((uv_handle_t *)&a->flush, NULL);
   for (int i = 0; i < 2; i++)
@@ -248,7 +252,10 @@ edge_agent_run(const edge_config *cfg) {
     edge_procs_adopt(a);
     edge_net_sweep(a);
     edge_pods_reconcile(a);
-    if (!(rc = connect_broker(a)) &&
+    if ((rc = edge_robots_open(a, &a->devices, &a->robots)))
+      edge_logf("error", "-", "robots: %s", bus_last_error());
+    edge_robots_reconcile(a->robots);
+    if (!rc && !(rc = connect_broker(a)) &&
         !(rc = start_thread(&a->slice_th, &a->slice_started, edge_slice_main, a,
                             "slice")))
       rc = start_thread(&a->sender_th, &a->sender_started, edge_sender_main, a,
@@ -270,6 +277,7 @@ edge_agent_run(const edge_config *cfg) {
     rc = bus_error(BUS_ECONN, "the broker connection closed");
 out:
   bus_conn_close(a->conn);
+  edge_robots_free(a->robots);
   edge_store_close(a->store);
   edge_devices_free(&a->devices);
   pthread_cond_destroy(&a->cv);

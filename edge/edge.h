@@ -11,6 +11,8 @@
  *
  *   agent.c                      wiring: store, broker, loop, threads
  *   pods.c                       desired states against runs: reconcile
+ *   robot.c robot_sock.c         robots: launch processes against their
+ *                                robot.desired; their controller sockets
  *   lifetime.c                   a pod's process: spawn, exit, stop, adopt
  *   shimcmd.c output.c sock.c    its command line and environment, its
  *                                stdout/stderr, its LARK_SOCKET

@@ -96,24 +96,12 @@ ended(edge_proc *p, int code, int sig, const char *why) {
     p->a->pod_ended(p->a, p->pod);
 }
 
-/* What the shim wrote: "<code> <signal>", then the reason a step before
- * the entrypoint failed, if one did (why, cap bytes; "" else). 0 when
- * found. */
+/* What the shim wrote for p's attempt (edge_shim_status). */
 static int
 read_status(const edge_proc *p, int *code, int *sig, char *why, size_t cap) {
   char path[4300];
   snprintf(path, sizeof path, "%s/exit-%u", p->dir, p->attempt);
-  why[0] = 0;
-  FILE *f = fopen(path, "re");
-  if (!f)
-    return -1;
-  int n = fscanf(f, "%d %d", code, sig);
-  if (n == 2 && fgetc(f) == '\n' && fgets(why, (int)cap, f)) {
-    why[strcspn(why, "\n")] = 0;
-    edge_utf8_fix(why, strlen(why));
-  }
-  fclose(f);
-  return n == 2 ? 0 : -1;
+  return edge_shim_status(path, code, sig, why, cap);
 }
 
 static void

@@ -10,7 +10,9 @@
  *      podnet_rundir() or the path of a namespace file);
  *   3. runs the prepareScript (--prepare SCRIPT) with /bin/sh -c;
  *   4. runs ARGV (the entrypoint, or /bin/sh -c runScript) as its child,
- *      waits for it, and ends the same way the child did.
+ *      as user --user NAME when given (a robot's launch: initgroups,
+ *      setgid, setuid before the exec), waits for it, and ends the same
+ *      way the child did.
  *
  * It writes "<exit code> <signal>\n" to STATUSFILE (atomically: a
  * temporary file, then rename), followed by a line with the reason when a
@@ -27,6 +29,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -50,7 +54,7 @@ on_stop(int sig) {
 }
 
 typedef struct shim_args {
-  const char *status, *netns, *artifact, *prepare;
+  const char *status, *netns, *artifact, *prepare, *user;
   edge_fetch_opts fetch;
   char **argv; /* ARGV, NULL-terminated */
 } shim_args;
@@ -115,6 +119,8 @@ parse_args(int argc, char **argv, shim_args *a) {
       a->fetch.timeout_s = strtol(v, NULL, 10);
     else if (!strcmp(o, "--prepare"))
       a->prepare = v;
+    else if (!strcmp(o, "--user"))
+      a->user = v;
     else
       return -1;
   }
@@ -162,6 +168,12 @@ prepare_pod(const shim_args *a) {
 /* Step 4: ARGV as the child; ends as it did. */
 static int
 run_pod(const shim_args *a) {
+  struct passwd *pw = NULL;
+  if (a->user && *a->user && !(pw = getpwnam(a->user))) {
+    char why[200];
+    snprintf(why, sizeof why, "no user %.100s on this node", a->user);
+    return fail(a, -1, 0, why);
+  }
   pid_t pid = fork();
   if (pid < 0) {
     char why[128];
@@ -173,6 +185,12 @@ run_pod(const shim_args *a) {
     signal(SIGINT, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (pw && (initgroups(pw->pw_name, pw->pw_gid) < 0 ||
+               setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0)) {
+      fprintf(stderr, "lark-edge: cannot become user %s: %s\n", a->user,
+              strerror(errno));
+      _exit(126);
+    }
     execvp(a->argv[0], a->argv);
     fprintf(stderr, "lark-edge: cannot run %s: %s\n", a->argv[0],
             strerror(errno));
@@ -200,7 +218,7 @@ edge_shim_main(int argc, char **argv) {
     fprintf(stderr,
             "usage: lark-edge pod-shim STATUSFILE [--netns NS] [--artifact "
             "URL [--ca FILE] [--max BYTES] [--timeout S]] [--prepare SCRIPT] "
-            "-- ARGV...\n");
+            "[--user NAME] -- ARGV...\n");
     return 2;
   }
   struct sigaction sa = {.sa_handler = on_stop, .sa_flags = SA_RESTART};

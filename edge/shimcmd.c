@@ -1,5 +1,6 @@
 /*
- * shimcmd.c - the pod shim's command line and environment (shimcmd.h).
+ * shimcmd.c - the pod shim's command line and environment, and the
+ * status file it leaves (shimcmd.h).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -8,6 +9,7 @@
 
 #include "log.h"
 #include "shimcmd.h"
+#include "utf8.h"
 
 extern char **environ;
 
@@ -38,6 +40,11 @@ env_set(edge_env *e, const char *name, size_t nlen, const char *val,
 static void
 env_sets(edge_env *e, const char *name, const char *val) {
   env_set(e, name, strlen(name), val, strlen(val));
+}
+
+void
+edge_env_put(edge_env *e, const char *name, const char *val) {
+  env_sets(e, name, val);
 }
 
 void
@@ -160,6 +167,16 @@ inherited(const char *kv) {
   return 1;
 }
 
+void
+edge_env_inherit(edge_env *e) {
+  for (char **v = environ; v && *v; v++)
+    if (inherited(*v)) {
+      const char *eq = strchr(*v, '=');
+      if (eq)
+        env_set(e, *v, (size_t)(eq - *v), eq + 1, strlen(eq + 1));
+    }
+}
+
 /* Environment: the agent's (without its own LARK_ and NATS settings and
  * the device family), raw.environment, the message's env map, then what
  * the node knows. */
@@ -167,12 +184,7 @@ void
 edge_shim_env(edge_proc *p, const bus_ev_pod_desired *d, edge_env *e) {
   char buf[64];
   size_t len;
-  for (char **v = environ; v && *v; v++)
-    if (inherited(*v)) {
-      const char *eq = strchr(*v, '=');
-      if (eq)
-        env_set(e, *v, (size_t)(eq - *v), eq + 1, strlen(eq + 1));
-    }
+  edge_env_inherit(e);
   const bus_env_var_list *ev = &d->raw.environment; /* empty when absent */
   for (uint32_t i = 0; i < ev->n; i++) {
     bus_str n = ev->v[i].name, v = ev->v[i].value;
@@ -232,6 +244,11 @@ arg_bstr(edge_args *b, const char *opt, bus_str s) {
 }
 
 void
+edge_args_add(edge_args *b, const char *s) {
+  arg_str(b, s);
+}
+
+void
 edge_args_free(edge_args *b) {
   for (size_t i = 0; i < b->n; i++)
     free(b->v[i]);
@@ -278,4 +295,19 @@ edge_shim_argv(const edge_proc *p, const bus_ev_pod_desired *d,
     arg_bstr(b, NULL, d->runScript);
   }
   return b->failed ? -ENOMEM : 0;
+}
+
+int
+edge_shim_status(const char *path, int *code, int *sig, char *why, size_t cap) {
+  why[0] = 0;
+  FILE *f = fopen(path, "re");
+  if (!f)
+    return -1;
+  int n = fscanf(f, "%d %d", code, sig);
+  if (n == 2 && fgetc(f) == '\n' && fgets(why, (int)cap, f)) {
+    why[strcspn(why, "\n")] = 0;
+    edge_utf8_fix(why, strlen(why));
+  }
+  fclose(f);
+  return n == 2 ? 0 : -1;
 }

@@ -3,7 +3,7 @@
  * pinned durable consumer `edge-<node>` on the node's own stream
  * LARK_NODE_<node> (filter lark.node.<node>.>, deliver last per subject:
  * the current desired state of each pod, then every change; docs/design.md
- * sections 2 and 6).
+ * sections 2 and 6), and of each robot (robot.desired, robot.c).
  *
  * Each message is stored before it is acked, so a crash between the two
  * only redelivers it, and the store keeps a pod's desired state only when
@@ -34,6 +34,35 @@
  */
 #define SLICE_WAIT_MS 1000
 
+typedef int (*put_fn)(edge_store *s, const char *key, uint64_t seq,
+                      const void *data, size_t len, int *stored);
+
+/* ev's data stored under key (the rest of the subject after prefix, which
+ * must be name) by put when its version is newer: 1 when it was, 0 when
+ * ignored, < 0 when the store failed. */
+static int
+keep(edge_agent *a, const char *subject, const char *prefix, bus_str name,
+     uint64_t seq, const bus_event *ev, put_fn put) {
+  size_t n = strlen(prefix);
+  if (strncmp(subject, prefix, n) || !bus_str_eq(name, subject + n)) {
+    edge_logf("warn", subject, "ignored: %s does not match its subject",
+              ev->type);
+    return 0;
+  }
+  bus_packbuf pb;
+  bus_packbuf_init(&pb);
+  msgpack_pack_object(&pb.pk, ev->data);
+  int stored = 0;
+  int rc = put(a->store, subject + n, seq, pb.sb.data, pb.sb.size, &stored);
+  bus_packbuf_destroy(&pb);
+  if (rc) {
+    edge_logf("error", subject, "cannot store: %s", bus_last_error());
+    return rc;
+  }
+  return stored;
+}
+
+/* A pod.desired or a robot.desired (robot.c reconciles those). */
 static int
 take(edge_agent *a, const bus_batch *b, size_t i) {
   const char *subject;
@@ -42,31 +71,22 @@ take(edge_agent *a, const bus_batch *b, size_t i) {
   bus_batch_meta(b, i, &subject, &seq, NULL);
   const bus_event *ev = bus_batch_event(b, i);
   const bus_ev_pod_desired *d = bus_as_pod_desired(ev);
-  int n = snprintf(prefix, sizeof prefix, "lark.node.%s.pod.", a->cfg.node);
-  if (!d || strncmp(subject, prefix, (size_t)n)) {
+  const bus_ev_robot_desired *rd = bus_as_robot_desired(ev);
+  if (!d && !rd) {
     edge_logf("warn", subject, "ignored: %s",
-              ev ? "not a pod.desired" : bus_last_error());
+              ev ? "not a pod.desired or robot.desired" : bus_last_error());
     return 0;
   }
-  if (!bus_str_eq(d->pod, subject + n)) {
-    edge_logf("warn", subject, "ignored: the pod does not match its subject");
-    return 0;
-  }
-  bus_packbuf pb;
-  bus_packbuf_init(&pb);
-  msgpack_pack_object(&pb.pk, ev->data);
-  /* the scheduler's version outlives the stream's own sequence */
-  if (d->has_version && d->version > 0)
+  /* the deciding service's version outlives the stream's own sequence */
+  if (d && d->has_version && d->version > 0)
     seq = d->version;
-  int stored = 0;
-  int rc = edge_store_desired_put(a->store, subject + n, seq, pb.sb.data,
-                                  pb.sb.size, &stored);
-  bus_packbuf_destroy(&pb);
-  if (rc) {
-    edge_logf("error", subject, "cannot store: %s", bus_last_error());
-    return rc;
-  }
-  return stored;
+  if (rd && rd->has_version && rd->version > 0)
+    seq = rd->version;
+  snprintf(prefix, sizeof prefix, "lark.node.%s.%s.", a->cfg.node,
+           d ? "pod" : "robot");
+  return d ? keep(a, subject, prefix, d->pod, seq, ev, edge_store_desired_put)
+           : keep(a, subject, prefix, rd->robot, seq, ev,
+                  edge_store_robot_desired_put);
 }
 
 /* again: after a failed fetch (a hole in the deliveries, a consumer the

@@ -61,7 +61,7 @@ edge_store_open(edge_store **out, const char *dir) {
     rc = bus_error(-errno, "edge store: mkdir %s", dir);
     goto err;
   }
-  if ((rc = mdb_env_create(&s->env)) || (rc = mdb_env_set_maxdbs(s->env, 8)) ||
+  if ((rc = mdb_env_create(&s->env)) || (rc = mdb_env_set_maxdbs(s->env, 16)) ||
       (rc = mdb_env_set_mapsize(s->env, (size_t)1 << 30)) ||
       (rc = mdb_env_open(s->env, dir, MDB_NOTLS, 0600)) ||
       (rc = mdb_txn_begin(s->env, NULL, 0, &t)) ||
@@ -70,6 +70,8 @@ edge_store_open(edge_store **out, const char *dir) {
       (rc = mdb_dbi_open(t, "outbox", MDB_CREATE, &s->outbox)) ||
       (rc = mdb_dbi_open(t, "nets", MDB_CREATE, &s->nets)) ||
       (rc = mdb_dbi_open(t, "subnets", MDB_CREATE, &s->subnets)) ||
+      (rc = mdb_dbi_open(t, "robot_desired", MDB_CREATE, &s->robot_desired)) ||
+      (rc = mdb_dbi_open(t, "robot_runs", MDB_CREATE, &s->robot_runs)) ||
       (rc = mdb_txn_commit(t))) {
     if (t && rc)
       mdb_txn_abort(t);
@@ -98,22 +100,22 @@ edge_store_close(edge_store *s) {
 /* ----------------------------------------------------------- desired */
 
 int
-edge_store_desired_put(edge_store *s, const char *pod, uint64_t seq,
-                       const void *data, size_t len, int *stored) {
+edge_store__put_newer(edge_store *s, MDB_dbi dbi, const char *key, uint64_t seq,
+                      const void *data, size_t len, int *stored) {
   MDB_txn *t;
-  MDB_val k = key_of(pod), v;
+  MDB_val k = key_of(key), v;
   int rc = mdb_txn_begin(s->env, NULL, 0, &t);
   if (stored)
     *stored = 0;
   if (rc)
     return edge_store__fail(rc, "begin");
-  rc = mdb_get(t, s->desired, &k, &v);
+  rc = mdb_get(t, dbi, &k, &v);
   if (rc == 0 && v.mv_size >= 8 && bus_get_be64(v.mv_data) >= seq) {
     mdb_txn_abort(t);
     return 0;
   }
   v.mv_size = 8 + len;
-  if ((rc = mdb_put(t, s->desired, &k, &v, MDB_RESERVE))) {
+  if ((rc = mdb_put(t, dbi, &k, &v, MDB_RESERVE))) {
     mdb_txn_abort(t);
     return edge_store__fail(rc, "put desired");
   }
@@ -124,6 +126,12 @@ edge_store_desired_put(edge_store *s, const char *pod, uint64_t seq,
   if (stored)
     *stored = 1;
   return 0;
+}
+
+int
+edge_store_desired_put(edge_store *s, const char *pod, uint64_t seq,
+                       const void *data, size_t len, int *stored) {
+  return edge_store__put_newer(s, s->desired, pod, seq, data, len, stored);
 }
 
 /* A desired state's map, copied out (its seq cut off). */

@@ -172,4 +172,36 @@ int edge_store_peek_n(edge_store *s, edge_queued *q, size_t max, size_t *n);
 /* Drop every queued message up to key in one transaction. */
 int edge_store_drop_upto(edge_store *s, uint64_t key);
 
+/* ------------------------------------------------------------ robots */
+
+/* What the node did with a robot (store_robot.c): recorded with each
+ * robot.report it queues, in one transaction, so a restarted agent
+ * re-adopts the launch process (pid and start time) instead of starting
+ * it twice, and knows which desired version and resets it acted on. */
+typedef struct edge_robot_run {
+  uint32_t attempt;  /* launches so far: the shim's status file exit-<n> */
+  int32_t state;     /* EDGE_RUN_RUNNING while launched, else ENDED */
+  int32_t pid;       /* the shim's, leader of the launch's group */
+  uint32_t restarts; /* after crashes, since last started as desired */
+  uint64_t start_ticks;
+  uint64_t version; /* the robot.desired version acted on */
+  uint64_t resets;  /* the resets applied */
+  char mode[64];    /* the mode launched */
+} edge_robot_run;
+
+/* Store a robot.desired map for robot when seq is newer (as
+ * edge_store_desired_put). */
+int edge_store_robot_desired_put(edge_store *s, const char *robot, uint64_t seq,
+                                 const void *data, size_t len, int *stored);
+/* The robot's desired map (malloc'd into *data) and its seq;
+ * BUS_ENOT_FOUND when none came yet. */
+int edge_store_robot_desired_get(edge_store *s, const char *robot,
+                                 uint64_t *seq, void **data, size_t *len);
+/* BUS_ENOT_FOUND when the robot never ran here. */
+int edge_store_robot_run_get(edge_store *s, const char *robot,
+                             edge_robot_run *r);
+/* Put r and queue msg (may be NULL) in one transaction. */
+int edge_store_robot_run_put(edge_store *s, const char *robot,
+                             const edge_robot_run *r, const edge_msg *msg);
+
 #endif

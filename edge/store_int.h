@@ -16,7 +16,8 @@
 struct edge_store {
   MDB_env *env;
   MDB_dbi desired, runs, outbox, nets, subnets;
-  pthread_mutex_t mu; /* next_key */
+  MDB_dbi robot_desired, robot_runs; /* store_robot.c */
+  pthread_mutex_t mu;                /* next_key */
   uint64_t next_key;
 };
 
@@ -77,6 +78,12 @@ int edge_store__get(edge_store *s, MDB_dbi dbi, const char *pod, conv_fn conv,
 int edge_store__write(edge_store *s, const MDB_dbi *tables, size_t n, MDB_val k,
                       const MDB_val *v, const edge_msg *msgs, size_t nmsgs,
                       const char *what);
+
+/* Put [be64 seq][data] as key's row of dbi when seq is newer than the
+ * row there; *stored (may be NULL) says whether it was. */
+int edge_store__put_newer(edge_store *s, MDB_dbi dbi, const char *key,
+                          uint64_t seq, const void *data, size_t len,
+                          int *stored);
 
 /* Queue m in t: a new id and the time now, fixed from
  * here on. */

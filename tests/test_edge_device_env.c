@@ -55,18 +55,7 @@ setup(void) {
   lt_tmpdir(dir, sizeof dir, "edgedev");
   snprintf(devfile, sizeof devfile, "%s/devices.yaml", dir);
   cr_assert_eq(lt_write_file(devfile, "%s", devices_yaml), 0);
-  cr_assert_eq(lt_natsd_start(&srv, NULL, NULL), 0);
-  cr_assert_eq(lt_connect(&srv, &conn), 0, "%s", bus_last_error());
-  cr_assert_eq(lt_streams(conn, 2000), 0, "%s", bus_last_error());
-  cr_assert_eq(bus_node_stream_ensure(conn, "n1", NULL), 0, "%s",
-               bus_last_error());
-  bus_consumer_opts o;
-  bus_consumer_opts_init(&o);
-  o.stream = "LARK_INGRESS";
-  o.durable = "test";
-  o.filter = "lark.in.n1.>";
-  cr_assert_eq(bus_consumer_open(conn, &o, &reports), 0, "%s",
-               bus_last_error());
+  lt_node_bed_up(&srv, &conn, "n1", &reports);
   /* the agent's own environment: none of this may reach a pod */
   setenv("RLINF_EMBODIED_DEVICES", "rlinf.io/device=1", 1);
   setenv("RLINF_EMBODIED_ROS_ENABLED", "true", 1);
@@ -96,37 +85,7 @@ TestSuite(edge_device_env, .init = setup, .fini = teardown, .timeout = 120);
 /* pod runs `sh -c script` holding the bound devices (NULL-ended). */
 static void
 desire(const char *pod, const char *script, const char *const *bound) {
-  int nb = 0;
-  while (bound && bound[nb])
-    nb++;
-  bus_packbuf b;
-  bus_packbuf_init(&b);
-  msgpack_pack_map(&b.pk, 7 + (nb > 0));
-  bus_pack_kv_str(&b.pk, "pod", pod);
-  bus_pack_kv_str(&b.pk, "job", "j");
-  bus_pack_kv_str(&b.pk, "task", "j-a");
-  bus_pack_kv_str(&b.pk, "desired", "Running");
-  bus_pack_kv_str(&b.pk, "runtime", "raw");
-  bus_pack_kv_uint(&b.pk, "attempt", 0);
-  bus_pack_str(&b.pk, "raw");
-  msgpack_pack_map(&b.pk, 1);
-  bus_pack_str(&b.pk, "entrypoint");
-  msgpack_pack_array(&b.pk, 3);
-  bus_pack_kv_str(&b.pk, "sh", "-c");
-  bus_pack_str(&b.pk, script);
-  if (nb) {
-    bus_pack_str(&b.pk, "boundDevices");
-    msgpack_pack_array(&b.pk, (uint32_t)nb);
-    for (int i = 0; i < nb; i++)
-      bus_pack_str(&b.pk, bound[i]);
-  }
-  char id[33], subject[256];
-  bus_event ev;
-  lt_event(&ev, id, "pod.desired", "test", bus_wall_ns(), 0, &b.sb);
-  snprintf(subject, sizeof subject, "lark.node.n1.pod.%s", pod);
-  cr_assert_eq(bus_append(conn, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL),
-               0, "%s", bus_last_error());
-  bus_packbuf_destroy(&b);
+  lt_pod_running(conn, "n1", pod, script, bound);
 }
 
 /* o as compact JSON (strings unescaped: the test's own) appended to buf. */

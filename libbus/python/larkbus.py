@@ -79,6 +79,23 @@ Errors raise ``LarkError`` with the reason: a refused kind or value at
 ``emit``, no connection at the first ``emit``, a report the broker refused
 for good (too big, not permitted) or reports not stored in time at
 ``flush``.
+
+Robots (inside a pod that holds one)
+    ``RobotClient()`` talks to the node's robot controller socket
+    (``$RLINF_EMBODIED_ROS_SOCKET_PATH``, else
+    ``$RLINF_EMBODIED_ROS2_SOCKET_PATH``)::
+
+        robots = larkbus.RobotClient()
+        robots.start("arm-1", mode="joint")   # once the node started it
+        robots.switch("arm-1", "impedance")
+        robots.status("arm-1")["state"]       # "Running"
+
+    ``list``, ``status``, ``modes`` answer at once; ``start``, ``stop``,
+    ``reset`` and ``switch`` go through the log (a robot.request the
+    node stamps with the pod, decided by lark-devices) and return the
+    robot once the node has applied the decision. Only the pod holding
+    the robot may drive it; refusals raise ``LarkError`` with the node's
+    message.
 """
 
 import atexit
@@ -96,7 +113,7 @@ import sys
 import threading
 import time
 
-__all__ = ["emit", "flush", "LarkError", "CameraClient"]
+__all__ = ["emit", "flush", "LarkError", "CameraClient", "RobotClient"]
 
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 _TIMEOUT_S = 10.0       # connecting, and a pod's answer
@@ -1023,6 +1040,93 @@ class CameraClient:
 
     def __exit__(self, *exc):
         self.disconnect()
+
+
+# ------------------------------------------------------------------- robots
+
+class RobotClient:
+    """The robots a pod holds, through its node's robot controller socket.
+
+    ``socket_path`` defaults to ``$RLINF_EMBODIED_ROS_SOCKET_PATH``, else
+    ``$RLINF_EMBODIED_ROS2_SOCKET_PATH`` (set by lark-edge for a pod that
+    holds a ros or ros2 robot). One JSON object per line each way; a robot
+    is a dict ``{name, kind, state, mode, modes, holder, restarts, pid}``.
+    ``start``, ``stop``, ``reset`` and ``switch`` return once the node has
+    applied the decision (the request goes through the log first); only
+    the pod holding the robot may call them. Every refusal or failure
+    raises LarkError with the node's message.
+    """
+
+    def __init__(self, socket_path=None, timeout=30.0):
+        path = socket_path or os.environ.get(
+            "RLINF_EMBODIED_ROS_SOCKET_PATH") or os.environ.get(
+            "RLINF_EMBODIED_ROS2_SOCKET_PATH")
+        if not path:
+            raise LarkError("no robot socket: give socket_path or set "
+                            "RLINF_EMBODIED_ROS_SOCKET_PATH or "
+                            "RLINF_EMBODIED_ROS2_SOCKET_PATH")
+        self.path = path
+        self._timeout = timeout
+        self._sock = None
+        self._buf = b""
+
+    def _call(self, req):
+        if self._sock is None:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(self._timeout)
+            try:
+                s.connect(self.path)
+            except OSError as e:
+                s.close()
+                raise LarkError("robot socket %s: %s" % (self.path, e)) \
+                    from None
+            self._sock, self._buf = s, b""
+        line = json.dumps(req, separators=(",", ":")) + "\n"
+        try:
+            self._sock.sendall(line.encode())
+            while b"\n" not in self._buf:
+                chunk = self._sock.recv(65536)
+                if not chunk:
+                    raise OSError("the node closed the connection")
+                self._buf += chunk
+        except OSError as e:
+            self.close()
+            raise LarkError("robot socket %s: %s" % (self.path, e)) from None
+        out, self._buf = self._buf.split(b"\n", 1)
+        ans = json.loads(out)
+        if "error" in ans:
+            raise LarkError(ans["error"])
+        return ans
+
+    def close(self):
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+    def list(self):
+        return self._call({"op": "list"})["robots"]
+
+    def status(self, robot):
+        return self._call({"op": "status", "robot": robot})["robot"]
+
+    def modes(self, robot):
+        return self._call({"op": "modes", "robot": robot})["modes"]
+
+    def start(self, robot, mode=None):
+        req = {"op": "start", "robot": robot}
+        if mode is not None:
+            req["mode"] = mode
+        return self._call(req)["robot"]
+
+    def stop(self, robot):
+        return self._call({"op": "stop", "robot": robot})["robot"]
+
+    def reset(self, robot):
+        return self._call({"op": "reset", "robot": robot})["robot"]
+
+    def switch(self, robot, mode):
+        return self._call({"op": "switch", "robot": robot,
+                           "mode": mode})["robot"]
 
 
 def _at_exit():

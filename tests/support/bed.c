@@ -124,6 +124,42 @@ lt_node_bed_up(lt_natsd *srv, bus_conn **conn, const char *node,
 }
 
 void
+lt_pod_running(bus_conn *conn, const char *node, const char *pod,
+               const char *script, const char *const *bound) {
+  int nb = 0;
+  while (bound && bound[nb])
+    nb++;
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  msgpack_pack_map(&b.pk, 7 + (nb > 0));
+  bus_pack_kv_str(&b.pk, "pod", pod);
+  bus_pack_kv_str(&b.pk, "job", "j");
+  bus_pack_kv_str(&b.pk, "task", "j-a");
+  bus_pack_kv_str(&b.pk, "desired", "Running");
+  bus_pack_kv_str(&b.pk, "runtime", "raw");
+  bus_pack_kv_uint(&b.pk, "attempt", 0);
+  bus_pack_str(&b.pk, "raw");
+  msgpack_pack_map(&b.pk, 1);
+  bus_pack_str(&b.pk, "entrypoint");
+  msgpack_pack_array(&b.pk, 3);
+  bus_pack_kv_str(&b.pk, "sh", "-c");
+  bus_pack_str(&b.pk, script);
+  if (nb) {
+    bus_pack_str(&b.pk, "boundDevices");
+    msgpack_pack_array(&b.pk, (uint32_t)nb);
+    for (int i = 0; i < nb; i++)
+      bus_pack_str(&b.pk, bound[i]);
+  }
+  char id[33], subject[256];
+  bus_event ev;
+  lt_event(&ev, id, "pod.desired", "lark-scheduler", bus_wall_ns(), 0, &b.sb);
+  snprintf(subject, sizeof subject, "lark.node.%s.pod.%s", node, pod);
+  cr_assert_eq(bus_append(conn, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL),
+               0, "%s", bus_last_error());
+  bus_packbuf_destroy(&b);
+}
+
+void
 lt_fixture_up(lt_fixture *f) {
   memset(f, 0, sizeof *f);
   cr_assert_eq(lt_broker_up(&f->s, &f->c, 2000), 0, "%s", bus_last_error());

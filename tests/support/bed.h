@@ -62,6 +62,14 @@ void lt_node_bed_up(lt_natsd *srv, bus_conn **conn, const char *node,
 pid_t lt_must_start_edge(const char *url, const char *dir, const char *node,
                          int with_creds, const char *const extra[]);
 
+/*
+ * pod.desired Running for pod on node, as the scheduler writes it: raw,
+ * attempt 0, `sh -c script`, holding the NULL-terminated bound devices
+ * (NULL: none) as boundDevices.
+ */
+void lt_pod_running(bus_conn *conn, const char *node, const char *pod,
+                    const char *script, const char *const *bound);
+
 /* A broker with the platform's streams (dedupe 2 s), a batch, and the
  * sample body {"text": "hello"}: what the consumer and reader tests read
  * and write with. */
