@@ -458,17 +458,21 @@ wait_json(const char *path, int seconds) {
   return NULL;
 }
 
-/* The Python RobotClient in a pod: ops run in order, each answer (or
- * refusal) as JSON into dir/<name>.json. */
+/* The Python RobotClient in a pod holding bound, on the socket its
+ * environment names (RLINF_EMBODIED_ROS*_SOCKET_PATH) or, when ros2, on
+ * the ros2 socket named: ops run in order, each answer (or refusal) as
+ * JSON into dir/<name>.json. */
 static void
-python_pod(const char *name, const char *bound, const char *ops) {
-  char script[4096];
+python_pod(const char *name, const char *bound, int ros2, const char *ops) {
+  char script[4096], path[512] = "";
+  if (ros2)
+    snprintf(path, sizeof path, "'%s/n1/run/ros2-ctrl.sock'", dir);
   snprintf(script, sizeof script,
            "python3 -c \"\n"
            "import sys, json\n"
            "sys.path.insert(0, '%s/libbus/python')\n"
            "from larkbus import RobotClient, LarkError\n"
-           "c = RobotClient('%s/n1/run/ros2-ctrl.sock')\n"
+           "c = RobotClient(%s)\n"
            "out = []\n"
            "for op in [%s]:\n"
            "    try:\n"
@@ -477,7 +481,7 @@ python_pod(const char *name, const char *bound, const char *ops) {
            "        out.append({'error': str(e)})\n"
            "json.dump(out, open('%s/%s.tmp', 'w'))\n"
            "\" && mv %s/%s.tmp %s/%s.json",
-           getenv("LARK_SOURCE_DIR"), dir, ops, dir, name, dir, name, dir,
+           getenv("LARK_SOURCE_DIR"), path, ops, dir, name, dir, name, dir,
            name);
   const char *held[] = {bound, NULL};
   lt_pod_running(conn, "n1", name, script, held);
@@ -489,7 +493,7 @@ python_pod(const char *name, const char *bound, const char *ops) {
 Test(edge_robots, the_holder_drives_its_robot_through_the_socket) {
   devices("");
   edge_pid = start_edge();
-  python_pod("holder", "robot/arm-1",
+  python_pod("holder", "robot/arm-1", 0,
              "lambda c: c.list(), lambda c: c.modes('arm-1'), "
              "lambda c: c.start('arm-1', mode='joint'), "
              "lambda c: c.switch('arm-1', 'impedance'), "
@@ -537,7 +541,7 @@ Test(edge_robots,
      a_pod_that_does_not_hold_the_robot_and_a_stranger_are_refused) {
   devices("");
   edge_pid = start_edge();
-  python_pod("other", "robot/crashy",
+  python_pod("other", "robot/crashy", 1,
              "lambda c: c.start('arm-1'), lambda c: c.status('arm-1')");
   char path[512];
   snprintf(path, sizeof path, "%s/other.json", dir);
