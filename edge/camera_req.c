@@ -13,38 +13,33 @@
 
 #include "bus.h"
 #include "camera_req.h"
+#include "reqline.h"
 
 static const char *const op_names[] = {"list", "open", "capture", "watch",
                                        "close"};
 
 static int
-bad(char *why, size_t whylen, const char *reason) {
-  snprintf(why, whylen, "%s", reason);
-  return -1;
-}
-
-static int
-parse_obj(const json_t *o, edge_cam_req *r, char *why, size_t whylen) {
-  const char *op = json_string_value(json_object_get(o, "op"));
-  int i = 0, n = (int)(sizeof op_names / sizeof *op_names);
-  while (op && i < n && strcmp(op, op_names[i]))
-    i++;
-  if (!op || i == n)
-    return bad(why, whylen, "op must be list, open, capture, watch or close");
+parse_obj(const json_t *o, void *req, char *why, size_t whylen) {
+  edge_cam_req *r = req;
+  int i = edge_reqline_op(o, op_names, sizeof op_names / sizeof *op_names);
+  if (i < 0)
+    return edge_reqline_bad(why, whylen,
+                            "op must be list, open, capture, watch or close");
   r->op = (edge_cam_op)i;
   r->count = 1;
   if (r->op == EDGE_CAM_LIST)
     return 0;
   const char *cam = json_string_value(json_object_get(o, "camera"));
   if (!cam || !bus_name_valid(cam, sizeof r->camera - 1))
-    return bad(why, whylen, "camera must be a camera's name");
+    return edge_reqline_bad(why, whylen, "camera must be a camera's name");
   snprintf(r->camera, sizeof r->camera, "%s", cam);
   const json_t *count = json_object_get(o, "count");
   if (r->op != EDGE_CAM_CAPTURE || !count || json_is_null(count))
     return 0;
   json_int_t c = json_is_integer(count) ? json_integer_value(count) : 0;
   if (c < 1 || c > EDGE_CAM_COUNT_MAX)
-    return bad(why, whylen, "count must be a whole number from 1 to 1000000");
+    return edge_reqline_bad(why, whylen,
+                            "count must be a whole number from 1 to 1000000");
   r->count = (uint32_t)c;
   return 0;
 }
@@ -53,13 +48,5 @@ int
 edge_cam_req_parse(const char *line, size_t len, edge_cam_req *r, char *why,
                    size_t whylen) {
   memset(r, 0, sizeof *r);
-  json_error_t e;
-  json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &e);
-  if (!o || !json_is_object(o)) {
-    json_decref(o);
-    return bad(why, whylen, "a request is one JSON object on a line");
-  }
-  int rc = parse_obj(o, r, why, whylen);
-  json_decref(o);
-  return rc;
+  return edge_reqline_parse(line, len, parse_obj, r, why, whylen);
 }

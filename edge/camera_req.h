@@ -1,7 +1,7 @@
 /*
  * camera_req.h - private to edge/: a request line of the camera socket,
- * parsed (camera_req.c). Pure: the camera socket's fuzz harness
- * (fuzz/fuzz_camera_req.c) runs it alone.
+ * parsed (camera_req.c, with reqline.c). Pure: the camera socket's fuzz
+ * harness (fuzz/fuzz_camera_req.c) runs it alone.
  */
 #ifndef LARK_EDGE_CAMERA_REQ_H
 #define LARK_EDGE_CAMERA_REQ_H

@@ -12,7 +12,8 @@
  *   agent.c                      wiring: store, broker, loop, threads
  *   pods.c                       desired states against runs: reconcile
  *   robot.c robot_sock.c         robots: launch processes against their
- *                                robot.desired; their controller sockets
+ *   robot_req.c reqline.c        robot.desired; their controller sockets
+ *                                and the request lines those read
  *   lifetime.c                   a pod's process: spawn, exit, stop, adopt
  *   shimcmd.c output.c sock.c    its command line and environment, its
  *                                stdout/stderr, its LARK_SOCKET

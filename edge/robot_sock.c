@@ -23,6 +23,7 @@
  */
 #include <errno.h>
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,7 @@
 #include "log.h"
 #include "peer.h"
 #include "robot.h"
+#include "robot_req.h"
 #include "sender.h"
 
 enum { LINE_MAX_BYTES = 65536, ANSWER_MS = 10000 };
@@ -91,10 +93,16 @@ reply(rclient *c, json_t *o) {
   free(s);
 }
 
+static void reply_error(rclient *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 static void
-reply_error(rclient *c, const char *fmt, const char *a, const char *b) {
+reply_error(rclient *c, const char *fmt, ...) {
   char why[512];
-  snprintf(why, sizeof why, fmt, a, b);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, sizeof why, fmt, ap);
+  va_end(ap);
   reply(c, json_pack("{s:s}", "error", why));
 }
 
@@ -184,21 +192,19 @@ on_timeout(uv_timer_t *t) {
 
 /* start, stop, reset, switch: a holder's request. */
 static void
-drive(rclient *c, edge_robot *r, const char *op, const char *mode) {
+drive(rclient *c, edge_robot *r, const edge_robot_req *q) {
   if (!holds(c->sock->all->a, c->pod, r->dev->name)) {
     reply_error(c, "pod %s does not hold robot %s", c->pod, r->dev->name);
     return;
   }
-  if (!strcmp(op, "switch") && (!mode || !*mode)) {
-    reply_error(c, "switch needs a mode (robot %s)%s", r->dev->name, "");
+  if (q->mode[0] && !edge_device_mode(r->dev, q->mode)) {
+    reply_error(c, "robot %s has no mode %s", r->dev->name, q->mode);
     return;
   }
-  if (mode && *mode && !edge_device_mode(r->dev, mode)) {
-    reply_error(c, "robot %s has no mode %s", r->dev->name, mode);
-    return;
-  }
-  if (ask(c, r, !strcmp(op, "switch") ? "mode" : op, mode)) {
-    reply_error(c, "cannot queue the request: %s%s", bus_last_error(), "");
+  const char *op =
+      q->op == EDGE_ROBOT_SWITCH ? "mode" : edge_robot_op_name(q->op);
+  if (ask(c, r, op, q->mode)) {
+    reply_error(c, "cannot queue the request: %s", bus_last_error());
     return;
   }
   uv_timer_start(&c->timer, on_timeout, ANSWER_MS, 0);
@@ -226,32 +232,29 @@ modes(rclient *c, const edge_robot *r) {
 /* One request line. */
 static void
 serve(rclient *c, const char *line, size_t len) {
-  json_error_t err;
-  json_t *o = json_loadb(line, len, 0, &err);
-  const char *op = json_string_value(json_object_get(o, "op"));
-  const char *name = json_string_value(json_object_get(o, "robot"));
-  const char *mode = json_string_value(json_object_get(o, "mode"));
-  edge_robot *r = name ? edge_robot_find(c->sock->all, name) : NULL;
+  edge_robot_req q;
+  char why[256];
+  if (edge_robot_req_parse(line, len, &q, why, sizeof why)) {
+    reply_error(c, "%s", why);
+    return;
+  }
+  if (!c->pod[0]) {
+    reply_error(c, "refused: the caller is not a pod of this node");
+    return;
+  }
+  edge_robot *r = edge_robot_find(c->sock->all, q.robot);
   if (r && r->dev->kind != c->sock->kind)
     r = NULL; /* the other kind's socket */
-  if (!json_is_object(o) || !op)
-    reply_error(c, "expected a JSON object with an op%s%s", "", "");
-  else if (!c->pod[0])
-    reply_error(c, "refused: the caller is not a pod of this node%s%s", "", "");
-  else if (!strcmp(op, "list"))
+  if (q.op == EDGE_ROBOT_LIST)
     list(c);
-  else if (strcmp(op, "status") && strcmp(op, "modes") && strcmp(op, "start") &&
-           strcmp(op, "stop") && strcmp(op, "reset") && strcmp(op, "switch"))
-    reply_error(c, "unknown op %s%s", op, "");
   else if (!r)
-    reply_error(c, "no robot %s on this socket%s", name ? name : "(none)", "");
-  else if (!strcmp(op, "status"))
+    reply_error(c, "no robot %s on this socket", q.robot);
+  else if (q.op == EDGE_ROBOT_STATUS)
     reply(c, json_pack("{s:b,s:o}", "ok", 1, "robot", row(r)));
-  else if (!strcmp(op, "modes"))
+  else if (q.op == EDGE_ROBOT_MODES)
     modes(c, r);
   else
-    drive(c, r, op, mode);
-  json_decref(o);
+    drive(c, r, &q);
 }
 
 /* ---------------------------------------------------------- clients */
@@ -311,7 +314,7 @@ on_read(uv_stream_t *h, ssize_t n, const uv_buf_t *buf) {
   }
   if (c->len + (size_t)n > LINE_MAX_BYTES ||
       bus_grow(&c->buf, c->len + (size_t)n, &c->cap, 1, 1024)) {
-    reply_error(c, "line longer than 64 KiB%s%s", "", "");
+    reply_error(c, "line longer than 64 KiB");
     client_close(c);
     return;
   }

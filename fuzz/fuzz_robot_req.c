@@ -1,0 +1,51 @@
+/*
+ * fuzz_robot_req.c - libFuzzer harness for the request lines a pod
+ * writes to a robot controller socket (edge/robot_req.c): any bytes,
+ * split into lines as the socket splits them (at '\n', empty lines
+ * skipped). Every line is either refused with a reason, or taken as one
+ * of the seven operations, with a robot's name that is a valid device
+ * name (none for list) and a mode that is a valid name for switch, empty
+ * or valid for start, and empty for the rest.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bus.h"
+#include "robot_req.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void
+one_line(const char *line, size_t len) {
+  edge_robot_req r;
+  char why[256] = "";
+  if (edge_robot_req_parse(line, len, &r, why, sizeof why)) {
+    if (!why[0])
+      abort(); /* refused without a reason */
+    return;
+  }
+  if (r.op > EDGE_ROBOT_SWITCH)
+    abort();
+  if (r.op == EDGE_ROBOT_LIST ? r.robot[0] != 0
+                              : !bus_name_valid(r.robot, sizeof r.robot - 1))
+    abort();
+  int takes_mode = r.op == EDGE_ROBOT_START || r.op == EDGE_ROBOT_SWITCH;
+  if ((r.op == EDGE_ROBOT_SWITCH && !r.mode[0]) || (!takes_mode && r.mode[0]))
+    abort();
+  if (r.mode[0] && !bus_name_valid(r.mode, sizeof r.mode - 1))
+    abort();
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  const char *s = (const char *)data, *end = s + size;
+  while (s < end) {
+    const char *nl = memchr(s, '\n', (size_t)(end - s));
+    size_t len = (size_t)((nl ? nl : end) - s);
+    if (len)
+      one_line(s, len);
+    s = nl ? nl + 1 : end;
+  }
+  return 0;
+}
