@@ -436,13 +436,26 @@ edge_robot_find(edge_robots *all, const char *name) {
 
 /* ------------------------------------------------- open, adopt, close */
 
-/* What a previous agent left: a launch still running is watched. */
+/* What a previous agent left: a launch still running is watched; one it
+ * spawned but did not record yet is found and said started. */
 static void
 adopt(edge_robot *r) {
+  edge_robot_run found = {0};
   if (edge_store_robot_run_get(r->all->a->store, r->dev->name, &r->run))
-    return;
-  if (r->run.state != EDGE_RUN_RUNNING)
-    return;
+    memset(&r->run, 0, sizeof r->run);
+  if (r->run.state != EDGE_RUN_RUNNING) {
+    if (!edge_robot_find_launch(r, r->run.attempt, &found))
+      return;
+    take_desired(r);
+    r->run.attempt = found.attempt;
+    r->run.pid = found.pid;
+    r->run.start_ticks = found.start_ticks;
+    memcpy(r->run.mode, found.mode, sizeof r->run.mode);
+    r->run.state = EDGE_RUN_RUNNING;
+    r->run.version = r->version;
+    r->run.resets = r->resets;
+    record(r, "started", -1, 0, "found running without its record");
+  }
   r->live = 1;
   r->launched = uv_now(r->all->a->loop);
   uv_timer_start(&r->poll, on_poll, 0, POLL_MS);

@@ -70,6 +70,12 @@ edge_robot *edge_robot_find(edge_robots *all, const char *name);
 /* Its observed state: Running, Restarting, Exited or Stopped. */
 const char *edge_robot_state(const edge_robot *r);
 
+/* robot_orphan.c: a shim of r's launch (attempt > after) running with no
+ * record (its agent died between the spawn and the record): 1 with its
+ * pid, start time, attempt and mode in run, else 0. */
+int edge_robot_find_launch(const edge_robot *r, uint32_t after,
+                           edge_robot_run *run);
+
 /* robot_sock.c: the controller sockets <data>/run/ros-ctrl.sock and
  * ros2-ctrl.sock, for the kinds the node has. */
 int edge_robot_socks_open(edge_robots *all);

@@ -30,6 +30,7 @@
 #include "natsd.h"
 #include "proc.h"
 #include "root.h"
+#include "store.h"
 
 static lt_natsd srv;
 static bus_conn *conn;
@@ -404,6 +405,69 @@ Test(edge_robots, a_launch_that_died_under_no_agent_is_reported_and_restarted) {
   cr_assert_not_null(wait_report("arm-1", "restarted", 1, 30));
   cr_assert_not_null(run_line("arm-1", 2));
   cr_expect_eq(runs("arm-1"), 2);
+}
+
+/* What an agent killed between a spawn and its record leaves: a shim of
+ * arm-1's launch 1 in mode joint, in its own session, with no record. */
+static void
+unrecorded_launch(void) {
+  char bin[512], status[512], script[512];
+  lt_bin("lark-edge", bin, sizeof bin);
+  snprintf(status, sizeof status, "%s/n1/robots/arm-1/exit-1", dir);
+  snprintf(script, sizeof script, "%s/robot.sh", dir);
+  pid_t pid = fork();
+  if (pid == 0) {
+    setsid();
+    execl(bin, bin, "pod-shim", status, "--", script, "arm-1",
+          "control_mode:=joint", (char *)NULL);
+    _exit(127);
+  }
+  cr_assert_gt(pid, 0);
+}
+
+/* The node's store holding robot.desired Running in mode joint for arm-1,
+ * as the agent stored it before it launched. */
+static void
+stored_running(void) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/n1", dir);
+  mkdir(path, 0700);
+  snprintf(path, sizeof path, "%s/n1/store", dir);
+  edge_store *st = NULL;
+  cr_assert_eq(edge_store_open(&st, path), 0, "%s", bus_last_error());
+  bus_ev_robot_desired d = {.robot = BUS_STR("arm-1"),
+                            .desired = BUS_STR("Running"),
+                            .has_mode = 1,
+                            .mode = BUS_STR("joint")};
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  cr_assert_eq(bus_robot_desired_pack(&sb, &d), 0);
+  cr_assert_eq(
+      edge_store_robot_desired_put(st, "arm-1", 1, sb.data, sb.size, NULL), 0,
+      "%s", bus_last_error());
+  msgpack_sbuffer_destroy(&sb);
+  edge_store_close(st);
+}
+
+Test(edge_robots, a_launch_spawned_but_not_recorded_is_adopted_not_doubled) {
+  devices("");
+  stored_running();
+  unrecorded_launch();
+  const char *l = run_line("arm-1", 1);
+  cr_assert_not_null(l);
+  pid_t pid = atoi(l);
+  edge_pid = start_edge();
+  const seen_ev *e = wait_report("arm-1", "started", 1, 30);
+  cr_assert_not_null(e);
+  cr_expect_str_eq(e->mode, "joint");
+  cr_expect_str_eq(e->reason, "found running without its record");
+  sleep(2);
+  cr_expect_eq(runs("arm-1"), 1, "not started again");
+  cr_expect(alive(pid));
+  desire("arm-1", "Stopped", NULL, 0, NULL);
+  cr_assert_not_null(wait_report("arm-1", "stopped", 1, 30));
+  cr_expect(gone(pid));
+  cr_expect_str_eq(events("arm-1"), "started stopped");
 }
 
 Test(edge_robots, the_launch_runs_as_the_devices_user) {
