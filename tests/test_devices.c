@@ -361,6 +361,9 @@ Test(devices, command_queues_desired_with_its_sequence) {
   msgpack_sbuffer_destroy(&o.last);
   command("n1", "arm-1", "stop", NULL, NULL, NULL);
   expect_row("n1", "arm-1", "desired", "Stopped");
+  /* a start without a mode runs the default (the first), not the last */
+  command("n1", "arm-1", "start", NULL, NULL, NULL);
+  expect_row("n1", "arm-1", "mode", "idle");
 }
 
 Test(devices, reports_set_the_observed_state) {

@@ -61,6 +61,8 @@ dev_apply_commanded(bus_txn *t, const bus_event *ev, const void *data,
     if (e->has_mode &&
         (bus_str_eq(e->op, "start") || bus_str_eq(e->op, "mode")))
       dev_copy(d.mode, sizeof d.mode, e->mode);
+    else if (bus_str_eq(e->op, "start") && d.nmodes) /* the default */
+      snprintf(d.mode, sizeof d.mode, "%s", d.modes[0]);
   }
   snprintf(d.request, sizeof d.request, "%s",
            e->has_pod && ev->cause && ev->cause[0] ? ev->cause : ev->id);
