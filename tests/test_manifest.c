@@ -2,7 +2,8 @@
  * test_manifest.c - manifests without a broker: YAML and JSON, several
  * documents, scalar types as the schema expects them, errors that name
  * the document and line, hostile input refused without crashing, and every
- * example in examples/ valid against the schema.
+ * example in examples/ valid against the schema (and each device file
+ * valid to lark-edge).
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "devices.h"
 #include "manifest.h"
 
 static lark_manifest m;
@@ -350,6 +352,21 @@ is_manifest(const char *name) {
                  !strcmp(dot, ".json"));
 }
 
+/* A node's device file (`lark-edge --device-file`), not a manifest. */
+static int
+is_device_file(const char *name) {
+  return strstr(name, "-devices.yaml") != NULL;
+}
+
+/* An example device file: lark-edge's own parser takes it. */
+static void
+check_device_file(const char *path) {
+  edge_devices d = {0};
+  cr_expect_eq(edge_devices_load(path, &d, err, sizeof err), 0, "%s", err);
+  cr_expect_gt(d.n, 0, "%s declares no device", path);
+  edge_devices_free(&d);
+}
+
 Test(manifest, every_example_is_valid) {
   const char *src = getenv("LARK_SOURCE_DIR");
   cr_assert_not_null(src, "LARK_SOURCE_DIR is set by ctest");
@@ -357,13 +374,18 @@ Test(manifest, every_example_is_valid) {
   snprintf(dir, sizeof dir, "%s/examples", src);
   DIR *d = opendir(dir);
   cr_assert_not_null(d, "%s", dir);
-  int files = 0, wf = 0;
+  int files = 0, wf = 0, devfiles = 0;
   struct dirent *e;
   while ((e = readdir(d))) {
     if (!is_manifest(e->d_name))
       continue;
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (is_device_file(e->d_name)) {
+      check_device_file(path);
+      devfiles++;
+      continue;
+    }
     lark_manifest_free(&m);
     cr_assert_eq(lark_manifest_load(&m, path, err, sizeof err), 0, "%s", err);
     cr_expect_gt(m.ndocs, 0, "%s has no resources", path);
@@ -381,4 +403,5 @@ Test(manifest, every_example_is_valid) {
   closedir(d);
   cr_expect_geq(files, 3, "rl-workflow.yaml, job.yaml, nodes.yaml");
   cr_expect_eq(wf, 1, "the rl Workflow is among the examples");
+  cr_expect_geq(devfiles, 1, "embodied-devices.yaml is among the examples");
 }

@@ -1,0 +1,131 @@
+/*
+ * test_example_embodied.c - examples/embodied.yaml as a user runs it:
+ * `larkctl up --nodes 1 --device-file examples/embodied-devices.yaml`
+ * (every process real, under its own credentials), the Job applied, and
+ * what the rollout (examples/embodied.py) and the operator see:
+ *
+ *   - the pod sees exactly the devices' variables of what it holds;
+ *   - it drives the arm through RobotClient (start in a mode, switch,
+ *     stop) and reads three 640x480 JPEG frames through CameraClient;
+ *   - the Job succeeds, the devices are free again, and describe device
+ *     shows who drove the arm: the pod, through its node;
+ *   - an operator then starts the arm in its default mode and captures
+ *     one frame of the camera; replay devices --verify holds.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "platform.h"
+#include "proc.h"
+#include "wait.h"
+
+static lt_platform plat;
+static char out[1 << 16], errout[1 << 14];
+
+#define ctl(...)                                                               \
+  lt_larkctl(&plat, out, sizeof out, errout, sizeof errout, __VA_ARGS__)
+
+static const char *
+src_dir(void) {
+  const char *s = getenv("LARK_SOURCE_DIR");
+  return s ? s : ".";
+}
+
+static void
+platform_up(void) {
+  char devfile[1024];
+  snprintf(devfile, sizeof devfile, "%s/examples/embodied-devices.yaml",
+           src_dir());
+  const char *const extra[] = {"--nodes", "1", "--device-file", devfile, NULL};
+  lt_platform_init(&plat, "embodied");
+  unsetenv("LARK_URL");
+  unsetenv("LARK_CREDS");
+  unsetenv("LARK_USER");
+  setenv("LARKBUS_HOME", src_dir(), 1); /* where the pod finds the script */
+  int rc = lt_platform_start(&plat, extra, 60);
+  cr_assert_gt(plat.pid, 0);
+  cr_assert_eq(rc, 0, "larkctl up is not ready (see %s)", plat.up_log);
+}
+
+static void
+platform_down(void) {
+  lt_platform_stop(&plat);
+  lt_platform_remove(&plat);
+}
+
+TestSuite(example, .init = platform_up, .fini = platform_down, .timeout = 240);
+
+/* Wait (seconds) until `larkctl ARGS` prints needle. */
+static int
+prints(const char *needle, const char *args, int seconds) {
+  for (int i = 0; i < seconds * 10; i++, lt_sleep_ms(100))
+    if (ctl("%s", args) == 0 && strstr(out, needle))
+      return 1;
+  cr_log_error("larkctl %s: no %s in %s%s", args, needle, out, errout);
+  return 0;
+}
+
+/* The variables of this family the pod printed, in order, as one text. */
+static void
+expect_env(const char *logs) {
+  static const char *const want[] = {"LARK_DEVICES=camera/wrist,robot/arm-1",
+                                     "RLINF_EMBODIED_CAMERA_ENABLED=true",
+                                     "RLINF_EMBODIED_CAMERA_SOCKET_PATH=",
+                                     "RLINF_EMBODIED_ROS2_ENABLED=true",
+                                     "RLINF_EMBODIED_ROS2_SOCKET_PATH=",
+                                     "ROS_DOMAIN_ID=7",
+                                     NULL};
+  int n = 0;
+  for (const char *p = logs; (p = strstr(p, "] ")); p += 2)
+    if (!strncmp(p + 2, "RLINF_EMBODIED_", 15) || !strncmp(p + 2, "ROS_", 4) ||
+        !strncmp(p + 2, "LARK_DEVICES=", 13)) {
+      cr_assert_not_null(want[n], "more variables than held: %.60s", p + 2);
+      cr_expect(!strncmp(p + 2, want[n], strlen(want[n])),
+                "variable %d: %.60s, not %s", n, p + 2, want[n]);
+      n++;
+    }
+  cr_expect_null(want[n], "the pod did not see %s", want[n] ? want[n] : "");
+}
+
+Test(example, embodied_job_drives_the_arm_and_reads_the_camera) {
+  char job[1024];
+  snprintf(job, sizeof job, "%s/examples/embodied.yaml", src_dir());
+  cr_assert(prints("wrist", "get devices", 30), "the node's devices");
+  cr_assert_eq(ctl("apply -f %s", job), 0, "%s", errout);
+  cr_assert_eq(ctl("wait job embodied --for Succeeded --timeout 90s"), 0,
+               "%s%s", out, errout);
+  cr_assert_eq(ctl("logs job embodied"), 0, "%s", errout);
+  char logs[sizeof out];
+  snprintf(logs, sizeof logs, "%s", out);
+  expect_env(logs);
+  cr_expect(strstr(logs, "modes of arm-1: ['impedance', 'joint']"), "%s", logs);
+  cr_expect(strstr(logs, "'state': 'Running', 'mode': 'impedance'"), "%s",
+            logs);
+  for (int i = 0; i < 3; i++) {
+    char frame[64];
+    snprintf(frame, sizeof frame, "frame %d: 640x480, ", i);
+    cr_expect(strstr(logs, frame), "no %s in %s", frame, logs);
+  }
+  cr_expect(strstr(logs, "closed: {'frames': 3,"), "%s", logs);
+  cr_expect(strstr(logs, "'state': 'Running', 'mode': 'joint'"), "%s", logs);
+  cr_expect(strstr(logs, "stopped: {'name': 'arm-1'"), "%s", logs);
+  /* the audit trail: the pod drove the arm through its node */
+  cr_assert_eq(ctl("describe device node-1/arm-1"), 0, "%s", errout);
+  cr_expect(strstr(out, "start mode impedance by pod embodied-rollout-0"), "%s",
+            out);
+  cr_expect(strstr(out, "Switched"), "%s", out);
+  /* free again once the pod ended; the operator drives it now */
+  cr_assert(prints("Stopped", "get devices", 20));
+  cr_expect(!strstr(out, "embodied-rollout-0"), "still held: %s", out);
+  cr_assert_eq(ctl("robot start node-1/arm-1"), 0, "%s", errout);
+  cr_expect(prints("Running    impedance", "robot status node-1/arm-1", 20),
+            "an operator's start runs the default mode");
+  char frame[512];
+  snprintf(frame, sizeof frame, "%s/frame.jpg", plat.dir);
+  cr_assert_eq(ctl("camera capture node-1/wrist -o %s", frame), 0, "%s",
+               errout);
+  cr_expect(strstr(out, "640x480 jpeg"), "%s", out);
+  cr_expect_eq(ctl("replay devices --verify"), 0, "%s%s", out, errout);
+}
