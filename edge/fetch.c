@@ -7,7 +7,13 @@
  * https only; 30 s to connect; given up when slower than 1 KiB/s for
  * 60 s, after opts->timeout_s in all, or past opts->max_bytes. https
  * checks the server against the system's CAs and opts->ca_file.
+ *
+ * libcurl is loaded (dlopen) by the first fetch, not linked: its
+ * dependencies (TLS stacks, Kerberos, LDAP, ...) cost every process that
+ * links them about 10 ms to start, and the shim starts with every pod and
+ * robot while few of them fetch anything.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -20,6 +26,53 @@
 
 #include "edge.h"
 #include "fetch.h"
+
+/* The libcurl calls fetch.c makes, from the library loaded at run time. */
+static struct {
+  CURLcode (*global_init)(long flags);
+  void (*global_cleanup)(void);
+  CURL *(*easy_init)(void);
+  CURLcode (*easy_setopt)(CURL *c, CURLoption o, ...);
+  CURLcode (*easy_perform)(CURL *c);
+  void (*easy_cleanup)(CURL *c);
+  const char *(*easy_strerror)(CURLcode rc);
+  curl_version_info_data *(*version_info)(CURLversion v);
+} cu;
+
+/* Load libcurl and initialise it; 0, or -1 with why. */
+static int
+load_curl(char *why, size_t cap) {
+  void *h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+  if (!h)
+    h = dlopen("libcurl.so", RTLD_NOW | RTLD_LOCAL);
+  struct {
+    void **fn;
+    const char *name;
+  } syms[] = {{(void **)&cu.global_init, "curl_global_init"},
+              {(void **)&cu.global_cleanup, "curl_global_cleanup"},
+              {(void **)&cu.easy_init, "curl_easy_init"},
+              {(void **)&cu.easy_setopt, "curl_easy_setopt"},
+              {(void **)&cu.easy_perform, "curl_easy_perform"},
+              {(void **)&cu.easy_cleanup, "curl_easy_cleanup"},
+              {(void **)&cu.easy_strerror, "curl_easy_strerror"},
+              {(void **)&cu.version_info, "curl_version_info"}};
+  for (size_t i = 0; h && i < sizeof syms / sizeof *syms; i++)
+    if (!(*syms[i].fn = dlsym(h, syms[i].name))) {
+      snprintf(why, cap, "cannot fetch artifacts: libcurl has no %s",
+               syms[i].name);
+      return -1;
+    }
+  if (!h) {
+    snprintf(why, cap, "cannot fetch artifacts: cannot load libcurl: %.300s",
+             dlerror());
+    return -1;
+  }
+  if (cu.global_init(CURL_GLOBAL_DEFAULT)) {
+    snprintf(why, cap, "cannot fetch artifacts: curl_global_init");
+    return -1;
+  }
+  return 0;
+}
 
 typedef struct sink {
   int fd;
@@ -65,37 +118,37 @@ set_trust(CURL *c, const char *ca_file) {
   if (!ca_file || !*ca_file)
     return; /* libcurl's own: the system's bundle */
   /* the node's CA file, and the system's CAs through their directory */
-  const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
-  curl_easy_setopt(c, CURLOPT_CAINFO, ca_file);
-  curl_easy_setopt(c, CURLOPT_CAPATH,
-                   v && v->capath ? v->capath : "/etc/ssl/certs");
+  const curl_version_info_data *v = cu.version_info(CURLVERSION_NOW);
+  cu.easy_setopt(c, CURLOPT_CAINFO, ca_file);
+  cu.easy_setopt(c, CURLOPT_CAPATH,
+                 v && v->capath ? v->capath : "/etc/ssl/certs");
 }
 
 static CURL *
 make_handle(const lark_artifact *a, const edge_fetch_opts *o, sink *s,
             char *err) {
-  CURL *c = curl_easy_init();
+  CURL *c = cu.easy_init();
   if (!c)
     return NULL;
-  curl_easy_setopt(c, CURLOPT_URL, a->url);
-  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "file,http,https");
-  curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
-  curl_easy_setopt(c, CURLOPT_FAILONERROR, 1L);
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 30L);
-  curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-  curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT, o->timeout_s > 0 ? o->timeout_s : 0L);
-  curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)o->max_bytes);
-  curl_easy_setopt(c, CURLOPT_USERAGENT, "lark-edge/" EDGE_VERSION);
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, err);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, s);
-  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-  curl_easy_setopt(c, CURLOPT_XFERINFODATA, s);
+  cu.easy_setopt(c, CURLOPT_URL, a->url);
+  cu.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "file,http,https");
+  cu.easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  cu.easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+  cu.easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
+  cu.easy_setopt(c, CURLOPT_FAILONERROR, 1L);
+  cu.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  cu.easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 30L);
+  cu.easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+  cu.easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
+  cu.easy_setopt(c, CURLOPT_TIMEOUT, o->timeout_s > 0 ? o->timeout_s : 0L);
+  cu.easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)o->max_bytes);
+  cu.easy_setopt(c, CURLOPT_USERAGENT, "lark-edge/" EDGE_VERSION);
+  cu.easy_setopt(c, CURLOPT_ERRORBUFFER, err);
+  cu.easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+  cu.easy_setopt(c, CURLOPT_WRITEDATA, s);
+  cu.easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+  cu.easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+  cu.easy_setopt(c, CURLOPT_XFERINFODATA, s);
   set_trust(c, o->ca_file);
   return c;
 }
@@ -111,8 +164,8 @@ transfer(const lark_artifact *a, const edge_fetch_opts *o, sink *s, char *why,
              a->url);
     return -1;
   }
-  CURLcode rc = curl_easy_perform(c);
-  curl_easy_cleanup(c);
+  CURLcode rc = cu.easy_perform(c);
+  cu.easy_cleanup(c);
   if (rc == CURLE_OK)
     return 0;
   if (s->too_big || rc == CURLE_FILESIZE_EXCEEDED)
@@ -126,7 +179,7 @@ transfer(const lark_artifact *a, const edge_fetch_opts *o, sink *s, char *why,
     snprintf(why, cap, "stopped while fetching artifact (%.300s)", a->url);
   else
     snprintf(why, cap, "cannot fetch artifact: %s (%.300s)",
-             err[0] ? err : curl_easy_strerror(rc), a->url);
+             err[0] ? err : cu.easy_strerror(rc), a->url);
   return -1;
 }
 
@@ -153,8 +206,11 @@ int
 edge_fetch(const lark_artifact *a, const edge_fetch_opts *o, char *why,
            size_t cap) {
   char tmp[] = ".lark-artifact-XXXXXX";
+  if (load_curl(why, cap))
+    return -1;
   sink s = {.fd = mkstemp(tmp), .max = o->max_bytes, .stop = o->stop};
   if (s.fd < 0) {
+    cu.global_cleanup();
     snprintf(why, cap, "cannot make a file for artifact %.200s: %s", a->name,
              strerror(errno));
     return -1;
@@ -179,5 +235,6 @@ edge_fetch(const lark_artifact *a, const edge_fetch_opts *o, char *why,
   }
   if (rc)
     unlink(tmp);
+  cu.global_cleanup();
   return rc;
 }

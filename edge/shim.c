@@ -40,8 +40,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
-
 #include "edge.h"
 #include "fetch.h"
 #include "podnet.h"
@@ -142,13 +140,7 @@ prepare_pod(const shim_args *a) {
       snprintf(why, sizeof why, "artifact: %s (%.300s)", r, a->artifact);
       return fail(a, -1, 0, why);
     }
-    int rc = curl_global_init(CURL_GLOBAL_DEFAULT) ? -1 : 0;
-    if (rc)
-      snprintf(why, sizeof why, "cannot fetch artifacts: curl_global_init");
-    else
-      rc = edge_fetch(&art, &a->fetch, why, sizeof why);
-    curl_global_cleanup();
-    if (rc)
+    if (edge_fetch(&art, &a->fetch, why, sizeof why))
       return fail(a, -1, stopped, why);
   }
   if (a->netns && enter_netns(a->netns, why, sizeof why) < 0)
