@@ -4,7 +4,9 @@
  * larkctl renders (tests/support/secbed.c): only admin asks (an
  * operator's camera capture), only the node named subscribes, and the
  * node answers on the asker's inbox. A user, a service, a relay and
- * another node can neither ask nor listen.
+ * another node can neither ask nor listen. And a robot's desired state
+ * on a node's stream reaches that node only: another node can neither
+ * read it, write one, nor report or request for that node's robots.
  */
 #include <criterion/criterion.h>
 #include <stdatomic.h>
@@ -96,5 +98,44 @@ Test(security, node_hears_only_its_own_devices, .timeout = 90) {
   bus_conn_unserve(wide);
   bus_conn_unserve(other);
   bus_conn_close(n1);
+  lt_sec_down(&x);
+}
+
+/* A robot's desired state on gpu-1's stream reaches gpu-1 alone, and
+ * gpu-2 can neither read it, write one for gpu-1, nor speak for gpu-1's
+ * robots on the ingress (a robot.report or a pod's robot.request). */
+Test(security, robot_commands_reach_only_their_node, .timeout = 90) {
+  lt_sec x;
+  lt_sec_up(&x);
+  cr_assert_eq(
+      bus_conn_publish(x.admin, "lark.node.gpu-1.robot.arm-1", "run", 3), 0);
+  lt_sec_wait_seq(&x, OWN, 3);
+  bus_conn *n2 = NULL;
+  bus_consumer *k = NULL;
+  cr_assert_eq(lt_sec_connect(&x, "gpu-2", "_INBOX_gpu-2", &n2), 0);
+  const char *durables[] = {"edge-gpu-2", "edge-gpu-1"};
+  for (size_t i = 0; i < 2; i++)
+    cr_assert_lt(
+        lt_sec_durable(n2, OWN, durables[i], "lark.node.gpu-1.robot.>", &k), 0,
+        "gpu-2 opened %s on gpu-1's robots", durables[i]);
+  cr_assert_lt(
+      lt_sec_durable(n2, OTHER, "edge-gpu-2", "lark.node.gpu-1.robot.>", &k), 0,
+      "a filter outside its own stream");
+  uint64_t in = lt_sec_last_seq(&x, "LARK_INGRESS");
+  const char *forged[] = {
+      "lark.node.gpu-1.robot.arm-1", "lark.node.gpu-2.robot.arm-1",
+      "lark.in.gpu-1.dev.robot.arm-1", "lark.in.gpu-1.dev.request.arm-1"};
+  for (size_t i = 0; i < sizeof forged / sizeof *forged; i++)
+    bus_conn_publish(n2, forged[i], "stop", 4);
+  /* the control: its own ingress takes what it says of its own robots */
+  cr_assert_eq(bus_conn_publish(n2, "lark.in.gpu-2.dev.robot.arm-1", "ok", 2),
+               0);
+  lt_sec_wait_seq(&x, "LARK_INGRESS", in + 1);
+  cr_assert_eq(lt_sec_last_seq(&x, OWN), 3, "gpu-2 wrote gpu-1's desired");
+  cr_assert_eq(lt_sec_last_seq(&x, OTHER), 1, "gpu-2 wrote its own desired");
+  cr_assert_eq(lt_sec_last_seq(&x, "LARK_INGRESS"), in + 1,
+               "gpu-2 spoke for gpu-1 on the ingress");
+  cr_assert_eq(lt_sec_consumer_count(&x, OWN), 0, "consumers appeared");
+  bus_conn_close(n2);
   lt_sec_down(&x);
 }
