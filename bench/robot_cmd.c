@@ -151,8 +151,8 @@ command(bus_conn *c, const char *verb, long round) {
   bus_pack_kv_str(&b.pk, "robot", "arm");
   void *reply = NULL;
   size_t len = 0;
-  int rc = bus_conn_request(c, subject, b.sb.data, b.sb.size, 10000, &reply,
-                            &len);
+  int rc =
+      bus_conn_request(c, subject, b.sb.data, b.sb.size, 10000, &reply, &len);
   if (!rc && len > 8 && memmem(reply, len, "error", 5))
     rc = bus_error(BUS_EINVAL, "%.*s", (int)(len < 300 ? len : 300),
                    (const char *)reply);

@@ -12,6 +12,10 @@
  * driving a robot through the controller socket with the Python
  * RobotClient: the holder is answered once the node applied the decision,
  * a pod that does not hold it and a process that is no pod are refused.
+ *
+ * Longer than 600 lines on purpose: every case shares the node bed, the
+ * stand-in robot and the readers of its argv file defined here, and the
+ * cases read as one story of a robot's life on a node.
  */
 #include <criterion/criterion.h>
 #include <jansson.h>
