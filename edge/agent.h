@@ -41,12 +41,12 @@ struct edge_agent {
   edge_devices devices; /* the node's robots and cameras; read-only once
                            the agent runs (cfg.devfile points here) */
   bus_conn *conn;
-  edge_proc *procs; /* live and ending processes */
+  edge_proc *procs;          /* live and ending processes */
   struct edge_cameras *cams; /* camera.h; NULL: the node has no camera */
-  atomic_int npods; /* live processes, for heartbeats */
-  atomic_int stop;  /* threads stop */
-  int conn_lost;    /* the broker connection closed for good */
-  atomic_int dirty; /* desired states changed since last reconcile */
+  atomic_int npods;          /* live processes, for heartbeats */
+  atomic_int stop;           /* threads stop */
+  int conn_lost;             /* the broker connection closed for good */
+  atomic_int dirty;          /* desired states changed since last reconcile */
   pthread_t slice_th, sender_th;
   int slice_started, sender_started;
   char runtimes[256]; /* cfg.runtimes points here */
