@@ -208,31 +208,34 @@ client(char **argv) {
 
 static void
 desire(bus_conn *c, const char *const argv[], int argc) {
-  bus_packbuf b;
-  bus_packbuf_init(&b);
-  msgpack_pack_map(&b.pk, 8);
-  bus_pack_kv_str(&b.pk, "pod", "cam-pod");
-  bus_pack_kv_str(&b.pk, "job", "cam");
-  bus_pack_kv_str(&b.pk, "task", "cam-a");
-  bus_pack_kv_str(&b.pk, "desired", "Running");
-  bus_pack_kv_str(&b.pk, "runtime", "raw");
-  bus_pack_kv_uint(&b.pk, "attempt", 0);
-  bus_pack_str(&b.pk, "raw");
-  msgpack_pack_map(&b.pk, 1);
-  bus_pack_str(&b.pk, "entrypoint");
-  msgpack_pack_array(&b.pk, (uint32_t)argc);
-  for (int i = 0; i < argc; i++)
-    bus_pack_str(&b.pk, argv[i]);
-  bus_pack_str(&b.pk, "boundDevices");
-  msgpack_pack_array(&b.pk, 1);
-  bus_pack_str(&b.pk, "camera/cam");
+  bus_str args[8], held[1] = {BUS_STR("camera/cam")};
+  for (int i = 0; i < argc && i < 8; i++)
+    args[i] = bus_str_of(argv[i]);
+  bus_ev_pod_desired d = {
+      .pod = BUS_STR("cam-pod"),
+      .job = BUS_STR("cam"),
+      .task = BUS_STR("cam-a"),
+      .desired = BUS_STR("Running"),
+      .has_attempt = true,
+      .has_runtime = true,
+      .runtime = BUS_STR("raw"),
+      .has_raw = true,
+      .raw = {.has_entrypoint = true,
+              .entrypoint = {args, (uint32_t)(argc < 8 ? argc : 8)}},
+      .has_boundDevices = true,
+      .boundDevices = {held, 1},
+  };
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  if (bus_pod_desired_pack(&sb, &d))
+    bench_die("pod.desired", bus_last_error());
   bus_event ev;
   char id[33];
-  bench_event_init(&ev, id, "pod.desired", "bench", &b.sb);
+  bench_event_init(&ev, id, "pod.desired", "bench", &sb);
   if (bus_append(c, "lark.node." NODE ".pod.cam-pod", &ev, BUS_APPEND_NOCHECK,
                  NULL, NULL))
     bench_die("pod.desired", bus_last_error());
-  bus_packbuf_destroy(&b);
+  msgpack_sbuffer_destroy(&sb);
 }
 
 static void

@@ -54,16 +54,11 @@ static void
 setup(void) {
   char path[400];
   lt_tmpdir(dir, sizeof dir, "camplat");
-  const char *who[] = {"admin", "lark-scheduler", "lark-devices", NODE};
+  const char *const who[] = {"admin", "lark-scheduler", "lark-devices", NODE,
+                             NULL};
   const lark_role roles[] = {LARK_ROLE_ADMIN, LARK_ROLE_SERVICE,
                              LARK_ROLE_SERVICE, LARK_ROLE_NODE};
-  for (int i = 0; i < 4; i++)
-    cr_assert_eq(lark_creds_ensure(dir, who[i], roles[i], NULL, NULL), 0, "%s",
-                 lark_cfg_error());
-  cr_assert_eq(lt_secure_natsd_start(&srv, dir), 0, "%s", lark_cfg_error());
-  cr_assert_eq(lt_connect_as(srv.url, dir, "admin", 0, &conn), 0, "%s",
-               bus_last_error());
-  cr_assert_eq(lt_streams(conn, 2000), 0, "%s", bus_last_error());
+  lt_secure_bed_up(&srv, &conn, dir, who, roles);
   snprintf(path, sizeof path, "%s/devices.yaml", dir);
   cr_assert_eq(lt_write_file(path, "cameras:\n"
                                    "  - {name: wrist, source: pattern, "
@@ -85,35 +80,10 @@ teardown(void) {
 
 TestSuite(camera_platform, .init = setup, .fini = teardown, .timeout = 180);
 
-/* A field of lark-devices' row of camera name, as text ("" when none). */
-static void
-row_field(const char *name, const char *key, char *out, size_t cap) {
-  msgpack_zone z;
-  msgpack_zone_init(&z, 4096);
-  msgpack_object r;
-  out[0] = 0;
-  if (!lt_command(conn, "device", "get",
-                  json_pack("{s:s,s:s}", "node", NODE, "name", name), &z, &r)) {
-    const msgpack_object *item = bus_obj_get(bus_obj_get(&r, "result"), "item");
-    const msgpack_object *v = item ? bus_obj_get(item, key) : NULL;
-    if (v && v->type == MSGPACK_OBJECT_STR)
-      snprintf(out, cap, "%.*s", (int)v->via.str.size, v->via.str.ptr);
-    else if (v && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
-      snprintf(out, cap, "%llu", (unsigned long long)v->via.u64);
-  }
-  msgpack_zone_destroy(&z);
-}
-
+/* Wait (30 s) until lark-devices' row of camera name has key want. */
 static int
 row_becomes(const char *name, const char *key, const char *want) {
-  char got[256] = "";
-  for (int i = 0; i < 300; i++, lt_sleep_ms(100)) {
-    row_field(name, key, got, sizeof got);
-    if (!strcmp(got, want))
-      return 1;
-  }
-  cr_log_error("%s/%s %s is '%s', not '%s'", NODE, name, key, got, want);
-  return 0;
+  return lt_device_becomes(conn, NODE, name, key, want, 30);
 }
 
 /* The Job camj: one pod holding both cameras, running camera_pod.py. */

@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "bed.h"
 #include "events.h"
 #include "bus.h"
 #include "files.h"
@@ -47,19 +48,12 @@ static char out[1 << 17], errout[1 << 14];
 static void
 platform_up(void) {
   static const char *const nodes[] = {"--nodes", "1", NULL};
-  lt_platform_init(&plat, "cliout");
-  unsetenv("LARK_URL");
-  unsetenv("LARK_CREDS");
-  unsetenv("LARK_USER");
-  int rc = lt_platform_start(&plat, nodes, 60);
-  cr_assert_gt(plat.pid, 0);
-  cr_assert_eq(rc, 0, "larkctl up is not ready (see %s)", plat.up_log);
+  lt_platform_ready(&plat, "cliout", nodes);
 }
 
 static void
 platform_down(void) {
-  lt_platform_stop(&plat);
-  lt_platform_remove(&plat);
+  lt_platform_end(&plat);
 }
 
 TestSuite(cli_output, .init = platform_up, .fini = platform_down,

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bed.h"
 #include "bus.h"
 #include "events.h"
 #include "json.h"
@@ -66,13 +67,7 @@ say(const char *subject, const char *type, const char *actor,
 static void
 platform_up(void) {
   static const char *const nodes[] = {"--nodes", "1", NULL};
-  lt_platform_init(&plat, "devcli");
-  unsetenv("LARK_URL");
-  unsetenv("LARK_CREDS");
-  unsetenv("LARK_USER");
-  int rc = lt_platform_start(&plat, nodes, 60);
-  cr_assert_gt(plat.pid, 0);
-  cr_assert_eq(rc, 0, "larkctl up is not ready (see %s)", plat.up_log);
+  lt_platform_ready(&plat, "devcli", nodes);
   /* n9 registers a robot and a camera, as its agent would */
   say("lark.in.n9.sched.node", "node.registered", "n9",
       "{\"apiVersion\":\"rlinf.io/v1alpha1\",\"kind\":\"Node\","
@@ -89,8 +84,7 @@ platform_up(void) {
 
 static void
 platform_down(void) {
-  lt_platform_stop(&plat);
-  lt_platform_remove(&plat);
+  lt_platform_end(&plat);
 }
 
 TestSuite(devices_cli, .init = platform_up, .fini = platform_down,

@@ -167,38 +167,11 @@ robot(const char *verb, const char *json, char *code, size_t cap,
   return err ? -1 : 0;
 }
 
-/* A field of device node/name's row, as text ("" when it has none). */
-static void
-row_field(const char *node, const char *name, const char *key, char *out,
-          size_t cap) {
-  msgpack_zone z;
-  msgpack_zone_init(&z, 4096);
-  msgpack_object r;
-  out[0] = 0;
-  if (!lt_command(conn, "device", "get",
-                  json_pack("{s:s, s:s}", "node", node, "name", name), &z,
-                  &r)) {
-    const msgpack_object *item = bus_obj_get(bus_obj_get(&r, "result"), "item");
-    const msgpack_object *v = item ? bus_obj_get(item, key) : NULL;
-    if (v && v->type == MSGPACK_OBJECT_STR)
-      snprintf(out, cap, "%.*s", (int)v->via.str.size, v->via.str.ptr);
-    else if (v && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
-      snprintf(out, cap, "%llu", (unsigned long long)v->via.u64);
-  }
-  msgpack_zone_destroy(&z);
-}
-
+/* Wait (10 s) until device node/name's row has key want. */
 static int
 row_becomes(const char *node, const char *name, const char *key,
             const char *want) {
-  char got[256] = "";
-  for (int i = 0; i < 100; i++, lt_sleep_ms(100)) {
-    row_field(node, name, key, got, sizeof got);
-    if (!strcmp(got, want))
-      return 1;
-  }
-  cr_log_error("%s/%s %s is %s, not %s", node, name, key, got, want);
-  return 0;
+  return lt_device_becomes(conn, node, name, key, want, 10);
 }
 
 /* The last message on subject of stream: its type and a field, waited

@@ -162,15 +162,9 @@ static void
 setup(void) {
   char path[400];
   lt_tmpdir(dir, sizeof dir, "camera");
-  const char *who[] = {"admin", NODE, "alice"};
+  const char *const who[] = {"admin", NODE, "alice", NULL};
   const lark_role roles[] = {LARK_ROLE_ADMIN, LARK_ROLE_NODE, LARK_ROLE_USER};
-  for (int i = 0; i < 3; i++)
-    cr_assert_eq(lark_creds_ensure(dir, who[i], roles[i], NULL, NULL), 0, "%s",
-                 lark_cfg_error());
-  cr_assert_eq(lt_secure_natsd_start(&srv, dir), 0, "%s", lark_cfg_error());
-  cr_assert_eq(lt_connect_as(srv.url, dir, "admin", 0, &conn), 0, "%s",
-               bus_last_error());
-  cr_assert_eq(lt_streams(conn, 2000), 0, "%s", bus_last_error());
+  lt_secure_bed_up(&srv, &conn, dir, who, roles);
   cr_assert_eq(bus_node_stream_ensure(conn, NODE, NULL), 0, "%s",
                bus_last_error());
   bus_consumer_opts o;
@@ -199,8 +193,7 @@ setup(void) {
 
 static void
 teardown(void) {
-  bus_consumer_close(ingress);
-  lt_bed_down(&srv, conn, dir, &edge_pid, 1);
+  lt_node_bed_down(&srv, conn, ingress, dir, &edge_pid, 1);
 }
 
 TestSuite(edge_camera, .init = setup, .fini = teardown, .timeout = 120);
@@ -218,36 +211,8 @@ desire(const char *pod, const char *const bound[], const char *mode) {
   snprintf(script, sizeof script, "%s/tests/data/camera_pod.py",
            getenv("LARK_SOURCE_DIR"));
   snprintf(src, sizeof src, "%s", getenv("LARK_SOURCE_DIR"));
-  bus_packbuf b;
-  bus_packbuf_init(&b);
-  msgpack_pack_map(&b.pk, 8);
-  bus_pack_kv_str(&b.pk, "pod", pod);
-  bus_pack_kv_str(&b.pk, "job", "j");
-  bus_pack_kv_str(&b.pk, "task", "j-a");
-  bus_pack_kv_str(&b.pk, "desired", "Running");
-  bus_pack_kv_str(&b.pk, "runtime", "raw");
-  bus_pack_kv_uint(&b.pk, "attempt", 0);
-  bus_pack_str(&b.pk, "raw");
-  msgpack_pack_map(&b.pk, 1);
-  bus_pack_str(&b.pk, "entrypoint");
-  const char *argv[] = {"python3", script, mode, out, src};
-  msgpack_pack_array(&b.pk, 5);
-  for (int i = 0; i < 5; i++)
-    bus_pack_str(&b.pk, argv[i]);
-  bus_pack_str(&b.pk, "boundDevices");
-  int n = 0;
-  while (bound[n])
-    n++;
-  msgpack_pack_array(&b.pk, (uint32_t)n);
-  for (int i = 0; i < n; i++)
-    bus_pack_str(&b.pk, bound[i]);
-  char id[33], subject[256];
-  bus_event ev;
-  lt_event(&ev, id, "pod.desired", "test", bus_wall_ns(), 0, &b.sb);
-  snprintf(subject, sizeof subject, "lark.node.%s.pod.%s", NODE, pod);
-  cr_assert_eq(bus_append(conn, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL),
-               0, "%s", bus_last_error());
-  bus_packbuf_destroy(&b);
+  const char *const argv[] = {"python3", script, mode, out, src, NULL};
+  lt_pod_desire(conn, NODE, pod, 0, "Running", "raw", argv, bound);
 }
 
 /* What camera_pod.py wrote, waiting up to 60 s for it. */
@@ -273,28 +238,26 @@ typedef struct cam_ev {
 static cam_ev evs[64];
 static int nevs;
 
+/* An event the node sent: kept when it is one the tests read. */
+static void
+take(const bus_event *ev, void *ud) {
+  (void)ud;
+  if (nevs == 64 || strcmp(ev->type, "camera.report"))
+    return;
+  cam_ev *c = &evs[nevs++];
+  memset(c, 0, sizeof *c);
+  bus_obj_str(&ev->data, "event", c->event, sizeof c->event);
+  bus_obj_str(&ev->data, "camera", c->camera, sizeof c->camera);
+  bus_obj_str(&ev->data, "pod", c->pod, sizeof c->pod);
+  bus_obj_str(&ev->data, "reason", c->reason, sizeof c->reason);
+  c->frames = bus_obj_int(&ev->data, "frames", -1);
+  c->bytes = bus_obj_int(&ev->data, "bytes", -1);
+  c->width = bus_obj_int(&ev->data, "width", -1);
+}
+
 static void
 drain(int timeout_ms) {
-  bus_batch *b = NULL;
-  cr_assert_eq(bus_batch_new(&b), 0);
-  cr_assert_eq(bus_consumer_fetch(ingress, 64, timeout_ms, b), 0, "%s",
-               bus_last_error());
-  for (size_t i = 0; i < bus_batch_len(b) && nevs < 64; i++) {
-    const bus_event *ev = bus_batch_event(b, i);
-    if (!ev || strcmp(ev->type, "camera.report"))
-      continue;
-    cam_ev *c = &evs[nevs++];
-    memset(c, 0, sizeof *c);
-    bus_obj_str(&ev->data, "event", c->event, sizeof c->event);
-    bus_obj_str(&ev->data, "camera", c->camera, sizeof c->camera);
-    bus_obj_str(&ev->data, "pod", c->pod, sizeof c->pod);
-    bus_obj_str(&ev->data, "reason", c->reason, sizeof c->reason);
-    c->frames = bus_obj_int(&ev->data, "frames", -1);
-    c->bytes = bus_obj_int(&ev->data, "bytes", -1);
-    c->width = bus_obj_int(&ev->data, "width", -1);
-  }
-  bus_batch_ack(b);
-  bus_batch_free(b);
+  lt_drain(ingress, 64, timeout_ms, take, NULL);
 }
 
 /* The first camera.report event of camera, waiting up to 20 s. */

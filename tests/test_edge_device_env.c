@@ -52,10 +52,9 @@ static const char devices_yaml[] =
 
 static void
 setup(void) {
-  lt_tmpdir(dir, sizeof dir, "edgedev");
+  lt_node_bed_up(&srv, &conn, dir, sizeof dir, "edgedev", "n1", &reports);
   snprintf(devfile, sizeof devfile, "%s/devices.yaml", dir);
   cr_assert_eq(lt_write_file(devfile, "%s", devices_yaml), 0);
-  lt_node_bed_up(&srv, &conn, "n1", &reports);
   /* the agent's own environment: none of this may reach a pod */
   setenv("RLINF_EMBODIED_DEVICES", "rlinf.io/device=1", 1);
   setenv("RLINF_EMBODIED_ROS_ENABLED", "true", 1);
@@ -69,13 +68,7 @@ setup(void) {
 
 static void
 teardown(void) {
-  if (edge_pid > 0)
-    lt_kill(edge_pid, SIGTERM);
-  bus_consumer_close(reports);
-  bus_conn_close(conn);
-  lt_natsd_stop(&srv);
-  if (!getenv("LARK_KEEP"))
-    lt_rmtree(dir);
+  lt_node_bed_down(&srv, conn, reports, dir, &edge_pid, 1);
 }
 
 TestSuite(edge_device_env, .init = setup, .fini = teardown, .timeout = 120);
@@ -131,25 +124,23 @@ static char registered[8192];
 static char ended[16][128]; /* pods reported Succeeded or Failed */
 static int nended;
 
+/* An event the node sent: kept when it is one the tests read. */
+static void
+take(const bus_event *ev, void *ud) {
+  (void)ud;
+  char phase[32] = "";
+  if (!strcmp(ev->type, "node.registered"))
+    json_of(&ev->data, (registered[0] = 0, registered), sizeof registered);
+  if (strcmp(ev->type, "pod.report") || nended == 16)
+    return;
+  bus_obj_str(&ev->data, "phase", phase, sizeof phase);
+  if (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))
+    bus_obj_str(&ev->data, "pod", ended[nended++], sizeof ended[0]);
+}
+
 static void
 drain(int timeout_ms) {
-  bus_batch *b = NULL;
-  cr_assert_eq(bus_batch_new(&b), 0);
-  cr_assert_eq(bus_consumer_fetch(reports, 64, timeout_ms, b), 0, "%s",
-               bus_last_error());
-  for (size_t i = 0; i < bus_batch_len(b); i++) {
-    const bus_event *ev = bus_batch_event(b, i);
-    char phase[32] = "";
-    if (ev && !strcmp(ev->type, "node.registered"))
-      json_of(&ev->data, (registered[0] = 0, registered), sizeof registered);
-    if (!ev || strcmp(ev->type, "pod.report") || nended == 16)
-      continue;
-    bus_obj_str(&ev->data, "phase", phase, sizeof phase);
-    if (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))
-      bus_obj_str(&ev->data, "pod", ended[nended++], sizeof ended[0]);
-  }
-  bus_batch_ack(b);
-  bus_batch_free(b);
+  lt_drain(reports, 64, timeout_ms, take, NULL);
 }
 
 static int

@@ -49,19 +49,12 @@ static void
 setup(void) {
   need_root();
   lt_enter_new_netns(self_ns, "edge");
-  lt_tmpdir(dir, sizeof dir, "edgenet");
-  lt_node_bed_up(&srv, &conn, "n1", &reports);
+  lt_node_bed_up(&srv, &conn, dir, sizeof dir, "edgenet", "n1", &reports);
 }
 
 static void
 teardown(void) {
-  if (edge_pid > 0)
-    lt_kill(edge_pid, SIGTERM);
-  bus_consumer_close(reports);
-  bus_conn_close(conn);
-  lt_natsd_stop(&srv);
-  if (!getenv("LARK_KEEP"))
-    lt_rmtree(dir);
+  lt_node_bed_down(&srv, conn, reports, dir, &edge_pid, 1);
   lt_pods_clean(&pods); /* whatever a failed test left */
   podnet_ns_delete(self_ns);
 }
@@ -85,35 +78,8 @@ pod_name(const char *tag) {
 static void
 desire(const char *pod, uint32_t attempt, const char *want, const char *rt,
        const char *script) {
-  bus_packbuf b;
-  bus_packbuf_init(&b);
-  int run = !strcmp(want, "Running");
-  msgpack_pack_map(&b.pk, 6 + (run ? 1 : 0));
-#define KV(k, v)                                                               \
-  bus_pack_str(&b.pk, k);                                                      \
-  msgpack_pack_str_with_body(&b.pk, v, strlen(v))
-  KV("pod", pod);
-  KV("job", "j");
-  KV("task", "j-a");
-  KV("desired", want);
-  KV("runtime", rt);
-  bus_pack_kv_uint(&b.pk, "attempt", attempt);
-  if (run) {
-    bus_pack_str(&b.pk, "raw");
-    msgpack_pack_map(&b.pk, 1);
-    bus_pack_str(&b.pk, "entrypoint");
-    msgpack_pack_array(&b.pk, 3);
-    bus_pack_kv_str(&b.pk, "sh", "-c");
-    bus_pack_str(&b.pk, script);
-  }
-#undef KV
-  char id[33], subject[256];
-  bus_event ev;
-  lt_event(&ev, id, "pod.desired", "test", bus_wall_ns(), 0, &b.sb);
-  snprintf(subject, sizeof subject, "lark.node.n1.pod.%s", pod);
-  cr_assert_eq(bus_append(conn, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL),
-               0, "%s", bus_last_error());
-  bus_packbuf_destroy(&b);
+  const char *const argv[] = {"sh", "-c", script, NULL};
+  lt_pod_desire(conn, "n1", pod, attempt, want, rt, argv, NULL);
 }
 
 typedef struct report {
@@ -126,41 +92,37 @@ static int nseen;
 static char runtimes[256]; /* of the last node.registered */
 
 /* Read what the node sent since the last call. */
+/* An event the node sent: kept when it is one the tests read. */
+static void
+take(const bus_event *ev, void *ud) {
+  (void)ud;
+  if (!strcmp(ev->type, "node.registered")) {
+    const msgpack_object *rt =
+        bus_obj_get(bus_obj_get(&ev->data, "spec"), "runtimes");
+    runtimes[0] = 0;
+    for (uint32_t k = 0;
+         rt && rt->type == MSGPACK_OBJECT_ARRAY && k < rt->via.array.size;
+         k++) {
+      const msgpack_object *s = &rt->via.array.ptr[k];
+      size_t n = strlen(runtimes);
+      snprintf(runtimes + n, sizeof runtimes - n, "%s%.*s", n ? "," : "",
+               (int)s->via.str.size, s->via.str.ptr);
+    }
+  }
+  if (strcmp(ev->type, "pod.report") || nseen == 256)
+    return;
+  report *r = &seen[nseen++];
+  memset(r, 0, sizeof *r);
+  bus_obj_str(&ev->data, "pod", r->pod, sizeof r->pod);
+  bus_obj_str(&ev->data, "phase", r->phase, sizeof r->phase);
+  bus_obj_str(&ev->data, "localIP", r->ip, sizeof r->ip);
+  bus_obj_str(&ev->data, "reason", r->reason, sizeof r->reason);
+  r->attempt = (uint32_t)bus_obj_int(&ev->data, "attempt", 0);
+}
+
 static void
 drain(int timeout_ms) {
-  bus_batch *b = NULL;
-  cr_assert_eq(bus_batch_new(&b), 0);
-  cr_assert_eq(bus_consumer_fetch(reports, 64, timeout_ms, b), 0, "%s",
-               bus_last_error());
-  for (size_t i = 0; i < bus_batch_len(b); i++) {
-    const bus_event *ev = bus_batch_event(b, i);
-    if (!ev)
-      continue;
-    if (!strcmp(ev->type, "node.registered")) {
-      const msgpack_object *rt =
-          bus_obj_get(bus_obj_get(&ev->data, "spec"), "runtimes");
-      runtimes[0] = 0;
-      for (uint32_t k = 0;
-           rt && rt->type == MSGPACK_OBJECT_ARRAY && k < rt->via.array.size;
-           k++) {
-        const msgpack_object *s = &rt->via.array.ptr[k];
-        size_t n = strlen(runtimes);
-        snprintf(runtimes + n, sizeof runtimes - n, "%s%.*s", n ? "," : "",
-                 (int)s->via.str.size, s->via.str.ptr);
-      }
-    }
-    if (strcmp(ev->type, "pod.report") || nseen == 256)
-      continue;
-    report *r = &seen[nseen++];
-    memset(r, 0, sizeof *r);
-    bus_obj_str(&ev->data, "pod", r->pod, sizeof r->pod);
-    bus_obj_str(&ev->data, "phase", r->phase, sizeof r->phase);
-    bus_obj_str(&ev->data, "localIP", r->ip, sizeof r->ip);
-    bus_obj_str(&ev->data, "reason", r->reason, sizeof r->reason);
-    r->attempt = (uint32_t)bus_obj_int(&ev->data, "attempt", 0);
-  }
-  bus_batch_ack(b);
-  bus_batch_free(b);
+  lt_drain(reports, 64, timeout_ms, take, NULL);
 }
 
 /* The first report of pod in phase, waiting up to seconds. */

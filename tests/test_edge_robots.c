@@ -45,8 +45,7 @@ static uint64_t version = 100;
 
 static void
 setup(void) {
-  lt_tmpdir(dir, sizeof dir, "robots");
-  lt_node_bed_up(&srv, &conn, "n1", &ingress);
+  lt_node_bed_up(&srv, &conn, dir, sizeof dir, "robots", "n1", &ingress);
 }
 
 /* Every launch a script recorded (its pid first on each line): killed
@@ -77,11 +76,7 @@ teardown(void) {
   snprintf(low, sizeof low, "/tmp/lark-low-%d.runs", (int)getpid());
   kill_launches(low);
   unlink(low);
-  bus_consumer_close(ingress);
-  bus_conn_close(conn);
-  lt_natsd_stop(&srv);
-  if (!getenv("LARK_KEEP"))
-    lt_rmtree(dir);
+  lt_node_bed_down(&srv, conn, ingress, dir, NULL, 0);
 }
 
 TestSuite(edge_robots, .init = setup, .fini = teardown, .timeout = 120);
@@ -182,33 +177,31 @@ typedef struct seen_ev {
 static seen_ev seen[512];
 static int nseen;
 
+/* An event the node sent: kept when it is one the tests read. */
+static void
+take(const bus_event *ev, void *ud) {
+  (void)ud;
+  if (strncmp(ev->type, "robot.", 6) || nseen == 512)
+    return;
+  seen_ev *s = &seen[nseen++];
+  memset(s, 0, sizeof *s);
+  snprintf(s->type, sizeof s->type, "%s", ev->type);
+  bus_obj_str(&ev->data, "robot", s->robot, sizeof s->robot);
+  bus_obj_str(&ev->data, "event", s->event, sizeof s->event);
+  bus_obj_str(&ev->data, "mode", s->mode, sizeof s->mode);
+  bus_obj_str(&ev->data, "reason", s->reason, sizeof s->reason);
+  bus_obj_str(&ev->data, "op", s->op, sizeof s->op);
+  bus_obj_str(&ev->data, "pod", s->pod, sizeof s->pod);
+  bus_obj_str(&ev->data, "request", s->request, sizeof s->request);
+  s->code = bus_obj_int(&ev->data, "exitCode", -100);
+  s->sig = bus_obj_int(&ev->data, "signal", 0);
+  s->restarts = bus_obj_int(&ev->data, "restarts", -1);
+  s->ts = ev->ts;
+}
+
 static void
 drain(int timeout_ms) {
-  bus_batch *b = NULL;
-  cr_assert_eq(bus_batch_new(&b), 0);
-  cr_assert_eq(bus_consumer_fetch(ingress, 128, timeout_ms, b), 0, "%s",
-               bus_last_error());
-  for (size_t i = 0; i < bus_batch_len(b); i++) {
-    const bus_event *ev = bus_batch_event(b, i);
-    if (!ev || strncmp(ev->type, "robot.", 6) || nseen == 512)
-      continue;
-    seen_ev *s = &seen[nseen++];
-    memset(s, 0, sizeof *s);
-    snprintf(s->type, sizeof s->type, "%s", ev->type);
-    bus_obj_str(&ev->data, "robot", s->robot, sizeof s->robot);
-    bus_obj_str(&ev->data, "event", s->event, sizeof s->event);
-    bus_obj_str(&ev->data, "mode", s->mode, sizeof s->mode);
-    bus_obj_str(&ev->data, "reason", s->reason, sizeof s->reason);
-    bus_obj_str(&ev->data, "op", s->op, sizeof s->op);
-    bus_obj_str(&ev->data, "pod", s->pod, sizeof s->pod);
-    bus_obj_str(&ev->data, "request", s->request, sizeof s->request);
-    s->code = bus_obj_int(&ev->data, "exitCode", -100);
-    s->sig = bus_obj_int(&ev->data, "signal", 0);
-    s->restarts = bus_obj_int(&ev->data, "restarts", -1);
-    s->ts = ev->ts;
-  }
-  bus_batch_ack(b);
-  bus_batch_free(b);
+  lt_drain(ingress, 128, timeout_ms, take, NULL);
 }
 
 /* The nth (from 1) report of event for robot, waiting up to seconds. */

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bed.h"
 #include "platform.h"
 #include "proc.h"
 #include "wait.h"
@@ -39,20 +40,13 @@ platform_up(void) {
   snprintf(devfile, sizeof devfile, "%s/examples/embodied-devices.yaml",
            src_dir());
   const char *const extra[] = {"--nodes", "1", "--device-file", devfile, NULL};
-  lt_platform_init(&plat, "embodied");
-  unsetenv("LARK_URL");
-  unsetenv("LARK_CREDS");
-  unsetenv("LARK_USER");
   setenv("LARKBUS_HOME", src_dir(), 1); /* where the pod finds the script */
-  int rc = lt_platform_start(&plat, extra, 60);
-  cr_assert_gt(plat.pid, 0);
-  cr_assert_eq(rc, 0, "larkctl up is not ready (see %s)", plat.up_log);
+  lt_platform_ready(&plat, "embodied", extra);
 }
 
 static void
 platform_down(void) {
-  lt_platform_stop(&plat);
-  lt_platform_remove(&plat);
+  lt_platform_end(&plat);
 }
 
 TestSuite(example, .init = platform_up, .fini = platform_down, .timeout = 240);

@@ -91,21 +91,14 @@ setup(void) {
   cr_assert_eq(podnet_veth_add(&v), 0, "%s", bus_last_error());
   cr_assert_eq(podnet_addr_add(robot_ns, "eth0", ROBOT_IP, 24), 0, "%s",
                bus_last_error());
-  lt_tmpdir(dir, sizeof dir, "subnet");
+  lt_node_bed_up(&srv, &conn, dir, sizeof dir, "subnet", "n1", &reports);
   snprintf(devfile, sizeof devfile, "%s/devices.yaml", dir);
   cr_assert_eq(lt_write_file(devfile, "%s", devices_yaml), 0);
-  lt_node_bed_up(&srv, &conn, "n1", &reports);
 }
 
 static void
 teardown(void) {
-  if (edge_pid > 0)
-    lt_kill(edge_pid, SIGTERM);
-  bus_consumer_close(reports);
-  bus_conn_close(conn);
-  lt_natsd_stop(&srv);
-  if (!getenv("LARK_KEEP"))
-    lt_rmtree(dir);
+  lt_node_bed_down(&srv, conn, reports, dir, &edge_pid, 1);
   lt_pods_clean(&pods); /* whatever a failed test left */
   podnet_ns_delete(robot_ns);
   podnet_ns_delete(self_ns);
@@ -132,37 +125,16 @@ pod_name(const char *tag) {
  * names (NULL: none). */
 static void
 desire(const char *pod, const char *rt, const char *script, const char *bound) {
-  bus_str argv[3] = {BUS_STR("sh"), BUS_STR("-c"), bus_str_of(script)};
-  bus_str b[4];
+  const char *const argv[] = {"sh", "-c", script, NULL};
+  const char *held[5];
   char list[256];
-  uint32_t nb = 0;
+  int nb = 0;
   snprintf(list, sizeof list, "%s", bound ? bound : "");
   for (char *save, *t = strtok_r(list, ",", &save); t && nb < 4;
        t = strtok_r(NULL, ",", &save))
-    b[nb++] = bus_str_of(t);
-  bus_ev_pod_desired d = {
-      .pod = bus_str_of(pod),
-      .job = BUS_STR("j"),
-      .task = BUS_STR("j-a"),
-      .desired = BUS_STR("Running"),
-      .has_attempt = true,
-      .has_runtime = true,
-      .runtime = bus_str_of(rt),
-      .has_raw = true,
-      .raw = {.has_entrypoint = true, .entrypoint = {argv, 3}},
-      .has_boundDevices = nb > 0,
-      .boundDevices = {b, nb},
-  };
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  cr_assert_eq(bus_pod_desired_pack(&sb, &d), 0, "%s", bus_last_error());
-  char id[33], subject[256];
-  bus_event ev;
-  lt_event(&ev, id, "pod.desired", "test", bus_wall_ns(), 0, &sb);
-  cr_assert_eq(bus_subj_pod_desired(subject, sizeof subject, "n1", pod), 0);
-  cr_assert_eq(bus_append(conn, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL),
-               0, "%s", bus_last_error());
-  msgpack_sbuffer_destroy(&sb);
+    held[nb++] = t;
+  held[nb] = NULL;
+  lt_pod_desire(conn, "n1", pod, 0, "Running", rt, argv, held);
 }
 
 typedef struct report {
@@ -172,6 +144,18 @@ typedef struct report {
 static report seen[256];
 static int nseen;
 
+/* A pod.report the node sent, into seen. */
+static void
+take(const bus_event *ev, void *ud) {
+  (void)ud;
+  if (strcmp(ev->type, "pod.report") || nseen == 256)
+    return;
+  report *r = &seen[nseen++];
+  bus_obj_str(&ev->data, "pod", r->pod, sizeof r->pod);
+  bus_obj_str(&ev->data, "phase", r->phase, sizeof r->phase);
+  bus_obj_str(&ev->data, "reason", r->reason, sizeof r->reason);
+}
+
 /* The first pod.report of pod in phase, waiting up to seconds. */
 static const report *
 wait_report(const char *pod, const char *phase, int seconds) {
@@ -179,21 +163,7 @@ wait_report(const char *pod, const char *phase, int seconds) {
     for (int i = 0; i < nseen; i++)
       if (!strcmp(seen[i].pod, pod) && !strcmp(seen[i].phase, phase))
         return &seen[i];
-    bus_batch *b = NULL;
-    cr_assert_eq(bus_batch_new(&b), 0);
-    cr_assert_eq(bus_consumer_fetch(reports, 64, 250, b), 0, "%s",
-                 bus_last_error());
-    for (size_t i = 0; i < bus_batch_len(b); i++) {
-      const bus_event *ev = bus_batch_event(b, i);
-      if (!ev || strcmp(ev->type, "pod.report") || nseen == 256)
-        continue;
-      report *r = &seen[nseen++];
-      bus_obj_str(&ev->data, "pod", r->pod, sizeof r->pod);
-      bus_obj_str(&ev->data, "phase", r->phase, sizeof r->phase);
-      bus_obj_str(&ev->data, "reason", r->reason, sizeof r->reason);
-    }
-    bus_batch_ack(b);
-    bus_batch_free(b);
+    lt_drain(reports, 64, 250, take, NULL);
   }
   cr_log_error("no %s report for %s", phase, pod);
   return NULL;

@@ -18,24 +18,7 @@
 #define JOB "{\"apiVersion\": \"rlinf.io/v1alpha1\", \"kind\": \"Job\", "
 #define RAW "\"runtime\": {\"raw\": {\"entrypoint\": [\"python\"]}}"
 
-static sched_nodes nodes;
-static sched_job job;
-static sched_placement p;
-
-static void
-setup(void) {
-  ts_start(&nodes, &job, &p);
-}
-
-static void
-teardown(void) {
-  ts_end(&nodes, &job, &p);
-}
-
-TestSuite(sched_devices, .init = setup, .fini = teardown);
-
-#define place_ok() ts_place_ok(&nodes, &job, &p)
-#define place_nofit() ts_place_nofit(&nodes, &job, &p)
+TS_PLACEMENT_SUITE(sched_devices);
 
 /* A node with bare class units and named devices (a leading '!' marks a
  * robot with a subnet). */

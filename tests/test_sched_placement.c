@@ -10,24 +10,7 @@
 #include "placement.h"
 #include "test_sched_util.h"
 
-static sched_nodes nodes;
-static sched_job job;
-static sched_placement p;
-
-static void
-setup(void) {
-  ts_start(&nodes, &job, &p);
-}
-
-static void
-teardown(void) {
-  ts_end(&nodes, &job, &p);
-}
-
-TestSuite(sched_place, .init = setup, .fini = teardown);
-
-#define place_ok() ts_place_ok(&nodes, &job, &p)
-#define place_nofit() ts_place_nofit(&nodes, &job, &p)
+TS_PLACEMENT_SUITE(sched_place);
 
 /* How many of the placement's pods are on node. */
 static int

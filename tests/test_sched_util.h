@@ -93,6 +93,26 @@ ts_end(sched_nodes *nodes, sched_job *job, sched_placement *p) {
   sched_nodes_clear(nodes);
 }
 
+/*
+ * A placement test file's suite: its nodes, Job and placement p as file
+ * statics, made before and freed after each test; place_ok() and
+ * place_nofit() place that Job on those nodes into p.
+ */
+#define TS_PLACEMENT_SUITE(suite)                                              \
+  static sched_nodes nodes;                                                    \
+  static sched_job job;                                                        \
+  static sched_placement p;                                                    \
+  static void ts_setup(void) {                                                 \
+    ts_start(&nodes, &job, &p);                                                \
+  }                                                                            \
+  static void ts_teardown(void) {                                              \
+    ts_end(&nodes, &job, &p);                                                  \
+  }                                                                            \
+  TestSuite(suite, .init = ts_setup, .fini = ts_teardown)
+
+#define place_ok() ts_place_ok(&nodes, &job, &p)
+#define place_nofit() ts_place_nofit(&nodes, &job, &p)
+
 /* Place job and insist it fits. */
 static inline void
 ts_place_ok(sched_nodes *nodes, const sched_job *job, sched_placement *p) {

@@ -26,18 +26,31 @@ lt_bed_up(lt_natsd *srv, bus_conn **conn, char *dir, size_t cap,
   lt_tmpdir(dir, cap, tag);
 }
 
-void
-lt_bed_down(lt_natsd *srv, bus_conn *conn, const char *dir, pid_t *pids,
-            int n) {
+static void
+kill_all(pid_t *pids, int n) {
   for (int i = 0; i < n; i++)
     if (pids[i] > 0) {
       lt_kill(pids[i], SIGTERM);
       pids[i] = 0;
     }
+}
+
+void
+lt_bed_down(lt_natsd *srv, bus_conn *conn, const char *dir, pid_t *pids,
+            int n) {
+  kill_all(pids, n);
   bus_conn_close(conn);
   lt_natsd_stop(srv);
   if (!getenv("LARK_KEEP"))
     lt_rmtree(dir);
+}
+
+void
+lt_node_bed_down(lt_natsd *srv, bus_conn *conn, bus_consumer *reports,
+                 const char *dir, pid_t *pids, int n) {
+  kill_all(pids, n);
+  bus_consumer_close(reports);
+  lt_bed_down(srv, conn, dir, NULL, 0);
 }
 
 pid_t
@@ -65,18 +78,26 @@ creds(const char *dir, const char *name, lark_role role) {
                lark_cfg_error());
 }
 
-pid_t
-lt_edge_bed_up(lt_natsd *srv, bus_conn **conn, const char *dir,
-               const char *const nodes[]) {
-  char cr[512];
-  creds(dir, "admin", LARK_ROLE_ADMIN);
-  creds(dir, "lark-scheduler", LARK_ROLE_SERVICE);
-  for (int i = 0; nodes[i]; i++)
-    creds(dir, nodes[i], LARK_ROLE_NODE);
+void
+lt_secure_bed_up(lt_natsd *srv, bus_conn **conn, const char *dir,
+                 const char *const names[], const lark_role roles[]) {
+  for (int i = 0; names[i]; i++)
+    creds(dir, names[i], roles[i]);
   cr_assert_eq(lt_secure_natsd_start(srv, dir), 0, "%s", lark_cfg_error());
   cr_assert_eq(lt_connect_as(srv->url, dir, "admin", 0, conn), 0, "%s",
                bus_last_error());
   cr_assert_eq(lt_streams(*conn, 2000), 0, "%s", bus_last_error());
+}
+
+pid_t
+lt_edge_bed_up(lt_natsd *srv, bus_conn **conn, const char *dir,
+               const char *const nodes[]) {
+  static const char *const names[] = {"admin", "lark-scheduler", NULL};
+  static const lark_role roles[] = {LARK_ROLE_ADMIN, LARK_ROLE_SERVICE};
+  char cr[512];
+  for (int i = 0; nodes[i]; i++)
+    creds(dir, nodes[i], LARK_ROLE_NODE);
+  lt_secure_bed_up(srv, conn, dir, names, roles);
   lark_creds_path(dir, "lark-scheduler", cr, sizeof cr);
   const char *extra[] = {"--creds", cr, NULL};
   return lt_must_start("lark-scheduler", srv->url, dir, "scheduler",
@@ -107,10 +128,10 @@ lt_must_start_edge(const char *url, const char *dir, const char *node,
 }
 
 void
-lt_node_bed_up(lt_natsd *srv, bus_conn **conn, const char *node,
-               bus_consumer **reports) {
+lt_node_bed_up(lt_natsd *srv, bus_conn **conn, char *dir, size_t cap,
+               const char *tag, const char *node, bus_consumer **reports) {
   char filter[BUS_SUBJECT_MAX];
-  cr_assert_eq(lt_broker_up(srv, conn, 2000), 0, "%s", bus_last_error());
+  lt_bed_up(srv, conn, dir, cap, tag, 2000);
   cr_assert_eq(bus_node_stream_ensure(*conn, node, NULL), 0, "%s",
                bus_last_error());
   snprintf(filter, sizeof filter, "lark.in.%s.>", node);
@@ -124,39 +145,113 @@ lt_node_bed_up(lt_natsd *srv, bus_conn **conn, const char *node,
 }
 
 void
-lt_pod_running(bus_conn *conn, const char *node, const char *pod,
-               const char *script, const char *const *bound) {
-  int nb = 0;
-  while (bound && bound[nb])
-    nb++;
-  bus_packbuf b;
-  bus_packbuf_init(&b);
-  msgpack_pack_map(&b.pk, 7 + (nb > 0));
-  bus_pack_kv_str(&b.pk, "pod", pod);
-  bus_pack_kv_str(&b.pk, "job", "j");
-  bus_pack_kv_str(&b.pk, "task", "j-a");
-  bus_pack_kv_str(&b.pk, "desired", "Running");
-  bus_pack_kv_str(&b.pk, "runtime", "raw");
-  bus_pack_kv_uint(&b.pk, "attempt", 0);
-  bus_pack_str(&b.pk, "raw");
-  msgpack_pack_map(&b.pk, 1);
-  bus_pack_str(&b.pk, "entrypoint");
-  msgpack_pack_array(&b.pk, 3);
-  bus_pack_kv_str(&b.pk, "sh", "-c");
-  bus_pack_str(&b.pk, script);
-  if (nb) {
-    bus_pack_str(&b.pk, "boundDevices");
-    msgpack_pack_array(&b.pk, (uint32_t)nb);
-    for (int i = 0; i < nb; i++)
-      bus_pack_str(&b.pk, bound[i]);
+lt_drain(bus_consumer *k, size_t max, int timeout_ms,
+         void (*fn)(const bus_event *ev, void *ud), void *ud) {
+  bus_batch *b = NULL;
+  cr_assert_eq(bus_batch_new(&b), 0);
+  cr_assert_eq(bus_consumer_fetch(k, max, timeout_ms, b), 0, "%s",
+               bus_last_error());
+  for (size_t i = 0; i < bus_batch_len(b); i++) {
+    const bus_event *ev = bus_batch_event(b, i);
+    if (ev)
+      fn(ev, ud);
   }
-  char id[33], subject[256];
+  bus_batch_ack(b);
+  bus_batch_free(b);
+}
+
+void
+lt_pod_desire(bus_conn *conn, const char *node, const char *pod,
+              uint32_t attempt, const char *desired, const char *runtime,
+              const char *const argv[], const char *const bound[]) {
+  bus_str args[16], held[16];
+  uint32_t na = 0, nb = 0;
+  for (; argv && argv[na]; na++) {
+    cr_assert_lt(na, 16, "too long an entrypoint");
+    args[na] = bus_str_of(argv[na]);
+  }
+  for (; bound && bound[nb]; nb++) {
+    cr_assert_lt(nb, 16, "too many bound devices");
+    held[nb] = bus_str_of(bound[nb]);
+  }
+  int run = !strcmp(desired, "Running");
+  bus_ev_pod_desired d = {
+      .pod = bus_str_of(pod),
+      .job = BUS_STR("j"),
+      .task = BUS_STR("j-a"),
+      .desired = bus_str_of(desired),
+      .has_attempt = true,
+      .attempt = attempt,
+      .has_runtime = true,
+      .runtime = bus_str_of(runtime),
+      .has_raw = run,
+      .raw = {.has_entrypoint = true, .entrypoint = {args, na}},
+      .has_boundDevices = run && nb > 0,
+      .boundDevices = {held, nb},
+  };
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  cr_assert_eq(bus_pod_desired_pack(&sb, &d), 0, "%s", bus_last_error());
+  char id[33], subject[BUS_SUBJECT_MAX];
   bus_event ev;
-  lt_event(&ev, id, "pod.desired", "lark-scheduler", bus_wall_ns(), 0, &b.sb);
-  snprintf(subject, sizeof subject, "lark.node.%s.pod.%s", node, pod);
+  lt_event(&ev, id, "pod.desired", "lark-scheduler", bus_wall_ns(), 0, &sb);
+  cr_assert_eq(bus_subj_pod_desired(subject, sizeof subject, node, pod), 0);
   cr_assert_eq(bus_append(conn, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL),
                0, "%s", bus_last_error());
-  bus_packbuf_destroy(&b);
+  msgpack_sbuffer_destroy(&sb);
+}
+
+void
+lt_pod_running(bus_conn *conn, const char *node, const char *pod,
+               const char *script, const char *const *bound) {
+  const char *const argv[] = {"sh", "-c", script, NULL};
+  lt_pod_desire(conn, node, pod, 0, "Running", "raw", argv, bound);
+}
+
+void
+lt_device_field(bus_conn *conn, const char *node, const char *name,
+                const char *key, char *out, size_t cap) {
+  msgpack_zone z;
+  msgpack_zone_init(&z, 4096);
+  msgpack_object r;
+  out[0] = 0;
+  if (!lt_command(conn, "device", "get",
+                  json_pack("{s:s, s:s}", "node", node, "name", name), &z,
+                  &r)) {
+    const msgpack_object *item = bus_obj_get(bus_obj_get(&r, "result"), "item");
+    lt_obj_text(item ? bus_obj_get(item, key) : NULL, out, cap);
+  }
+  msgpack_zone_destroy(&z);
+}
+
+int
+lt_device_becomes(bus_conn *conn, const char *node, const char *name,
+                  const char *key, const char *want, int seconds) {
+  char got[256] = "";
+  for (int i = 0; i < seconds * 10; i++, lt_sleep_ms(100)) {
+    lt_device_field(conn, node, name, key, got, sizeof got);
+    if (!strcmp(got, want))
+      return 1;
+  }
+  cr_log_error("%s/%s %s is '%s', not '%s'", node, name, key, got, want);
+  return 0;
+}
+
+void
+lt_platform_ready(lt_platform *p, const char *tag, const char *const extra[]) {
+  lt_platform_init(p, tag);
+  unsetenv("LARK_URL");
+  unsetenv("LARK_CREDS");
+  unsetenv("LARK_USER");
+  int rc = lt_platform_start(p, extra, 60);
+  cr_assert_gt(p->pid, 0);
+  cr_assert_eq(rc, 0, "larkctl up is not ready (see %s)", p->up_log);
+}
+
+void
+lt_platform_end(lt_platform *p) {
+  lt_platform_stop(p);
+  lt_platform_remove(p);
 }
 
 void

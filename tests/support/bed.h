@@ -1,7 +1,8 @@
 /*
  * bed.h - what most service tests start from, for Criterion tests: a
  * broker with the platform's streams and a temporary directory, the
- * services started there, the fields they describe, and a node's ingress.
+ * services started there, the fields they describe, a node's ingress,
+ * pods' desired states, lark-devices' rows, and a `larkctl up` platform.
  * Each call fails the test when it cannot do its part, so it is a library
  * of its own (larkbed), linked only into the test executables.
  */
@@ -12,7 +13,9 @@
 #include <sys/types.h>
 
 #include "bus.h"
+#include "deploy.h"
 #include "natsd.h"
+#include "platform.h"
 
 /* lt_broker_up(srv, conn, dedupe_ms) and lt_tmpdir(dir, cap, tag). */
 void lt_bed_up(lt_natsd *srv, bus_conn **conn, char *dir, size_t cap,
@@ -35,6 +38,15 @@ pid_t lt_must_start_named(const char *bin_name, const char *url,
                           const char *dir, const char *name);
 
 /*
+ * A broker with the accounts larkctl makes: credentials in dir for each
+ * of the NULL-terminated names with its role (names must hold "admin"),
+ * the broker's config from them, admin's connection (conn) and the
+ * platform's streams (dedupe 2 s).
+ */
+void lt_secure_bed_up(lt_natsd *srv, bus_conn **conn, const char *dir,
+                      const char *const names[], const lark_role roles[]);
+
+/*
  * The platform of the edge tests, with the accounts larkctl makes:
  * credentials in dir for admin, lark-scheduler and each of the
  * NULL-terminated nodes, a broker with those accounts, admin's connection
@@ -45,13 +57,25 @@ pid_t lt_edge_bed_up(lt_natsd *srv, bus_conn **conn, const char *dir,
                      const char *const nodes[]);
 
 /*
- * lt_broker_up(srv, conn, 2000), node's own stream (as the scheduler
- * makes it when it takes the node's registration) and a durable consumer
- * of everything the node sends on its ingress (lark.in.<node>.>) into
- * reports: the bed of a test of one lark-edge without the scheduler.
+ * lt_bed_up(srv, conn, dir, cap, tag, 2000), node's own stream (as the
+ * scheduler makes it when it takes the node's registration) and a durable
+ * consumer of everything the node sends on its ingress (lark.in.<node>.>)
+ * into reports: the bed of a test of one lark-edge without the scheduler.
  */
-void lt_node_bed_up(lt_natsd *srv, bus_conn **conn, const char *node,
-                    bus_consumer **reports);
+void lt_node_bed_up(lt_natsd *srv, bus_conn **conn, char *dir, size_t cap,
+                    const char *tag, const char *node, bus_consumer **reports);
+
+/*
+ * Fetch up to max events of k, waiting up to timeout_ms for the first,
+ * call fn(ev, ud) on each that decodes, then ack them all.
+ */
+void lt_drain(bus_consumer *k, size_t max, int timeout_ms,
+              void (*fn)(const bus_event *ev, void *ud), void *ud);
+
+/* lt_bed_down of the bed above: the n pids first (the agent), then
+ * reports, conn, the broker and dir. */
+void lt_node_bed_down(lt_natsd *srv, bus_conn *conn, bus_consumer *reports,
+                      const char *dir, pid_t *pids, int n);
 
 /*
  * lark-edge as node: --url url, --data dir/<node>, its output in
@@ -63,12 +87,39 @@ pid_t lt_must_start_edge(const char *url, const char *dir, const char *node,
                          int with_creds, const char *const extra[]);
 
 /*
- * pod.desired Running for pod on node, as the scheduler writes it: raw,
- * attempt 0, `sh -c script`, holding the NULL-terminated bound devices
- * (NULL: none) as boundDevices.
+ * pod.desired for pod on node, as the scheduler writes it (job j, task
+ * j-a): attempt, desired (Running, Stopped, Deleted), runtime; when
+ * Running, the raw entrypoint argv and the bound devices as boundDevices
+ * (both NULL-terminated; bound NULL: none).
  */
+void lt_pod_desire(bus_conn *conn, const char *node, const char *pod,
+                   uint32_t attempt, const char *desired, const char *runtime,
+                   const char *const argv[], const char *const bound[]);
+
+/* lt_pod_desire Running, raw, attempt 0, `sh -c script`. */
 void lt_pod_running(bus_conn *conn, const char *node, const char *pod,
                     const char *script, const char *const *bound);
+
+/* A field of lark-devices' row of device node/name (its `device get`), as
+ * text: a string or a count; "" when the row or the field is not there. */
+void lt_device_field(bus_conn *conn, const char *node, const char *name,
+                     const char *key, char *out, size_t cap);
+
+/* Wait up to seconds for that field to be want; 1 when it was, 0 (what
+ * it was in the test's log) when not. */
+int lt_device_becomes(bus_conn *conn, const char *node, const char *name,
+                      const char *key, const char *want, int seconds);
+
+/*
+ * lt_platform_init(p, tag) and lt_platform_start(p, extra, 60) without
+ * LARK_URL, LARK_CREDS or LARK_USER from the test's environment (larkctl
+ * finds the platform by its --data): fails the test unless it is ready.
+ */
+void lt_platform_ready(lt_platform *p, const char *tag,
+                       const char *const extra[]);
+
+/* lt_platform_stop, then lt_platform_remove. */
+void lt_platform_end(lt_platform *p);
 
 /* A broker with the platform's streams (dedupe 2 s), a batch, and the
  * sample body {"text": "hello"}: what the consumer and reader tests read

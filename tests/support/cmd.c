@@ -57,6 +57,15 @@ lt_command(bus_conn *c, const char *kind, const char *verb, json_t *body,
 }
 
 void
+lt_obj_text(const msgpack_object *v, char *out, size_t cap) {
+  out[0] = 0;
+  if (v && v->type == MSGPACK_OBJECT_STR)
+    snprintf(out, cap, "%.*s", (int)v->via.str.size, v->via.str.ptr);
+  else if (v && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+    snprintf(out, cap, "%llu", (unsigned long long)v->via.u64);
+}
+
+void
 lt_field(bus_conn *c, const char *kind, const char *sub, const char *name,
          const char *key, char *out, size_t cap) {
   msgpack_zone z;
@@ -68,11 +77,7 @@ lt_field(bus_conn *c, const char *kind, const char *sub, const char *name,
     const msgpack_object *res = bus_obj_get(&r, "result");
     if (res && sub)
       res = bus_obj_get(res, sub);
-    const msgpack_object *v = res ? bus_obj_get(res, key) : NULL;
-    if (v && v->type == MSGPACK_OBJECT_STR)
-      snprintf(out, cap, "%.*s", (int)v->via.str.size, v->via.str.ptr);
-    else if (v && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
-      snprintf(out, cap, "%llu", (unsigned long long)v->via.u64);
+    lt_obj_text(res ? bus_obj_get(res, key) : NULL, out, cap);
   }
   msgpack_zone_destroy(&z);
 }

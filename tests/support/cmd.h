@@ -33,6 +33,9 @@ int lt_request(bus_conn *c, const char *subject, const void *body, size_t len,
 int lt_command(bus_conn *c, const char *kind, const char *verb, json_t *body,
                msgpack_zone *z, msgpack_object *reply);
 
+/* A string or a count as text into out; "" for anything else or NULL. */
+void lt_obj_text(const msgpack_object *v, char *out, size_t cap);
+
 /*
  * The text of field key of kind/name as its service describes it (sub: a
  * map inside the result to look in, e.g. "job"; NULL: the result itself);
