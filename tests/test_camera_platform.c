@@ -118,13 +118,7 @@ Test(camera_platform, a_job_placed_on_cameras_takes_frames_and_is_counted) {
   apply_job(out);
   cr_expect(row_becomes("wrist", "holder", "camj-a-0"));
   snprintf(path, sizeof path, "%s/result.json", out);
-  for (int i = 0; i < 900 && access(path, F_OK); i++)
-    lt_sleep_ms(100);
-  json_error_t e;
-  json_t *r = json_load_file(path, 0, &e);
-  cr_assert_not_null(r, "%s: %s", path, e.text);
-  const char *fatal = json_string_value(json_object_get(r, "fatal"));
-  cr_assert_null(fatal, "the pod: %s", fatal);
+  json_t *r = lt_pod_result(path, 90);
   char sock[300];
   snprintf(sock, sizeof sock, "%s/%s/run/camera-ctrl.sock", dir, NODE);
   cr_expect_str_eq(json_string_value(json_object_get(r, "env")), sock);

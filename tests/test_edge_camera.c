@@ -220,14 +220,7 @@ static json_t *
 result(const char *pod) {
   char path[400];
   snprintf(path, sizeof path, "%s/%s/result.json", dir, pod);
-  for (int i = 0; i < 600 && access(path, F_OK); i++)
-    lt_sleep_ms(100);
-  json_error_t e;
-  json_t *r = json_load_file(path, 0, &e);
-  cr_assert_not_null(r, "%s: %s", path, e.text);
-  const char *fatal = json_string_value(json_object_get(r, "fatal"));
-  cr_assert_null(fatal, "%s: %s", pod, fatal);
-  return r;
+  return lt_pod_result(path, 60);
 }
 
 typedef struct cam_ev {

@@ -343,8 +343,6 @@ Test(sched_place, attempts_and_limits) {
 Test(sched_place, placed_event_round_trip) {
   bus_packbuf pb;
   msgpack_unpacked up;
-  bus_field_err errs[4];
-  int n;
   sched_node *a = ts_node(&nodes, "a", 8, 8192, 4, NULL);
   ts_node(&nodes, "b", 8, 8192, 4, NULL);
   sched_node_set_device(a, "rlinf.io/device", 1);
@@ -353,13 +351,7 @@ Test(sched_place, placed_event_round_trip) {
   sched_resources_set_device(&job.tasks[1].req, "rlinf.io/device", 1);
   (void)t;
   place_ok();
-  bus_packbuf_init(&pb);
-  cr_assert_eq(sched_pack_placed(&pb.pk, "default", "j", 2, &p), 0);
-  msgpack_unpacked_init(&up);
-  cr_assert_eq(msgpack_unpack_next(&up, pb.sb.data, pb.sb.size, NULL),
-               MSGPACK_UNPACK_SUCCESS);
-  cr_assert_eq(bus_schema_check("job.placed", &up.data, errs, 4, &n), 0,
-               "%s: %s", errs[0].path, errs[0].reason);
+  ts_placed(&p, 2, &pb, &up);
   cr_assert_eq(bus_obj_int(&up.data, "generation", -1), 2);
 
   /* another scheduler's model books the same event */

@@ -113,6 +113,25 @@ ts_end(sched_nodes *nodes, sched_job *job, sched_placement *p) {
 #define place_ok() ts_place_ok(&nodes, &job, &p)
 #define place_nofit() ts_place_nofit(&nodes, &job, &p)
 
+/*
+ * p as job.placed of Job j in pool default at generation into pb,
+ * unpacked into up, and valid by the schema. Free both after (
+ * bus_packbuf_destroy, msgpack_unpacked_destroy).
+ */
+static inline void
+ts_placed(const sched_placement *p, uint64_t generation, bus_packbuf *pb,
+          msgpack_unpacked *up) {
+  bus_field_err errs[4];
+  int n;
+  bus_packbuf_init(pb);
+  cr_assert_eq(sched_pack_placed(&pb->pk, "default", "j", generation, p), 0);
+  msgpack_unpacked_init(up);
+  cr_assert_eq(msgpack_unpack_next(up, pb->sb.data, pb->sb.size, NULL),
+               MSGPACK_UNPACK_SUCCESS);
+  cr_assert_eq(bus_schema_check("job.placed", &up->data, errs, 4, &n), 0,
+               "%s: %s", errs[0].path, errs[0].reason);
+}
+
 /* Place job and insist it fits. */
 static inline void
 ts_place_ok(sched_nodes *nodes, const sched_job *job, sched_placement *p) {

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cmd.h"
 #include "deploy.h"
@@ -206,6 +207,18 @@ lt_pod_running(bus_conn *conn, const char *node, const char *pod,
                const char *script, const char *const *bound) {
   const char *const argv[] = {"sh", "-c", script, NULL};
   lt_pod_desire(conn, node, pod, 0, "Running", "raw", argv, bound);
+}
+
+json_t *
+lt_pod_result(const char *path, int seconds) {
+  for (int i = 0; i < seconds * 10 && access(path, F_OK); i++)
+    lt_sleep_ms(100);
+  json_error_t e;
+  json_t *r = json_load_file(path, 0, &e);
+  cr_assert_not_null(r, "%s: %s", path, e.text);
+  const char *fatal = json_string_value(json_object_get(r, "fatal"));
+  cr_assert_null(fatal, "%s: %s", path, fatal);
+  return r;
 }
 
 void

@@ -9,6 +9,7 @@
 #ifndef LARK_TEST_BED_H
 #define LARK_TEST_BED_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -99,6 +100,13 @@ void lt_pod_desire(bus_conn *conn, const char *node, const char *pod,
 /* lt_pod_desire Running, raw, attempt 0, `sh -c script`. */
 void lt_pod_running(bus_conn *conn, const char *node, const char *pod,
                     const char *script, const char *const *bound);
+
+/*
+ * The JSON object a test pod wrote at path (tests/data/camera_pod.py's
+ * result.json), waited for up to seconds: fails the test when it is not
+ * there, is not JSON, or names a "fatal" error. json_decref it.
+ */
+json_t *lt_pod_result(const char *path, int seconds);
 
 /* A field of lark-devices' row of device node/name (its `device get`), as
  * text: a string or a count; "" when the row or the field is not there. */
