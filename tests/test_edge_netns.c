@@ -82,17 +82,10 @@ desire(const char *pod, uint32_t attempt, const char *want, const char *rt,
   lt_pod_desire(conn, "n1", pod, attempt, want, rt, argv, NULL);
 }
 
-typedef struct report {
-  char pod[128], phase[32], ip[64], reason[1024];
-  uint32_t attempt;
-} report;
-
-static report seen[256];
-static int nseen;
+static lt_pod_reports reps;
 static char runtimes[256]; /* of the last node.registered */
 
-/* Read what the node sent since the last call. */
-/* An event the node sent: kept when it is one the tests read. */
+/* An event the node sent: its registration's runtimes, its pod.reports. */
 static void
 take(const bus_event *ev, void *ud) {
   (void)ud;
@@ -109,33 +102,19 @@ take(const bus_event *ev, void *ud) {
                (int)s->via.str.size, s->via.str.ptr);
     }
   }
-  if (strcmp(ev->type, "pod.report") || nseen == 256)
-    return;
-  report *r = &seen[nseen++];
-  memset(r, 0, sizeof *r);
-  bus_obj_str(&ev->data, "pod", r->pod, sizeof r->pod);
-  bus_obj_str(&ev->data, "phase", r->phase, sizeof r->phase);
-  bus_obj_str(&ev->data, "localIP", r->ip, sizeof r->ip);
-  bus_obj_str(&ev->data, "reason", r->reason, sizeof r->reason);
-  r->attempt = (uint32_t)bus_obj_int(&ev->data, "attempt", 0);
+  lt_pod_report_take(&reps, ev);
 }
 
+/* Read what the node sent since the last call. */
 static void
 drain(int timeout_ms) {
   lt_drain(reports, 64, timeout_ms, take, NULL);
 }
 
 /* The first report of pod in phase, waiting up to seconds. */
-static const report *
+static const lt_pod_report *
 wait_report(const char *pod, const char *phase, int seconds) {
-  for (int w = 0; w < seconds * 4; w++) {
-    for (int i = 0; i < nseen; i++)
-      if (!strcmp(seen[i].pod, pod) && !strcmp(seen[i].phase, phase))
-        return &seen[i];
-    drain(250);
-  }
-  cr_log_error("no %s report for %s", phase, pod);
-  return NULL;
+  return lt_pod_report_wait(&reps, drain, pod, phase, seconds);
 }
 
 /* Every phase reported for pod, joined by spaces. */
@@ -144,10 +123,11 @@ phases(const char *pod) {
   static char out[1024];
   out[0] = 0;
   drain(200);
-  for (int i = 0; i < nseen; i++)
-    if (!strcmp(seen[i].pod, pod)) {
+  for (int i = 0; i < reps.n; i++)
+    if (!strcmp(reps.seen[i].pod, pod)) {
       size_t n = strlen(out);
-      snprintf(out + n, sizeof out - n, "%s%s", n ? " " : "", seen[i].phase);
+      snprintf(out + n, sizeof out - n, "%s%s", n ? " " : "",
+               reps.seen[i].phase);
     }
   return out;
 }
@@ -184,7 +164,7 @@ Test(edge_netns, pod_runs_in_its_own_namespace_and_its_network_goes_after) {
            dir, dir, dir);
   edge_pid = start_edge("10.88.1.0/24");
   desire(pod, 0, "Running", "raw+netns", script);
-  const report *r = wait_report(pod, "Running", 30);
+  const lt_pod_report *r = wait_report(pod, "Running", 30);
   cr_assert_not_null(r);
   cr_expect_str_eq(r->ip, "10.88.1.2");
   cr_expect_str_eq(runtimes, "raw,raw+netns", "the node offers raw+netns");
@@ -220,8 +200,8 @@ Test(edge_netns, a_30_is_never_shared_and_a_full_cidr_fails_the_pod) {
   edge_pid = start_edge("10.88.2.0/29"); /* two /30s */
   desire(a, 0, "Running", "raw+netns", "sleep 60");
   desire(b, 0, "Running", "raw+netns", "sleep 60");
-  const report *ra = wait_report(a, "Running", 30);
-  const report *rb = wait_report(b, "Running", 30);
+  const lt_pod_report *ra = wait_report(a, "Running", 30);
+  const lt_pod_report *rb = wait_report(b, "Running", 30);
   cr_assert(ra && rb);
   cr_expect_str_neq(ra->ip, rb->ip);
   cr_expect(!strcmp(ra->ip, "10.88.2.2") || !strcmp(ra->ip, "10.88.2.6"), "%s",
@@ -231,7 +211,7 @@ Test(edge_netns, a_30_is_never_shared_and_a_full_cidr_fails_the_pod) {
   char a_ip[64];
   snprintf(a_ip, sizeof a_ip, "%s", ra->ip);
   desire(c, 0, "Running", "raw+netns", "sleep 60");
-  const report *rc = wait_report(c, "Failed", 30);
+  const lt_pod_report *rc = wait_report(c, "Failed", 30);
   cr_assert_not_null(rc);
   cr_expect(strstr(rc->reason, "network") && strstr(rc->reason, "no free /30"),
             "%s", rc->reason);
@@ -241,12 +221,12 @@ Test(edge_netns, a_30_is_never_shared_and_a_full_cidr_fails_the_pod) {
   cr_assert_not_null(wait_report(a, "Stopped", 30));
   cr_expect(net_gone(a, 10));
   desire(d, 0, "Running", "raw+netns", "sleep 60");
-  const report *rd = wait_report(d, "Running", 30);
+  const lt_pod_report *rd = wait_report(d, "Running", 30);
   cr_assert_not_null(rd);
   cr_expect_str_eq(rd->ip, a_ip);
   /* a raw pod beside them needs no address */
   desire(pod_name("raw"), 0, "Running", "raw", "true");
-  const report *rr = wait_report(pod_name("raw"), "Succeeded", 30);
+  const lt_pod_report *rr = wait_report(pod_name("raw"), "Succeeded", 30);
   cr_assert_not_null(rr);
   cr_expect_str_eq(rr->ip, "");
   desire(b, 0, "Deleted", "raw+netns", "");
@@ -261,7 +241,7 @@ Test(edge_netns, restarted_agent_readopts_the_pod_with_its_address) {
   snprintf(script, sizeof script, "echo run >> %s/runs; sleep 4", dir);
   edge_pid = start_edge("10.88.3.0/24");
   desire(pod, 0, "Running", "raw+netns", script);
-  const report *r = wait_report(pod, "Running", 30);
+  const lt_pod_report *r = wait_report(pod, "Running", 30);
   cr_assert_not_null(r);
   char ip[64];
   snprintf(ip, sizeof ip, "%s", r->ip);
@@ -285,7 +265,7 @@ Test(edge_netns, without_a_pod_cidr_the_node_offers_raw_only) {
   const char *pod = pod_name("n");
   edge_pid = start_edge(NULL);
   desire(pod, 0, "Running", "raw+netns", "true");
-  const report *r = wait_report(pod, "Failed", 30);
+  const lt_pod_report *r = wait_report(pod, "Failed", 30);
   cr_assert_not_null(r);
   cr_expect(strstr(r->reason, "not offered"), "%s", r->reason);
   cr_expect_str_eq(runtimes, "raw");

@@ -137,36 +137,24 @@ desire(const char *pod, const char *rt, const char *script, const char *bound) {
   lt_pod_desire(conn, "n1", pod, 0, "Running", rt, argv, held);
 }
 
-typedef struct report {
-  char pod[128], phase[32], reason[1024];
-} report;
+static lt_pod_reports reps;
 
-static report seen[256];
-static int nseen;
-
-/* A pod.report the node sent, into seen. */
+/* The node's pod.reports since the last call, into reps. */
 static void
 take(const bus_event *ev, void *ud) {
   (void)ud;
-  if (strcmp(ev->type, "pod.report") || nseen == 256)
-    return;
-  report *r = &seen[nseen++];
-  bus_obj_str(&ev->data, "pod", r->pod, sizeof r->pod);
-  bus_obj_str(&ev->data, "phase", r->phase, sizeof r->phase);
-  bus_obj_str(&ev->data, "reason", r->reason, sizeof r->reason);
+  lt_pod_report_take(&reps, ev);
+}
+
+static void
+drain(int timeout_ms) {
+  lt_drain(reports, 64, timeout_ms, take, NULL);
 }
 
 /* The first pod.report of pod in phase, waiting up to seconds. */
-static const report *
+static const lt_pod_report *
 wait_report(const char *pod, const char *phase, int seconds) {
-  for (int w = 0; w < seconds * 4; w++) {
-    for (int i = 0; i < nseen; i++)
-      if (!strcmp(seen[i].pod, pod) && !strcmp(seen[i].phase, phase))
-        return &seen[i];
-    lt_drain(reports, 64, 250, take, NULL);
-  }
-  cr_log_error("no %s report for %s", phase, pod);
-  return NULL;
+  return lt_pod_report_wait(&reps, drain, pod, phase, seconds);
 }
 
 typedef struct if_addr {
@@ -319,7 +307,7 @@ Test(robot_subnet, the_address_survives_a_restart_and_is_freed_at_the_end) {
   cr_expect_str_eq(pod_addr(a, "rb0"), "192.168.50.100");
   /* the range is used up: a third pod fails and leaves nothing */
   desire(e, "raw+netns", "true", "robot/arm-4");
-  const report *f = wait_report(e, "Failed", 30);
+  const lt_pod_report *f = wait_report(e, "Failed", 30);
   cr_assert_not_null(f);
   cr_expect(strstr(f->reason, "no free address"), "%s", f->reason);
   cr_expect(ns_gone(e, 10));

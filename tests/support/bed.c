@@ -105,6 +105,33 @@ lt_edge_bed_up(lt_natsd *srv, bus_conn **conn, const char *dir,
                        "scheduler.log", extra);
 }
 
+void
+lt_pod_report_take(lt_pod_reports *r, const bus_event *ev) {
+  int cap = (int)(sizeof r->seen / sizeof r->seen[0]);
+  if (strcmp(ev->type, "pod.report") || r->n == cap)
+    return;
+  lt_pod_report *p = &r->seen[r->n++];
+  memset(p, 0, sizeof *p);
+  bus_obj_str(&ev->data, "pod", p->pod, sizeof p->pod);
+  bus_obj_str(&ev->data, "phase", p->phase, sizeof p->phase);
+  bus_obj_str(&ev->data, "localIP", p->ip, sizeof p->ip);
+  bus_obj_str(&ev->data, "reason", p->reason, sizeof p->reason);
+  p->attempt = (uint32_t)bus_obj_int(&ev->data, "attempt", 0);
+}
+
+const lt_pod_report *
+lt_pod_report_wait(lt_pod_reports *r, void (*drain)(int timeout_ms),
+                   const char *pod, const char *phase, int seconds) {
+  for (int w = 0; w < seconds * 4; w++) {
+    for (int i = 0; i < r->n; i++)
+      if (!strcmp(r->seen[i].pod, pod) && !strcmp(r->seen[i].phase, phase))
+        return &r->seen[i];
+    drain(250);
+  }
+  cr_log_error("no %s report for %s", phase, pod);
+  return NULL;
+}
+
 pid_t
 lt_must_start_edge(const char *url, const char *dir, const char *node,
                    int with_creds, const char *const extra[]) {

@@ -78,6 +78,27 @@ void lt_drain(bus_consumer *k, size_t max, int timeout_ms,
 void lt_node_bed_down(lt_natsd *srv, bus_conn *conn, bus_consumer *reports,
                       const char *dir, pid_t *pids, int n);
 
+/* The pod.reports a node sent, as a test of the node reads them. */
+typedef struct lt_pod_report {
+  char pod[128], phase[32], ip[64], reason[1024]; /* ip: localIP */
+  uint32_t attempt;
+} lt_pod_report;
+typedef struct lt_pod_reports {
+  lt_pod_report seen[256];
+  int n;
+} lt_pod_reports;
+
+/* ev into r when it is a pod.report and r has room. */
+void lt_pod_report_take(lt_pod_reports *r, const bus_event *ev);
+
+/* The first report of pod in phase in r, calling drain(250) (the test's:
+ * it reads the node's ingress into r) between looks for up to seconds;
+ * NULL, said in the test's log, when there was none. */
+const lt_pod_report *lt_pod_report_wait(lt_pod_reports *r,
+                                        void (*drain)(int timeout_ms),
+                                        const char *pod, const char *phase,
+                                        int seconds);
+
 /*
  * lark-edge as node: --url url, --data dir/<node>, its output in
  * dir/<node>.log, --creds its credentials in dir (with_creds) or none,
