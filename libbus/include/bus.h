@@ -1314,6 +1314,33 @@ int bus_txn_note_get(bus_txn *t, const void *key, size_t klen, const void **val,
 int bus_txn_emit(bus_txn *t, const char *subject, const bus_event *ev,
                  int flags);
 
+/*
+ * Who decides, for the two below: the actor, cause and ts of what a
+ * decide pass emits, as bus_txn_emit takes them (cause NULL: the cause's
+ * id; ts 0: the cause's ts).
+ */
+typedef struct bus_decider {
+  const char *actor;
+  const char *cause;
+  int64_t ts;
+} bus_decider;
+/*
+ * What a service's decide emits most: an event whose data is its type's
+ * generated struct (bus_ev_<type>) and whose id is derived from id_src,
+ * what was decided on which version, so deciding again after a crash
+ * gives the same id and the broker drops the copy. flags as for
+ * bus_append.
+ */
+int bus_txn_emit_decided(bus_txn *t, const bus_decider *by, const char *subject,
+                         bus_type type, const void *data, const char *id_src,
+                         uint64_t prev, int flags);
+/* The same with the broker's check (BUS_APPEND_CHECK), once: nothing when
+ * its id is marked (bus_txn_mark); marked after the emit, until apply
+ * sees the event and unmarks it, so the next pass does not emit it again. */
+int bus_txn_emit_once(bus_txn *t, const bus_decider *by, const char *subject,
+                      bus_type type, const void *data, const char *id_src,
+                      uint64_t prev);
+
 /* ------------------------------------------------------------------ outbox */
 
 /*

@@ -14,6 +14,9 @@
  * - a timeout or lost connection stops the drain; the entry stays and is
  *   tried again, with the same id.
  *
+ * bus_txn_emit_decided and bus_txn_emit_once are decide's usual emit: the
+ * id derived from what was decided, so a second decision is the same one.
+ *
  * Entry: key u64be (emit order); value
  *   u8 flags | u16be len(subject) | u8 len(id) | subject | id | event
  */
@@ -62,6 +65,41 @@ bus_txn_emit(bus_txn *t, const char *subject, const bus_event *ev, int flags) {
   }
   msgpack_sbuffer_destroy(&sb);
   return rc;
+}
+
+static int
+emit_decided(bus_txn *t, const bus_decider *by, const char *subject,
+             bus_type type, const void *data, const char *id, uint64_t prev,
+             int flags) {
+  bus_event ev = {.t = type,
+                  .typed = data,
+                  .id = id,
+                  .ts = by->ts,
+                  .actor = by->actor,
+                  .cause = by->cause,
+                  .prev = prev};
+  return bus_txn_emit(t, subject, &ev, flags);
+}
+
+int
+bus_txn_emit_decided(bus_txn *t, const bus_decider *by, const char *subject,
+                     bus_type type, const void *data, const char *id_src,
+                     uint64_t prev, int flags) {
+  char id[33];
+  bus_event_derive_id(id_src, 0, id);
+  return emit_decided(t, by, subject, type, data, id, prev, flags);
+}
+
+int
+bus_txn_emit_once(bus_txn *t, const bus_decider *by, const char *subject,
+                  bus_type type, const void *data, const char *id_src,
+                  uint64_t prev) {
+  char id[33];
+  bus_event_derive_id(id_src, 0, id);
+  if (bus_txn_marked(t, id, strlen(id)) == 1)
+    return 0;
+  int rc = emit_decided(t, by, subject, type, data, id, prev, BUS_APPEND_CHECK);
+  return rc ? rc : bus_txn_mark(t, id, strlen(id));
 }
 
 typedef struct entry {

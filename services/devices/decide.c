@@ -23,24 +23,9 @@
 
 #include "larkdevices-int.h"
 
-static int
-emit(bus_txn *t, const char *subject, bus_type bt, const void *data,
-     const char *src, uint64_t prev, int flags, int64_t ts) {
-  char id[33];
-  bus_event_derive_id(src, 0, id);
-  bus_event ev = {.t = bt,
-                  .typed = data,
-                  .id = id,
-                  .ts = ts,
-                  .actor = DEV_ACTOR,
-                  .cause = "",
-                  .prev = prev};
-  return bus_txn_emit(t, subject, &ev, flags);
-}
-
 typedef struct pass {
   bus_txn *t;
-  int64_t now;
+  bus_decider by; /* lark-devices, at the cause's time or now */
   unsigned char last[8 + DEV_KEY_SZ];
   size_t last_len;
   int moved;
@@ -51,7 +36,7 @@ typedef struct pass {
 static int
 stop_one(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   pass *p = ud;
-  char key[DEV_KEY_SZ], pod[DEV_DNAME_SZ], src[DEV_KEY_SZ + 64], id[33];
+  char key[DEV_KEY_SZ], pod[DEV_DNAME_SZ], src[DEV_KEY_SZ + 64];
   char subject[BUS_SUBJECT_MAX], reason[DEV_DNAME_SZ + 32];
   if (kl >= sizeof key || vl >= sizeof pod)
     return 0;
@@ -74,18 +59,14 @@ stop_one(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
     return rc;
   snprintf(src, sizeof src, "holder-ended:%s/%s:%llu", d.node, d.name,
            (unsigned long long)ver.seq);
-  bus_event_derive_id(src, 0, id);
-  if (bus_txn_marked(p->t, id, strlen(id)) == 1)
-    return 0;
   snprintf(reason, sizeof reason, "holder pod %s ended", pod);
   bus_ev_robot_commanded e = {.node = bus_str_of(d.node),
                               .robot = bus_str_of(d.name),
                               .op = BUS_STR("stop"),
                               .has_reason = 1,
                               .reason = bus_str_of(reason)};
-  rc = emit(p->t, subject, BUS_T_ROBOT_COMMANDED, &e, src, ver.seq,
-            BUS_APPEND_CHECK, p->now);
-  return rc ? rc : bus_txn_mark(p->t, id, strlen(id));
+  return bus_txn_emit_once(p->t, &p->by, subject, BUS_T_ROBOT_COMMANDED, &e,
+                           src, ver.seq);
 }
 
 /* ----------------------------------------------------------- dispatch */
@@ -127,8 +108,8 @@ send_one(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   snprintf(src, sizeof src, "robot-desired:%s/%s:%llu", d.node, d.name,
            (unsigned long long)seq);
   return rc ? rc
-            : emit(p->t, subject, BUS_T_ROBOT_DESIRED, &e, src, 0,
-                   BUS_APPEND_NOCHECK, p->now);
+            : bus_txn_emit_decided(p->t, &p->by, subject, BUS_T_ROBOT_DESIRED,
+                                   &e, src, 0, BUS_APPEND_NOCHECK);
 }
 
 static int
@@ -152,7 +133,10 @@ dispatch(pass *p) {
 int
 devices_decide(bus_txn *t, const bus_event *cause, int64_t now, void *ud) {
   (void)ud;
-  pass p = {.t = t, .now = cause && cause->ts ? cause->ts : now};
+  pass p = {.t = t,
+            .by = {.actor = DEV_ACTOR,
+                   .cause = "",
+                   .ts = cause && cause->ts ? cause->ts : now}};
   int rc = bus_txn_scan(t, "ending", NULL, 0, stop_one, &p);
   return rc ? rc : dispatch(&p);
 }

@@ -23,29 +23,13 @@
 
 #define ACTOR "lark-ipam"
 
-/* Emit an event of type bt whose data is its generated struct, with the
- * id derived from src (what was decided, on which version). */
-static int
-emit(bus_txn *t, const char *subject, bus_type bt, const void *data,
-     const char *src, uint64_t prev, int flags, int64_t ts) {
-  char id[33];
-  bus_event_derive_id(src, 0, id);
-  bus_event ev = {.t = bt,
-                  .typed = data,
-                  .id = id,
-                  .ts = ts,
-                  .actor = ACTOR,
-                  .cause = "",
-                  .prev = prev};
-  return bus_txn_emit(t, subject, &ev, flags);
-}
-
 typedef struct dpass {
   bus_txn *t;
   const dom_rec *d;
   char subject[BUS_SUBJECT_MAX];
   uint64_t ver;
   int64_t now, hold;
+  bus_decider by;
 } dpass;
 
 /* ------------------------------------------------------------ releases */
@@ -84,8 +68,8 @@ release(dpass *p) {
     char src[BUS_SUBJECT_MAX + 64];
     snprintf(src, sizeof src, "released:%s:%llu", p->d->name,
              (unsigned long long)p->ver);
-    rc = emit(p->t, p->subject, BUS_T_DOMAIN_RELEASED, &e, src, p->ver,
-              BUS_APPEND_CHECK, p->now);
+    rc = bus_txn_emit_decided(p->t, &p->by, p->subject, BUS_T_DOMAIN_RELEASED,
+                              &e, src, p->ver, BUS_APPEND_CHECK);
     rc = rc ? rc : 1;
   }
   for (size_t i = 0; i < w.n; i++)
@@ -131,8 +115,8 @@ emit_want(dpass *p, const want *w, bus_type bt, const void *data,
   char src[BUS_SUBJECT_MAX + 128];
   snprintf(src, sizeof src, "%s:%s:%llu:%s", what, p->d->name,
            (unsigned long long)p->ver, w->job);
-  return emit(p->t, p->subject, bt, data, src, p->ver, BUS_APPEND_CHECK,
-              p->now);
+  return bus_txn_emit_decided(p->t, &p->by, p->subject, bt, data, src, p->ver,
+                              BUS_APPEND_CHECK);
 }
 
 static int
@@ -278,7 +262,7 @@ typedef struct rt_walk {
   bus_txn *t;
   unsigned char last[8 + 4 * IPAM_DNAME_SZ];
   size_t last_len;
-  int64_t now;
+  bus_decider by;
   int moved;
 } rt_walk;
 
@@ -310,18 +294,19 @@ send_route(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
            (unsigned long long)bus_get_be64(k));
   int rc = bus_subj_route_set(subject, sizeof subject, d, c, pod);
   return rc ? rc
-            : emit(w->t, subject, del ? BUS_T_ROUTE_DELETED : BUS_T_ROUTE_SET,
-                   del ? (const void *)&gone : &set, src, 0, BUS_APPEND_NOCHECK,
-                   w->now);
+            : bus_txn_emit_decided(w->t, &w->by, subject,
+                                   del ? BUS_T_ROUTE_DELETED : BUS_T_ROUTE_SET,
+                                   del ? (const void *)&gone : &set, src, 0,
+                                   BUS_APPEND_NOCHECK);
 }
 
 static int
-decide_routes(bus_txn *t, int64_t now) {
+decide_routes(bus_txn *t, const bus_decider *by) {
   rt_walk *w = calloc(1, sizeof *w);
   if (!w)
     return bus_error(BUS_ESTORE, "out of memory");
   w->t = t;
-  w->now = now;
+  w->by = *by;
   const void *cur;
   size_t clen;
   if (bus_txn_note_get(t, "r", 1, &cur, &clen) == 0 && clen <= sizeof w->last) {
@@ -343,8 +328,9 @@ ipam_decide(bus_txn *t, const bus_event *cause, int64_t now, void *ud) {
   if (cause)
     return 0; /* decided on the whole view, once a batch and on ticks */
   const ipam_opts *o = ud;
-  dpass p = {.t = t, .now = now, .hold = o ? o->hold_ns : 0};
+  bus_decider by = {.actor = ACTOR, .cause = "", .ts = now};
+  dpass p = {.t = t, .now = now, .hold = o ? o->hold_ns : 0, .by = by};
   dom_rec d;
   int rc = ipam__scan_recs(t, "domains", &d, sizeof d, one_domain, &p);
-  return rc ? rc : decide_routes(t, now);
+  return rc ? rc : decide_routes(t, &by);
 }
