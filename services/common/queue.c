@@ -2,7 +2,9 @@
  * queue.c - what a part working a queue on a bus_worker shares with the
  * others (queue.h).
  */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "queue.h"
@@ -45,6 +47,8 @@ svc_queue_start(svc_queue *q, bus_conn *c, bus_worker_opts *wo) {
   wo->consumer.ack_wait_ns = q->o.ack_wait_ns;
   wo->batch = q->o.batch;
   wo->log = worker_log;
+  if (q->o.tick)
+    wo->tick = q->o.tick;
   wo->ud = q;
   int rc = bus_worker_start(c, wo, &q->worker);
   if (rc)
@@ -62,6 +66,34 @@ svc_queue_ingress(svc_queue *q, bus_conn *c, const svc_queue_opts *o,
   wo.consumer.stream = "LARK_INGRESS";
   wo.handle = handle;
   return svc_queue_start(q, c, &wo);
+}
+
+int
+svc_ingress_start(size_t size, bus_conn *c, bus_view *v,
+                  const svc_queue_opts *o, const svc_queue_opts *def,
+                  const char *filter,
+                  void (*handle)(bus_worker *w, bus_batch *b, void *ud),
+                  void **out) {
+  svc_ingress *in = calloc(1, size);
+  if (!in)
+    return bus_error(-ENOMEM, "out of memory");
+  in->c = c;
+  in->v = v;
+  int rc = svc_queue_ingress(&in->q, c, o, def, filter, handle);
+  if (rc) {
+    free(in);
+    return rc;
+  }
+  *out = in;
+  return 0;
+}
+
+void
+svc_ingress_stop(svc_ingress *in) {
+  if (!in)
+    return;
+  svc_queue_destroy(&in->q);
+  free(in);
 }
 
 void

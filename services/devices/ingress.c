@@ -26,9 +26,7 @@
 #include "larkdevices-int.h"
 
 struct devices_ingress {
-  svc_queue q; /* first: the worker's ud */
-  bus_conn *c;
-  bus_view *v;
+  svc_ingress s; /* first: the worker's ud */
 };
 
 void
@@ -71,7 +69,7 @@ static int
 device(devices_ingress *in, const msg *m, dev_rec *d, uint64_t *ver) {
   bus_txn *t;
   char subject[BUS_SUBJECT_MAX];
-  int rc = bus_view_read(in->v, &t);
+  int rc = bus_view_read(in->s.v, &t);
   if (rc)
     return rc;
   rc = dev_get(t, m->node, m->name, d);
@@ -101,14 +99,14 @@ append(devices_ingress *in, const msg *m, bus_event *out, uint64_t prev,
   out->cause = cause;
   for (int tries = 0; !rc && tries < 3; tries++) {
     out->prev = prev;
-    rc = bus_append(in->c, subject, out, BUS_APPEND_CHECK, NULL, NULL);
+    rc = bus_append(in->s.c, subject, out, BUS_APPEND_CHECK, NULL, NULL);
     if (rc != BUS_ECONFLICT)
       break;
     msgpack_zone z;
     msgpack_zone_init(&z, 1024);
     bus_event last;
     memset(&last, 0, sizeof last);
-    rc = bus_last_event(in->c, "LARK_EVENTS", subject, &last, &z);
+    rc = bus_last_event(in->s.c, "LARK_EVENTS", subject, &last, &z);
     prev = last.seq;
     msgpack_zone_destroy(&z);
   }
@@ -270,19 +268,19 @@ handle_until_stored(devices_ingress *in, const char *subject,
   for (;;) {
     int rc = handle(in, subject, ev);
     if (rc == BUS_EDENIED && !caught++) {
-      bus_view_catch_up(in->c, in->v, NULL, 5000);
+      bus_view_catch_up(in->s.c, in->s.v, NULL, 5000);
       continue;
     }
     if (!transient(rc)) {
       if (rc)
-        svc_queue_say(&in->q, subject, "refused: %s", bus_last_error());
+        svc_queue_say(&in->s.q, subject, "refused: %s", bus_last_error());
       return 0;
     }
-    svc_queue_say(&in->q, subject, "not stored yet, trying again: %s",
+    svc_queue_say(&in->s.q, subject, "not stored yet, trying again: %s",
                   bus_last_error());
-    bus_worker_nap(in->q.w, delay_ms);
+    bus_worker_nap(in->s.q.w, delay_ms);
     delay_ms = delay_ms < 1000 ? delay_ms * 2 : 2000;
-    if (bus_worker_stopping(in->q.w))
+    if (bus_worker_stopping(in->s.q.w))
       return 1;
   }
 }
@@ -290,13 +288,13 @@ handle_until_stored(devices_ingress *in, const char *subject,
 static void
 handle_batch(bus_worker *w, bus_batch *b, void *ud) {
   devices_ingress *in = ud;
-  in->q.w = w;
+  in->s.q.w = w;
   for (size_t i = 0; i < bus_batch_len(b); i++) {
     const char *subject;
     bus_batch_meta(b, i, &subject, NULL, NULL);
     const bus_event *ev = bus_batch_event(b, i);
     if (!ev || !ev->typed) {
-      svc_queue_say(&in->q, subject, "refused: undecodable: %s",
+      svc_queue_say(&in->s.q, subject, "refused: undecodable: %s",
                     bus_strerror(bus_batch_status(b, i)));
       continue;
     }
@@ -311,25 +309,14 @@ devices_ingress_start(bus_conn *c, bus_view *v, const devices_ingress_opts *o,
                       devices_ingress **out) {
   devices_ingress_opts def;
   devices_ingress_opts_init(&def);
-  devices_ingress *in = calloc(1, sizeof *in);
-  if (!in)
-    return bus_error(-ENOMEM, "out of memory");
-  in->c = c;
-  in->v = v;
-  int rc =
-      svc_queue_ingress(&in->q, c, o, &def, "lark.in.*.dev.>", handle_batch);
-  if (rc) {
-    free(in);
-    return rc;
-  }
-  *out = in;
-  return 0;
+  void *in = NULL;
+  int rc = svc_ingress_start(sizeof(devices_ingress), c, v, o, &def,
+                             "lark.in.*.dev.>", handle_batch, &in);
+  *out = rc ? NULL : in;
+  return rc;
 }
 
 void
 devices_ingress_stop(devices_ingress *in) {
-  if (!in)
-    return;
-  svc_queue_destroy(&in->q);
-  free(in);
+  svc_ingress_stop(in ? &in->s : NULL);
 }

@@ -21,9 +21,7 @@
 #include "logs.h"
 
 struct logs_ingress {
-  svc_queue q; /* first: the worker's ud */
-  bus_conn *c;
-  bus_view *v;
+  svc_ingress s; /* first: the worker's ud */
   uint64_t published, refused, lines;
 };
 
@@ -37,7 +35,7 @@ logs_ingress_opts_init(logs_ingress_opts *o) {
 
 static void
 say(logs_ingress *in, const char *subject, const char *fmt, const char *a) {
-  svc_queue_say(&in->q, subject, fmt, a);
+  svc_queue_say(&in->s.q, subject, fmt, a);
 }
 
 /* Republish message i of b when its pod is bound to the sending node. */
@@ -68,7 +66,7 @@ forward(logs_ingress *in, bus_txn *t, const bus_batch *b, size_t i,
                  .cause = ev->id,
                  .data_mp = sb->data,
                  .data_mp_len = sb->size};
-  return bus_append_async(in->c, out, &o, BUS_APPEND_NOCHECK);
+  return bus_append_async(in->s.c, out, &o, BUS_APPEND_NOCHECK);
 }
 
 /* A transport failure: the batch is kept for redelivery, not dropped. */
@@ -86,11 +84,11 @@ transient(int rc) {
 static void
 catch_up(logs_ingress *in) {
   uint64_t last = 0;
-  if (bus_stream_last_seq(in->c, "LARK_EVENTS", &last))
+  if (bus_stream_last_seq(in->s.c, "LARK_EVENTS", &last))
     return;
-  for (int i = 0; i < 250 && !bus_worker_stopping(in->q.w); i++) {
+  for (int i = 0; i < 250 && !bus_worker_stopping(in->s.q.w); i++) {
     bus_view_stats st;
-    if (bus_view_stats_get(in->v, &st) || st.applied_seq >= last)
+    if (bus_view_stats_get(in->s.v, &st) || st.applied_seq >= last)
       return;
     struct timespec ts = {0, 20 * 1000 * 1000};
     nanosleep(&ts, NULL);
@@ -101,12 +99,12 @@ catch_up(logs_ingress *in) {
 static void
 handle_batch(bus_worker *w, bus_batch *b, void *ud) {
   logs_ingress *in = ud;
-  msgpack_sbuffer *sb = &in->q.sb;
-  in->q.w = w;
+  msgpack_sbuffer *sb = &in->s.q.sb;
+  in->s.q.w = w;
   bus_txn *t = NULL;
   uint64_t pub = 0, ref = 0, nlines = 0;
   int hold = 0, waited = 0;
-  if (bus_view_read(in->v, &t)) {
+  if (bus_view_read(in->s.v, &t)) {
     say(in, "lark.in.*.logs.>", "cannot read the view: %s", bus_last_error());
     return; /* not acked: redelivered */
   }
@@ -119,7 +117,7 @@ handle_batch(bus_worker *w, bus_batch *b, void *ud) {
       waited = 1;
       bus_txn_end(t);
       catch_up(in);
-      if (bus_view_read(in->v, &t)) {
+      if (bus_view_read(in->s.v, &t)) {
         say(in, subject, "cannot read the view: %s", bus_last_error());
         return;
       }
@@ -138,18 +136,18 @@ handle_batch(bus_worker *w, bus_batch *b, void *ud) {
   }
   bus_txn_end(t);
   uint64_t failed = 0;
-  int rc = bus_append_flush(in->c, 30000, &failed);
+  int rc = bus_append_flush(in->s.c, 30000, &failed);
   if (rc || hold) {
     say(in, "lark.log.>", "appends failed, the batch will be redelivered: %s",
         rc ? bus_last_error() : "see above");
     return;
   }
   bus_batch_ack(b);
-  pthread_mutex_lock(&in->q.mu);
+  pthread_mutex_lock(&in->s.q.mu);
   in->published += pub;
   in->refused += ref;
   in->lines += nlines;
-  pthread_mutex_unlock(&in->q.mu);
+  pthread_mutex_unlock(&in->s.q.mu);
 }
 
 int
@@ -157,35 +155,24 @@ logs_ingress_start(bus_conn *c, bus_view *v, const logs_ingress_opts *o,
                    logs_ingress **out) {
   logs_ingress_opts def;
   logs_ingress_opts_init(&def);
-  logs_ingress *in = calloc(1, sizeof *in);
-  if (!in)
-    return bus_error(-ENOMEM, "out of memory");
-  in->c = c;
-  in->v = v;
-  int rc =
-      svc_queue_ingress(&in->q, c, o, &def, "lark.in.*.logs.>", handle_batch);
-  if (rc) {
-    free(in);
-    return rc;
-  }
-  *out = in;
-  return 0;
+  void *in = NULL;
+  int rc = svc_ingress_start(sizeof(logs_ingress), c, v, o, &def,
+                             "lark.in.*.logs.>", handle_batch, &in);
+  *out = rc ? NULL : in;
+  return rc;
 }
 
 void
 logs_ingress_counts(logs_ingress *in, uint64_t *published, uint64_t *refused,
                     uint64_t *lines) {
-  pthread_mutex_lock(&in->q.mu);
+  pthread_mutex_lock(&in->s.q.mu);
   *published = in->published;
   *refused = in->refused;
   *lines = in->lines;
-  pthread_mutex_unlock(&in->q.mu);
+  pthread_mutex_unlock(&in->s.q.mu);
 }
 
 void
 logs_ingress_stop(logs_ingress *in) {
-  if (!in)
-    return;
-  svc_queue_destroy(&in->q);
-  free(in);
+  svc_ingress_stop(in ? &in->s : NULL);
 }

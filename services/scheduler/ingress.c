@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "ingress-int.h"
+#include "queue.h"
 
 #define MAX_NODES 4096
 
@@ -29,11 +30,8 @@ typedef struct seen {
 } seen;
 
 struct sched_ingress {
-  bus_conn *c;
-  bus_view *v;
+  svc_ingress s; /* first: the worker's ud */
   int timeout_ms;
-  bus_worker *worker;
-  bus_worker *w; /* the worker, as its handler was last given it */
   sched_runs runs;
   seen nodes[MAX_NODES];
   int nnodes;
@@ -66,7 +64,7 @@ append_for(sched_ingress *in, const char *subject, bus_event *ev,
   ev->ts = bus_wall_ns();
   ev->cause = src_id;
   ev->prev = prev;
-  return bus_append(in->c, subject, ev, BUS_APPEND_CHECK, NULL, NULL);
+  return bus_append(in->s.c, subject, ev, BUS_APPEND_CHECK, NULL, NULL);
 }
 
 static int
@@ -86,7 +84,7 @@ version_of(bus_view *v, const char *subject, bus_version *ver) {
 static int
 pod_of(sched_ingress *in, const char *pod, pod_rec *p) {
   bus_txn *t;
-  int rc = bus_view_read(in->v, &t);
+  int rc = bus_view_read(in->s.v, &t);
   if (!rc) {
     rc = sched_pod_get(t, pod, p);
     bus_txn_end(t);
@@ -129,7 +127,7 @@ pod_report(sched_ingress *in, const char *node, const bus_event *ev) {
   bus_version ver;
   rc = bus_subj_pod_phase(subject, sizeof subject, pod);
   if (!rc)
-    rc = version_of(in->v, subject, &ver);
+    rc = version_of(in->s.v, subject, &ver);
   for (int tries = 0; !rc && tries < 3; tries++) {
     bus_event out = {.t = BUS_T_POD_PHASE, .typed = &d, .actor = actor};
     rc = append_for(in, subject, &out, ev->id, ver.seq);
@@ -140,7 +138,7 @@ pod_report(sched_ingress *in, const char *node, const bus_event *ev) {
     msgpack_zone_init(&z, 1024);
     bus_event last;
     memset(&last, 0, sizeof last);
-    rc = bus_last_event(in->c, "LARK_EVENTS", subject, &last, &z);
+    rc = bus_last_event(in->s.c, "LARK_EVENTS", subject, &last, &z);
     ver.seq = last.seq;
     msgpack_zone_destroy(&z);
   }
@@ -169,7 +167,7 @@ pod_forgotten(sched_ingress *in, const char *node, const bus_event *ev) {
   if ((rc = bus_subj_pod_desired(subject, sizeof subject, node, pod)))
     return rc;
   if ((rc = bus_node_stream_name(node, stream, sizeof stream)) == 0)
-    rc = bus_purge_subject(in->c, stream, subject);
+    rc = bus_purge_subject(in->s.c, stream, subject);
   if (rc == 0)
     sched_ingress_log(subject, "purged: the node forgot the pod", NULL);
   return rc;
@@ -183,7 +181,7 @@ node_ready(sched_ingress *in, const char *node, int ready, const char *reason) {
   bus_version ver;
   int rc = bus_subj_node_ready(subject, sizeof subject, node);
   if (!rc)
-    rc = version_of(in->v, subject, &ver);
+    rc = version_of(in->s.v, subject, &ver);
   if (rc)
     return rc;
   snprintf(src, sizeof src, "%s:%s:%llu", ready ? "ready" : "notready", node,
@@ -204,7 +202,7 @@ heartbeat(sched_ingress *in, const char *node) {
     s->last_ms = bus_mono_ms();
   node_rec r;
   bus_txn *t;
-  int rc = bus_view_read(in->v, &t);
+  int rc = bus_view_read(in->s.v, &t);
   if (!rc) {
     rc = sched_noderec_get(t, node, &r);
     bus_txn_end(t);
@@ -226,11 +224,11 @@ registration(sched_ingress *in, const char *node, const bus_event *ev) {
   snprintf(actor, sizeof actor, "node:%s", node);
   bus_version ver;
   /* the node's stream first: it exists before the node can be placed */
-  int rc = sched_slice_ensure(in->c, node);
+  int rc = sched_slice_ensure(in->s.c, node);
   if (rc >= 0)
     rc = bus_subj_node_registered(subject, sizeof subject, node);
   if (!rc)
-    rc = version_of(in->v, subject, &ver);
+    rc = version_of(in->s.v, subject, &ver);
   /* the resource as the node sent it: apply keeps it byte for byte */
   bus_event out = {
       .t = BUS_T_NODE_REGISTERED, .data = ev->data, .actor = actor};
@@ -300,7 +298,7 @@ handle_until_stored(sched_ingress *in, const char *subject,
   for (;;) {
     int rc = handle(in, subject, ev);
     if (!sched_ingress_transient(rc) ||
-        sched_ingress_nap(in->w, &delay_ms, subject))
+        sched_ingress_nap(in->s.q.w, &delay_ms, subject))
       return rc;
   }
 }
@@ -317,9 +315,9 @@ take(sched_ingress *in, bus_batch *b, size_t i) {
   int rc = ev ? 0 : bus_batch_status(b, i);
   int run = !rc && !route(subject, node, &what) && is_run_report(ev, what);
   if (!rc && (!run || sched_runs_full(&in->runs)))
-    rc = sched_runs_flush(&in->runs, in->w);
+    rc = sched_runs_flush(&in->runs, in->s.q.w);
   if (!rc)
-    rc = run ? sched_runs_stage(&in->runs, in->v, node, what + 4, ev)
+    rc = run ? sched_runs_stage(&in->runs, in->s.v, node, what + 4, ev)
              : handle_until_stored(in, subject, ev);
   if (rc && !sched_ingress_transient(rc))
     sched_ingress_log(subject, "refused: ", bus_last_error());
@@ -329,7 +327,7 @@ take(sched_ingress *in, bus_batch *b, size_t i) {
 static void
 silent_nodes(sched_ingress *in) {
   bus_txn *t;
-  if (bus_view_read(in->v, &t))
+  if (bus_view_read(in->s.v, &t))
     return;
   int64_t now = bus_mono_ms();
   for (int i = 0; i < in->nnodes; i++) {
@@ -360,7 +358,7 @@ watch_node(void *rec, void *ud) {
 static void
 handle_batch(bus_worker *w, bus_batch *b, void *ud) {
   sched_ingress *in = ud;
-  in->w = w;
+  in->s.q.w = w;
   int rc = 0;
   for (size_t i = 0; i < bus_batch_len(b) && !sched_ingress_transient(rc); i++)
     rc = take(in, b, i);
@@ -383,9 +381,9 @@ tick(bus_worker *w, void *ud) {
 }
 
 static void
-worker_log(const char *line, void *ud) {
+queue_log(const char *subject, const char *line, void *ud) {
   (void)ud;
-  sched_ingress_log("lark.in.*.sched.>", line, NULL);
+  sched_ingress_log(subject, line, NULL);
 }
 
 int
@@ -394,8 +392,8 @@ sched_ingress_start(bus_conn *c, bus_view *v, int timeout_ms,
   sched_ingress *in = calloc(1, sizeof *in);
   if (!in)
     return bus_error(BUS_EINVAL, "out of memory");
-  in->c = c;
-  in->v = v;
+  in->s.c = c;
+  in->s.v = v;
   in->runs.c = c;
   in->timeout_ms = timeout_ms > 0 ? timeout_ms : 15000;
   in->started_ms = bus_mono_ms();
@@ -404,16 +402,14 @@ sched_ingress_start(bus_conn *c, bus_view *v, int timeout_ms,
     sched_each_rec(t, "nodes", NULL, sizeof(node_rec), 0, watch_node, in);
     bus_txn_end(t);
   }
-  bus_worker_opts wo;
-  bus_worker_opts_init(&wo);
-  wo.consumer.stream = "LARK_INGRESS";
-  wo.consumer.durable = "scheduler-ingress";
-  wo.consumer.filter = "lark.in.*.sched.>";
-  wo.handle = handle_batch;
-  wo.tick = tick;
-  wo.log = worker_log;
-  wo.ud = in;
-  int rc = bus_worker_start(c, &wo, &in->worker);
+  /* the worker's defaults: 256 a fetch, redelivered after 30 s */
+  svc_queue_opts qo = {.durable = "scheduler-ingress",
+                       .batch = 256,
+                       .ack_wait_ns = INT64_C(30000000000),
+                       .log = queue_log,
+                       .tick = tick};
+  int rc = svc_queue_ingress(&in->s.q, c, &qo, &qo, "lark.in.*.sched.>",
+                             handle_batch);
   if (rc) {
     free(in);
     return rc;
@@ -424,8 +420,5 @@ sched_ingress_start(bus_conn *c, bus_view *v, int timeout_ms,
 
 void
 sched_ingress_stop(sched_ingress *in) {
-  if (!in)
-    return;
-  bus_worker_stop(in->worker);
-  free(in);
+  svc_ingress_stop(in ? &in->s : NULL);
 }
