@@ -9,12 +9,10 @@
  */
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "bus.h"
+#include "fuzz_lines.h"
 #include "robot_req.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void
 one_line(const char *line, size_t len) {
@@ -39,13 +37,6 @@ one_line(const char *line, size_t len) {
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  const char *s = (const char *)data, *end = s + size;
-  while (s < end) {
-    const char *nl = memchr(s, '\n', (size_t)(end - s));
-    size_t len = (size_t)((nl ? nl : end) - s);
-    if (len)
-      one_line(s, len);
-    s = nl ? nl + 1 : end;
-  }
+  fuzz_each_line(data, size, 0, one_line);
   return 0;
 }
