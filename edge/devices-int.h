@@ -39,6 +39,10 @@ int dp_problem(dparse *p, int line, const char *fmt, ...)
 int dp_line(const dparse *p);
 /* The next event into p->ev; -1 on a YAML error or an alias. */
 int dp_next(dparse *p);
+/* The next item of the sequence or mapping being read, whose end event
+ * is end: 1 with p->ev its first event, 0 at the end, -1 on an error.
+ *   while ((more = dp_each(p, YAML_SEQUENCE_END_EVENT)) > 0) ... */
+int dp_each(dparse *p, yaml_event_type_t end);
 /* Consume the value p->ev opens. */
 int dp_skip(dparse *p);
 /* Whether p->ev is a plain empty or null scalar (`robots:` alone). */

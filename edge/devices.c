@@ -90,6 +90,13 @@ dp_next(dparse *p) {
 }
 
 int
+dp_each(dparse *p, yaml_event_type_t end) {
+  if (dp_next(p))
+    return -1;
+  return p->ev.type != end;
+}
+
+int
 dp_skip(dparse *p) {
   int depth = 0;
   for (;;) {
@@ -185,11 +192,8 @@ dp_argv(dparse *p, const char *what, char ***argv, int *argc) {
     dp_problem(p, line, "%s must be a list of strings", what);
     return dp_skip(p);
   }
-  for (;;) {
-    if (dp_next(p))
-      return -1;
-    if (p->ev.type == YAML_SEQUENCE_END_EVENT)
-      return 0;
+  int more;
+  while ((more = dp_each(p, YAML_SEQUENCE_END_EVENT)) > 0) {
     const yaml_event_t *e = &p->ev;
     if (e->type != YAML_SCALAR_EVENT) {
       dp_problem(p, dp_line(p), "%s must be a list of strings", what);
@@ -212,6 +216,7 @@ dp_argv(dparse *p, const char *what, char ***argv, int *argc) {
       return -1;
     }
   }
+  return more;
 }
 
 /* A list of robots or cameras: each a mapping read by one. */
@@ -223,11 +228,8 @@ read_list(dparse *p, const char *what, int (*one)(dparse *p)) {
     dp_fail(p, dp_line(p), "%s must be a list", what);
     return -1;
   }
-  for (;;) {
-    if (dp_next(p))
-      return -1;
-    if (p->ev.type == YAML_SEQUENCE_END_EVENT)
-      return 0;
+  int more;
+  while ((more = dp_each(p, YAML_SEQUENCE_END_EVENT)) > 0) {
     if (p->ev.type != YAML_MAPPING_START_EVENT) {
       dp_fail(p, dp_line(p), "%s: each item must be a mapping", what);
       return -1;
@@ -239,6 +241,7 @@ read_list(dparse *p, const char *what, int (*one)(dparse *p)) {
     if (one(p))
       return -1;
   }
+  return more;
 }
 
 /* The document's top mapping: robots: and cameras:, each at most once. */
@@ -251,11 +254,8 @@ read_top(dparse *p) {
             "cameras:");
     return -1;
   }
-  for (;;) {
-    if (dp_next(p))
-      return -1;
-    if (p->ev.type == YAML_MAPPING_END_EVENT)
-      return 0;
+  int more;
+  while ((more = dp_each(p, YAML_MAPPING_END_EVENT)) > 0) {
     int line = dp_line(p);
     const char *k = p->ev.type == YAML_SCALAR_EVENT
                         ? (const char *)p->ev.data.scalar.value
@@ -274,6 +274,7 @@ read_top(dparse *p) {
                                 i ? dp_read_camera : dp_read_robot))
       return -1;
   }
+  return more;
 }
 
 /* The stream: no document (no devices) or one. */

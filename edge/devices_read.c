@@ -79,11 +79,8 @@ read_modes(dparse *p, edge_device *d) {
     dp_problem(p, dp_line(p), "modes must map each mode to its arguments");
     return dp_skip(p);
   }
-  for (;;) {
-    if (dp_next(p))
-      return -1;
-    if (p->ev.type == YAML_MAPPING_END_EVENT)
-      return 0;
+  int more;
+  while ((more = dp_each(p, YAML_MAPPING_END_EVENT)) > 0) {
     int line = dp_line(p);
     char name[EDGE_DEV_NAME_SZ] = "";
     if (dp_str(p, "a mode's name", name, sizeof name) || dp_next(p))
@@ -100,6 +97,7 @@ read_modes(dparse *p, edge_device *d) {
     if (rc)
       return -1;
   }
+  return more;
 }
 
 static int
@@ -308,14 +306,13 @@ read_device(dparse *p, const dkind *k, edge_dev_kind kind, int nth) {
   }
   p->lines[p->out->n - 1] = start;
   p->pline = 0;
-  for (;;) {
-    if (dp_next(p))
-      return -1;
-    if (p->ev.type == YAML_MAPPING_END_EVENT)
-      break;
+  int more;
+  while ((more = dp_each(p, YAML_MAPPING_END_EVENT)) > 0) {
     if (device_key(p, k, d, lines))
       return -1;
   }
+  if (more)
+    return -1;
   if (!p->pline && !lines[R_NAME])
     dp_problem(p, start, "name is missing");
   if (!p->pline)

@@ -88,11 +88,8 @@ dp_read_subnet(dparse *p, edge_dev_subnet *s) {
                "and gateway");
     return dp_skip(p);
   }
-  for (;;) {
-    if (dp_next(p))
-      return -1;
-    if (p->ev.type == YAML_MAPPING_END_EVENT)
-      break;
+  int more;
+  while ((more = dp_each(p, YAML_MAPPING_END_EVENT)) > 0) {
     int line = dp_line(p), k = S_NKEYS;
     char key[16] = "";
     if (dp_str(p, "a subnet key", key, sizeof key) || dp_next(p))
@@ -115,6 +112,8 @@ dp_read_subnet(dparse *p, edge_dev_subnet *s) {
     if (dp_str(p, what, dst[k], cap[k]))
       return -1;
   }
+  if (more)
+    return -1;
   if (!p->pline)
     subnet_check(p, s, range, lines, start);
   return 0;
