@@ -922,6 +922,10 @@ int bus_stream_allow_atomic(bus_conn *c, const char *stream);
  */
 int bus_last_event(bus_conn *c, const char *stream, const char *subject,
                    bus_event *ev, msgpack_zone *zone);
+/* Only its seq, into *seq (0 when there is none or it cannot be read):
+ * the subject's own version, for a writer whose view lags the stream. */
+int bus_last_event_seq(bus_conn *c, const char *stream, const char *subject,
+                       uint64_t *seq);
 
 /* Remove every message on subject from stream (node stream clean-up). */
 int bus_purge_subject(bus_conn *c, const char *stream, const char *subject);

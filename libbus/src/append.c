@@ -218,6 +218,19 @@ bus_last_event(bus_conn *c, const char *stream, const char *subject,
 }
 
 int
+bus_last_event_seq(bus_conn *c, const char *stream, const char *subject,
+                   uint64_t *seq) {
+  msgpack_zone z;
+  msgpack_zone_init(&z, 1024);
+  bus_event last;
+  memset(&last, 0, sizeof last);
+  int rc = bus_last_event(c, stream, subject, &last, &z);
+  *seq = last.seq;
+  msgpack_zone_destroy(&z);
+  return rc;
+}
+
+int
 bus__stream_msg_time(bus_conn *c, const char *stream, uint64_t seq,
                      int64_t *ns) {
   natsMsg *m = NULL;

@@ -102,13 +102,7 @@ append(devices_ingress *in, const msg *m, bus_event *out, uint64_t prev,
     rc = bus_append(in->s.c, subject, out, BUS_APPEND_CHECK, NULL, NULL);
     if (rc != BUS_ECONFLICT)
       break;
-    msgpack_zone z;
-    msgpack_zone_init(&z, 1024);
-    bus_event last;
-    memset(&last, 0, sizeof last);
-    rc = bus_last_event(in->s.c, "LARK_EVENTS", subject, &last, &z);
-    prev = last.seq;
-    msgpack_zone_destroy(&z);
+    rc = bus_last_event_seq(in->s.c, "LARK_EVENTS", subject, &prev);
   }
   return rc;
 }

@@ -134,13 +134,7 @@ pod_report(sched_ingress *in, const char *node, const bus_event *ev) {
     if (rc != BUS_ECONFLICT)
       break;
     /* our view lags the stream: take the subject's own last version */
-    msgpack_zone z;
-    msgpack_zone_init(&z, 1024);
-    bus_event last;
-    memset(&last, 0, sizeof last);
-    rc = bus_last_event(in->s.c, "LARK_EVENTS", subject, &last, &z);
-    ver.seq = last.seq;
-    msgpack_zone_destroy(&z);
+    rc = bus_last_event_seq(in->s.c, "LARK_EVENTS", subject, &ver.seq);
   }
   return rc;
 }

@@ -269,12 +269,9 @@ cert_version(bus_conn *c, bus_view *v, const char *serial, uint64_t *prev) {
     rc = view_version(v, subject, serial, prev);
   if (rc != BUS_ENOT_FOUND)
     return rc;
-  msgpack_zone z;
-  msgpack_zone_init(&z, 4096);
-  bus_event last;
-  int got = bus_last_event(c, "LARK_EVENTS", subject, &last, &z);
-  msgpack_zone_destroy(&z);
-  if (got == 0 && bus_view_wait_applied(v, last.seq, 1000) == 0)
+  uint64_t last = 0;
+  if (bus_last_event_seq(c, "LARK_EVENTS", subject, &last) == 0 &&
+      bus_view_wait_applied(v, last, 1000) == 0)
     rc = view_version(v, subject, serial, prev);
   return rc;
 }
