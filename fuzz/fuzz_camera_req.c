@@ -17,11 +17,8 @@ static void
 one_line(const char *line, size_t len) {
   edge_cam_req r;
   char why[256] = "";
-  if (edge_cam_req_parse(line, len, &r, why, sizeof why)) {
-    if (!why[0])
-      abort(); /* refused without a reason */
+  if (fuzz_refused(edge_cam_req_parse(line, len, &r, why, sizeof why), why))
     return;
-  }
   if (r.op > EDGE_CAM_CLOSE || r.count < 1 || r.count > EDGE_CAM_COUNT_MAX)
     abort();
   if (r.op == EDGE_CAM_LIST ? r.camera[0] != 0

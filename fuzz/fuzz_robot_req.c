@@ -18,11 +18,8 @@ static void
 one_line(const char *line, size_t len) {
   edge_robot_req r;
   char why[256] = "";
-  if (edge_robot_req_parse(line, len, &r, why, sizeof why)) {
-    if (!why[0])
-      abort(); /* refused without a reason */
+  if (fuzz_refused(edge_robot_req_parse(line, len, &r, why, sizeof why), why))
     return;
-  }
   if (r.op > EDGE_ROBOT_SWITCH)
     abort();
   if (r.op == EDGE_ROBOT_LIST ? r.robot[0] != 0
