@@ -6,6 +6,7 @@
  */
 #include "natsd.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -35,10 +36,53 @@ lt_tmpdir(char *out, size_t cap, const char *tag) {
   }
 }
 
+/* 1 when pid's command line names path in one of its words. */
+static int
+names_path(pid_t pid, const char *path) {
+  char f[64], buf[8192];
+  snprintf(f, sizeof f, "/proc/%d/cmdline", (int)pid);
+  FILE *in = fopen(f, "r");
+  if (!in)
+    return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, in);
+  fclose(in);
+  buf[n] = 0;
+  for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
+    if (strstr(buf + i, path))
+      return 1;
+  return 0;
+}
+
+/*
+ * What a test leaves running under its directory: pods and robots
+ * outlive their agent by design (the next agent adopts them), so a test
+ * that ends with some running would leave them for good. Each process
+ * whose command line names path is killed with its process group (a
+ * shim leads its own session); the test's own group is spared.
+ */
+static void
+kill_strays(const char *path) {
+  DIR *d = opendir("/proc");
+  if (!d)
+    return;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    pid_t pid = (pid_t)atoi(e->d_name);
+    if (pid <= 1 || pid == getpid() || !names_path(pid, path))
+      continue;
+    pid_t g = getpgid(pid);
+    if (g == pid && g != getpgrp())
+      kill(-g, SIGKILL);
+    kill(pid, SIGKILL);
+  }
+  closedir(d);
+}
+
 void
 lt_rmtree(const char *path) {
   if (!path || !*path)
     return;
+  kill_strays(path);
   pid_t pid = fork();
   if (pid == 0) {
     execlp("rm", "rm", "-rf", path, (char *)NULL);

@@ -34,7 +34,8 @@ void lt_natsd_stop(lt_natsd *s);
 int lt_natsd_kill_restart(lt_natsd *s);
 
 /* A temporary directory for the test (created); caller removes with
- * lt_rmtree. */
+ * lt_rmtree, which first kills what still runs from it (pods and robots
+ * that outlived their agent, with their process groups). */
 void lt_tmpdir(char *out, size_t cap, const char *tag);
 void lt_rmtree(const char *path);
 
