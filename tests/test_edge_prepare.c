@@ -183,8 +183,12 @@ pod_ends(const char *pod, const char *want, char *why, size_t cap) {
   int ok =
       lt_wait_field(conn, "pod", NULL, pod, "phase", want, 40, got, sizeof got);
   lt_field(conn, "pod", NULL, pod, "reason", why, cap);
-  if (!ok)
+  if (!ok) {
     cr_log_error("pod %s is %s, not %s (reason: %s)", pod, got, want, why);
+    lt_log_tail(dir, "scheduler.log", 15);
+    lt_log_tail(dir, "edge-1.log", 15);
+    lt_log_tail(dir, "edge-2.log", 15);
+  }
   return ok;
 }
 
@@ -375,9 +379,7 @@ Test(edge_prepare, a_failed_prepare_is_reported_by_the_agent_that_readopts) {
            "[\"sh\",\"-c\",\"touch %s/slowprep.ran\"]}}",
            dir);
   must_apply("slowprep", 0, "", t);
-  cr_assert(lt_wait_field(conn, "pod", NULL, "slowprep-a-0", "phase", "Running",
-                          40, got, sizeof got),
-            "pod is %s", got);
+  cr_assert(pod_ends("slowprep-a-0", "Running", why, sizeof why));
   /* the agent goes while the shim prepares; the next one adopts it */
   lt_kill(edges[0], SIGTERM);
   edges[0] = start_edge(0);

@@ -366,3 +366,24 @@ lt_ingress(bus_conn *c, const char *node, const char *type, const char *what,
   cr_assert_eq(bus_append(c, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL), 0,
                "%s", bus_last_error());
 }
+
+void
+lt_log_tail(const char *dir, const char *file, int lines) {
+  char path[512], buf[1 << 16];
+  snprintf(path, sizeof path, "%s/%s", dir, file);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return;
+  if (fseek(f, 0, SEEK_END) == 0 && ftell(f) > (long)sizeof buf - 1)
+    fseek(f, -(long)(sizeof buf - 1), SEEK_END);
+  else
+    rewind(f);
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  const char *p = buf + n; /* back to the start of the last lines */
+  for (int k = 0; p > buf; p--)
+    if (p[-1] == '\n' && p != buf + n && ++k == lines)
+      break;
+  cr_log_error("%s, its last lines:\n%s", file, p);
+}

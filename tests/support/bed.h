@@ -99,6 +99,10 @@ const lt_pod_report *lt_pod_report_wait(lt_pod_reports *r,
                                         const char *pod, const char *phase,
                                         int seconds);
 
+/* The last lines of dir/file, logged as errors (what a process said
+ * before a test failed); nothing when the file is missing. */
+void lt_log_tail(const char *dir, const char *file, int lines);
+
 /*
  * lark-edge as node: --url url, --data dir/<node>, its output in
  * dir/<node>.log, --creds its credentials in dir (with_creds) or none,
