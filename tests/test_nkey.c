@@ -146,6 +146,32 @@ Test(nkey, every_connect_is_signed, .timeout = 120) {
   stop_auth(&a);
 }
 
+/* The same with the retry in the background that lark-edge uses: nats.c
+ * answers "not yet connected" to a dropped signature there too, then
+ * closed the connection for good (an agent that then never came up). */
+Test(nkey, every_background_connect_is_signed, .timeout = 120) {
+  authd a;
+  start_auth(&a);
+  int closed = 0;
+  for (int i = 0; i < 800; i++) {
+    bus_conn *c = NULL;
+    bus_conn_opts o;
+    bus_conn_opts_init(&o);
+    o.url = a.s.url;
+    o.creds = a.creds;
+    o.retry_on_failed_connect = 1;
+    cr_assert_eq(bus_conn_open(&c, &o), 0, "%s", bus_last_error());
+    void *reply = NULL;
+    size_t len = 0;
+    bus_conn_request(c, "lark.nobody", "", 0, 500, &reply, &len);
+    free(reply);
+    closed += bus_conn_closed(c);
+    bus_conn_close(c);
+  }
+  cr_expect_eq(closed, 0, "%d of 800 connections closed for good", closed);
+  stop_auth(&a);
+}
+
 Test(nkey, anonymous_refused) {
   authd a;
   bus_conn *c = NULL;

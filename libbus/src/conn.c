@@ -298,10 +298,13 @@ bus_conn_open(bus_conn **out, const bus_conn_opts *o) {
   for (int tries = 1;; tries++) {
     unsigned long zero = atomic_load(&c->zero_sigs);
     s = natsConnection_Connect(&c->nc, no);
-    if (s == NATS_OK || (s == NATS_NOT_YET_CONNECTED && c->nc) || tries == 8 ||
-        atomic_load(&c->zero_sigs) == zero)
+    /* A signature nats.c would drop (sign_nonce): a new connection, so a
+     * new nonce. This comes first: with retry_on_failed_connect nats.c
+     * answers NATS_NOT_YET_CONNECTED to it too, and then closes the
+     * connection for good instead of retrying. */
+    if (atomic_load(&c->zero_sigs) == zero || tries == 8 ||
+        (s == NATS_OK && natsConnection_IsClosed(c->nc) == false))
       break;
-    /* a signature nats.c would drop (sign_nonce): a new nonce, again */
     natsConnection_Destroy(c->nc);
     c->nc = NULL;
   }

@@ -204,7 +204,10 @@ void
 lt_natsd_stop(lt_natsd *s) {
   stop_pid(s->pid, SIGINT);
   s->pid = 0;
-  lt_rmtree(s->dir);
+  if (getenv("LARK_KEEP")) /* the server's log, for a failure's cause */
+    fprintf(stderr, "natsd: kept %s\n", s->dir);
+  else
+    lt_rmtree(s->dir);
 }
 
 int
