@@ -198,6 +198,8 @@ shutdown_agent(edge_agent *a) {
     pthread_join(a->sender_th, NULL);
   edge_output_flush_all(a);
   edge_procs_close(a);
+  if (a->robots)
+    edge_robot_socks_close(a->robots);
   edge_robots_close(a->robots);
   uv_close((uv_handle_t *)&a->wake, NULL);
   uv_close((uv_handle_t *)&a->flush, NULL);
@@ -252,7 +254,8 @@ edge_agent_run(const edge_config *cfg) {
     edge_procs_adopt(a);
     edge_net_sweep(a);
     edge_pods_reconcile(a);
-    if ((rc = edge_robots_open(a, &a->devices, &a->robots)))
+    if ((rc = edge_robots_open(a, &a->devices, &a->robots)) ||
+        (a->robots && (rc = edge_robot_socks_open(a->robots))))
       edge_logf("error", "-", "robots: %s", bus_last_error());
     edge_robots_reconcile(a->robots);
     if (!rc && !(rc = connect_broker(a)) &&

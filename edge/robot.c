@@ -500,8 +500,6 @@ edge_robots_open(edge_agent *a, const edge_devices *devs, edge_robots **out) {
   for (int i = 0; !rc && i < devs->n; i++)
     if (devs->v[i].kind != EDGE_DEV_CAMERA)
       rc = robot_init(all, &all->v[all->n++], &devs->v[i]);
-  if (!rc)
-    rc = edge_robot_socks_open(all);
   *out = all;
   return rc;
 }
@@ -510,7 +508,6 @@ void
 edge_robots_close(edge_robots *all) {
   if (!all)
     return;
-  edge_robot_socks_close(all);
   for (int i = 0; i < all->n; i++) {
     edge_robot *r = &all->v[i];
     uv_handle_t *h[] = {(uv_handle_t *)&r->poll, (uv_handle_t *)&r->grace,

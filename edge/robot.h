@@ -54,7 +54,9 @@ struct edge_robots {
 
 /* The robots of devs (which must outlive them): their records adopted
  * (a launch a previous agent left running is watched, never started
- * again) and their sockets made. 0 with *out NULL when devs has none. */
+ * again). 0 with *out NULL when devs has none. Their sockets are the
+ * caller's to open and close (edge_robot_socks_*, below): the sockets
+ * sit above the robots and call them, never the other way. */
 int edge_robots_open(edge_agent *a, const edge_devices *devs,
                      edge_robots **out);
 /* Bring every robot in line with its desired state (after the slice
