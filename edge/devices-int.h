@@ -1,6 +1,9 @@
 /*
- * devices-int.h - private to the device file's parser (devices.c reads
- * the file's shape, devices_read.c a robot's and a camera's keys).
+ * devices-int.h - private to the device file's parser, in layers that
+ * only call downward: devices_yaml.c walks events and reads scalars and
+ * lists (dp_*); devices_subnet.c a robot's subnet and devices_read.c a
+ * robot's and a camera's keys, above it; devices.c the file's shape, the
+ * entry, on top; devices_use.c (loading, lookups) above the parser.
  *
  * Reading convention: a reader is called with p->ev at the first event
  * of its value and returns with p->ev at the value's last event, the
@@ -31,6 +34,7 @@ typedef struct dparse {
   char pmsg[320];
 } dparse;
 
+/* devices_yaml.c */
 void dp_fail(dparse *p, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Note the device's problem unless it has one; -1. */
@@ -55,7 +59,7 @@ int dp_uint(dparse *p, const char *what, unsigned max, unsigned *dst);
 int dp_argv(dparse *p, const char *what, char ***argv, int *argc);
 void dp_argv_free(char **argv);
 
-/* One robot or camera: p->ev is its mapping's start. */
+/* One robot or camera: p->ev is its mapping's start (devices_read.c). */
 int dp_read_robot(dparse *p);
 int dp_read_camera(dparse *p);
 void dp_device_free(edge_device *d);

@@ -5,6 +5,10 @@
  * addresses against each other, the name not taken). Every problem is
  * kept as the device's first (dp_problem) with the line it is on, and
  * reported when the mapping ends as "line L: robot NAME: ...".
+ *
+ * It stands on devices_yaml.c (and devices_subnet.c for a subnet) and is
+ * called by devices.c; a device's freeing and a robot's mode lookup live
+ * here, beside what they read, so that nothing below calls upward.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -348,4 +352,14 @@ dp_device_free(edge_device *d) {
     dp_argv_free(d->modes[i].argv);
   free(d->modes);
   memset(d, 0, sizeof *d);
+}
+
+const edge_dev_mode *
+edge_device_mode(const edge_device *r, const char *name) {
+  if (!name || !*name)
+    return r->nmodes ? &r->modes[0] : NULL;
+  for (int i = 0; i < r->nmodes; i++)
+    if (!strcmp(r->modes[i].name, name))
+      return &r->modes[i];
+  return NULL;
 }

@@ -1,8 +1,10 @@
 /*
  * devices_use.c - the device file as the agent uses it: loading it from
- * a path, finding a device by name or by the name it is bound by, a
- * robot's mode, one node's share of a file, the controller sockets'
- * paths. The parser is devices.c.
+ * a path, finding a device by name or by the name it is bound by, one
+ * node's share of a file, the controller sockets' paths. It sits above
+ * the parser (devices.c, and devices_read.c for freeing a device left
+ * out of a share), which never calls it; a robot's mode is looked up in
+ * devices_read.c, where the modes are read.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -94,16 +96,6 @@ edge_devices_bound(const edge_devices *d, const char *bound) {
     return NULL;
   const edge_device *dev = edge_devices_find(d, bound + (camera ? 7 : 6));
   return dev && (dev->kind == EDGE_DEV_CAMERA) == camera ? dev : NULL;
-}
-
-const edge_dev_mode *
-edge_device_mode(const edge_device *r, const char *name) {
-  if (!name || !*name)
-    return r->nmodes ? &r->modes[0] : NULL;
-  for (int i = 0; i < r->nmodes; i++)
-    if (!strcmp(r->modes[i].name, name))
-      return &r->modes[i];
-  return NULL;
 }
 
 const char *
