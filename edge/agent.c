@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "camera.h"
+#include "camera_run.h"
 #include "fetch.h"
 #include "lifetime.h"
 #include "log.h"

@@ -42,7 +42,7 @@ struct edge_agent {
                            the agent runs (cfg.devfile points here) */
   bus_conn *conn;
   edge_proc *procs;          /* live and ending processes */
-  struct edge_cameras *cams; /* camera.h; NULL: the node has no camera */
+  struct edge_cam_run *cams; /* camera_run.c; NULL: no camera */
   atomic_int npods;          /* live processes, for heartbeats */
   atomic_int stop;           /* threads stop */
   int conn_lost;             /* the broker connection closed for good */

@@ -1,8 +1,9 @@
 /*
  * camera.c - the node's cameras (camera.h): one edge_cam per camera of
  * the device file, each with its source and encoder, made usable by any
- * thread through its lock; the sessions pods open; camera.report; who
- * holds a camera; and the start and stop of it all.
+ * thread through its lock; the sessions pods open; camera.report; and
+ * who holds a camera. The bottom of the camera files: it calls neither
+ * the socket nor the operator's capture (camera_run.c starts those).
  *
  * A camera's source is opened by the first frame asked for and stays
  * open while a pod's session is open; an operator's one frame outside a
@@ -160,23 +161,11 @@ edge_cam_session_close(edge_cameras *cs, edge_cam *c) {
   pthread_mutex_unlock(&c->mu);
 }
 
-static void
-cameras_free(edge_cameras *cs) {
-  for (int i = 0; i < cs->n; i++) {
-    edge_cam *c = &cs->v[i];
-    if (c->src_open)
-      edge_cam_src_close(&c->src);
-    edge_jpeg_free(c->jpeg);
-    pthread_mutex_destroy(&c->mu);
-  }
-  free(cs->v);
-  free(cs);
-}
-
 int
-edge_cameras_start(edge_agent *a) {
+edge_cameras_new(edge_agent *a, edge_cameras **out) {
   const edge_devices *d = &a->devices;
   int n = 0;
+  *out = NULL;
   for (int i = 0; i < d->n; i++)
     n += d->v[i].kind == EDGE_DEV_CAMERA;
   if (!n)
@@ -192,34 +181,21 @@ edge_cameras_start(edge_agent *a) {
       cs->v[cs->n].dev = &d->v[i];
       pthread_mutex_init(&cs->v[cs->n++].mu, NULL);
     }
-  a->cams = cs;
-  int rc = edge_dev_socket_path(a->cfg.data, EDGE_DEV_CAMERA, cs->path,
-                                sizeof cs->path)
-               ? bus_error(BUS_EINVAL, "the camera socket's path is too long")
-               : edge_cam_sock_listen(cs);
-  if (!rc)
-    rc = edge_cam_op_start(cs);
-  if (rc) /* the agent stops: shutdown_agent frees them */
-    edge_cameras_stop(a);
-  else
-    edge_logf("info", "-", "%d camera%s on %s", n, n == 1 ? "" : "s", cs->path);
-  return rc;
+  *out = cs;
+  return 0;
 }
 
 void
-edge_cameras_stop(edge_agent *a) {
-  edge_cameras *cs = a->cams;
+edge_cameras_del(edge_cameras *cs) {
   if (!cs)
     return;
-  edge_cam_op_stop(cs);
-  edge_cam_sock_close(cs);
-  for (int i = 0; i < cs->n; i++)
-    edge_cam_session_close(cs, &cs->v[i]);
-}
-
-void
-edge_cameras_free(edge_agent *a) {
-  if (a->cams)
-    cameras_free(a->cams);
-  a->cams = NULL;
+  for (int i = 0; i < cs->n; i++) {
+    edge_cam *c = &cs->v[i];
+    if (c->src_open)
+      edge_cam_src_close(&c->src);
+    edge_jpeg_free(c->jpeg);
+    pthread_mutex_destroy(&c->mu);
+  }
+  free(cs->v);
+  free(cs);
 }

@@ -4,10 +4,13 @@
  *   camera.c       the cameras: each one's source, encoder, lock, pacing
  *                  and session (opened, frames and bytes since), its
  *                  camera.report, and who holds it
- *   camera_sock.c  <data>/run/camera-ctrl.sock, the pods' socket (loop)
+ *   camera_run.c   the start and stop of it all (camera_run.h)
+ *   camera_sock.c  <data>/run/camera-ctrl.sock, the pods' socket (loop;
+ *                  camera_sock.h)
  *   camera_req.c   a request line of that socket, parsed (pure)
  *   camera_op.c    an operator's capture: lark.dev.<node>.camera.<cam>.
  *                  capture, served from nats.c's delivery thread
+ *                  (camera_op.h)
  *   camera_src.c camera_jpeg.c camera_v4l2.c   frames, JPEG, V4L2
  *
  * A frame is made by whoever asks for it, under the camera's lock: a
@@ -46,11 +49,6 @@ typedef struct edge_cameras {
   edge_agent *a;
   edge_cam *v;
   int n;
-  char path[108]; /* the socket */
-  uv_pipe_t srv;
-  int listening;
-  struct edge_cam_conn *conns;
-  bus_serve *serve; /* lark.dev.<node>.> */
 } edge_cameras;
 
 /* A frame as the socket's header line and the operator's reply tell it. */
@@ -86,22 +84,9 @@ int edge_cam_session_open(edge_cameras *cs, edge_cam *c, const char *pod);
 /* Close it (camera.report closed with its counts). Loop. */
 void edge_cam_session_close(edge_cameras *cs, edge_cam *c);
 
-/* camera_sock.c: listen on cs->path; close it and its clients. Loop. */
-int edge_cam_sock_listen(edge_cameras *cs);
-void edge_cam_sock_close(edge_cameras *cs);
-
-/* camera_op.c: serve the operators' captures; stop (from the loop,
- * before the connection closes). */
-int edge_cam_op_start(edge_cameras *cs);
-void edge_cam_op_stop(edge_cameras *cs);
-
-/* The node's cameras: started after the broker connection is made (the
- * socket, then the operators' subscription), nothing when the node has
- * no camera; stopped before the threads (the socket, its clients and the
- * subscription closed, open sessions reported closed). Loop. */
-int edge_cameras_start(edge_agent *a);
-void edge_cameras_stop(edge_agent *a);
-/* Free them, once the loop has run its last callbacks (after stop). */
-void edge_cameras_free(edge_agent *a);
+/* The node's cameras, made from its device file into *out (NULL when it
+ * has none); 0 or -ENOMEM. Freed, sources closed, by edge_cameras_del. */
+int edge_cameras_new(edge_agent *a, edge_cameras **out);
+void edge_cameras_del(edge_cameras *cs);
 
 #endif

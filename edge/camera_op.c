@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "camera.h"
+#include "camera_op.h"
 #include "log.h"
 
 enum { OP_FRAME_MAX = 1 << 20 };
@@ -120,11 +120,10 @@ on_request(bus_conn *c, const char *subject, const char *reply,
 }
 
 int
-edge_cam_op_start(edge_cameras *cs) {
+edge_cam_op_start(edge_cameras *cs, bus_serve **serve) {
   char subject[BUS_SUBJECT_MAX];
   snprintf(subject, sizeof subject, "lark.dev.%s.>", cs->a->cfg.node);
-  int rc =
-      bus_conn_serve(cs->a->conn, subject, NULL, on_request, cs, &cs->serve);
+  int rc = bus_conn_serve(cs->a->conn, subject, NULL, on_request, cs, serve);
   if (rc)
     return bus_error(rc, "cannot subscribe to %s: %s", subject,
                      bus_last_error());
@@ -132,7 +131,7 @@ edge_cam_op_start(edge_cameras *cs) {
 }
 
 void
-edge_cam_op_stop(edge_cameras *cs) {
-  bus_conn_unserve(cs->serve);
-  cs->serve = NULL;
+edge_cam_op_stop(bus_serve **serve) {
+  bus_conn_unserve(*serve);
+  *serve = NULL;
 }

@@ -30,8 +30,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "camera.h"
 #include "camera_req.h"
+#include "camera_sock.h"
 #include "log.h"
 #include "peer.h"
 
@@ -42,7 +42,8 @@ typedef struct edge_cam_conn {
   uv_timer_t pace;
   uv_work_t work;
   uv_write_t w;
-  edge_cameras *cs;
+  edge_cam_sock *s;
+  edge_cameras *cs; /* s->cs */
   struct edge_cam_conn *next;
   char pod[EDGE_POD_SZ]; /* "" : not a pod of this node */
   char *in;              /* bytes read and not yet taken */
@@ -84,7 +85,7 @@ on_handle_closed(uv_handle_t *h) {
 static void
 sessions_end(edge_cam_conn *k) {
   edge_cameras *cs = k->cs;
-  for (edge_cam_conn *o = cs->conns; o; o = o->next)
+  for (edge_cam_conn *o = k->s->conns; o; o = o->next)
     if (o != k && !o->closing && !strcmp(o->pod, k->pod))
       return;
   for (int i = 0; i < cs->n; i++)
@@ -97,7 +98,7 @@ conn_close(edge_cam_conn *k) {
   if (k->closing)
     return;
   k->closing = 1;
-  for (edge_cam_conn **pp = &k->cs->conns; *pp; pp = &(*pp)->next)
+  for (edge_cam_conn **pp = &k->s->conns; *pp; pp = &(*pp)->next)
     if (*pp == k) {
       *pp = k->next;
       break;
@@ -393,19 +394,21 @@ on_read(uv_stream_t *h, ssize_t n, const uv_buf_t *buf) {
 
 static void
 on_conn(uv_stream_t *srv, int status) {
-  edge_cameras *cs = srv->data;
+  edge_cam_sock *s = srv->data;
+  edge_cameras *cs = s->cs;
   if (status < 0)
     return;
   edge_cam_conn *k = calloc(1, sizeof *k);
   if (!k)
     return;
+  k->s = s;
   k->cs = cs;
   k->refs = 2; /* pipe and timer */
   uv_pipe_init(cs->a->loop, &k->pipe, 0);
   uv_timer_init(cs->a->loop, &k->pace);
   k->pipe.data = k->pace.data = k;
-  k->next = cs->conns;
-  cs->conns = k;
+  k->next = s->conns;
+  s->conns = k;
   uv_os_fd_t fd;
   if (uv_accept(srv, (uv_stream_t *)&k->pipe) ||
       uv_fileno((uv_handle_t *)&k->pipe, &fd)) {
@@ -419,37 +422,38 @@ on_conn(uv_stream_t *srv, int status) {
 }
 
 int
-edge_cam_sock_listen(edge_cameras *cs) {
-  char dir[sizeof cs->path];
-  snprintf(dir, sizeof dir, "%s", cs->path);
+edge_cam_sock_listen(edge_cam_sock *s, edge_cameras *cs) {
+  s->cs = cs;
+  char dir[sizeof s->path];
+  snprintf(dir, sizeof dir, "%s", s->path);
   char *slash = strrchr(dir, '/');
   if (slash) {
     *slash = 0;
     mkdir(dir, 0755);
   }
-  unlink(cs->path);
-  uv_pipe_init(cs->a->loop, &cs->srv, 0);
-  cs->srv.data = cs;
-  cs->listening = 1;
-  int rc = uv_pipe_bind(&cs->srv, cs->path);
+  unlink(s->path);
+  uv_pipe_init(cs->a->loop, &s->srv, 0);
+  s->srv.data = s;
+  s->listening = 1;
+  int rc = uv_pipe_bind(&s->srv, s->path);
   if (!rc)
-    rc = uv_listen((uv_stream_t *)&cs->srv, 64, on_conn);
+    rc = uv_listen((uv_stream_t *)&s->srv, 64, on_conn);
   if (rc) {
-    edge_cam_sock_close(cs);
-    return bus_error(BUS_EINVAL, "camera socket %s: %s", cs->path,
+    edge_cam_sock_close(s);
+    return bus_error(BUS_EINVAL, "camera socket %s: %s", s->path,
                      uv_strerror(rc));
   }
-  chmod(cs->path, 0666); /* pods may run as other users; peer says who */
+  chmod(s->path, 0666); /* pods may run as other users; peer says who */
   return 0;
 }
 
 void
-edge_cam_sock_close(edge_cameras *cs) {
-  while (cs->conns)
-    conn_close(cs->conns);
-  if (cs->listening) {
-    cs->listening = 0;
-    uv_close((uv_handle_t *)&cs->srv, NULL);
-    unlink(cs->path);
+edge_cam_sock_close(edge_cam_sock *s) {
+  while (s->conns)
+    conn_close(s->conns);
+  if (s->listening) {
+    s->listening = 0;
+    uv_close((uv_handle_t *)&s->srv, NULL);
+    unlink(s->path);
   }
 }
