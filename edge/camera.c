@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "camera.h"
+#include "peer.h"
 #include "log.h"
 #include "proc.h"
 #include "sender.h"
@@ -105,24 +106,9 @@ edge_cam_report(edge_cameras *cs, const edge_cam *c, const char *event,
 
 int
 edge_cam_held_by(edge_cameras *cs, const edge_cam *c, const char *pod) {
-  void *data = NULL;
-  size_t len = 0;
-  if (edge_store_desired_get(cs->a->store, pod, &data, &len))
-    return 0;
   char bound[EDGE_DEV_NAME_SZ + 8];
   snprintf(bound, sizeof bound, "camera/%s", c->dev->name);
-  msgpack_zone z;
-  msgpack_zone_init(&z, 2048);
-  msgpack_object o;
-  bus_ev_pod_desired d;
-  int held = 0;
-  if (msgpack_unpack(data, len, NULL, &z, &o) >= 0 &&
-      !bus_pod_desired_unpack(&o, &z, &d) && bus_str_eq(d.desired, "Running"))
-    for (uint32_t i = 0; d.has_boundDevices && i < d.boundDevices.n; i++)
-      held |= bus_str_eq(d.boundDevices.v[i], bound);
-  msgpack_zone_destroy(&z);
-  free(data);
-  return held;
+  return edge_pod_holds(cs->a, pod, bound);
 }
 
 void

@@ -6,13 +6,16 @@
  * peer's ancestors are then walked through /proc/<pid>/stat up to init:
  * a process a pod forked, however deep and whatever session it made, is
  * still a descendant of its shim unless it was re-parented away, and
- * such a process is no pod's.
+ * such a process is no pod's. edge_pod_holds reads the pod's stored
+ * desired state for the devices it is bound to.
  */
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
 #include "peer.h"
 #include "proc.h"
+#include "store.h"
 
 enum { DEPTH_MAX = 256 };
 
@@ -60,4 +63,24 @@ edge_peer_pod(edge_agent *a, int fd, char *pod, size_t cap) {
       len != sizeof cred)
     return -1;
   return edge_peer_pod_of_pid(a, cred.pid, pod, cap);
+}
+
+int
+edge_pod_holds(edge_agent *a, const char *pod, const char *bound) {
+  void *data = NULL;
+  size_t len = 0;
+  if (edge_store_desired_get(a->store, pod, &data, &len))
+    return 0;
+  msgpack_zone z;
+  msgpack_zone_init(&z, 2048);
+  msgpack_object o;
+  bus_ev_pod_desired d;
+  int held = 0;
+  if (msgpack_unpack(data, len, NULL, &z, &o) >= 0 &&
+      !bus_pod_desired_unpack(&o, &z, &d) && bus_str_eq(d.desired, "Running"))
+    for (uint32_t i = 0; d.has_boundDevices && i < d.boundDevices.n; i++)
+      held |= bus_str_eq(d.boundDevices.v[i], bound);
+  msgpack_zone_destroy(&z);
+  free(data);
+  return held;
 }

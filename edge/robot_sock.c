@@ -128,24 +128,9 @@ row(const edge_robot *r) {
 /* Whether pod's desired state binds robot/<robot>. */
 static int
 holds(edge_agent *a, const char *pod, const char *robot) {
-  void *data = NULL;
-  size_t len = 0;
-  msgpack_zone z;
-  msgpack_object o;
-  bus_ev_pod_desired d;
   char want[EDGE_DEV_NAME_SZ + 8];
-  int yes = 0;
   snprintf(want, sizeof want, "robot/%s", robot);
-  if (edge_store_desired_get(a->store, pod, &data, &len))
-    return 0;
-  msgpack_zone_init(&z, 2048);
-  if (msgpack_unpack(data, len, NULL, &z, &o) >= 0 &&
-      !bus_pod_desired_unpack(&o, &z, &d) && bus_str_eq(d.desired, "Running"))
-    for (uint32_t i = 0; i < d.boundDevices.n && !yes; i++)
-      yes = bus_str_eq(d.boundDevices.v[i], want);
-  msgpack_zone_destroy(&z);
-  free(data);
-  return yes;
+  return edge_pod_holds(a, pod, want);
 }
 
 /* robot.request {robot, op, mode?, pod, request} onto the ingress. */
