@@ -159,11 +159,10 @@ const lark_rule lark_policy[] = {
 const size_t lark_policy_len = sizeof lark_policy / sizeof lark_policy[0];
 
 /* Every service that gets credentials: one principal of role service each. */
-const char *const lark_service_names[] = {"lark-catalog", "lark-scheduler",
-                                          "lark-dag",     "lark-ipam",
-                                          "lark-signer",  "lark-logs",
-                                          "lark-relay",   "lark-reports",
-                                          "lark-devices", NULL};
+const char *const lark_service_names[] = {
+    "lark-catalog", "lark-scheduler", "lark-dag",   "lark-ipam",
+    "lark-signer",  "lark-logs",      "lark-relay", "lark-reports",
+    "lark-devices", "lark-engine",    NULL};
 
 static const char *const role_names[] = {"admin", "service", "user",
                                          "node",  "relay",   "relay-hub"};

@@ -16,10 +16,11 @@
 
 #include "deploy-int.h"
 
-const char *const lark_up_services[] = {
-    "lark-catalog", "lark-scheduler", "lark-dag",
-    "lark-ipam",    "lark-signer",    "lark-logs",
-    "lark-reports", "lark-devices",   NULL};
+const char *const lark_up_services[] = {"lark-catalog", "lark-scheduler",
+                                        "lark-dag",     "lark-ipam",
+                                        "lark-signer",  "lark-logs",
+                                        "lark-reports", "lark-devices",
+                                        "lark-engine",  NULL};
 
 static lark_proc *
 add_service(lark_up *u, const char *name, const char *bin, const char *node) {

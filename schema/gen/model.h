@@ -13,7 +13,7 @@
 
 #include <yaml.h>
 
-#define MAX_TYPES 512
+#define MAX_TYPES 1024
 #define MAX_FIELDS 64
 #define MAX_ENTRIES 128
 #define API_VERSION "rlinf.io/v1alpha1"
