@@ -28,6 +28,7 @@
 #include "robot.h"
 #include "sender.h"
 #include "slice.h"
+#include "weights.h"
 
 void
 edge_config_init(edge_config *c) {
@@ -45,6 +46,8 @@ edge_config_init(edge_config *c) {
   c->log_flush_ms = 200;
   c->log_lines = 512;
   c->js_wait_ms = 2000;
+  c->weights_keep = 3;
+  c->weights_max = (uint64_t)8 << 30;
 }
 
 static void
@@ -190,6 +193,7 @@ close_walk(uv_handle_t *h, void *ud) {
 static void
 shutdown_agent(edge_agent *a) {
   edge_cameras_stop(a); /* before the connection and the threads */
+  edge_weights_stop(a); /* no callback to a pod's socket from here on */
   atomic_store(&a->stop, 1);
   edge_sender_wake(a);
   if (a->slice_started)
@@ -265,6 +269,8 @@ edge_agent_run(const edge_config *cfg) {
                         "sender");
     if (!rc && (rc = edge_cameras_start(a)))
       edge_logf("error", "-", "%s", bus_last_error());
+    if (!rc && (rc = edge_weights_start(a)))
+      edge_logf("error", "-", "weights: %s", bus_last_error());
     edge_logf("info", "-", "node %s running (data %s, runtimes %s%s%s)",
               a->cfg.node, a->cfg.data, a->cfg.runtimes,
               a->cfg.pod_cidr ? ", pod CIDR " : "",

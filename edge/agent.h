@@ -57,7 +57,8 @@ struct edge_agent {
    * its desired state again. Set by the agent (edge_pods_reconcile_one),
    * so lifetime.c calls up without depending on pods.c. Loop. */
   void (*pod_ended)(edge_agent *a, const char *pod);
-  struct edge_robots *robots; /* the device file's robots (robot.h) */
+  struct edge_robots *robots;   /* the device file's robots (robot.h) */
+  struct edge_weights *weights; /* Jobs' weights on this node (weights.h) */
 };
 
 #endif

@@ -74,6 +74,15 @@ typedef struct edge_config {
   const char *artifact_ca;
   uint64_t artifact_max;
   int artifact_timeout_s;
+  /* Jobs' weights (weights.h): the node's certificate, key and the
+   * platform CA (DIR/cert.pem, key.pem, ca.pem; NULL: no server, no
+   * fetch), where the server listens (host:port; NULL: the node's first
+   * address, any port), the versions kept per Job (default 3) and the
+   * bytes in all (default 8 GiB) */
+  const char *tls_dir;
+  const char *weights_listen;
+  int weights_keep;
+  uint64_t weights_max;
 } edge_config;
 
 void edge_config_init(edge_config *c);

@@ -72,6 +72,7 @@ edge_store_open(edge_store **out, const char *dir) {
       (rc = mdb_dbi_open(t, "subnets", MDB_CREATE, &s->subnets)) ||
       (rc = mdb_dbi_open(t, "robot_desired", MDB_CREATE, &s->robot_desired)) ||
       (rc = mdb_dbi_open(t, "robot_runs", MDB_CREATE, &s->robot_runs)) ||
+      (rc = mdb_dbi_open(t, "weights", MDB_CREATE, &s->weights)) ||
       (rc = mdb_txn_commit(t))) {
     if (t && rc)
       mdb_txn_abort(t);

@@ -204,4 +204,30 @@ int edge_store_robot_run_get(edge_store *s, const char *robot,
 int edge_store_robot_run_put(edge_store *s, const char *robot,
                              const edge_robot_run *r, const edge_msg *msg);
 
+/* ----------------------------------------------------------- weights */
+
+/* A weights version held in the node's cache (store_weights.c): the
+ * file <data>/weights/<sha256>; ts when it came here (unix ns). */
+typedef struct edge_wver {
+  char job[BUS_NAME_MAX + 1];
+  char sha256[65];
+  char pad[6];
+  uint64_t version;
+  uint64_t size;
+  int64_t ts;
+} edge_wver;
+
+/* Record w and queue msg (may be NULL) in one transaction. */
+int edge_store_weights_put(edge_store *s, const edge_wver *w,
+                           const edge_msg *msg);
+/* Forget job's version and queue msg (may be NULL), in one transaction. */
+int edge_store_weights_del(edge_store *s, const char *job, uint64_t version,
+                           const edge_msg *msg);
+/* BUS_ENOT_FOUND when job's version is not held. Any thread. */
+int edge_store_weights_get(edge_store *s, const char *job, uint64_t version,
+                           edge_wver *w);
+/* Every version held, by job then version (cb must not write the store). */
+typedef void (*edge_wver_cb)(const edge_wver *w, void *ud);
+int edge_store_weights_each(edge_store *s, edge_wver_cb cb, void *ud);
+
 #endif

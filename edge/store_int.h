@@ -17,6 +17,7 @@ struct edge_store {
   MDB_env *env;
   MDB_dbi desired, runs, outbox, nets, subnets;
   MDB_dbi robot_desired, robot_runs; /* store_robot.c */
+  MDB_dbi weights;                   /* store_weights.c */
   pthread_mutex_t mu;                /* next_key */
   uint64_t next_key;
 };
