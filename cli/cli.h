@@ -164,6 +164,15 @@ int cli_name_verb(lark_cli *cli, int argc, char **argv, const cli_verb *v);
 struct cli_kind;
 int cli_watch(lark_cli *cli, const struct cli_kind *k,
               const msgpack_sbuffer *req, const msgpack_object *items);
+/*
+ * The follow under every -w: read filter on LARK_EVENTS from its end,
+ * until SIGINT; call again(ud) at once (for events between the caller's
+ * first answer and the reader's start), then, while events arrive, at
+ * most every 250 ms until 1.5 s after the last (a service applies an
+ * event a little after larkctl sees it). Returns a CLI exit code.
+ */
+int cli_follow_events(lark_cli *cli, const char *filter,
+                      void (*again)(void *ud), void *ud);
 
 /* Subcommands. */
 int cmd_up(int argc, char **argv, lark_cli *cli);

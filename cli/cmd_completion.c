@@ -4,8 +4,9 @@
  *   source <(larkctl completion bash)
  *
  * It completes commands, their subcommands and flags, the kinds get and
- * describe take (from the table in kinds.c), -o's forms, and resource
- * names: `larkctl get KIND -o name`, asked with the --data, --url and
+ * describe take (from the table in kinds.c; get also lark-engine's stages
+ * and peers, which name Jobs), -o's forms, and resource names: `larkctl get
+ * KIND -o name`, asked with the --data, --url and
  * --creds typed so far, when a data directory or $LARK_URL is there to
  * reach. It needs nothing of the bash-completion package. The build
  * installs it where bash-completion looks (CMake's install step,
@@ -125,8 +126,13 @@ static const char script_tail[] =
     "up version wait\" ;;\n"
     "  get | describe)\n"
     "    if ((${#args[@]} == 0)); then words=\"$kinds\"\n"
-    "    elif ((${#args[@]} == 1)); then words=\"$(_larkctl_names "
-    "\"${args[0]}\")\"; fi ;;\n"
+    "      [[ $cmd == get ]] && words+=\" stages peers\"\n"
+    "    elif ((${#args[@]} == 1)); then\n"
+    "      case \"${args[0]}\" in\n"
+    "      stage | stages | peer | peers) words=\"$(_larkctl_names job)\" ;;\n"
+    "      *) words=\"$(_larkctl_names \"${args[0]}\")\" ;;\n"
+    "      esac\n"
+    "    fi ;;\n"
     "  delete | stop | resume | wait)\n"
     "    if ((${#args[@]} == 0)); then\n"
     "      case \"$cmd\" in\n"
@@ -144,7 +150,7 @@ static const char script_tail[] =
     "  emit) ((${#args[@]} == 0)) && words=\"$(_larkctl_names job)\" ;;\n"
     "  replay | snapshot)\n"
     "    ((${#args[@]} == 0)) && words=\"catalog scheduler dag ipam signer "
-    "logs devices\" ;;\n"
+    "logs devices engine\" ;;\n"
     "  cert) ((${#args[@]} == 0)) && words=\"request revoke list show ca\" "
     ";;\n"
     "  node) ((${#args[@]} == 0)) && words=\"add list\" ;;\n"

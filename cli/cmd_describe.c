@@ -8,13 +8,14 @@
  * maps as tables. The Events, oldest first (the newest N with --limit),
  * are the catalog's history of the aggregate; a pod's are its whole story
  * from the subjects that carry it (podstory.c), a device's (NAME is
- * NODE/NAME) the events on its subject. -o json and -o yaml print
- * {object, history[, events]}.
+ * NODE/NAME) the events on its subject. A Job's RL loop, when
+ * lark-engine answers for it, is a Stages section (stages_print.c).
+ * -o json and -o yaml print {object, history[, events][, stages]}.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "kinds.h"
+#include "stages.h"
 
 #define USAGE                                                                  \
   "larkctl describe KIND NAME [--at TIME] [--limit N] [-o json|yaml|name]"
@@ -121,7 +122,8 @@ device_story(lark_cli *cli, const args *a, const msgpack_object *dev,
 
 static int
 print(const char *kind, const args *a, const msgpack_object *object,
-      const msgpack_object *history, json_t *events, int output) {
+      const msgpack_object *history, json_t *events,
+      const msgpack_object *stages, int output) {
   if (output == CLI_OUT_NAME) {
     printf("%s/%s\n", kind, a->name);
     return CLI_OK;
@@ -132,12 +134,16 @@ print(const char *kind, const args *a, const msgpack_object *object,
         "history", history ? cli_obj_json(history) : json_array());
     if (events)
       json_object_set(all, "events", events);
+    if (stages)
+      json_object_set_new(all, "stages", cli_obj_json(stages));
     int rc = cli_print_doc(all, output);
     json_decref(all);
     return rc;
   }
   if (object)
     cli_describe_print(object, 0);
+  if (stages)
+    cli_stages_section(stages);
   if (events)
     cli_print_story(events);
   else
@@ -169,6 +175,11 @@ describe(lark_cli *cli, const args *a) {
     have_cat = catalog_entry(cli, kind, a, &zone, &cat) == CLI_OK;
     cli_quiet(0);
     json_t *events = NULL;
+    msgpack_object stages;
+    /* lark-engine may not run, or know nothing of the Job: no section */
+    int have_stages =
+        k && !strcmp(k->kind, "job") &&
+        cli_stages_get(cli, a->name, 0, a->at, 1, &zone, &stages) == CLI_OK;
     if (!k && !have_cat)
       rc = CLI_ERR;
     else if (k && !strcmp(k->kind, "pod"))
@@ -178,7 +189,7 @@ describe(lark_cli *cli, const args *a) {
     if (rc == CLI_OK)
       rc = print(kind, a, k ? &owned : bus_obj_get(&cat, "aggregate"),
                  have_cat ? bus_obj_get(&cat, "history") : NULL, events,
-                 cli->output);
+                 have_stages ? &stages : NULL, cli->output);
     json_decref(events);
   }
   msgpack_zone_destroy(&zone);

@@ -4,6 +4,7 @@
  *   larkctl get [KIND [NAME]] [--at TIME] [--limit N] [-w]
  *               [-o json|yaml|wide|name]
  *   larkctl get routes DOMAIN [--cluster C]     what C's relay sees
+ *   larkctl get stages [JOB] | peers JOB        lark-engine's (cmd_stages.c)
  *
  * A kind owned by a service (see kinds.c) is listed by that service; any
  * other kind, and `get` alone, lists the catalog's aggregates. KIND may be
@@ -16,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kinds.h"
+#include "stages.h"
 
 /* what cli_parse_time takes, for the usage error */
 #define CLI_TIME_FORMS                                                         \
@@ -25,7 +26,8 @@
 #define USAGE                                                                  \
   "larkctl get [KIND [NAME]] [--at TIME] [--limit N] [-w] "                    \
   "[-o json|yaml|wide|name]\n"                                                 \
-  "       larkctl get routes|domainpeers DOMAIN [--cluster C]"
+  "       larkctl get routes|domainpeers DOMAIN [--cluster C]\n"               \
+  "       larkctl get stages [JOB] [-w] | get peers JOB"
 
 /* Whether name names one object, which then must be there (as kubectl
  * says NotFound). For pods and tasks it may name their Job (or Task), for
@@ -77,6 +79,8 @@ cmd_get(int argc, char **argv, lark_cli *cli) {
   }
   if ((watch && at) || (cluster && !name))
     return cli_usage(USAGE);
+  if (cli_engine_kind(kind) && !cluster)
+    return cli_get_engine(cli, kind, name, at, watch, limit);
   if (cluster) { /* the ipam view names a (domain, cluster) "d.c" */
     snprintf(scoped, sizeof scoped, "%s.%s", name, cluster);
     name = scoped;

@@ -34,7 +34,8 @@ static const struct {
                  {"domainpeer", "lark-ipam"}, {"route", "lark-ipam"},
                  {"cert", "lark-signer"},     {"catalog", "lark-catalog"},
                  {"logs", "lark-logs"},       {"robot", "lark-devices"},
-                 {"device", "lark-devices"},  {NULL, NULL}};
+                 {"device", "lark-devices"},  {"stages", "lark-engine"},
+                 {"peers", "lark-engine"},    {NULL, NULL}};
 
 const char *
 cli_service_of(const char *kind) {

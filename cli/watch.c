@@ -32,7 +32,6 @@ typedef struct watch {
   const msgpack_sbuffer *req;
   bus_conn *c;
   json_t *rows; /* identity -> row (json object) */
-  int64_t last_event, last_list;
 } watch;
 
 /* A change as -o json (a line) or -o yaml (a document) prints it:
@@ -143,24 +142,67 @@ relist(watch *w) {
   else if (res)
     diff(w, cli_list_items(res), 0);
   msgpack_zone_destroy(&zone);
-  w->last_list = bus_mono_ms();
 }
 
+static void
+relist_cb(void *ud) {
+  relist(ud);
+}
+
+/* Ask again (again) at once, then while events arrive on the reader: at
+ * most every LIST_EVERY_MS, until SETTLE_MS after the last. */
 static int
-follow(watch *w, bus_reader *r, bus_batch *b) {
-  relist(w);
+follow(bus_reader *r, bus_batch *b, const char *filter, void (*again)(void *),
+       void *ud) {
+  int64_t last_event = 0, last_list = bus_mono_ms();
+  again(ud); /* events between the first answer and the reader's start */
   while (!cli_interrupted()) {
     int rc = bus_reader_next(r, b, LIST_EVERY_MS);
     if (rc < 0 && rc != BUS_ETIMEOUT && rc != BUS_EEOF)
-      return cli_fail("get", rc, "follow LARK_EVENTS");
+      return cli_fail("get", rc, "follow %s", filter);
     int64_t now = bus_mono_ms();
     if (bus_batch_len(b))
-      w->last_event = now;
-    if (w->last_event && now - w->last_event <= SETTLE_MS &&
-        now - w->last_list >= LIST_EVERY_MS)
-      relist(w);
+      last_event = now;
+    if (last_event && now - last_event <= SETTLE_MS &&
+        now - last_list >= LIST_EVERY_MS) {
+      again(ud);
+      last_list = bus_mono_ms();
+    }
   }
   return CLI_OK;
+}
+
+int
+cli_follow_events(lark_cli *cli, const char *filter, void (*again)(void *ud),
+                  void *ud) {
+  bus_conn *c = cli_connect(cli);
+  if (!c)
+    return CLI_ERR;
+  bus_reader *r = NULL;
+  bus_batch *b = NULL;
+  uint64_t end = 0;
+  int rc = bus_stream_last_seq(c, "LARK_EVENTS", &end);
+  bus_reader_opts o;
+  bus_reader_opts_init(&o);
+  o.stream = "LARK_EVENTS";
+  o.filter = filter;
+  o.from_seq = end + 1;
+  o.follow = 1;
+  o.direct = 1; /* a user may make no consumer (deploy/policy.c) */
+  if (!rc)
+    rc = bus_batch_new(&b);
+  if (!rc)
+    rc = bus_reader_open(c, &o, &r);
+  if (rc) {
+    rc = cli_fail("get", rc, "follow %s", filter);
+  } else {
+    cli_catch_interrupt(1);
+    rc = follow(r, b, filter, again, ud);
+  }
+  bus_reader_close(r);
+  bus_batch_free(b);
+  bus_conn_close(c);
+  return rc;
 }
 
 int
@@ -169,34 +211,10 @@ cli_watch(lark_cli *cli, const cli_kind *k, const msgpack_sbuffer *req,
   watch w = {.cli = cli, .k = k, .req = req, .rows = json_object()};
   diff(&w, items, 1);
   fflush(stdout);
-  bus_reader *r = NULL;
-  bus_batch *b = NULL;
-  uint64_t end = 0;
   int rc = CLI_ERR;
   w.c = cli_connect(cli);
-  if (!w.c)
-    goto out;
-  int brc = bus_stream_last_seq(w.c, "LARK_EVENTS", &end);
-  bus_reader_opts o;
-  bus_reader_opts_init(&o);
-  o.stream = "LARK_EVENTS";
-  o.filter = "lark.ev.>";
-  o.from_seq = end + 1;
-  o.follow = 1;
-  o.direct = 1; /* a user may make no consumer (deploy/policy.c) */
-  if (!brc)
-    brc = bus_batch_new(&b);
-  if (!brc)
-    brc = bus_reader_open(w.c, &o, &r);
-  if (brc) {
-    rc = cli_fail("get", brc, "follow LARK_EVENTS");
-    goto out;
-  }
-  cli_catch_interrupt(1);
-  rc = follow(&w, r, b);
-out:
-  bus_reader_close(r);
-  bus_batch_free(b);
+  if (w.c)
+    rc = cli_follow_events(cli, "lark.ev.>", relist_cb, &w);
   bus_conn_close(w.c);
   json_decref(w.rows);
   return rc;
