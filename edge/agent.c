@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "camera_run.h"
+#include "engine.h"
 #include "fetch.h"
 #include "lifetime.h"
 #include "log.h"
@@ -57,6 +58,7 @@ on_wake(uv_async_t *h) {
     edge_pods_reconcile(a);
     edge_robots_reconcile(a->robots);
   }
+  edge_engine_on_wake(a);
 }
 
 static void
@@ -233,6 +235,7 @@ edge_agent_run(const edge_config *cfg) {
     return -ENOMEM;
   pthread_mutex_init(&a->mu, NULL);
   pthread_cond_init(&a->cv, NULL);
+  pthread_mutex_init(&a->changes_mu, NULL);
   int rc = prepare(a, cfg);
   if (rc) {
     edge_logf("error", "-", "%s", bus_last_error());
@@ -288,9 +291,11 @@ out:
   bus_conn_close(a->conn);
   edge_robots_free(a->robots);
   edge_store_close(a->store);
+  free(a->changes);
   edge_devices_free(&a->devices);
   pthread_cond_destroy(&a->cv);
   pthread_mutex_destroy(&a->mu);
+  pthread_mutex_destroy(&a->changes_mu);
   free(a);
   return rc;
 }

@@ -59,6 +59,10 @@ struct edge_agent {
   void (*pod_ended)(edge_agent *a, const char *pod);
   struct edge_robots *robots;   /* the device file's robots (robot.h) */
   struct edge_weights *weights; /* Jobs' weights on this node (weights.h) */
+  /* slice -> loop: the Jobs whose engine projections changed (slice.h) */
+  pthread_mutex_t changes_mu;
+  struct edge_slice_change *changes;
+  size_t nchanges, changes_cap;
 };
 
 #endif

@@ -10,7 +10,8 @@
  * itself. The parts inside, from the top down (docs/architecture.md):
  *
  *   agent.c                      wiring: store, broker, loop, threads
- *   pods.c                       desired states against runs: reconcile
+ *   pods.c engine.c              desired states against runs: reconcile;
+ *                                the RL engine's projections on the loop
  *   robot.c robot_sock.c         robots: launch processes against their
  *   robot_req.c reqline.c        robot.desired; their controller sockets
  *                                and the request lines those read
@@ -20,7 +21,8 @@
  *   report.c netns.c             run records with their pod.report; the
  *                                raw+netns pod's network (podnet)
  *   sender.c slice.c             the two threads
- *   proc.c store*.c log.c        the process record, the local store,
+ *   proc.c store*.c log.c        the process record, the local store
+ *                                (store_engine.c: the engine's rows),
  *   utf8.c node.c                the log, text, the node's description
  *   devices*.c peer.c            the device file (devices.h); the pod
  *                                behind a local socket (peer.h)

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "engine.h"
 #include "fetch.h"
 #include "lifetime.h"
 #include "log.h"
@@ -167,13 +168,15 @@ start(edge_agent *a, const char *pod, const bus_ev_pod_desired *d,
 
 /*
  * A Deleted pod that no longer runs is forgotten: its run and desired
- * state leave the store, and pod.forgotten tells the scheduler, which
- * then purges the pod's subject from this node's stream (so the stream
- * holds only pods that still matter). Said again if the tombstone comes
- * again before the purge.
+ * state leave the store (with its engine row; its Job's projections too
+ * when no pod of the Job is left, engine.c), and pod.forgotten tells the
+ * scheduler, which then purges the pod's subject from this node's stream
+ * (so the stream holds only pods that still matter). Said again if the
+ * tombstone comes again before the purge.
  */
 static void
-forget(edge_agent *a, const char *pod, uint64_t version) {
+forget(edge_agent *a, const char *pod, bus_str job, uint64_t version) {
+  char jobname[EDGE_NAME_SZ];
   char subject[BUS_SUBJECT_MAX];
   msgpack_sbuffer sb;
   msgpack_sbuffer_init(&sb);
@@ -192,6 +195,7 @@ forget(edge_agent *a, const char *pod, uint64_t version) {
   }
   edge_logf("info", subject, "deleted and forgotten");
   edge_sender_wake(a);
+  edge_engine_pod_forgotten(a, bus_str_copy(job, jobname, sizeof jobname));
 }
 
 static void
@@ -218,7 +222,7 @@ reconcile(edge_agent *a, const char *pod, const void *data, size_t len) {
     edge_proc_stop(p, p->attempt == attempt, p->attempt != attempt);
   } else if (bus_str_eq(d.desired, "Deleted")) {
     if (edge_net_teardown(a, pod) == 0) /* a network kept is tried later */
-      forget(a, pod, d.has_version ? d.version : 0);
+      forget(a, pod, d.job, d.has_version ? d.version : 0);
   }
   msgpack_zone_destroy(&z);
 }

@@ -7,9 +7,9 @@
  *
  * Each message is stored before it is acked, so a crash between the two
  * only redelivers it, and the store keeps a pod's desired state only when
- * its version is newer. A message that is not a valid pod.desired for
- * this node is logged, acked and forgotten. When something changed, the
- * loop is woken to reconcile.
+ * its version is newer. A message that is none of these for this node is
+ * logged, acked and forgotten. When something changed, the loop is woken
+ * to reconcile (or, for a projection, to act on it).
  *
  * The consumer acks a batch with one ack (AckAll) and the broker keeps
  * its position in memory: a broker restart forgets it, and so does a
@@ -62,7 +62,87 @@ keep(edge_agent *a, const char *subject, const char *prefix, bus_str name,
   return stored;
 }
 
-/* A pod.desired or a robot.desired (robot.c reconciles those). */
+/* Queue job's what (EDGE_CHANGED_*) for the loop and wake it. */
+static void
+changed(edge_agent *a, bus_str job, unsigned what) {
+  size_t i;
+  pthread_mutex_lock(&a->changes_mu);
+  for (i = 0; i < a->nchanges && !bus_str_eq(job, a->changes[i].job); i++)
+    ;
+  if (i < a->nchanges)
+    a->changes[i].what |= what;
+  else if (!bus_grow(&a->changes, a->nchanges, &a->changes_cap,
+                     sizeof *a->changes, 8)) {
+    bus_str_copy(job, a->changes[i].job, sizeof a->changes[i].job);
+    a->changes[a->nchanges++].what = what;
+  }
+  pthread_mutex_unlock(&a->changes_mu);
+  uv_async_send(&a->wake);
+}
+
+void
+edge_slice_changes(edge_agent *a, edge_slice_change **out, size_t *n) {
+  pthread_mutex_lock(&a->changes_mu);
+  *out = a->changes, *n = a->nchanges;
+  a->changes = NULL, a->nchanges = a->changes_cap = 0;
+  pthread_mutex_unlock(&a->changes_mu);
+}
+
+/* The engine projection ev is, and its Job and version; NULL when it is
+ * none. */
+static const char *
+engine_what(const bus_event *ev, bus_str *job, uint64_t *version) {
+  const bus_ev_engine_stages *st = bus_as_engine_stages(ev);
+  const bus_ev_engine_weights *w = bus_as_engine_weights(ev);
+  const bus_ev_engine_peers *pe = bus_as_engine_peers(ev);
+  if (st && st->has_version)
+    *version = st->version;
+  if (w && w->has_version)
+    *version = w->version;
+  if (pe && pe->has_version)
+    *version = pe->version;
+  *job = st ? st->job : w ? w->job : pe ? pe->job : BUS_STR("");
+  return st ? "stages" : w ? "weights" : pe ? "peers" : NULL;
+}
+
+/*
+ * An engine.stages / engine.weights / engine.peers of a Job, written by
+ * lark-engine on lark.node.<node>.engine.<job>.<what>: its body stored as
+ * it came when its version is newer (1), for the loop (engine.c).
+ */
+static int
+take_engine(edge_agent *a, const bus_batch *b, size_t i, const char *what,
+            bus_str job, uint64_t version) {
+  const char *subject;
+  char want[BUS_SUBJECT_MAX], name[EDGE_NAME_SZ];
+  const void *body;
+  size_t len;
+  int stored = 0;
+  bus_batch_meta(b, i, &subject, NULL, NULL);
+  bus_str_copy(job, name, sizeof name);
+  snprintf(want, sizeof want, "lark.node.%s.engine.%s.%s", a->cfg.node, name,
+           what);
+  if (job.len >= sizeof name || strcmp(subject, want)) {
+    edge_logf("warn", subject, "ignored: engine.%s does not match its subject",
+              what);
+    return 0;
+  }
+  bus_batch_data(b, i, &body, &len);
+  if (edge_store_engine_put(a->store, name, what, version, body, len,
+                            &stored)) {
+    edge_logf("error", subject, "cannot store: %s", bus_last_error());
+    return -1;
+  }
+  if (stored)
+    changed(a, job,
+            what[0] == 's'   ? EDGE_CHANGED_STAGES
+            : what[0] == 'w' ? EDGE_CHANGED_WEIGHTS
+                             : EDGE_CHANGED_PEERS);
+  return 0; /* the loop is woken to act on it, not to reconcile */
+}
+
+/* A pod.desired or a robot.desired (robot.c reconciles those), or an
+ * engine projection. */
 static int
 take(edge_agent *a, const bus_batch *b, size_t i) {
   const char *subject;
@@ -72,9 +152,14 @@ take(edge_agent *a, const bus_batch *b, size_t i) {
   const bus_event *ev = bus_batch_event(b, i);
   const bus_ev_pod_desired *d = bus_as_pod_desired(ev);
   const bus_ev_robot_desired *rd = bus_as_robot_desired(ev);
+  bus_str job;
+  const char *what = ev ? engine_what(ev, &job, &seq) : NULL;
+  if (what)
+    return take_engine(a, b, i, what, job, seq);
   if (!d && !rd) {
     edge_logf("warn", subject, "ignored: %s",
-              ev ? "not a pod.desired or robot.desired" : bus_last_error());
+              ev ? "not a pod.desired, robot.desired or engine projection"
+                 : bus_last_error());
     return 0;
   }
   /* the deciding service's version outlives the stream's own sequence */

@@ -73,6 +73,8 @@ edge_store_open(edge_store **out, const char *dir) {
       (rc = mdb_dbi_open(t, "robot_desired", MDB_CREATE, &s->robot_desired)) ||
       (rc = mdb_dbi_open(t, "robot_runs", MDB_CREATE, &s->robot_runs)) ||
       (rc = mdb_dbi_open(t, "weights", MDB_CREATE, &s->weights)) ||
+      (rc = mdb_dbi_open(t, "engine", MDB_CREATE, &s->engine)) ||
+      (rc = mdb_dbi_open(t, "engine_pods", MDB_CREATE, &s->engine_pods)) ||
       (rc = mdb_txn_commit(t))) {
     if (t && rc)
       mdb_txn_abort(t);
@@ -201,8 +203,8 @@ edge_store_run_put(edge_store *s, const char *pod, const edge_run *r,
 
 int
 edge_store_forget(edge_store *s, const char *pod, const edge_msg *msg) {
-  MDB_dbi tables[] = {s->runs, s->desired};
-  return edge_store__write(s, tables, 2, key_of(pod), NULL, msg, msg != NULL,
+  MDB_dbi tables[] = {s->runs, s->desired, s->engine_pods};
+  return edge_store__write(s, tables, 3, key_of(pod), NULL, msg, msg != NULL,
                            "forget");
 }
 

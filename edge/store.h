@@ -58,8 +58,8 @@ int edge_store_run_get(edge_store *s, const char *pod, edge_run *r);
  * transaction. The message gets a new id now, kept until it is sent. */
 int edge_store_run_put(edge_store *s, const char *pod, const edge_run *r,
                        const edge_msg *msg);
-/* Forget pod: its run and its desired state go, and msg (may be NULL) is
- * queued, in one transaction. */
+/* Forget pod: its run, its desired state and its engine row go, and msg
+ * (may be NULL) is queued, in one transaction. */
 int edge_store_forget(edge_store *s, const char *pod, const edge_msg *msg);
 /* Visit every row of a table, copied (cb may write the store): val is
  * an edge_run for the runs, an edge_net for the nets. */
@@ -229,5 +229,53 @@ int edge_store_weights_get(edge_store *s, const char *job, uint64_t version,
 /* Every version held, by job then version (cb must not write the store). */
 typedef void (*edge_wver_cb)(const edge_wver *w, void *ud);
 int edge_store_weights_each(edge_store *s, edge_wver_cb cb, void *ud);
+
+/* ------------------------------------------------------------ engine */
+
+/*
+ * The RL engine's projections of a Job on this node (store_engine.c):
+ * what = "stages" | "weights" | "peers", the message body of
+ * engine.stages / engine.weights / engine.peers as it came on
+ * lark.node.<node>.engine.<job>.<what> (an event: decode it with
+ * bus_event_decode_typed, then bus_as_engine_stages / _weights / _peers;
+ * edge_store_engine_load does both). Put
+ * keeps only a newer version (the deciding event's sequence); *stored
+ * (may be NULL) says whether it did.
+ */
+int edge_store_engine_put(edge_store *s, const char *job, const char *what,
+                          uint64_t version, const void *body, size_t len,
+                          int *stored);
+/* The stored body appended to out; BUS_ENOT_FOUND when none came. */
+int edge_store_engine_get(edge_store *s, const char *job, const char *what,
+                          msgpack_sbuffer *out);
+/* The stored body decoded into zone: *out points at its
+ * bus_ev_engine_<what> struct; BUS_ENOT_FOUND when none came. */
+int edge_store_engine_load(edge_store *s, const char *job, const char *what,
+                           msgpack_zone *zone, const void **out);
+/* The Job's three rows go, in one transaction. */
+int edge_store_engine_forget(edge_store *s, const char *job);
+/* Each Job with a row, once (copied first: cb may write the store). */
+typedef void (*edge_job_cb)(const char *job, void *ud);
+int edge_store_engine_jobs(edge_store *s, edge_job_cb cb, void *ud);
+
+/* What the node did for a pod's attempt through the engine's socket: the
+ * highest weights version it handed it (the stamp on its reports, and
+ * what a loader's done needs) and, per stage in the canonical order, the
+ * last step it reported plus one (0: none), so a step said twice is
+ * queued once. A new attempt starts a new row (it has loaded nothing). */
+enum { EDGE_ENGINE_STAGES = 4 };
+typedef struct edge_engine_pod {
+  uint32_t attempt;
+  uint32_t pad;
+  uint64_t handed;
+  uint64_t done[EDGE_ENGINE_STAGES];
+} edge_engine_pod;
+
+/* BUS_ENOT_FOUND when the pod has none. */
+int edge_store_engine_pod_get(edge_store *s, const char *pod,
+                              edge_engine_pod *r);
+/* Put r and queue msg (may be NULL) in one transaction. */
+int edge_store_engine_pod_put(edge_store *s, const char *pod,
+                              const edge_engine_pod *r, const edge_msg *msg);
 
 #endif

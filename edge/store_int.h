@@ -1,6 +1,7 @@
 /*
  * store_int.h - private to the store's files (store.c, store_net.c,
- * store_subnet.c, store_queue.c, store_txn.c): the store's handle, LMDB's codes
+ * store_subnet.c, store_queue.c, store_txn.c, store_robot.c,
+ * store_engine.c): the store's handle, LMDB's codes
  * translated, keys, and the helpers more than one of them uses.
  */
 #ifndef LARK_EDGE_STORE_INT_H
@@ -18,6 +19,7 @@ struct edge_store {
   MDB_dbi desired, runs, outbox, nets, subnets;
   MDB_dbi robot_desired, robot_runs; /* store_robot.c */
   MDB_dbi weights;                   /* store_weights.c */
+  MDB_dbi engine, engine_pods;       /* store_engine.c */
   pthread_mutex_t mu;                /* next_key */
   uint64_t next_key;
 };
