@@ -36,4 +36,13 @@ int dpl_write_atomic(const char *path, const char *data, size_t len);
 /* The whole file, malloc'd and NUL-terminated; -errno on failure. */
 int dpl_read_all(const char *path, char **out, size_t *len);
 
+/* nodecerts.c: run `larkctl --data <data> args...` (NULL-terminated), its
+ * output appended to <data>/logs/<logname>; 0 when it exited 0. */
+int lark_up_larkctl(lark_up *u, const char *const *args, const char *logname);
+/* Node i's TLS directory, <data>/tls/node-<i>. */
+void lark_up_tls_dir(const lark_up *u, int node, char *out, size_t cap);
+/* Each node's certificate from the signer (started already) into its TLS
+ * directory, unless a fresh one is there. */
+int lark_up_node_certs(lark_up *u);
+
 #endif

@@ -123,35 +123,14 @@ start_hub(lark_up *u, const char *ca) {
 
 static int
 request_cert(lark_up *u, int node, const char *domain) {
-  char bin[PATH_MAX + 16], cl[16], name[BUS_NAME_MAX + 1], out[PATH_MAX],
-      log[PATH_MAX + 32];
-  snprintf(bin, sizeof bin, "%s/larkctl", u->bin_dir);
+  char cl[16], name[BUS_NAME_MAX + 1], out[PATH_MAX];
   snprintf(cl, sizeof cl, "c%d", node);
   snprintf(name, sizeof name, "relay-node-%d-%s", node, domain);
   snprintf(out, sizeof out, "%s/relay/node-%d/certs/%s", u->data, node, domain);
-  snprintf(log, sizeof log, "%s/logs/relay-certs.log", u->data);
-  const char *argv[] = {bin,      "--data", u->data,    "cert",    "request",
-                        "--role", "domain", "--domain", domain,    "--cluster",
-                        cl,       "--name", name,       "--valid", CERT_VALID,
-                        "--out",  out,      NULL};
-  int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (fd < 0)
-    return -1;
-  pid_t pid = fork();
-  if (pid == 0) {
-    int null = open("/dev/null", O_RDONLY);
-    if (null >= 0)
-      dup2(null, 0);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    execv(bin, (char *const *)argv);
-    _exit(127);
-  }
-  close(fd);
-  int status = 0;
-  if (pid < 0 || waitpid(pid, &status, 0) != pid)
-    return -1;
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+  const char *args[] = {"cert",    "request",   "--role", "domain", "--domain",
+                        domain,    "--cluster", cl,       "--name", name,
+                        "--valid", CERT_VALID,  "--out",  out,      NULL};
+  return lark_up_larkctl(u, args, "relay-certs.log");
 }
 
 int

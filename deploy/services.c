@@ -6,7 +6,11 @@
  * and each local node as `lark-edge ... --node node-<i>` with the node's own
  * credentials (and, with a device file, `--device-file FILE
  * --device-share i/N`: its share of the robots and cameras), logs in
- * <data>/logs/<name>.log. Ready means answering:
+ * <data>/logs/<name>.log. The nodes start after the services, once each
+ * has its certificate from the signer (nodecerts.c): `--tls-dir
+ * <data>/tls/node-<i> --weights-listen 127.0.0.1:0`, what Jobs' weights go
+ * between nodes over; without a signer they start without (and a line
+ * says so). Ready means answering:
  * every service started here answers its status request.
  */
 #include <errno.h>
@@ -75,30 +79,69 @@ edge_devices(lark_up *u, lark_proc *k, int i) {
   lark_proc_arg(k, v);
 }
 
-/* Start what exists next to larkctl; list the names in out. */
-int
-lark_up_services_start(lark_up *u, char *out, size_t cap) {
-  size_t first = u->sup.n, len = 0;
+/* The node's certificate directory and its weights server, when the
+ * node has a certificate. */
+static void
+edge_tls(lark_up *u, lark_proc *k, int i, int certs) {
+  char dir[PATH_MAX];
+  if (!k || !certs)
+    return;
+  lark_up_tls_dir(u, i, dir, sizeof dir);
+  lark_proc_arg(k, "--tls-dir");
+  lark_proc_arg(k, dir);
+  lark_proc_arg(k, "--weights-listen");
+  lark_proc_arg(k, "127.0.0.1:0");
+}
+
+/* Start sup.procs[from..] and list their names in out from *len. */
+static int
+start_from(lark_up *u, size_t from, size_t first, char *out, size_t cap,
+           size_t *len) {
+  for (size_t i = from; i < u->sup.n; i++) {
+    if (lark_proc_start(&u->sup.procs[i]) < 0)
+      return dpl_fail(BUS_EINVAL, "cannot start %s: %s", u->sup.procs[i].name,
+                      strerror(errno));
+    *len += (size_t)snprintf(out + *len, *len < cap ? cap - *len : 0, "%s%s",
+                             i > first ? ", " : "", u->sup.procs[i].name);
+  }
+  return 0;
+}
+
+/* The nodes, each with its certificate when the signer gives one. */
+static int
+start_edges(lark_up *u, size_t first, char *out, size_t cap, size_t *len) {
   char node[32];
-  for (size_t i = 0; lark_up_services[i]; i++)
-    if (lark_bin_exists(u->bin_dir, lark_up_services[i]))
-      add_service(u, lark_up_services[i], lark_up_services[i], NULL);
-  for (int i = 1;
-       i <= u->nodes && lark_bin_exists(u->bin_dir, LARK_EDGE_BINARY); i++) {
+  size_t from = u->sup.n;
+  if (u->nodes < 1 || !lark_bin_exists(u->bin_dir, LARK_EDGE_BINARY))
+    return 0;
+  int certs = lark_up_node_certs(u) == 0;
+  if (!certs) {
+    printf("larkctl up: nodes without certificates (no weights between "
+           "them): %s\n",
+           lark_cfg_error());
+    fflush(stdout);
+  }
+  for (int i = 1; i <= u->nodes; i++) {
     snprintf(node, sizeof node, "node-%d", i);
     lark_proc *k = add_service(u, node, LARK_EDGE_BINARY, node);
     edge_pod_network(u, k, i);
     edge_devices(u, k, i);
+    edge_tls(u, k, i, certs);
   }
+  return start_from(u, from, first, out, cap, len);
+}
+
+/* Start what exists next to larkctl, the services first; list the names
+ * in out. */
+int
+lark_up_services_start(lark_up *u, char *out, size_t cap) {
+  size_t first = u->sup.n, len = 0;
+  for (size_t i = 0; lark_up_services[i]; i++)
+    if (lark_bin_exists(u->bin_dir, lark_up_services[i]))
+      add_service(u, lark_up_services[i], lark_up_services[i], NULL);
   snprintf(out, cap, "none");
-  for (size_t i = first; i < u->sup.n; i++) {
-    if (lark_proc_start(&u->sup.procs[i]) < 0)
-      return dpl_fail(BUS_EINVAL, "cannot start %s: %s", u->sup.procs[i].name,
-                      strerror(errno));
-    len += (size_t)snprintf(out + len, len < cap ? cap - len : 0, "%s%s",
-                            i > first ? ", " : "", u->sup.procs[i].name);
-  }
-  return 0;
+  int rc = start_from(u, first, first, out, cap, &len);
+  return rc ? rc : start_edges(u, first, out, cap, &len);
 }
 
 /*

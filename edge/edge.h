@@ -83,6 +83,7 @@ typedef struct edge_config {
    * bytes in all (default 8 GiB) */
   const char *tls_dir;
   const char *weights_listen;
+  const char *weights_relay; /* another cluster's nodes: through here */
   int weights_keep;
   uint64_t weights_max;
 } edge_config;
@@ -105,6 +106,9 @@ int edge_parse_kv(const char *s, edge_kv_cb cb, void *ud);
 
 /* node.c: the Node resource the agent registers (msgpack map into sb). */
 int edge_node_resource(const edge_config *cfg, msgpack_sbuffer *sb);
+
+/* node.c: the node's first address (as it registers them). */
+void edge_node_first_address(char *out, size_t cap);
 
 /* node.c: whether cfg->runtimes lists rt. */
 int edge_runtime_offered(const edge_config *cfg, const char *rt);

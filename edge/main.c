@@ -9,10 +9,16 @@
  *             [--artifact-ca FILE] [--artifact-max SIZE]
  *             [--artifact-timeout SECONDS]
  *             [--device-file FILE [--device-share I/N]]
+ *             [--tls-dir DIR] [--weights-listen HOST:PORT]
+ *             [--weights-keep K] [--weights-max-bytes SIZE]
+ *             [--weights-relay HOST:PORT]
  *
  * Settings come from flags over the environment (LARK_URL, LARK_CREDS,
- * LARK_DATA, LARK_NODE, LARK_POD_CIDR, LARK_ARTIFACT_CA, LARK_DEVICE_FILE)
- * over defaults. The device file declares the node's robots and cameras
+ * LARK_DATA, LARK_NODE, LARK_POD_CIDR, LARK_ARTIFACT_CA, LARK_DEVICE_FILE,
+ * LARK_TLS_DIR, LARK_WEIGHTS_LISTEN, LARK_WEIGHTS_RELAY) over defaults.
+ * The TLS directory (ca.pem, cert.pem, key.pem: the node's certificate
+ * from the platform's signer) lets the node serve and fetch Jobs'
+ * weights (weights.h). The device file declares the node's robots and cameras
  * (devices.h); a bad one stops the agent before it starts (exit 2), with
  * the line it is on. `--device-share I/N` keeps device j of the file
  * (robots first, then cameras) when j mod N == I-1: how `larkctl up`
@@ -42,7 +48,10 @@ static const char usage[] =
     "                 [--pod-cidr a.b.c.d/len]  (raw+netns pods; root)\n"
     "                 [--artifact-ca FILE] [--artifact-max SIZE] "
     "[--artifact-timeout S]\n"
-    "                 [--device-file FILE [--device-share I/N]]\n";
+    "                 [--device-file FILE [--device-share I/N]]\n"
+    "                 [--tls-dir DIR] [--weights-listen HOST:PORT] "
+    "[--weights-keep K]\n"
+    "                 [--weights-max-bytes SIZE] [--weights-relay HOST:PORT]\n";
 
 static int
 seconds_ms(const char *s, int *out) {
@@ -93,7 +102,7 @@ env_or(const char *name, const char *def) {
 }
 
 /* How a flag's value goes into its field of edge_config. */
-enum { STR, MS, SECONDS, BYTES };
+enum { STR, MS, SECONDS, BYTES, COUNT };
 
 static const struct flag {
   const char *name;
@@ -117,6 +126,11 @@ static const struct flag {
     {"artifact-timeout", SECONDS, offsetof(edge_config, artifact_timeout_s)},
     {"device-file", STR, offsetof(edge_config, device_file)},
     {"device-share", STR, (size_t)-1},
+    {"tls-dir", STR, offsetof(edge_config, tls_dir)},
+    {"weights-listen", STR, offsetof(edge_config, weights_listen)},
+    {"weights-relay", STR, offsetof(edge_config, weights_relay)},
+    {"weights-keep", COUNT, offsetof(edge_config, weights_keep)},
+    {"weights-max-bytes", BYTES, offsetof(edge_config, weights_max)},
 };
 enum { NFLAGS = sizeof flags / sizeof flags[0] };
 
@@ -142,6 +156,17 @@ device_file(const char *path, const char *share, edge_devices *d) {
   return 0;
 }
 
+/* 1 to 1000. */
+static int
+count(const char *s, int *out) {
+  char *end;
+  long v = strtol(s, &end, 10);
+  if (end == s || *end || v < 1 || v > 1000)
+    return -1;
+  *out = (int)v;
+  return 0;
+}
+
 /* Flag f's value arg into c; 1 when it is bad. */
 static int
 set_opt(edge_config *c, const struct flag *f, const char *arg) {
@@ -157,6 +182,9 @@ set_opt(edge_config *c, const struct flag *f, const char *arg) {
   case SECONDS:
     bad = seconds_ms(arg, &ms);
     *(int *)field = ms < 1000 ? 1 : ms / 1000;
+    break;
+  case COUNT:
+    bad = count(arg, field);
     break;
   default:
     bad = size_bytes(arg, field);
@@ -185,6 +213,9 @@ main(int argc, char **argv) {
   c.node = env_or("LARK_NODE", NULL);
   c.pod_cidr = env_or("LARK_POD_CIDR", NULL);
   c.device_file = env_or("LARK_DEVICE_FILE", NULL);
+  c.tls_dir = env_or("LARK_TLS_DIR", NULL);
+  c.weights_listen = env_or("LARK_WEIGHTS_LISTEN", NULL);
+  c.weights_relay = env_or("LARK_WEIGHTS_RELAY", NULL);
   const char *ca = env_or("LARK_ARTIFACT_CA", NULL), *share = NULL;
   struct option opts[NFLAGS + 2];
   getopt_table(opts);

@@ -184,6 +184,15 @@ addresses(node_lists *l) {
   l->naddrs = (uint32_t)n;
 }
 
+void
+edge_node_first_address(char *out, size_t cap) {
+  node_lists *l = calloc(1, sizeof *l);
+  if (l)
+    addresses(l);
+  snprintf(out, cap, "%s", l ? l->addr[0] : "127.0.0.1");
+  free(l);
+}
+
 /* The runtimes of "a,b", empty pieces passed over. */
 static void
 runtimes(const edge_config *cfg, node_lists *l) {

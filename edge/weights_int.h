@@ -8,6 +8,7 @@
  * weights_tls.c   the TLS contexts and the peer's certificate checks
  * weights_srv.c   the server: one thread accepts, one thread per transfer
  * weights_get.c   the fetcher: one thread per version being fetched
+ * weights_net.c   the two started or not (--tls-dir)
  *
  * Invariants: a version is in `held` exactly when its row is in the
  * store and its file <dir>/<sha256> is complete and checked; a fetch
@@ -106,11 +107,29 @@ void wt_net_stop(edge_weights *ws);
 /* Whether job has left the node: no pod of it here and no projection. */
 int wt_job_gone(edge_weights *ws, const char *job);
 
+/* weights_tls.c: a context from --tls-dir (NULL with bus_last_error()),
+ * the peer's node (CN) once its certificate is checked to be a node's,
+ * and its cluster (may be NULL); a line (without its \n) and bytes. */
+SSL_CTX *wt_tls_ctx(const char *dir, int server);
+int wt_tls_peer(SSL *ssl, char *node, size_t cap, char *cluster, size_t ccap);
+const char *wt_tls_error(void);
+int wt_tls_line(SSL *ssl, char *buf, size_t cap);
+int wt_tls_write(SSL *ssl, const void *p, size_t n);
+
+/* weights_srv.c */
+int wt_srv_start(edge_weights *ws, SSL_CTX *ctx, const char *addr);
+void wt_srv_stop(edge_weights *ws);
+int wt_addr_split(const char *addr, char *host, size_t hcap, char *port,
+                  size_t pcap);
+void wt_sock_timeouts(int fd);
+
 /* Start the fetches the waits of job need and the projection offers. */
 void wt_fetch_kick(edge_weights *ws, const char *job);
 /* Reap the finished fetches (loop; from the async). */
 void wt_fetch_reap(edge_weights *ws);
 /* Stop and join every fetch. */
 void wt_fetch_stop(edge_weights *ws);
+/* Forget the failed fetches no wait wants. */
+void wt_fetch_prune(edge_weights *ws);
 
 #endif

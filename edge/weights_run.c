@@ -19,7 +19,7 @@
 #include "log.h"
 #include "weights_int.h"
 
-enum { SWEEP_MS = 5000 };
+enum { SWEEP_MS = 1000 };
 
 static void
 clean_dir(edge_weights *ws) {
@@ -84,6 +84,7 @@ on_sweep(uv_timer_t *t) {
       i = 0; /* the array moved */
     }
   }
+  wt_fetch_prune(ws);
   for (edge_weights_wait *w = ws->waits; w; w = w->next)
     wt_fetch_kick(ws, w->job);
 }
