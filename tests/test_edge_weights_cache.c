@@ -6,7 +6,12 @@
  * the store; waits answered from what is held, parked until a publish, or
  * timed out; paths outside the pod's directory and non-files refused; the
  * drop policy (keep K, never the newest) with a dropped report each; the
- * index read back after a restart.
+ * index read back after a restart. Two nodes in this process, with
+ * certificates of a test CA (tests/data/node_cert.sh) and the engine's
+ * projections put in their stores: a wait on one fetched from the other
+ * over TLS; refused (ERR) while the server's engine.peers does not list
+ * the fetching node, fetched once it does; a copy corrupted at the source
+ * refused and fetched again once repaired.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -15,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "events.h"
 #include "files.h"
 #include "natsd.h"
 #include "../edge/proc.h" /* tests/support has a proc.h too */
@@ -38,7 +44,7 @@ on_answer(void *ud, int rc, const char *why, uint64_t version, const char *path,
 }
 
 typedef struct node {
-  char dir[512];
+  char dir[512], name[16], tls[600];
   edge_agent a;
   struct edge_proc p;
   uv_loop_t loop;
@@ -50,7 +56,13 @@ node_up(node *n, const char *dir, int keep) {
   memset(&n->a, 0, sizeof n->a);
   snprintf(n->dir, sizeof n->dir, "%s", dir);
   edge_config_init(&n->a.cfg);
-  n->a.cfg.node = "n1";
+  if (!n->name[0])
+    snprintf(n->name, sizeof n->name, "n1");
+  n->a.cfg.node = n->name;
+  if (n->tls[0]) {
+    n->a.cfg.tls_dir = n->tls;
+    n->a.cfg.weights_listen = "127.0.0.1:0";
+  }
   n->a.cfg.data = n->dir;
   n->a.cfg.weights_keep = keep;
   pthread_mutex_init(&n->a.mu, NULL);
@@ -140,7 +152,7 @@ queued_reports(node *n, char *out, size_t cap) {
 
 Test(weights_cache, publish_wait_policy) {
   char dir[256], sha1[65], sha2[65], sha3[65], path[4300], ev[512];
-  node n;
+  static node n;
   struct stat st;
   lt_tmpdir(dir, sizeof dir, "wcache");
   node_up(&n, dir, 2);
@@ -209,5 +221,169 @@ Test(weights_cache, publish_wait_policy) {
   cr_assert_str_eq(ev,
                    "published:1 published:2 published:3 dropped:1 dropped:2");
   node_down(&n);
+  lt_rmtree(dir);
+}
+
+/* ------------------------------------------------------- two nodes */
+
+/* An engine.<what> event of j1 put in n's store at version, as the slice
+ * stores it, and the weights part told. */
+static void
+project(node *n, const char *what, const msgpack_sbuffer *body,
+        uint64_t version) {
+  char id[33], type[32];
+  bus_event ev;
+  msgpack_sbuffer enc;
+  msgpack_sbuffer_init(&enc);
+  snprintf(type, sizeof type, "engine.%s", what);
+  lt_event(&ev, id, type, "lark-engine", bus_wall_ns(), 0, body);
+  cr_assert_eq(bus_event_encode(&ev, &enc), 0, "%s", bus_last_error());
+  cr_assert_eq(edge_store_engine_put(n->a.store, "j1", what, version, enc.data,
+                                     enc.size, NULL),
+               0);
+  msgpack_sbuffer_destroy(&enc);
+  edge_weights_on_projection(&n->a, "j1");
+}
+
+static void
+project_peers(node *n, const char *other, uint64_t version) {
+  bus_peer p[2] = {{.pod = BUS_STR("j1-learner-0"),
+                    .task = BUS_STR("j1-learner"),
+                    .node = BUS_STR("n1")},
+                   {.pod = BUS_STR("j1-sampler-0"),
+                    .task = BUS_STR("j1-sampler"),
+                    .node = bus_str_of(other)}};
+  bus_ev_engine_peers d = {.job = BUS_STR("j1"),
+                           .has_version = 1,
+                           .version = version,
+                           .has_peers = 1,
+                           .peers = {p, 2}};
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  cr_assert_eq(bus_engine_peers_pack(&sb, &d), 0);
+  project(n, "peers", &sb, version);
+  msgpack_sbuffer_destroy(&sb);
+}
+
+/* engine.weights on n: version v (sha, size) from n1 at addr. */
+static void
+project_weights(node *n, uint64_t v, const char *sha, uint64_t size,
+                const char *addr) {
+  bus_weights_source src = {.node = BUS_STR("n1"), .address = bus_str_of(addr)};
+  bus_weights_ref ref = {.version = v,
+                         .size = size,
+                         .sha256 = bus_str_of(sha),
+                         .has_sources = 1,
+                         .sources = {&src, 1}};
+  bus_ev_engine_weights d = {.job = BUS_STR("j1"),
+                             .has_version = 1,
+                             .version = v,
+                             .has_versions = 1,
+                             .versions = {&ref, 1}};
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  cr_assert_eq(bus_engine_weights_pack(&sb, &d), 0);
+  project(n, "weights", &sb, v);
+  msgpack_sbuffer_destroy(&sb);
+}
+
+/* The address in n's first queued weights.report. */
+static void
+served_at(node *n, char *addr, size_t cap) {
+  edge_queued q;
+  msgpack_zone z;
+  msgpack_object o;
+  cr_assert_eq(edge_store_peek(n->a.store, &q), 0);
+  msgpack_zone_init(&z, 1024);
+  cr_assert(msgpack_unpack(q.data, q.len, NULL, &z, &o) >= 0);
+  bus_obj_str(&o, "address", addr, cap);
+  msgpack_zone_destroy(&z);
+  edge_queued_free(&q);
+  cr_assert(strncmp(addr, "127.0.0.1:", 10) == 0, "served at %s", addr);
+}
+
+static void
+flip(const char *dir, const char *sha) {
+  char path[700];
+  snprintf(path, sizeof path, "%s/weights/%s", dir, sha);
+  cr_assert_eq(chmod(path, 0644), 0);
+  FILE *f = fopen(path, "r+b");
+  cr_assert(f);
+  fseek(f, 77, SEEK_SET);
+  int c = fgetc(f);
+  fseek(f, 77, SEEK_SET);
+  fputc(c ^ 1, f);
+  fclose(f);
+}
+
+static void
+certs(const char *dir) {
+  char cmd[1024];
+  const char *src = getenv("LARK_SOURCE_DIR");
+  cr_assert(src, "LARK_SOURCE_DIR is not set");
+  snprintf(cmd, sizeof cmd,
+           "sh %s/tests/data/node_cert.sh ca %s/ca && for n in n1 n2; do sh "
+           "%s/tests/data/node_cert.sh node %s/ca %s/tls-$n $n; done",
+           src, dir, src, dir, dir);
+  cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+static void
+two_up(node *a, node *b, const char *dir) {
+  char sub[300];
+  certs(dir);
+  memset(a, 0, sizeof *a), memset(b, 0, sizeof *b);
+  snprintf(a->name, sizeof a->name, "n1");
+  snprintf(b->name, sizeof b->name, "n2");
+  snprintf(a->tls, sizeof a->tls, "%s/tls-n1", dir);
+  snprintf(b->tls, sizeof b->tls, "%s/tls-n2", dir);
+  snprintf(sub, sizeof sub, "%s/a", dir);
+  mkdir(sub, 0700);
+  node_up(a, sub, 3);
+  snprintf(sub, sizeof sub, "%s/b", dir);
+  mkdir(sub, 0700);
+  node_up(b, sub, 3);
+}
+
+Test(weights_cache, fetch_between_nodes, .timeout = 60) {
+  char dir[256], sha1[65], sha2[65], addr[64];
+  static node a, b;
+  lt_tmpdir(dir, sizeof dir, "wfetch");
+  two_up(&a, &b, dir);
+  pod_file(&a, "w1.bin", 3 << 20, 1, sha1);
+  cr_assert_eq(publish(&a, 1, "w1.bin").rc, 0);
+  served_at(&a, addr, sizeof addr);
+
+  /* n2 is not in n1's engine.peers yet: refused, no answer */
+  project_peers(&a, "n9", 1);
+  answer w1 = {0}, w2 = {0}, w3 = {0};
+  cr_assert_not_null(edge_weights_wait_for(&b.a, &b.p, 1, 0, on_answer, &w1));
+  cr_assert_not_null(edge_weights_wait_for(&b.a, &b.p, 1, 0, on_answer, &w2));
+  project_weights(&b, 1, sha1, 3 << 20, addr);
+  for (int i = 0; i < 500; i++)
+    uv_run(&b.loop, UV_RUN_NOWAIT), usleep(1000);
+  cr_assert_eq(w1.n, 0, "fetched while refused");
+  project_peers(&a, "n2", 2);
+  run_until(&b, &w1, 1);
+  cr_assert(w1.rc == 0 && w1.version == 1 && !strcmp(w1.sha, sha1), "%s",
+            w1.why);
+  cr_assert_eq(w2.n, 1, "both waits answered by one fetch");
+  cr_assert_null(edge_weights_wait_for(&b.a, &b.p, 1, 0, on_answer, &w3));
+
+  /* corrupted at the source: refused; repaired: fetched */
+  pod_file(&a, "w2.bin", 1 << 20, 2, sha2);
+  cr_assert_eq(publish(&a, 2, "w2.bin").rc, 0);
+  flip(a.dir, sha2);
+  answer w4 = {0};
+  cr_assert_not_null(edge_weights_wait_for(&b.a, &b.p, 2, 0, on_answer, &w4));
+  project_weights(&b, 2, sha2, 1 << 20, addr);
+  for (int i = 0; i < 500; i++)
+    uv_run(&b.loop, UV_RUN_NOWAIT), usleep(1000);
+  cr_assert_eq(w4.n, 0, "a corrupted copy was taken");
+  flip(a.dir, sha2);
+  run_until(&b, &w4, 1);
+  cr_assert(w4.rc == 0 && w4.version == 2 && !strcmp(w4.sha, sha2));
+  node_down(&a);
+  node_down(&b);
   lt_rmtree(dir);
 }
