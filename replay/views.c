@@ -8,6 +8,7 @@
 #include "catalog.h"
 #include "dag.h"
 #include "larkdevices.h"
+#include "larkengine.h"
 #include "ipam.h"
 #include "logs.h"
 #include "replay.h"
@@ -22,6 +23,7 @@ const lark_view_entry lark_views[] = {
     {"ipam", ipam_view_def, ipam_query},
     {"logs", logs_view_def, logs_query},
     {"devices", devices_view_def, devices_query},
+    {"engine", engine_view_def, engine_query},
     {NULL, NULL, NULL},
 };
 
