@@ -4,8 +4,9 @@
  * The slice stores each newer engine.stages / engine.weights /
  * engine.peers of a Job (store_engine.c) and queues "job's what changed"
  * (slice.h); the loop takes the queue on its wake-up and acts:
- * a new engine.weights or engine.peers goes to the weights part
- * (weights.h). The store, not the queue, holds the truth:
+ * a new engine.stages answers the waits of the Job's pods it satisfies
+ * (engine_sock.c), a new engine.weights or engine.peers goes to the
+ * weights part (weights.h). The store, not the queue, holds the truth:
  * the queue only says where to look, so a change queued twice costs a
  * second look and nothing else.
  *
@@ -21,6 +22,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "engine_sock.h"
 #include "log.h"
 #include "slice.h"
 #include "weights.h"
@@ -90,8 +92,10 @@ edge_engine_on_wake(edge_agent *a) {
   for (size_t i = 0; i < n && !a->closing; i++) {
     if (q[i].what & (EDGE_CHANGED_WEIGHTS | EDGE_CHANGED_PEERS))
       edge_weights_on_projection(a, q[i].job);
-    if (q[i].what & EDGE_CHANGED_STAGES)
+    if (q[i].what & EDGE_CHANGED_STAGES) {
+      edge_engine_sock_on_stages(a, q[i].job);
       gc(a, q[i].job, 0);
+    }
   }
   free(q);
 }

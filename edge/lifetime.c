@@ -231,6 +231,26 @@ out:
 
 /* ------------------------------------------------------------- adopt */
 
+/* The Job of pod's stored desired state into job ("" when none): an
+ * adopted pod's engine requests and weights are its Job's. */
+static void
+desired_job(edge_agent *a, const char *pod, char *job, size_t cap) {
+  void *data = NULL;
+  size_t len = 0;
+  msgpack_zone z;
+  msgpack_object o;
+  bus_ev_pod_desired d;
+  job[0] = 0;
+  if (edge_store_desired_get(a->store, pod, &data, &len))
+    return;
+  msgpack_zone_init(&z, 2048);
+  if (msgpack_unpack(data, len, NULL, &z, &o) >= 0 &&
+      !bus_pod_desired_unpack(&o, &z, &d))
+    bus_str_copy(d.job, job, cap);
+  msgpack_zone_destroy(&z);
+  free(data);
+}
+
 static void
 adopt_one(const char *pod, const void *val, void *ud) {
   const edge_run *r = val;
@@ -243,7 +263,9 @@ adopt_one(const char *pod, const void *val, void *ud) {
   }
   if (r->state != EDGE_RUN_RUNNING)
     return;
-  edge_proc *p = edge_proc_new(a, pod, "", r->attempt);
+  char job[EDGE_NAME_SZ];
+  desired_job(a, pod, job, sizeof job);
+  edge_proc *p = edge_proc_new(a, pod, job, r->attempt);
   if (!p)
     return;
   p->pid = r->pid;

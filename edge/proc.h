@@ -30,6 +30,12 @@ typedef struct edge_client {
   char *buf;
   size_t len, cap;
   int closing;
+  /* an engine request pending (engine_sock.h), and the bytes read while
+   * it is, held until it is answered; reading paused when too many */
+  struct edge_engine_op *op;
+  char *held;
+  size_t nheld, held_cap;
+  int paused;
 } edge_client;
 
 /* A line not yet sent: its text is text.data[at..at+len) of its proc. */

@@ -14,18 +14,26 @@
  * only then are that read's lines answered, together. The pod's identity
  * is the socket it came through, never the payload. Anything malformed is
  * answered and dropped; a line over 64 KiB closes the connection.
+ *
+ * A line with "op" is a request to the RL engine's side of the node
+ * (engine_sock.c), answered by one JSON line in the same order as the
+ * others. A request that waits (wait, wait_weights, publish_weights)
+ * holds the connection's later lines until it is answered; then they are
+ * taken as if they had just come. A client that pipelines far past a
+ * waiting request is not read from until it is answered.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "engine_sock.h"
 #include "output.h"
 #include "sender.h"
 #include "sock.h"
 #include "sockline.h"
 
-enum { SOCK_LINE_MAX = 65536, SOCK_READ_MAX = 65536 };
+enum { SOCK_LINE_MAX = 65536, SOCK_READ_MAX = 65536, SOCK_HOLD_MAX = 1 << 20 };
 
 typedef struct reply_req {
   uv_write_t w;
@@ -61,6 +69,7 @@ client_closed(uv_handle_t *h) {
       break;
     }
   free(c->buf);
+  free(c->held);
   free(c); /* h was inside c */
   edge_proc_unref(p);
 }
@@ -70,7 +79,18 @@ client_close(edge_client *c) {
   if (c->closing)
     return;
   c->closing = 1;
+  edge_engine_sock_cancel(c);
   uv_close((uv_handle_t *)&c->pipe, client_closed);
+}
+
+void
+edge_sock_reply(edge_client *c, const char *text, size_t len) {
+  reply_req *r = malloc(sizeof *r + len + 1);
+  if (!r)
+    return;
+  memcpy(r->text, text, len);
+  r->text[len] = '\n';
+  reply_send(c, r, len + 1);
 }
 
 static void
@@ -135,19 +155,59 @@ line_add(edge_client *c, char ch) {
   return 0;
 }
 
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf);
+static void on_read(uv_stream_t *h, ssize_t n, const uv_buf_t *buf);
+
+/* An engine request among c's lines: the lines before it answered
+ * first, then it (now, or later when it waits). */
+static void
+take_op(edge_client *c, edge_sock_batch *batch, size_t len) {
+  batch->nlines--; /* it is not the batch's to answer */
+  batch_answer(c, batch);
+  edge_engine_sock_op(c, c->buf, len);
+}
+
+/* Keep the n bytes of b that came while a request waits; reading pauses
+ * when too many are held. */
+static void
+hold(edge_client *c, const char *b, size_t n) {
+  if (!n)
+    return;
+  if (c->nheld + n > c->held_cap) {
+    size_t cap = c->held_cap ? c->held_cap : 4096;
+    while (cap < c->nheld + n)
+      cap *= 2;
+    char *g = realloc(c->held, cap);
+    if (!g) {
+      client_close(c);
+      return;
+    }
+    c->held = g, c->held_cap = cap;
+  }
+  memcpy(c->held + c->nheld, b, n);
+  c->nheld += n;
+  if (c->nheld >= SOCK_HOLD_MAX && !c->paused) {
+    c->paused = 1;
+    uv_read_stop((uv_stream_t *)&c->pipe);
+  }
+}
+
+/* c's bytes, line by line, until an engine request waits (the rest is
+ * held for then). */
 static void
 take(edge_client *c, const char *b, size_t n) {
   edge_sock_batch batch = {0};
   int close_it = 0;
+  size_t i = 0;
   if (c->closing)
     return;
-  for (size_t i = 0; i < n && !close_it; i++) {
+  for (; i < n && !close_it && !c->op; i++) {
     if (b[i] != '\n') {
       if (line_add(c, b[i])) {
         close_it = 1;
         if (c->len == SOCK_LINE_MAX && edge_sock_batch_grow(&batch) == 0)
           batch.lines[batch.nlines++] =
-              (edge_sock_line){"line longer than 64 KiB", 0};
+              (edge_sock_line){"line longer than 64 KiB", 0, 0};
       }
       continue;
     }
@@ -160,12 +220,32 @@ take(edge_client *c, const char *b, size_t n) {
       break;
     }
     edge_sock_line_parse(&batch, c->buf, l, log_line, c->p);
+    if (batch.lines[batch.nlines - 1].op)
+      take_op(c, &batch, l);
   }
   batch_answer(c, &batch);
   free(batch.lines);
   free(batch.reports);
   if (close_it)
     client_close(c);
+  else if (i < n)
+    hold(c, b + i, n - i);
+}
+
+void
+edge_sock_resume(edge_client *c) {
+  while (!c->op && c->nheld && !c->closing) {
+    char *b = c->held;
+    size_t n = c->nheld;
+    c->held = NULL, c->nheld = c->held_cap = 0;
+    take(c, b, n);
+    free(b);
+  }
+  if (c->paused && !c->op && !c->closing) {
+    c->paused = 0;
+    if (uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read))
+      client_close(c);
+  }
 }
 
 static void
@@ -178,7 +258,9 @@ on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
 static void
 on_read(uv_stream_t *h, ssize_t n, const uv_buf_t *buf) {
   edge_client *c = h->data;
-  if (n > 0)
+  if (n > 0 && c->op)
+    hold(c, buf->base, (size_t)n);
+  else if (n > 0)
     take(c, buf->base, (size_t)n);
   else if (n < 0)
     client_close(c);

@@ -1,8 +1,8 @@
 /*
  * sockline.c - a line from LARK_SOCKET parsed into its answer and, for a
  * report, its run.reported data (sockline.h; the forms are in
- * edge/README.md). Anything malformed gets its reason; nothing here
- * trusts the line.
+ * edge/README.md); an engine request ("op") only recognised. Anything malformed
+ * gets its reason; nothing here trusts the line.
  */
 #include <jansson.h>
 #include <stdlib.h>
@@ -13,9 +13,8 @@
 
 enum { VALUES_MAX = 256, VALUE_STR_MAX = 1024 };
 
-/* One JSON value as a report's value, or why it cannot be one. */
-static const char *
-value_of(const json_t *v, bus_value *out) {
+const char *
+edge_sock_value(const json_t *v, bus_value *out) {
   switch (json_typeof(v)) {
   case JSON_INTEGER:
     out->kind = BUS_V_INT, out->as.i = json_integer_value(v);
@@ -60,7 +59,7 @@ run_report(const json_t *o, msgpack_sbuffer *sb) {
       return *k ? "a value's name is longer than 253 bytes"
                 : "a value's name is empty";
     vals[d.values.n].key = bus_str_of(k);
-    if ((why = value_of(v, &vals[d.values.n])))
+    if ((why = edge_sock_value(v, &vals[d.values.n])))
       return why;
     d.values.n++;
   }
@@ -86,9 +85,11 @@ edge_sock_line_parse(edge_sock_batch *b, const char *line, size_t len,
   json_error_t err;
   json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &err);
   edge_sock_line *l = &b->lines[b->nlines++];
-  *l = (edge_sock_line){NULL, 0};
+  *l = (edge_sock_line){NULL, 0, 0};
   if (!o || !json_is_object(o))
     l->why = "not a JSON object";
+  else if (json_object_get(o, "op"))
+    l->op = 1;
   else if (json_is_string(json_object_get(o, "type")) &&
            !strcmp(json_string_value(json_object_get(o, "type")), "log")) {
     const char *text = json_string_value(json_object_get(o, "text"));

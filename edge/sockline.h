@@ -10,7 +10,10 @@
 
 #include <stddef.h>
 
+#include <jansson.h>
 #include <msgpack.h>
+
+#include "bus.h"
 
 /*
  * The lines of one read: each one's answer in order (why NULL: ok), and
@@ -21,6 +24,8 @@
 typedef struct edge_sock_line {
   const char *why;
   int report;
+  int op; /* an engine request (a JSON object with "op"): not answered
+             here, the socket hands it to engine_sock.c */
 } edge_sock_line;
 
 typedef struct edge_sock_batch {
@@ -38,6 +43,9 @@ int edge_sock_batch_grow(edge_sock_batch *b);
 /* One line (without its newline) into b, which has room for it. */
 void edge_sock_line_parse(edge_sock_batch *b, const char *line, size_t len,
                           edge_sock_log_fn log, void *ud);
+/* One JSON value as a report's value (strings point into v), or why it
+ * cannot be one. */
+const char *edge_sock_value(const json_t *v, bus_value *out);
 /* Free b's reports and forget its lines (b stays usable). */
 void edge_sock_batch_clear(edge_sock_batch *b);
 

@@ -139,4 +139,160 @@ eb_stored(const char *what, int want, int seconds) {
   return 0;
 }
 
+/* ---------------------------------------------------------- the pods */
+
+/*
+ * Pod pod (job j, task j-a) running a Python script with larkbus.Run as
+ * run, body its statements (4-space indent free, one per line): call(f)
+ * appends f()'s answer, or {"error": why} for a LarkError, to the list
+ * dir/<pod>.json gets at the end; mark(k) makes dir/<pod>.<k>; raw(line)
+ * sends a line on a connection of its own and returns the answer.
+ */
+static void
+eb_pod(const char *pod, uint32_t attempt, const char *body) {
+  char path[512], cmd[700];
+  snprintf(path, sizeof path, "%s/%s-%u.py", dir, pod, attempt);
+  cr_assert_eq(lt_write_file(
+                   path,
+                   "import json, os, socket, sys\n"
+                   "sys.path.insert(0, '%s/libbus/python')\n"
+                   "import larkbus\n"
+                   "run = larkbus.Run()\n"
+                   "out = []\n"
+                   "open('%s/%s.pid', 'a').write('%%d\\n' %% os.getpid())\n"
+                   "def mark(k):\n"
+                   "    open('%s/%s.' + k, 'w').close()\n"
+                   "def call(f):\n"
+                   "    try:\n"
+                   "        out.append(f())\n"
+                   "    except larkbus.LarkError as e:\n"
+                   "        out.append({'error': str(e)})\n"
+                   "def raw(line):\n"
+                   "    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+                   "    s.connect(os.environ['LARK_SOCKET'])\n"
+                   "    s.sendall(line.encode() + b'\\n')\n"
+                   "    r = b''\n"
+                   "    while not r.endswith(b'\\n'):\n"
+                   "        r += s.recv(65536)\n"
+                   "    s.close()\n"
+                   "    return json.loads(r)\n"
+                   "%s\n"
+                   "json.dump(out, open('%s/%s.tmp', 'w'))\n"
+                   "os.rename('%s/%s.tmp', '%s/%s.json')\n",
+                   getenv("LARK_SOURCE_DIR"), dir, pod, dir, pod, body, dir,
+                   pod, dir, pod, dir, pod),
+               0);
+  snprintf(cmd, sizeof cmd, "exec python3 %s", path);
+  const char *const argv[] = {"sh", "-c", cmd, NULL};
+  lt_pod_desire(conn, "n1", pod, attempt, "Running", "raw", argv, NULL);
+}
+
+/* Every pod process a script recorded in dir/<pod>.pid, killed with its
+ * group (pods outlive their agent). */
+static void
+eb_kill_pods(const char *pod) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s.pid", dir, pod);
+  lt_kill_groups(path);
+}
+
+/* Whether dir/<pod>.<k> exists within seconds. */
+static int
+eb_marked(const char *pod, const char *k, int seconds) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s.%s", dir, pod, k);
+  for (int i = 0; i < seconds * 10; i++, usleep(100 * 1000))
+    if (access(path, F_OK) == 0)
+      return 1;
+  return 0;
+}
+
+/* The pod's answers (eb_pod), within seconds: NULL (said) when none. */
+static json_t *
+eb_results(const char *pod, int seconds) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s.json", dir, pod);
+  for (int i = 0; i < seconds * 10; i++, usleep(100 * 1000)) {
+    json_t *o = json_load_file(path, 0, NULL);
+    if (o) {
+      char *t = json_dumps(o, JSON_COMPACT);
+      cr_log_info("%s: %s", pod, t);
+      free(t);
+      return o;
+    }
+  }
+  cr_log_error("%s never wrote its answers", pod);
+  lt_log_tail(dir, "n1.log", 20);
+  return NULL;
+}
+
+#define ANS(out, i) json_array_get(out, i)
+#define STR(o, k) json_string_value(json_object_get(o, k))
+#define INT(o, k) json_integer_value(json_object_get(o, k))
+
+/* ------------------------------------------------------ the ingress */
+
+/* A stage.report the node sent. */
+typedef struct eb_report {
+  char pod[128], job[64], stage[32];
+  uint64_t attempt, step, weights;
+  double reward;
+} eb_report;
+
+static eb_report reports[256];
+static int nreports;
+
+static void
+eb_take(const bus_event *ev, void *ud) {
+  (void)ud;
+  const bus_ev_stage_report *r = bus_as_stage_report(ev);
+  if (!r || nreports == 256)
+    return;
+  eb_report *e = &reports[nreports++];
+  memset(e, 0, sizeof *e);
+  bus_str_copy(r->pod, e->pod, sizeof e->pod);
+  bus_str_copy(r->job, e->job, sizeof e->job);
+  bus_str_copy(r->stage, e->stage, sizeof e->stage);
+  e->attempt = r->attempt, e->step = r->step, e->weights = r->weights;
+  for (uint32_t i = 0; r->has_metrics && i < r->metrics.n; i++)
+    if (bus_str_eq(r->metrics.v[i].key, "reward"))
+      e->reward = r->metrics.v[i].kind == BUS_V_FLOAT
+                      ? r->metrics.v[i].as.f
+                      : (double)r->metrics.v[i].as.i;
+}
+
+/* Reads the ingress for ms. */
+static void
+eb_drain(int ms) {
+  lt_drain(ingress, 128, ms, eb_take, NULL);
+}
+
+/* How many reports of pod for (stage, step) came, reading the ingress
+ * until there are want or seconds passed. */
+static int
+eb_reports(const char *pod, const char *stage, uint64_t step, int want,
+           int seconds) {
+  int n = 0;
+  for (int i = 0; i <= seconds * 4; i++) {
+    n = 0;
+    for (int k = 0; k < nreports; k++)
+      n += !strcmp(reports[k].pod, pod) && !strcmp(reports[k].stage, stage) &&
+           reports[k].step == step;
+    if (n >= want && i)
+      break;
+    eb_drain(250);
+  }
+  return n;
+}
+
+/* The first report of pod for (stage, step), or NULL. */
+static const eb_report *
+eb_report_of(const char *pod, const char *stage, uint64_t step) {
+  for (int k = 0; k < nreports; k++)
+    if (!strcmp(reports[k].pod, pod) && !strcmp(reports[k].stage, stage) &&
+        reports[k].step == step)
+      return &reports[k];
+  return NULL;
+}
+
 #endif

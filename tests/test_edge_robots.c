@@ -52,18 +52,12 @@ setup(void) {
  * with its group, since robots outlive their agent. */
 static void
 kill_launches(const char *file) {
-  char path[512], buf[8192];
+  char path[512];
   if (file[0] == '/')
     snprintf(path, sizeof path, "%s", file);
   else
     snprintf(path, sizeof path, "%s/%s", dir, file);
-  char *s = lt_read_file(path, buf, sizeof buf);
-  for (const char *l = s; l && *l; l = strchr(l, '\n')) {
-    l += *l == '\n';
-    pid_t pid = atoi(l), g = pid > 0 ? getpgid(pid) : -1;
-    if (g > 0)
-      kill(-g, SIGKILL);
-  }
+  lt_kill_groups(path);
 }
 
 static void

@@ -96,6 +96,20 @@ Robots (inside a pod that holds one)
     robot once the node has applied the decision. Only the pod holding
     the robot may drive it; refusals raise ``LarkError`` with the node's
     message.
+
+The RL loop (inside a pod of a Job lark-engine drives)
+    ``Run()`` is the pod's handle on its Job's stages and weights, on a
+    connection of its own to ``$LARK_SOCKET``::
+
+        run = larkbus.Run()
+        r = run.wait("rollout", step)          # {"step", "weights", ...}
+        path = run.wait_weights(r["weights"])  # the node's local copy
+        run.done("rollout", r["step"], reward=0.5)
+        run.publish_weights(version, "weights.bin")   # the learner
+        run.peers()                            # the Job's pods
+
+    Requests are JSON objects with ``"op"``, one per line, each answered
+    by one JSON line; see ``Run``.
 """
 
 import atexit
@@ -113,7 +127,8 @@ import sys
 import threading
 import time
 
-__all__ = ["emit", "flush", "LarkError", "CameraClient", "RobotClient"]
+__all__ = ["emit", "flush", "LarkError", "CameraClient", "RobotClient",
+           "Run"]
 
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 _TIMEOUT_S = 10.0       # connecting, and a pod's answer
@@ -1127,6 +1142,160 @@ class RobotClient:
     def switch(self, robot, mode):
         return self._call({"op": "switch", "robot": robot,
                            "mode": mode})["robot"]
+
+
+class Run:
+    """The pod's handle on its Job's RL loop, through ``$LARK_SOCKET``.
+
+    lark-engine drives the loop's stages (rollout, update_dataset, train,
+    sync_weights) step after step; a pod waits for a stage's step to
+    start, does its part and says it is done::
+
+        run = larkbus.Run()
+        step = run.wait("rollout", 0)["step"]
+        run.done("rollout", step, reward=0.5)
+
+    Each call is one JSON line to the node on a connection of the Run's
+    own, answered by one JSON line: ``{"ok": true, ...}``, or ``{"ok":
+    false, "error": ...}``, which raises ``LarkError`` with the node's
+    reason. The node knows the pod by its socket: the calls never name the
+    pod or its Job.
+
+    ``socket_path`` defaults to ``$LARK_SOCKET``; ``timeout`` (seconds) is
+    the default of ``wait`` and ``wait_weights`` (None: as long as it
+    takes). When the connection drops (the node's agent restarted), the
+    Run connects again, for up to ``reconnect`` seconds, and sends the
+    request it was waiting on again: each is safe to repeat (``done`` is
+    queued once per step by the node, and lark-engine counts a pod once
+    per step in any case; a version published again gets the same
+    answer).
+    """
+
+    def __init__(self, socket_path=None, timeout=None, reconnect=60.0):
+        path = socket_path or os.environ.get("LARK_SOCKET")
+        if not path:
+            raise LarkError("no pod socket: give socket_path or run in a "
+                            "pod (LARK_SOCKET)")
+        self.path = path
+        self.timeout = timeout
+        self.reconnect = reconnect
+        self.last_weights = None
+        self._sock = None
+        self._buf = b""
+
+    def _connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(self.path)
+        except OSError:
+            s.close()
+            raise
+        self._sock, self._buf = s, b""
+
+    def _exchange(self, line, wait_s):
+        """One request and its answer line, or OSError."""
+        if self._sock is None:
+            self._connect()
+        # the node answers a wait when it ends or times out; a dead node
+        # is noticed by the connection, not by a clock
+        self._sock.settimeout(None if wait_s is None else wait_s + 30.0)
+        self._sock.sendall(line)
+        while b"\n" not in self._buf:
+            chunk = self._sock.recv(65536)
+            if not chunk:
+                raise OSError("the node closed the connection")
+            self._buf += chunk
+        out, self._buf = self._buf.split(b"\n", 1)
+        return out
+
+    def _call(self, req, wait_s=_TIMEOUT_S):
+        line = (json.dumps(req, separators=(",", ":")) + "\n").encode()
+        lost = None  # since when the node cannot be reached
+        while True:
+            try:
+                out = self._exchange(line, wait_s)
+                break
+            except OSError as e:
+                self.close()
+                now = time.monotonic()
+                lost = lost or now
+                if now - lost >= self.reconnect:
+                    raise LarkError("pod socket %s: %s" % (self.path, e)) \
+                        from None
+                time.sleep(0.2)
+        try:
+            ans = json.loads(out)
+        except ValueError:
+            raise LarkError("the node answered %r" % out[:200]) from None
+        if not isinstance(ans, dict) or ans.get("ok") is not True:
+            raise LarkError(ans.get("error", "refused")
+                            if isinstance(ans, dict) else "refused")
+        del ans["ok"]
+        return ans
+
+    def _timeout(self, timeout):
+        return self.timeout if timeout is None else timeout
+
+    def close(self):
+        """Close the connection (the next call opens another)."""
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+    def done(self, stage, step, **metrics):
+        """Report this pod's part of stage's step done, with metrics
+        (numbers, strings, booleans; at most 64). The node stores the
+        report before it answers; reporting the same step again is
+        harmless. A pod that loads weights must have loaded the version
+        sync_weights started with (wait_weights) before it reports
+        sync_weights done, else LarkError."""
+        self._call({"op": "done", "stage": stage, "step": step,
+                    "metrics": metrics})
+
+    def wait(self, stage, step, timeout=None):
+        """Wait until stage has started at step or later; returns
+        ``{"stage", "step", "weights", "mode"}``: the latest step started
+        (a pod that joins late gets the current one) and the weights
+        version it works with. LarkError when the run ended or after
+        timeout seconds (0: just look)."""
+        t = self._timeout(timeout)
+        req = {"op": "wait", "stage": stage, "step": step}
+        if t is not None:
+            req["timeout"] = t
+        return self._call(req, t)
+
+    def publish_weights(self, version, path):
+        """Publish the file at path (inside the pod's working directory)
+        as this Job's weights version (versions grow). Returns ``{"version",
+        "sha256", "size"}`` once the node holds it; only the reference
+        goes on the bus."""
+        return self._call({"op": "publish_weights", "version": version,
+                           "path": os.path.abspath(path)}, None)
+
+    def wait_weights(self, min_version, timeout=None):
+        """The path of the node's copy of the newest weights version >=
+        min_version (fetched from another node first when needed); the
+        answer ``{"version", "path", "sha256", "size"}`` is kept in
+        ``last_weights``. The file is read-only and shared: do not
+        change it."""
+        t = self._timeout(timeout)
+        req = {"op": "wait_weights", "min_version": min_version}
+        if t is not None:
+            req["timeout"] = t
+        self.last_weights = self._call(req, t)
+        return self.last_weights["path"]
+
+    def peers(self):
+        """The Job's pods as the node knows them: a list of ``{"pod",
+        "task", "role", "node", "cluster", "address", "attempt",
+        "phase"}`` (empty before the engine has told the node)."""
+        return self._call({"op": "peers"})["peers"]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 def _at_exit():

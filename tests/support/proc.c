@@ -139,3 +139,19 @@ lt_start_service(const char *bin_name, const char *url, const char *data,
   argv[n] = NULL;
   return lt_spawn(argv, log);
 }
+
+void
+lt_kill_groups(const char *path) {
+  char buf[8192];
+  int fd = open(path, O_RDONLY);
+  ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+  if (fd >= 0)
+    close(fd);
+  buf[n > 0 ? n : 0] = 0;
+  for (const char *l = buf; l && *l; l = strchr(l, '\n')) {
+    l += *l == '\n';
+    pid_t pid = atoi(l), g = pid > 0 ? getpgid(pid) : -1;
+    if (g > 0)
+      kill(-g, SIGKILL);
+  }
+}

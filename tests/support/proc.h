@@ -45,5 +45,9 @@ pid_t lt_start_service(const char *bin_name, const char *url, const char *data,
                        const char *log, const char *const extra[]);
 /* Send sig and reap; returns the wait status. */
 int lt_kill(pid_t pid, int sig);
+/* SIGKILL to the process group of each pid the file at path lists (one
+ * at the start of each line): processes a test's scripts recorded, which
+ * outlive the agent that started them. */
+void lt_kill_groups(const char *path);
 
 #endif
