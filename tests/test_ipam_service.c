@@ -100,18 +100,7 @@ job(const char *name, const char *dom, int replicas, int gpus) {
 static void
 report(const char *node_name, const char *pod, const char *phase,
        const char *local_ip) {
-  char what[256];
-  snprintf(what, sizeof what, "pod.%s", pod);
-  bus_packbuf b;
-  bus_packbuf_init(&b);
-  msgpack_pack_map(&b.pk, local_ip ? 4 : 3);
-  bus_pack_kv_str(&b.pk, "pod", pod);
-  bus_pack_kv_str(&b.pk, "phase", phase);
-  bus_pack_kv_uint(&b.pk, "attempt", 0);
-  if (local_ip)
-    bus_pack_kv_str(&b.pk, "localIP", local_ip);
-  lt_ingress(conn, node_name, "pod.report", what, &b.sb);
-  bus_packbuf_destroy(&b);
+  lt_pod_says(conn, node_name, pod, 0, phase, local_ip);
 }
 
 /* The last message on a subject of stream (type and a field), or 0. */

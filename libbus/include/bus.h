@@ -1308,6 +1308,10 @@ int bus_txn_note_put(bus_txn *t, const void *key, size_t klen, const void *val,
                      size_t vlen);
 int bus_txn_note_get(bus_txn *t, const void *key, size_t klen, const void **val,
                      size_t *vlen);
+/* Visit the marks and notes whose key starts with prefix, in key order
+ * (bus_txn_scan of decide's memory). */
+int bus_txn_notes(bus_txn *t, const void *prefix, size_t plen, bus_scan_cb cb,
+                  void *ud);
 
 /*
  * Emit a decided event into the outbox, in t (a decide transaction). When

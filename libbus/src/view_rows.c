@@ -122,6 +122,12 @@ bus_txn_note_get(bus_txn *t, const void *key, size_t klen, const void **val,
 }
 
 int
+bus_txn_notes(bus_txn *t, const void *prefix, size_t plen, bus_scan_cb cb,
+              void *ud) {
+  return scan(t, BUS__T_EFFECTS, prefix, plen, 0, cb, ud);
+}
+
+int
 bus_txn_scan_after(bus_txn *t, const char *table, const void *after,
                    size_t alen, bus_scan_cb cb, void *ud) {
   return scan(t, table, after, alen, 1, cb, ud);

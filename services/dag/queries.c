@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "artifact.h"
+#include "jobcheck.h"
 #include "dag-int.h"
 
 /* The summary map; extra more entries follow (the caller packs them). */
@@ -290,6 +291,21 @@ check_runtimes(const msgpack_object *spec, bus_field_err *errs, int max,
   }
 }
 
+/* Each template's engine stages name tasks of its Job, as lark-scheduler
+ * checks a Job's (jobcheck.h). */
+static void
+check_engines(const msgpack_object *spec, bus_field_err *errs, int max,
+              int *nerr) {
+  const msgpack_object *jt = bus_obj_get(spec, "jobTemplates");
+  for (uint32_t i = 0;
+       jt && jt->type == MSGPACK_OBJECT_ARRAY && i < jt->via.array.size; i++) {
+    char at[64];
+    snprintf(at, sizeof at, "spec.jobTemplates[%u].spec", i);
+    lark_job_engine_check(bus_obj_get(&jt->via.array.ptr[i], "spec"), at, errs,
+                          max, nerr);
+  }
+}
+
 int
 dag_check_apply(bus_txn *t, const msgpack_object *resource, bus_field_err *errs,
                 int max, int *nerr, uint64_t *prev) {
@@ -310,6 +326,7 @@ dag_check_apply(bus_txn *t, const msgpack_object *resource, bus_field_err *errs,
   if (rc)
     return rc;
   check_runtimes(bus_obj_get(resource, "spec"), errs, max, nerr);
+  check_engines(bus_obj_get(resource, "spec"), errs, max, nerr);
   if (*nerr) {
     dag_graph_free(&g);
     return bus_error(BUS_EFIELD, "%s", errs[0].reason);

@@ -252,6 +252,8 @@ sched_apply_job_verb(bus_txn *t, const bus_event *ev, const void *data,
   } else { /* deleted */
     j.stopped = j.deleted = 1;
     c.desired = "Deleted";
+    if ((rc = bus_txn_del(t, "rayhead", name, strlen(name))))
+      return rc;
   }
   if ((rc = sched_queue_job(t, &j, c.reset)))
     return rc;

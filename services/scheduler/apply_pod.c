@@ -80,6 +80,8 @@ sched_apply_domain_allocated(bus_txn *t, const bus_event *ev, const void *data,
       (d->has_generation && d->generation != j.generation))
     return 0; /* already addressed, or addresses for an earlier run */
   j.addressed = 1;
+  if ((rc = sched_ray_keep_vip(t, &j, d)))
+    return rc;
   pods_ctx c = {&j, "Running", ev->seq, 0};
   if ((rc = sched_each_pod(t, j.name, address, &c)))
     return rc;

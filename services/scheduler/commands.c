@@ -16,6 +16,7 @@
 
 #include "artifact.h"
 #include "expand.h"
+#include "jobcheck.h"
 #include "scheduler.h"
 
 #define MAX_ERRS 32
@@ -232,12 +233,17 @@ check_runnable(const bus_job_res *job, bus_field_err *errs, int *n) {
   return found ? BUS_EFIELD : 0;
 }
 
-/* A name collision leaves its reason, naming both Jobs, in message. */
+/* A name collision leaves its reason, naming both Jobs, in message; so
+ * does a stage naming no task of the Job, with its path. res is the
+ * resource as submitted, res_t decoded. */
 static int
-check_new_job(bus_txn *t, const bus_job_res *res_t, bus_field_err *errs, int *n,
-              char *message, size_t cap) {
+check_new_job(bus_txn *t, const msgpack_object *res, const bus_job_res *res_t,
+              bus_field_err *errs, int *n, char *message, size_t cap) {
   sched_job job;
   int rc = sched_job_read(res_t, &job, errs, MAX_ERRS, n);
+  if (!rc && (rc = lark_job_engine_check(bus_obj_get(res, "spec"), "spec", errs,
+                                         MAX_ERRS, n)))
+    snprintf(message, cap, "%.96s: %.150s", errs[0].path, errs[0].reason);
   if (!rc) {
     sched_owner o = {.t = t};
     rc = sched_names_check(&job, sched_owner_of, &o, &errs[0]);
@@ -288,7 +294,7 @@ plan_job_apply(bus_view *v, const msgpack_object *res, const bus_job_res *job,
     } else if (!rc)
       rc = BUS_EEXISTS;
   } else if (!rc) {
-    rc = check_new_job(t, job, errs, n, pl->message, sizeof pl->message);
+    rc = check_new_job(t, res, job, errs, n, pl->message, sizeof pl->message);
     pl->type = BUS_T_JOB_SUBMITTED;
     pl->what = "created";
   }

@@ -4,6 +4,13 @@
  * (its command, environment, runtime, scripts, GPUs and the named devices
  * it holds), in the order
  * apply queued them, once (the last key sent is in _effects, "o").
+ *
+ * A worker of a Job with a Ray head (rayhead.c) is held instead while the
+ * head pod has not been reported Running: noted in _effects ("r:<pod>")
+ * and sent by a later pass once it has, from what the view says then (so
+ * a retried head's workers get its new address). Held or not, a pod's
+ * desired state carries the version and id of its `outgoing` entry, so a
+ * pass redone after a crash sends the same event.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -20,7 +27,8 @@ typedef struct desired {
   bus_ev_pod_desired d;
   task_rec tr;
   uint64_t gpus[64];
-  bus_value env[9];
+  bus_value env[10];
+  char ray[SCHED_RAY_ADDR_SZ];
   char num[3][16];
   bus_str bound[SCHED_MAX_DEVICES];
   char names[SCHED_MAX_DEVICES][SCHED_DEV_SZ];
@@ -108,13 +116,35 @@ fill_run(desired *w, const pod_rec *p, const bus_job_spec *s) {
   fill_env(w, p);
 }
 
+/* What fill_desired returns for a worker whose Ray head is not up. */
+#define HELD 1
+
+/* RAY_ADDRESS for a pod of a Job with a Ray head (head: its pod's name),
+ * or HELD when p is a worker and the head has not been reported Running. */
+static int
+ray_env(bus_txn *t, const pod_rec *p, const job_rec *j, const bus_job_spec *s,
+        desired *w, char head[SCHED_DNAME_SZ]) {
+  pod_rec h;
+  if (!sched_ray_head_pod(p->job, s, head))
+    return 0;
+  int own = !strcmp(head, p->name);
+  if (own)
+    h = *p;
+  else if (sched_pod_get(t, head, &h) || !sched_ray_head_up(&h))
+    return HELD;
+  if (sched_ray_addr(t, j, &h, s, own, w->ray, sizeof w->ray) == 0)
+    env_str(w, (int)w->d.env.n++, "RAY_ADDRESS", w->ray);
+  return 0;
+}
+
 /* version: the sequence of the event that decided it, which only grows
  * for a pod, whichever node stream carries it (the node keeps the
  * highest; a stream made anew starts its own sequences from 1). The
- * Job's spec is unpacked into z. */
+ * Job's spec is unpacked into z. HELD (head: the Ray head pod) when p
+ * must wait for its Job's Ray head. */
 static int
 fill_desired(bus_txn *t, const pod_rec *p, const job_rec *j, uint64_t version,
-             msgpack_zone *z, desired *w) {
+             msgpack_zone *z, desired *w, char head[SCHED_DNAME_SZ]) {
   int rc = sched_task_get(t, p->task, &w->tr);
   if (rc)
     return rc;
@@ -138,7 +168,57 @@ fill_desired(bus_txn *t, const pod_rec *p, const job_rec *j, uint64_t version,
   if (sched_spec_read(t, BUS_T_JOB_SUBMITTED, p->job, z, &res))
     memset(&res, 0, sizeof res);
   fill_run(w, p, &res.spec);
+  if ((rc = ray_env(t, p, j, &res.spec, w, head)))
+    return rc;
   return fill_bound(t, p, w);
+}
+
+/* The note of a held pod: "r:<pod>" -> u64be(seq) <head pod> (the form
+ * of an `outgoing` key). */
+static size_t
+held_key(char *key, size_t cap, const char *pod) {
+  int n = snprintf(key, cap, "r:%s", pod);
+  return n < 0 || (size_t)n >= cap ? 0 : (size_t)n;
+}
+
+static int
+hold(bus_txn *t, const char *pod, uint64_t seq, const char *head) {
+  char key[2 + SCHED_DNAME_SZ];
+  unsigned char val[8 + SCHED_DNAME_SZ];
+  size_t kl = held_key(key, sizeof key, pod);
+  size_t vl = sched_seq_key(val, seq, head);
+  return kl ? bus_txn_note_put(t, key, kl, val, vl) : 0;
+}
+
+/* Send pod name's desired state decided at seq (its `outgoing` entry), or
+ * hold it (a Ray worker whose head is not up). */
+static int
+dispatch_pod(bus_txn *t, const char *name, uint64_t seq) {
+  char head[SCHED_DNAME_SZ] = "";
+  pod_rec p;
+  job_rec j;
+  if (sched_pod_get(t, name, &p) || !p.node[0] || sched_job_get(t, p.job, &j))
+    return 0;
+  desired *d = malloc(sizeof *d);
+  msgpack_zone z;
+  if (!d || !msgpack_zone_init(&z, 4096)) {
+    free(d);
+    return -ENOMEM;
+  }
+  char subject[BUS_SUBJECT_MAX], src[400];
+  int rc = fill_desired(t, &p, &j, seq, &z, d, head);
+  if (rc == HELD)
+    rc = hold(t, p.name, seq, head);
+  else if (!rc && !(rc = bus_subj_pod_desired(subject, sizeof subject, p.node,
+                                              p.name))) {
+    snprintf(src, sizeof src, "desired:%s:%llu", p.name,
+             (unsigned long long)seq);
+    rc = sched_emit(t, subject, BUS_T_POD_DESIRED, &d->d, src, j.sub_id, 0,
+                    BUS_APPEND_NOCHECK);
+  }
+  msgpack_zone_destroy(&z);
+  free(d);
+  return rc;
 }
 
 typedef struct out_walk {
@@ -153,33 +233,63 @@ send_one(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   (void)v, (void)vl;
   out_walk *w = ud;
   char name[SCHED_DNAME_SZ];
-  pod_rec p;
-  job_rec j;
   if (kl > sizeof w->last || !sched_seq_key_name(k, kl, name, sizeof name))
     return 0;
   memcpy(w->last, k, kl);
   w->last_len = kl;
   w->moved = 1;
-  if (sched_pod_get(w->t, name, &p) || !p.node[0] ||
-      sched_job_get(w->t, p.job, &j))
+  return dispatch_pod(w->t, name, sched_seq_of(k));
+}
+
+/* ---------------------------------------------------------------- held */
+
+typedef struct held_pod {
+  uint64_t seq;
+  char pod[SCHED_DNAME_SZ], head[SCHED_DNAME_SZ];
+} held_pod;
+
+typedef struct held_walk {
+  held_pod *v;
+  size_t n, cap;
+} held_walk;
+
+static int
+take_held(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+  held_walk *w = ud;
+  int rc;
+  if (kl < 3 || kl - 2 >= SCHED_DNAME_SZ || vl < 8 || vl - 8 >= SCHED_DNAME_SZ)
     return 0;
-  uint64_t seq = sched_seq_of(k);
-  desired *d = malloc(sizeof *d);
-  msgpack_zone z;
-  if (!d || !msgpack_zone_init(&z, 4096)) {
-    free(d);
-    return -ENOMEM;
-  }
-  char subject[BUS_SUBJECT_MAX], src[400];
-  int rc = fill_desired(w->t, &p, &j, seq, &z, d);
-  if (!rc)
-    rc = bus_subj_pod_desired(subject, sizeof subject, p.node, p.name);
-  snprintf(src, sizeof src, "desired:%s:%llu", p.name, (unsigned long long)seq);
-  if (!rc)
-    rc = sched_emit(w->t, subject, BUS_T_POD_DESIRED, &d->d, src, j.sub_id, 0,
-                    BUS_APPEND_NOCHECK);
-  msgpack_zone_destroy(&z);
-  free(d);
+  if ((rc = bus_grow(&w->v, w->n, &w->cap, sizeof *w->v, 16)))
+    return rc;
+  held_pod *h = &w->v[w->n++];
+  h->seq = sched_seq_of(v);
+  sched_copy(h->pod, sizeof h->pod, (const char *)k + 2, kl - 2);
+  sched_seq_key_name(v, vl, h->head, sizeof h->head);
+  return 0;
+}
+
+/* One held pod: sent when its head is up, forgotten when its entry in
+ * `outgoing` is no longer the one held (stopped, retried, deleted). */
+static int
+release_one(bus_txn *t, const held_pod *h) {
+  char key[2 + SCHED_DNAME_SZ];
+  size_t kl = held_key(key, sizeof key, h->pod);
+  pod_rec p, head;
+  int gone = sched_pod_get(t, h->pod, &p) || !p.bound || p.released ||
+             strcmp(p.desired, "Running") || sched_seq_of(p.out_key) != h->seq;
+  if (!gone && (sched_pod_get(t, h->head, &head) || !sched_ray_head_up(&head)))
+    return 0; /* still waiting */
+  int rc = bus_txn_unmark(t, key, kl);
+  return rc || gone ? rc : dispatch_pod(t, h->pod, h->seq);
+}
+
+static int
+release_held(bus_txn *t) {
+  held_walk w = {0};
+  int rc = bus_txn_notes(t, "r:", 2, take_held, &w);
+  for (size_t i = 0; i < w.n && !rc; i++)
+    rc = release_one(t, &w.v[i]);
+  free(w.v);
   return rc;
 }
 
@@ -195,7 +305,9 @@ sched_decide_dispatch(bus_txn *t) {
   unsigned char after[8 + SCHED_DNAME_SZ];
   size_t alen = w.last_len;
   memcpy(after, w.last, alen);
-  int rc = bus_txn_scan_after(t, "outgoing", after, alen, send_one, &w);
+  int rc = release_held(t);
+  if (!rc)
+    rc = bus_txn_scan_after(t, "outgoing", after, alen, send_one, &w);
   if (!rc && w.moved)
     rc = bus_txn_note_put(t, "o", 1, w.last, w.last_len);
   return rc;

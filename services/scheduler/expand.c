@@ -1,6 +1,6 @@
 /*
- * expand.c - Job -> Tasks -> Pods, the Ray annotations, and the name and
- * runtime checks of apply.
+ * expand.c - Job -> Tasks -> Pods, the Ray annotations and head, and the
+ * name and runtime checks of apply.
  *
  * Invariants: names are derived by exactly one pair of functions
  * (sched_task_name, sched_pod_name), so the expansion, the collision check
@@ -134,6 +134,34 @@ sched_pack_ray_annotations(msgpack_packer *pk, const sched_expansion *x,
   bus_pack_str(pk, num);
   bus_pack_str(pk, "ray-head-task-name");
   bus_pack_str(pk, x->head_task);
+  return 0;
+}
+
+/* ------------------------------------------------------------ Ray head */
+
+int
+sched_spec_ray_head(const bus_job_spec *s) {
+  for (uint32_t i = 0; s && i < s->tasks.n; i++)
+    if (s->tasks.v[i].has_head && s->tasks.v[i].head)
+      return (int)i;
+  return -1;
+}
+
+int
+sched_ray_address(const char *vip, const char *local_ip, const char *node_addr,
+                  uint32_t port, char *out, size_t cap) {
+  const char *a = vip && *vip             ? vip
+                  : local_ip && *local_ip ? local_ip
+                                          : node_addr;
+  int n = -1;
+  if (a && *a)
+    n = snprintf(out, cap, strchr(a, ':') ? "[%s]:%u" : "%s:%u", a,
+                 (unsigned)port);
+  if (n < 0 || (size_t)n >= cap) {
+    if (cap)
+      out[0] = 0;
+    return BUS_ENOT_FOUND;
+  }
   return 0;
 }
 

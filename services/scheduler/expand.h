@@ -53,6 +53,34 @@ int sched_pod_name(const char *task, uint32_t i, char *buf, size_t cap);
 int sched_job_head(const sched_job *job);
 
 /*
+ * The Ray head of a Job, as its pods are dispatched (docs/scheduler.md,
+ * "The Ray head"): only a template with head: true makes one. Its first
+ * pod is the head pod; every other pod of the Job is a worker, started
+ * once the head pod has been reported Running. A Job whose templates name
+ * no head has none (the annotations still call its first template the
+ * head task): its pods start at once and get no RAY_ADDRESS.
+ *
+ * sched_spec_ray_head: the index of the template with head: true in s,
+ * or -1 when none has it.
+ */
+int sched_spec_ray_head(const bus_job_spec *s);
+
+#define SCHED_RAY_PORT 6379  /* RAY_ADDRESS's port when rayPort is absent */
+#define SCHED_RAY_ADDR_SZ 72 /* "[" an IPv6 address "]:" a port, NUL */
+
+/*
+ * RAY_ADDRESS, `<addr>:<port>` (`[<addr>]:<port>` for an IPv6 address),
+ * into out[cap]: addr is the first of vip (the head pod's virtual address
+ * in its Job's Domain), local_ip (the address its node reported for it)
+ * and node_addr (its node's first address) that is not NULL or empty.
+ * Returns 0, or BUS_ENOT_FOUND (out "") when all are empty or it does not
+ * fit.
+ */
+int sched_ray_address(const char *vip, const char *local_ip,
+                      const char *node_addr, uint32_t port, char *out,
+                      size_t cap);
+
+/*
  * Expand job into out (initialised here). Returns 0; BUS_EINVAL for a Job
  * without tasks or with more than SCHED_MAX_PODS pods; BUS_ENAME when a
  * derived name exceeds 253 characters (detail in bus_last_error());

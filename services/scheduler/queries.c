@@ -107,15 +107,20 @@ pack_pod(msgpack_packer *pk, const pod_rec *p, bus_txn *t, int full) {
   const void *why = NULL;
   size_t wlen = 0;
   held_list held = {.n = 0};
+  char head[SCHED_DNAME_SZ], reason[SCHED_REASON_SZ + SCHED_DNAME_SZ];
+  snprintf(reason, sizeof reason, "%s", p->reason);
   if (full)
     bus_txn_get(t, "why", p->name, strlen(p->name), &why, &wlen);
+  if (full && !reason[0] && sched_ray_waiting(t, p, head))
+    snprintf(reason, sizeof reason, "waiting for the Ray head %s to be Running",
+             head);
   if (p->bound && !p->released)
     sched_each_hold(t, p->node, p->name, add_held, &held);
   const field f[] = {F_STR("name", p->name), F_STR("job", p->job),
                      F_STR("task", p->task), F_STR("phase", p->phase),
                      F_STR("node", p->node), F_NUM("attempt", p->attempt)};
   const field g[] = {F_STR("localIP", p->local_ip),
-                     F_STR("desired", p->desired), F_STR("reason", p->reason)};
+                     F_STR("desired", p->desired), F_STR("reason", reason)};
   msgpack_pack_map(pk, NFIELDS(f) + 1 + NFIELDS(g) + (why ? 1 : 0) +
                            (held.n ? 1 : 0));
   pack_fields(pk, f, NFIELDS(f));

@@ -178,9 +178,9 @@ sched_each_pod(bus_txn *t, const char *job, sched_pod_cb cb, void *ud) {
   return sched_each_rec(t, "pods", prefix, sizeof(pod_rec), 1, visit_pod, &e);
 }
 
-static const char *const tables[] = {"jobs",     "specs", "tasks",     "pods",
-                                     "why",      "nodes", "nodespecs", "queue",
-                                     "outgoing", "todo",  "held",      NULL};
+static const char *const tables[] = {
+    "jobs",  "specs",    "tasks", "pods", "why",     "nodes", "nodespecs",
+    "queue", "outgoing", "todo",  "held", "rayhead", NULL};
 
 void
 sched_view_def(bus_view_def *def) {

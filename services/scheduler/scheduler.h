@@ -19,10 +19,14 @@
  *   outgoing  u64be(seq) <pod>       desired states to send to nodes
  *   todo      <job>                  Jobs whose derived phases changed
  *   held      <node>/<device>        the pod holding a named device (holds.c)
+ *   rayhead   <job>                  its Ray head pod's virtual address
+ *                                    (domain.allocated; Jobs with a head)
  *
  * decide remembers in _effects: "p:<version>" (a placement emitted at that
- * placement-log version), "o" (the outgoing key sent last), and each
- * phase event's id until it is applied.
+ * placement-log version), "o" (the outgoing key sent last), "h<pod>" (a
+ * Ray worker's desired state held until its head is up: the outgoing
+ * seq, then the head pod's name) and each phase event's id until it is
+ * applied.
  */
 #ifndef LARK_SCHEDULER_H
 #define LARK_SCHEDULER_H
@@ -179,6 +183,29 @@ typedef struct sched_owner {
   char owner[SCHED_NAME_SZ];
 } sched_owner;
 const char *sched_owner_of(const char *kind, const char *name, void *ud);
+
+/* ------------------------------------------------------------ Ray head */
+
+/* The head pod of job (spec s: its first pod of the template with head:
+ * true) into head; 1 when the Job has one, 0 (head "") when not. */
+int sched_ray_head_pod(const char *job, const bus_job_spec *s,
+                       char head[SCHED_DNAME_SZ]);
+/* 1 when the head pod's current attempt has been reported Running (or
+ * has Succeeded since): its workers may start. */
+int sched_ray_head_up(const pod_rec *head);
+/* RAY_ADDRESS for the pods of Job j (spec s) whose head pod is head, into
+ * out[cap] (sched_ray_address): its virtual address in j's Domain, else
+ * its reported localIP (not when own: the head's own, dispatched before
+ * it reports one), else its node's first address; port spec.rayPort or
+ * 6379. 0, or BUS_ENOT_FOUND when there is no address. */
+int sched_ray_addr(bus_txn *t, const job_rec *j, const pod_rec *head,
+                   const bus_job_spec *s, int own, char *out, size_t cap);
+/* domain.allocated for Job j: keep its head pod's virtual address. */
+int sched_ray_keep_vip(bus_txn *t, const job_rec *j,
+                       const bus_ev_domain_allocated *d);
+/* 1 when p is a worker that is bound but not started because its Job's
+ * Ray head pod (into head) is not up yet; what describe says. */
+int sched_ray_waiting(bus_txn *t, const pod_rec *p, char head[SCHED_DNAME_SZ]);
 
 /* ---------------------------------------------------------------- holds */
 

@@ -368,6 +368,23 @@ lt_ingress(bus_conn *c, const char *node, const char *type, const char *what,
 }
 
 void
+lt_pod_says(bus_conn *c, const char *node, const char *pod, uint32_t attempt,
+            const char *phase, const char *local_ip) {
+  char what[256];
+  snprintf(what, sizeof what, "pod.%s", pod);
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  msgpack_pack_map(&b.pk, local_ip ? 4 : 3);
+  bus_pack_kv_str(&b.pk, "pod", pod);
+  bus_pack_kv_str(&b.pk, "phase", phase);
+  bus_pack_kv_uint(&b.pk, "attempt", attempt);
+  if (local_ip)
+    bus_pack_kv_str(&b.pk, "localIP", local_ip);
+  lt_ingress(c, node, "pod.report", what, &b.sb);
+  bus_packbuf_destroy(&b);
+}
+
+void
 lt_log_tail(const char *dir, const char *file, int lines) {
   char path[512], buf[1 << 16];
   snprintf(path, sizeof path, "%s/%s", dir, file);

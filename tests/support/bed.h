@@ -197,4 +197,9 @@ int lt_field_becomes(bus_conn *c, const char *kind, const char *sub,
 void lt_ingress(bus_conn *c, const char *node, const char *type,
                 const char *what, const msgpack_sbuffer *data);
 
+/* A pod.report of pod's phase from node through lt_ingress, as lark-edge
+ * sends it: {pod, phase, attempt, localIP (when local_ip is not NULL)}. */
+void lt_pod_says(bus_conn *c, const char *node, const char *pod,
+                 uint32_t attempt, const char *phase, const char *local_ip);
+
 #endif
