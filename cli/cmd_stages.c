@@ -95,7 +95,7 @@ typedef struct follow {
   lark_cli *cli;
   const char *job;
   uint64_t limit;
-  json_t *seen; /* "stage/step/ended" of every step printed */
+  json_t *seen; /* "run/stage/step/ended" of every step printed */
 } follow;
 
 /* Print the steps of r not printed yet (all quiet: only remember). */
@@ -109,7 +109,8 @@ print_new(follow *f, const msgpack_object *r, int quiet) {
     char stage[32] = "", key[64];
     bus_obj_str(s, "stage", stage, sizeof stage);
     int ended = bus_obj_int(s, "ended", 0) != 0;
-    snprintf(key, sizeof key, "%s/%lld/%d", stage,
+    snprintf(key, sizeof key, "%lld/%s/%lld/%d",
+             (long long)bus_obj_int(s, "run", 0), stage,
              (long long)bus_obj_int(s, "step", 0), ended);
     if (json_object_get(f->seen, key))
       continue;

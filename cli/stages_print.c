@@ -44,6 +44,15 @@ array_at(const msgpack_object *o, const char *key) {
   return a && a->type == MSGPACK_OBJECT_ARRAY ? a : NULL;
 }
 
+/* A flag the answer gives as a boolean (or, older, a count). */
+static int
+truthy(const msgpack_object *o, const char *key) {
+  const msgpack_object *v = bus_obj_get(o, key);
+  if (v && v->type == MSGPACK_OBJECT_BOOLEAN)
+    return v->via.boolean;
+  return bus_obj_int(o, key, 0) != 0;
+}
+
 static const char *
 str_or_dash(const msgpack_object *o, const char *key, char *buf, size_t cap) {
   const char *s = bus_obj_str(o, key, buf, cap);
@@ -62,7 +71,7 @@ cli_stages_header(const msgpack_object *r) {
          (long long)bus_obj_int(r, "weights", 0),
          (long long)bus_obj_int(r, "syncs", 0),
          (long long)bus_obj_int(r, "peers", 0),
-         bus_obj_int(r, "ended", 0) ? "  (ended)" : "");
+         truthy(r, "ended") ? "  (ended)" : "");
 }
 
 /* "reward=0.51 loss=1.2": a step's metric means, for -o wide. */
@@ -95,8 +104,8 @@ metrics_text(const msgpack_object *step, char *out, size_t cap) {
 
 void
 cli_stages_columns(int wide) {
-  printf("%-15s %-6s %-8s %-24s %-9s %-6s %-*s%s\n", "STAGE", "STEP",
-         "WEIGHTS", "STARTED", "DURATION", "DONE", wide ? 32 : 0, "LAST",
+  printf("%-15s %-6s %-8s %-24s %-9s %-6s %-*s%s\n", "STAGE", "STEP", "WEIGHTS",
+         "STARTED", "DURATION", "DONE", wide ? 32 : 0, "LAST",
          wide ? " METRICS" : "");
 }
 
@@ -264,7 +273,7 @@ cli_stages_section(const msgpack_object *r) {
            (long long)bus_obj_int(r, "maxStaleness", 1));
   printf("\n  Run:           %s%s\n",
          str_or_dash(r, "phase", phase, sizeof phase),
-         bus_obj_int(r, "ended", 0) ? ", ended" : "");
+         truthy(r, "ended") ? ", ended" : "");
   printf("  Weights:       %lld (syncs %lld)\n",
          (long long)bus_obj_int(r, "weights", 0),
          (long long)bus_obj_int(r, "syncs", 0));
