@@ -25,6 +25,7 @@
 #define NODE_CONSUMER BUS_NODE_STREAM_PREFIX "%s.edge-%s"
 #define ROUTES_RELAY "LARK_ROUTES.relay-%k"
 #define EVENTS_RELAY "LARK_EVENTS.relay-%k"
+#define ENGINE_RELAY "LARK_EVENTS.relay-engine-%k"
 
 /* clang-format off */
 const lark_rule lark_policy[] = {
@@ -147,6 +148,16 @@ const lark_rule lark_policy[] = {
    "$JS.API.CONSUMER.MSG.NEXT." EVENTS_RELAY, "pulls cert events"},
   {LARK_ROLE_RELAY_HUB, LARK_PUB_ALLOW,
    "$JS.API.CONSUMER.DELETE." EVENTS_RELAY, "removes its cert consumer"},
+  {LARK_ROLE_RELAY_HUB, LARK_PUB_ALLOW,
+   "$JS.API.CONSUMER.CREATE." ENGINE_RELAY ".lark.ev.engine.>",
+   "lark-engine's events, under a name of its own: the Job rule by which it "
+   "joins weights channels (nodes and weights addresses)"},
+  {LARK_ROLE_RELAY_HUB, LARK_PUB_ALLOW, "$JS.API.CONSUMER.INFO." ENGINE_RELAY,
+   "whether its engine consumer still exists"},
+  {LARK_ROLE_RELAY_HUB, LARK_PUB_ALLOW,
+   "$JS.API.CONSUMER.MSG.NEXT." ENGINE_RELAY, "pulls engine events"},
+  {LARK_ROLE_RELAY_HUB, LARK_PUB_ALLOW,
+   "$JS.API.CONSUMER.DELETE." ENGINE_RELAY, "removes its engine consumer"},
   {LARK_ROLE_RELAY_HUB, LARK_PUB_DENY, "$JS.API.STREAM.MSG.GET.>",
    "no reads by sequence or subject"},
   {LARK_ROLE_RELAY_HUB, LARK_PUB_DENY, "$JS.API.DIRECT.GET.>",

@@ -4,6 +4,7 @@
  *   lark-relay node --cluster C --node N --hub HOST:PORT
  *                   --hub-key HOSTKEY.pub --certs DIR --url NATS_URL
  *                   [--creds FILE] [--capture-port P]
+ *                   [--weights-listen HOST:PORT]
  *
  * Runs until SIGINT or SIGTERM (exit 0). One log line per decision goes
  * to stderr.
@@ -28,7 +29,8 @@ static int
 usage(void) {
   fprintf(stderr, "usage: lark-relay node --cluster C --node N --hub HOST:PORT"
                   " --hub-key HOSTKEY.pub --certs DIR --url NATS_URL"
-                  " [--creds FILE] [--capture-port P]\n");
+                  " [--creds FILE] [--capture-port P]"
+                  " [--weights-listen HOST:PORT]\n");
   return 2;
 }
 
@@ -50,6 +52,8 @@ set_opt(relay_node_opts *o, const char *flag, char *v) {
     o->creds = v;
   else if (!strcmp(flag, "--capture-port"))
     o->capture_port = atoi(v);
+  else if (!strcmp(flag, "--weights-listen"))
+    return relay_cmd_hostport(v, 1, 0, &o->weights_host, &o->weights_port);
   else
     return -1;
   return 0;

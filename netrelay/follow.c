@@ -10,8 +10,8 @@
  *   its consumer's state every CHECK_EVERY_S and starts over when that
  *   fails.
  * - Each consumer is named for the connection's principal
- *   (bus_consumer_name, prefix RELAY_CONSUMER_PREFIX), so the broker's
- *   rules pin both its name and its filter (deploy/policy.c, roles relay
+ *   (bus_consumer_name, prefix RELAY_CONSUMER_PREFIX or the hooks'), so the
+ * broker's rules pin both its name and its filter (deploy/policy.c, roles relay
  *   and relay-hub). The name is the same at every start, so each start
  *   deletes the previous consumer first (recreate): joining it would
  *   carry on from where it stood instead of from the start. The follower
@@ -160,7 +160,8 @@ relay__tail_start(bus_conn *c, const relay__tail_hooks *h, relay__tail **out) {
   f->h = *h;
   snprintf(f->stream, sizeof f->stream, "%s", h->stream);
   snprintf(f->filter, sizeof f->filter, "%s", h->filter);
-  int rc = bus_consumer_name(c, RELAY_CONSUMER_PREFIX, f->name, sizeof f->name);
+  int rc = bus_consumer_name(c, h->prefix ? h->prefix : RELAY_CONSUMER_PREFIX,
+                             f->name, sizeof f->name);
   if (rc) {
     free(f);
     return rc;

@@ -1,7 +1,8 @@
 /*
  * hub-int.h - what the hub's files share (hub.c: server and sessions;
  * hubfwd.c: relay registrations and forwarded channels; hubbus.c: what
- * the hub follows on the bus and the routes policy; hublog.c: its log).
+ * the hub follows on the bus and the routes policy; hubweights.c: the
+ * weights channels; hublog.c: its log).
  *
  * Locking: hub.mu guards the revoked sets, the session count, the
  * registry of relays and every session's queue of forwarding requests.
@@ -20,11 +21,13 @@
 
 #include "bridge.h"
 #include "hub.h"
+#include "jobs.h"
 #include "relay-int.h"
 #include "revoked.h"
 #include "routes.h"
 
 #define HUB_HOST_MAX 64
+#define HUB_MAX_CHANNELS 256 /* bridged channels per session */
 
 typedef struct hub_reg hub_reg;
 typedef struct hub_fwd hub_fwd;
@@ -43,6 +46,8 @@ typedef struct hub {
   relay_routes *routes; /* NULL without a bus: the allow-list decides */
   relay_follow *routes_follow;
   relay__tail *rev_follow;
+  relay_jobs *jobs; /* the Job rule for weights channels; NULL without a bus */
+  relay__tail *jobs_follow;
 } hub;
 
 typedef struct hub_link {
@@ -76,6 +81,9 @@ void hub__log(hub *h, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Whether the session's certificate still stands; why says why not. */
 int hub__still_valid(sess *s, char *why, size_t cap);
+/* Whether s may open a channel now: authenticated, its certificate
+ * standing, under HUB_MAX_CHANNELS; why says why not. */
+int hub__may_open(sess *s, char *why, size_t cap);
 /* Bridge ch (just opened) to fd in session s; 0 or -1 (both closed). */
 int hub__bridge(sess *s, ssh_channel ch, int fd);
 
@@ -91,16 +99,25 @@ int hub__dial(const hub_target *t);
 void hub__fwd_request(sess *s, ssh_message m);
 /*
  * Hand fd to the relay registered for (domain, cluster): it opens a
- * forwarded-tcpip channel to t for orig:oport and bridges it to fd,
- * which it owns from now on. -1 (fd untouched) when no relay is
- * registered.
+ * forwarded-tcpip channel to dest:port for orig:oport and bridges it to
+ * fd, which it owns from now on. domain NULL: any relay registered for
+ * cluster whose certificate names that cluster. -1 (fd untouched) when
+ * no relay is registered.
  */
 int hub__fwd_handoff(hub *h, const char *domain, const char *cluster,
-                     const hub_target *t, const char *orig, int oport, int fd);
+                     const char *dest, int port, const char *orig, int oport,
+                     int fd);
 /* In the session loop: open what was queued, bridge what opened. */
 void hub__fwd_poll(sess *s);
 /* The session ends: drop its registrations and requests. */
 void hub__fwd_end(sess *s);
+
+/* ------------------------------------------------------ hubweights.c */
+
+/* A direct-tcpip open whose destination names a weights channel
+ * (wreq.h): checked by the Job rule, carried to the relay of the target
+ * node's cluster, or refused with a log line. */
+void hub__weights_open(sess *s, ssh_message m);
 
 /* ---------------------------------------------------------- hubbus.c */
 

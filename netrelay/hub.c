@@ -39,8 +39,6 @@
 
 #include "hub-int.h"
 
-#define MAX_CHANNELS 256
-
 /* ---------------------------------------------------------------- util */
 
 static uint64_t
@@ -187,12 +185,8 @@ decide(sess *s, ssh_message m, hub_target *t, char *cluster, char *why,
   hub *h = s->h;
   const char *dst = ssh_message_channel_request_open_destination(m);
   int port = ssh_message_channel_request_open_destination_port(m);
-  if (!s->authed)
-    return snprintf(why, cap, "not authenticated"), -1;
-  if (!hub__still_valid(s, why, cap))
+  if (!hub__may_open(s, why, cap))
     return -1;
-  if (s->nlinks >= MAX_CHANNELS)
-    return snprintf(why, cap, "too many channels"), -1;
   if (hub__parse_target(dst, port, t)) {
     snprintf(t->host, sizeof t->host, "%.40s", dst ? dst : "");
     t->port = port;
@@ -222,7 +216,8 @@ via_relay(sess *s, ssh_message m, const hub_target *t, const char *cluster,
   snprintf(o, sizeof o, "%s", orig && strlen(orig) < sizeof o ? orig : "");
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp))
     return snprintf(why, cap, "socketpair: %s", strerror(errno)), -1;
-  if (hub__fwd_handoff(s->h, s->cert.domain, cluster, t, o, oport, sp[1])) {
+  if (hub__fwd_handoff(s->h, s->cert.domain, cluster, t->host, t->port, o,
+                       oport, sp[1])) {
     close(sp[0]);
     close(sp[1]);
     return snprintf(why, cap, "no relay for cluster %s", cluster), -1;
@@ -266,6 +261,11 @@ on_message(ssh_session ssh, ssh_message m, void *ud) {
   sess *s = ud;
   (void)ssh;
   int type = ssh_message_type(m), sub = ssh_message_subtype(m);
+  if (type == SSH_REQUEST_CHANNEL_OPEN && sub == SSH_CHANNEL_DIRECT_TCPIP &&
+      relay_wreq_is_dest(ssh_message_channel_request_open_destination(m))) {
+    hub__weights_open(s, m);
+    return 0;
+  }
   if (type == SSH_REQUEST_CHANNEL_OPEN && sub == SSH_CHANNEL_DIRECT_TCPIP) {
     on_direct_tcpip(s, m);
     return 0;

@@ -1,7 +1,9 @@
 /*
  * hubbus.c - what the hub follows on the bus: the routes of every
- * cluster (LARK_ROUTES, lark.route.>) for its routes policy, and
- * cert.revoked events (LARK_EVENTS, lark.ev.cert.>) for revocation.
+ * cluster (LARK_ROUTES, lark.route.>) for its routes policy,
+ * cert.revoked events (LARK_EVENTS, lark.ev.cert.>) for revocation, and
+ * lark-engine's events (LARK_EVENTS, lark.ev.engine.>) for the Job rule
+ * of weights channels (jobs.h).
  *
  * Invariants:
  * - Revocations from events go into hub.ev_rev under hub.mu, where the
@@ -10,10 +12,15 @@
  * - Each serial has its own subject, and cert.revoked comes after its
  *   cert.issued, so the last message per subject is all the hub needs.
  * - Without a bus none of this runs, and the allow-list decides.
- * - Both followers name their consumer for the hub's principal
- *   (follow.c), and the hub's broker rules allow exactly these two
- *   filters under that name: lark.route.> on LARK_ROUTES and
- *   lark.ev.cert.> on LARK_EVENTS (deploy/policy.c, role relay-hub).
+ * - Engine events are read from the start (not the last per subject:
+ *   a Job's addresses come from many events on one subject), and
+ *   applying one again changes nothing, so a follower starting over
+ *   after an outage needs no reset.
+ * - The followers name their consumer for the hub's principal
+ *   (follow.c): relay-<key> for routes and cert events, relay-engine-<key>
+ *   for engine events (two filters on one stream need two names), and
+ *   the hub's broker rules allow exactly these filters under these
+ *   names (deploy/policy.c, role relay-hub).
  */
 #include <stdio.h>
 #include <string.h>
@@ -44,11 +51,22 @@ rev_apply(const char *subject, const bus_event *ev, void *ud) {
   return !rc;
 }
 
+static int
+jobs_apply(const char *subject, const bus_event *ev, void *ud) {
+  hub *h = ud;
+  int rc = relay_jobs_apply(h->jobs, ev);
+  if (rc < 0)
+    hub__log(h, "hub: unusable event on %s (seq %llu): %s",
+             subject ? subject : "?", ev ? (unsigned long long)ev->seq : 0ULL,
+             bus_strerror(rc));
+  return rc == 1;
+}
+
 static void
 wait_synced(hub *h) {
   for (int i = 0; i < SYNC_WAIT_MS / 50; i++) {
     if (relay_follow_synced(h->routes_follow) &&
-        relay__tail_synced(h->rev_follow))
+        relay__tail_synced(h->rev_follow) && relay__tail_synced(h->jobs_follow))
       return;
     struct timespec ts = {0, 50 * 1000 * 1000};
     nanosleep(&ts, NULL);
@@ -61,20 +79,28 @@ hub__bus_start(hub *h) {
   int rc;
   if (!h->o.bus)
     return 0;
-  if ((rc = sshwire_krl_new(&h->ev_rev)) || (rc = relay_routes_new(&h->routes)))
+  if ((rc = sshwire_krl_new(&h->ev_rev)) ||
+      (rc = relay_routes_new(&h->routes)) || (rc = relay_jobs_new(&h->jobs)))
     return rc;
   relay__tail_hooks k = {.stream = "LARK_EVENTS",
                          .filter = "lark.ev.cert.>",
                          .deliver = BUS_DELIVER_LAST_PER_SUBJECT,
                          .apply = rev_apply,
                          .ud = h};
+  relay__tail_hooks e = {.stream = "LARK_EVENTS",
+                         .filter = "lark.ev.engine.>",
+                         .prefix = RELAY_ENGINE_PREFIX,
+                         .deliver = BUS_DELIVER_ALL,
+                         .apply = jobs_apply,
+                         .ud = h};
   if ((rc = relay_follow_start(h->o.bus, "lark.route.>", h->routes, NULL, NULL,
                                &h->routes_follow)) ||
-      (rc = relay__tail_start(h->o.bus, &k, &h->rev_follow)))
+      (rc = relay__tail_start(h->o.bus, &k, &h->rev_follow)) ||
+      (rc = relay__tail_start(h->o.bus, &e, &h->jobs_follow)))
     return rc;
   wait_synced(h);
-  hub__log(h, "hub: following routes (%zu rows) and revocations",
-           relay_routes_count(h->routes));
+  hub__log(h, "hub: following routes (%zu rows), revocations and jobs (%zu)",
+           relay_routes_count(h->routes), relay_jobs_count(h->jobs));
   return 0;
 }
 
@@ -84,6 +110,8 @@ hub__bus_stop(hub *h) {
   h->routes_follow = NULL;
   relay__tail_stop(h->rev_follow);
   h->rev_follow = NULL;
+  relay__tail_stop(h->jobs_follow);
+  h->jobs_follow = NULL;
 }
 
 void
@@ -92,6 +120,8 @@ hub__bus_free(hub *h) {
   h->routes = NULL;
   sshwire_krl_free(h->ev_rev);
   h->ev_rev = NULL;
+  relay_jobs_free(h->jobs);
+  h->jobs = NULL;
 }
 
 int

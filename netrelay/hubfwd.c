@@ -39,7 +39,8 @@ struct hub_reg {
 
 struct hub_fwd {
   int fd;
-  hub_target t;
+  char dest[RELAY_WREQ_MAX + 1];
+  int port;
   char orig[HUB_HOST_MAX];
   int oport;
   ssh_channel ch; /* once the open began */
@@ -136,20 +137,33 @@ hub__fwd_request(sess *s, ssh_message m) {
            s->cert.domain, cluster, cancel ? "cancelled" : "registered");
 }
 
+/* A relay registered for cluster, of any domain, whose certificate
+ * names that cluster; under mu. */
+static hub_reg *
+reg_of_cluster(hub *h, const char *cluster) {
+  for (hub_reg *r = h->regs; r; r = r->next)
+    if (!strcmp(r->cluster, cluster) && !strcmp(r->s->cert.cluster, cluster))
+      return r;
+  return NULL;
+}
+
 /* ----------------------------------------------------------- handoff */
 
 int
 hub__fwd_handoff(hub *h, const char *domain, const char *cluster,
-                 const hub_target *t, const char *orig, int oport, int fd) {
+                 const char *dest, int port, const char *orig, int oport,
+                 int fd) {
   hub_fwd *r = calloc(1, sizeof *r);
   if (!r)
     return -1;
   r->fd = fd;
-  r->t = *t;
+  snprintf(r->dest, sizeof r->dest, "%s", dest);
+  r->port = port;
   snprintf(r->orig, sizeof r->orig, "%s", orig);
   r->oport = oport;
   pthread_mutex_lock(&h->mu);
-  hub_reg *g = *reg_find(h, domain, cluster);
+  hub_reg *g =
+      domain ? *reg_find(h, domain, cluster) : reg_of_cluster(h, cluster);
   if (g) {
     hub_fwd **pp = &g->s->queue;
     while (*pp)
@@ -170,8 +184,8 @@ static int
 fwd_step(sess *s, hub_fwd *r) {
   int blocking = ssh_is_blocking(s->ssh);
   ssh_set_blocking(s->ssh, 0);
-  int rc = ssh_channel_open_reverse_forward(r->ch, r->t.host, r->t.port,
-                                            r->orig, r->oport);
+  int rc = ssh_channel_open_reverse_forward(r->ch, r->dest, r->port, r->orig,
+                                            r->oport);
   ssh_set_blocking(s->ssh, blocking);
   if (rc == SSH_AGAIN && time(NULL) - r->since < OPEN_TIMEOUT_S)
     return 0;
@@ -180,8 +194,8 @@ fwd_step(sess *s, hub_fwd *r) {
     free(r);
     return 1;
   }
-  hub__log(s->h, "hub: relay %s did not open %s:%d: %s", s->peer, r->t.host,
-           r->t.port, rc == SSH_AGAIN ? "timed out" : ssh_get_error(s->ssh));
+  hub__log(s->h, "hub: relay %s did not open %.600s:%d: %s", s->peer, r->dest,
+           r->port, rc == SSH_AGAIN ? "timed out" : ssh_get_error(s->ssh));
   fwd_drop(r);
   return 1;
 }

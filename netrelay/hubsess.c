@@ -1,7 +1,8 @@
 /*
  * hubsess.c - what both the session loop (hub.c) and a hand-over from
  * another session (hubfwd.c) do to a session: ask whether its certificate
- * still stands, and bridge a channel opened in it.
+ * still stands (and whether it may open one more channel), and bridge a
+ * channel opened in it.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -25,6 +26,17 @@ hub__still_valid(sess *s, char *why, size_t cap) {
   else
     return 1;
   return 0;
+}
+
+int
+hub__may_open(sess *s, char *why, size_t cap) {
+  if (!s->authed)
+    return snprintf(why, cap, "not authenticated"), 0;
+  if (!hub__still_valid(s, why, cap))
+    return 0;
+  if (s->nlinks >= HUB_MAX_CHANNELS)
+    return snprintf(why, cap, "too many channels"), 0;
+  return 1;
 }
 
 int

@@ -33,6 +33,7 @@
 #include "routes.h"
 #include "splice.h"
 #include "sshc.h"
+#include "wlisten.h"
 
 #define TICK_MS 100
 #define RETRY_MS 1000
@@ -72,6 +73,7 @@ struct node {
   cap *caps;
   dom *doms;
   relay_splices splices;
+  relay_wlisten *weights; /* NULL without --weights-listen */
 };
 
 static void nlog(node *n, const char *fmt, ...)
@@ -151,6 +153,17 @@ scan_certs(node *n) {
       start_dom(n, name);
   }
   closedir(dir);
+}
+
+/* A weights request (wlisten.h) onto the first hub session that is up. */
+static int
+submit_weights(void *ud, int fd, const relay_wreq *r, char *why, size_t cap) {
+  node *n = ud;
+  for (dom *d = n->doms; d; d = d->next)
+    if (relay_sshc_ready(d->s) && !relay_sshc_submit_weights(d->s, fd, r))
+      return 0;
+  snprintf(why, cap, "no session with the hub");
+  return -1;
 }
 
 /* -------------------------------------------------------------- routing */
@@ -394,6 +407,8 @@ begin_stop(node *n) {
   while (n->caps)
     cap_down(n, n->caps, "relay stopping");
   relay_splice_abort_all(&n->splices);
+  relay_wlisten_stop(n->weights);
+  n->weights = NULL;
   for (dom *d = n->doms, *next; d; d = next) {
     next = d->next;
     relay_sshc_stop(d->s);
@@ -439,7 +454,7 @@ check_opts(const relay_node_opts *o) {
       !bus_name_valid(o->node, BUS_NAME_MAX))
     return bus_error(BUS_ENAME, "cluster and node must be names");
   if (o->hub_port <= 0 || o->hub_port > 65535 || o->capture_port <= 0 ||
-      o->capture_port > 65535)
+      o->capture_port > 65535 || o->weights_port < 0 || o->weights_port > 65535)
     return bus_error(BUS_EINVAL, "ports must be from 1 to 65535");
   return 0;
 }
@@ -465,6 +480,17 @@ wake_loop(void *ud) {
   uv_async_send(&n->changed);
 }
 
+/* Undo start_loop half-way: close what it opened and run the loop dry. */
+static void
+close_loop(node *n) {
+  relay_wlisten_stop(n->weights);
+  n->weights = NULL;
+  uv_close((uv_handle_t *)&n->tick, NULL);
+  uv_close((uv_handle_t *)&n->changed, NULL);
+  uv_run(&n->loop, UV_RUN_DEFAULT);
+  uv_loop_close(&n->loop);
+}
+
 static int
 start_loop(node *n) {
   char filter[BUS_SUBJECT_MAX];
@@ -475,11 +501,12 @@ start_loop(node *n) {
   uv_async_init(&n->loop, &n->changed, on_changed);
   uv_timer_init(&n->loop, &n->tick);
   snprintf(filter, sizeof filter, "lark.route.*.%s.>", n->o.cluster);
-  if ((rc = relay_follow_start(n->bus, filter, n->rt, wake_loop, n, &n->fol))) {
-    uv_close((uv_handle_t *)&n->tick, NULL);
-    uv_close((uv_handle_t *)&n->changed, NULL);
-    uv_run(&n->loop, UV_RUN_DEFAULT);
-    uv_loop_close(&n->loop);
+  if ((n->o.weights_host &&
+       (rc = relay_wlisten_start(&n->loop, n->o.weights_host, n->o.weights_port,
+                                 submit_weights, n, n->o.log, n->o.log_ud,
+                                 &n->weights))) ||
+      (rc = relay_follow_start(n->bus, filter, n->rt, wake_loop, n, &n->fol))) {
+    close_loop(n);
     return rc;
   }
   nlog(n, "node: %s of cluster %s following %s; hub %s:%d", n->o.node,

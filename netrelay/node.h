@@ -17,6 +17,12 @@
  * looked at again every 10 s), and serves the channels the hub opens for
  * pods of its cluster. A pod whose row goes away loses its capture.
  *
+ * With weights_host set it also takes its cluster's lark-edge fetchers'
+ * weights requests (wlisten.h) and carries each through the first hub
+ * session that is up (any Domain's: the hub judges by the certificate's
+ * cluster and the Job rule), and delivers the weights channels the hub
+ * opens to it (sshc.h).
+ *
  * Threads: relay_node_run runs a libuv loop in the caller's thread
  * (captures, local splices, decisions); the route follower and each hub
  * session run in threads of their own. The follower wakes the loop with
@@ -35,12 +41,14 @@ typedef struct relay_node_opts {
   const char *node;    /* this relay's node */
   const char *hub_host;
   int hub_port;
-  const char *hub_key; /* the hub's host public key file */
-  const char *certs;   /* directory of Domain certificates */
-  const char *url;     /* NATS URL(s) */
-  const char *creds;   /* may be NULL */
-  int capture_port;    /* default RELAY_CAPTURE_PORT */
-  relay_log_fn log;    /* may be NULL */
+  const char *hub_key;      /* the hub's host public key file */
+  const char *certs;        /* directory of Domain certificates */
+  const char *url;          /* NATS URL(s) */
+  const char *creds;        /* may be NULL */
+  int capture_port;         /* default RELAY_CAPTURE_PORT */
+  const char *weights_host; /* --weights-listen (wlisten.h); NULL: none */
+  int weights_port;
+  relay_log_fn log; /* may be NULL */
   void *log_ud;
 } relay_node_opts;
 

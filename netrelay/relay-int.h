@@ -45,13 +45,17 @@ void relay__reset_fd(int fd);
  * public key>" (bus_consumer_name). The relay roles' broker rules in
  * deploy/policy.c name exactly these consumers. */
 #define RELAY_CONSUMER_PREFIX "relay"
+/* The hub's second follower on LARK_EVENTS (lark.ev.engine.>, beside
+ * lark.ev.cert.>): a name of its own per filter. */
+#define RELAY_ENGINE_PREFIX "relay-engine"
 
 /*
  * A thread that follows one filter of a stream with ephemeral, ack-none
  * consumers, starting over with a fresh one whenever a fetch or a
  * liveness check fails (a broker outage can drop an ephemeral
- * consumer). The consumer is named RELAY_CONSUMER_PREFIX-<key>, so a
- * principal has one follower per stream: a second one would take over
+ * consumer). The consumer is named <prefix>-<key> (prefix
+ * RELAY_CONSUMER_PREFIX unless the hooks name another), so a principal
+ * has one follower per stream and prefix: a second one would take over
  * the first one's consumer. Hooks run in that thread: begin when a consumer
  * starts, apply for each message (ev NULL when it did not decode; return 1 when
  * it changed something), caught_up once per consumer when nothing is
@@ -60,7 +64,8 @@ void relay__reset_fd(int fd);
  */
 typedef struct relay__tail_hooks {
   const char *stream, *filter;
-  int deliver; /* BUS_DELIVER_* */
+  const char *prefix; /* the consumer's name prefix; NULL: the relay's */
+  int deliver;        /* BUS_DELIVER_* */
   void (*begin)(void *ud);
   int (*apply)(const char *subject, const bus_event *ev, void *ud);
   int (*caught_up)(void *ud); /* returns 1 when it changed something */

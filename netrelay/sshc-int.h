@@ -22,8 +22,9 @@ typedef struct job {
   int fd;
   char ip[RELAY_IP_MAX];
   int port;
-  ssh_channel ch;  /* once the open is sent */
-  time_t deadline; /* for the hub's answer */
+  char dest[RELAY_WREQ_MAX + 1]; /* a weights channel's; "" for a pod's */
+  ssh_channel ch;                /* once the open is sent */
+  time_t deadline;               /* for the hub's answer */
 } job;
 
 typedef struct blink {

@@ -274,14 +274,10 @@ wake(relay_sshc *s) {
     return;
 }
 
-int
-relay_sshc_submit(relay_sshc *s, int fd, const char *ip, int port) {
-  job *j = calloc(1, sizeof *j);
-  if (!j)
-    return -ENOMEM;
-  j->fd = fd;
-  j->port = port;
-  snprintf(j->ip, sizeof j->ip, "%s", ip);
+/* Queue j while the session is registered; BUS_ECONN (j freed, its fd
+ * still the caller's) when not. */
+static int
+submit(relay_sshc *s, job *j) {
   pthread_mutex_lock(&s->mu);
   int ready = s->ready;
   if (ready) {
@@ -296,6 +292,29 @@ relay_sshc_submit(relay_sshc *s, int fd, const char *ip, int port) {
   }
   wake(s);
   return 0;
+}
+
+int
+relay_sshc_submit(relay_sshc *s, int fd, const char *ip, int port) {
+  job *j = calloc(1, sizeof *j);
+  if (!j)
+    return -ENOMEM;
+  j->fd = fd;
+  j->port = port;
+  snprintf(j->ip, sizeof j->ip, "%s", ip);
+  return submit(s, j);
+}
+
+int
+relay_sshc_submit_weights(relay_sshc *s, int fd, const relay_wreq *r) {
+  job *j = calloc(1, sizeof *j);
+  if (!j)
+    return -ENOMEM;
+  j->fd = fd;
+  j->port = r->port;
+  snprintf(j->ip, sizeof j->ip, "%s", r->ip);
+  relay_wreq_dest(r, j->dest, sizeof j->dest);
+  return submit(s, j);
 }
 
 int

@@ -13,7 +13,10 @@
  * - inbound: a forwarded-tcpip channel the hub opens for a target in
  *   this cluster is delivered to the target pod's real address, when
  *   the route table has that virtual address as local to this cluster in
- *   the session's Domain; anything else is refused.
+ *   the session's Domain; anything else is refused;
+ * - weights channels (wreq.h): outbound, a lark-edge fetcher's connection
+ *   handed over with relay_sshc_submit_weights; inbound, one the hub
+ *   checked by the Job rule, delivered to the address it names.
  *
  * Threads: each session runs in a thread of its own, which alone touches
  * its libssh objects (libssh sessions are not thread-safe). It dials with
@@ -27,6 +30,7 @@
 
 #include "hub.h"
 #include "routes.h"
+#include "wreq.h"
 
 typedef struct relay_sshc relay_sshc;
 
@@ -57,6 +61,10 @@ int relay_sshc_start(const relay_sshc_opts *o, relay_sshc **out);
  * still owns fd).
  */
 int relay_sshc_submit(relay_sshc *s, int fd, const char *ip, int port);
+
+/* The same for a weights channel: fd (the fetcher's connection, its
+ * request line read) is carried to r's node through the hub. */
+int relay_sshc_submit_weights(relay_sshc *s, int fd, const relay_wreq *r);
 
 /* Whether the session is registered with the hub right now. */
 int relay_sshc_ready(relay_sshc *s);

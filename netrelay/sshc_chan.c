@@ -118,23 +118,32 @@ deliver_target(relay_sshc *s, const char *ip, int port, char *why, size_t cap) {
   return fd;
 }
 
-int
-sshc__on_message(ssh_session ssh, ssh_message m, void *ud) {
-  relay_sshc *s = ud;
-  char ip[RELAY_IP_MAX], why[512] = "", what[256];
-  (void)ssh;
-  if (ssh_message_type(m) != SSH_REQUEST_CHANNEL_OPEN ||
-      ssh_message_subtype(m) != SSH_CHANNEL_FORWARDED_TCPIP)
-    return 1; /* refused by libssh's default reply */
-  dest_ip(ssh_message_channel_request_open_destination(m), ip);
-  int port = ssh_message_channel_request_open_destination_port(m);
-  const char *from = ssh_message_channel_request_open_originator(m);
-  snprintf(what, sizeof what, "domain %s %.48s -> %s:%d", s->domain,
-           from ? from : "?", ip, port);
-  int fd = deliver_target(s, ip, port, why, sizeof why);
+/* A weights channel the hub checked: a connection to the address it
+ * names, or -1 with why. The hub alone decides who may reach a node's
+ * weights server (and the server checks the client's certificate). */
+static int
+deliver_weights(relay_sshc *s, const char *dest, char *what, size_t wcap,
+                char *why, size_t cap) {
+  relay_wreq r;
+  if (relay_wreq_parse_dest(dest, &r, why, cap))
+    return snprintf(what, wcap, "weights channel"), -1;
+  snprintf(what, wcap, "weights job %s %s -> %s at %s", r.job, r.from, r.to,
+           r.addr);
+  if (s->nbridges >= MAX_BRIDGES)
+    return snprintf(why, cap, "too many channels"), -1;
+  int fd = connect_now(r.ip, r.port);
+  if (fd < 0)
+    snprintf(why, cap, "%s: %s", r.addr, strerror(-fd));
+  return fd;
+}
+
+/* Accept m and bridge it to fd; or refuse it (fd < 0), logging why. */
+static int
+accept_inbound(relay_sshc *s, ssh_message m, int fd, const char *what,
+               const char *why) {
   if (fd < 0) {
     sshc__log(s, "node: refused inbound %s: %s", what, why);
-    return 1;
+    return 1; /* refused by libssh's default reply */
   }
   ssh_channel ch = ssh_message_channel_request_open_reply_accept(m);
   if (!ch) {
@@ -147,11 +156,35 @@ sshc__on_message(ssh_session ssh, ssh_message m, void *ud) {
   return 0;
 }
 
+int
+sshc__on_message(ssh_session ssh, ssh_message m, void *ud) {
+  relay_sshc *s = ud;
+  char ip[RELAY_IP_MAX], why[512] = "", what[400];
+  (void)ssh;
+  if (ssh_message_type(m) != SSH_REQUEST_CHANNEL_OPEN ||
+      ssh_message_subtype(m) != SSH_CHANNEL_FORWARDED_TCPIP)
+    return 1; /* refused by libssh's default reply */
+  const char *dest = ssh_message_channel_request_open_destination(m);
+  if (relay_wreq_is_dest(dest)) {
+    int fd = deliver_weights(s, dest, what, sizeof what, why, sizeof why);
+    return accept_inbound(s, m, fd, what, why);
+  }
+  dest_ip(dest, ip);
+  int port = ssh_message_channel_request_open_destination_port(m);
+  const char *from = ssh_message_channel_request_open_originator(m);
+  snprintf(what, sizeof what, "domain %s %.48s -> %s:%d", s->domain,
+           from ? from : "?", ip, port);
+  int fd = deliver_target(s, ip, port, why, sizeof why);
+  return accept_inbound(s, m, fd, what, why);
+}
+
 /* ------------------------------------------------------------- outbound */
 
 static void
 target_host(const job *j, char *out, size_t cap) {
-  if (strchr(j->ip, ':'))
+  if (j->dest[0])
+    snprintf(out, cap, "%s", j->dest);
+  else if (strchr(j->ip, ':'))
     snprintf(out, cap, "tcp://[%s]:%d", j->ip, j->port);
   else
     snprintf(out, cap, "tcp://%s:%d", j->ip, j->port);
@@ -180,7 +213,7 @@ peer_of(int fd, char ip[INET6_ADDRSTRLEN], int *port) {
  * SSH_AGAIN or SSH_ERROR. */
 static int
 open_step(relay_sshc *s, job *j) {
-  char host[RELAY_IP_MAX + 32], from[INET6_ADDRSTRLEN];
+  char host[sizeof j->dest], from[INET6_ADDRSTRLEN];
   int from_port;
   if (!j->ch) {
     if (!(j->ch = ssh_channel_new(s->ssh)))
@@ -222,8 +255,11 @@ sshc__progress_opens(relay_sshc *s) {
     }
     *pp = j->next;
     char what[256];
-    snprintf(what, sizeof what, "domain %s -> %s:%d", s->domain, j->ip,
-             j->port);
+    if (j->dest[0])
+      snprintf(what, sizeof what, "%.200s", j->dest);
+    else
+      snprintf(what, sizeof what, "domain %s -> %s:%d", s->domain, j->ip,
+               j->port);
     if (rc != SSH_OK) {
       sshc__log(s, "node: hub refused %s", what);
       sshc__job_free(j);

@@ -27,6 +27,7 @@
 #include "certcheck.h"
 #include "natsd.h"
 #include "proc.h"
+#include "relayc.h"
 #include "signer.h"
 #include "wait.h"
 
@@ -37,28 +38,6 @@ static char out[1 << 14], err[8192];
 
 /* a shell command line; stdout into out, stderr into err */
 #define sh(...) lt_sh(out, sizeof out, err, sizeof err, __VA_ARGS__)
-
-static void *
-echo_conn(void *arg) {
-  int fd = (int)(intptr_t)arg;
-  char buf[16384];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) > 0)
-    if (write(fd, buf, (size_t)n) != n)
-      break;
-  close(fd);
-  return NULL;
-}
-
-static void *
-echo_main(void *arg) {
-  int ls = (int)(intptr_t)arg, fd;
-  pthread_t t;
-  while ((fd = accept(ls, NULL, NULL)) >= 0)
-    if (pthread_create(&t, NULL, echo_conn, (void *)(intptr_t)fd) == 0)
-      pthread_detach(t);
-  return NULL;
-}
 
 static void
 echo_start(void) {
@@ -71,9 +50,7 @@ echo_start(void) {
   cr_assert_eq(listen(ls, 16), 0);
   getsockname(ls, (struct sockaddr *)&sa, &len);
   echo_port = ntohs(sa.sin_port);
-  pthread_t t;
-  cr_assert_eq(pthread_create(&t, NULL, echo_main, (void *)(intptr_t)ls), 0);
-  pthread_detach(t);
+  cr_assert_eq(lt_echo_start(ls, NULL), 0);
 }
 
 /* Certificate for key `name` (made here) signed by `ca`, with opts. */
@@ -315,30 +292,7 @@ static fake_relay relay2;
  * certificate, or NULL. */
 static ssh_session
 ssh_to_hub(const char *name) {
-  char path[600];
-  ssh_key key = NULL, crt = NULL;
-  ssh_session s = ssh_new();
-  long timeout = 10;
-  unsigned int port = (unsigned int)hub_port;
-  ssh_options_set(s, SSH_OPTIONS_HOST, "127.0.0.1");
-  ssh_options_set(s, SSH_OPTIONS_PORT, &port);
-  ssh_options_set(s, SSH_OPTIONS_USER, name);
-  ssh_options_set(s, SSH_OPTIONS_TIMEOUT, &timeout);
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  int ok = ssh_connect(s) == SSH_OK &&
-           ssh_pki_import_privkey_file(path, NULL, NULL, NULL, &key) == 0;
-  snprintf(path, sizeof path, "%s/%s-cert.pub", dir, name);
-  ok = ok && ssh_pki_import_cert_file(path, &crt) == 0 &&
-       ssh_pki_copy_cert_to_privkey(crt, key) == 0 &&
-       ssh_userauth_publickey(s, NULL, key) == SSH_AUTH_SUCCESS;
-  ssh_key_free(key);
-  ssh_key_free(crt);
-  if (!ok) {
-    ssh_disconnect(s);
-    ssh_free(s);
-    return NULL;
-  }
-  return s;
+  return lt_ssh_to_hub("127.0.0.1", hub_port, dir, name);
 }
 
 static void

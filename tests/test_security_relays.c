@@ -19,12 +19,14 @@
 #include "secbed.h"
 #include "wait.h"
 
-/* A route row and a cert event, appended as lark-ipam and the signer do. */
+/* Route rows, a cert event and an engine event, appended as lark-ipam,
+ * the signer and lark-engine do. */
 static void
 relay_fixture(lt_sec *x) {
   lt_sec_put(x, "lark.route.d1.c1.p1");
   lt_sec_put(x, "lark.route.d1.c2.p2");
   lt_sec_put(x, "lark.ev.cert.s1");
+  lt_sec_put(x, "lark.ev.engine.j1");
 }
 
 /* What the relays' followers do (netrelay/follow.c): an ephemeral,
@@ -111,6 +113,11 @@ Test(security, node_relay_only_reads_routes, .timeout = 60) {
   cr_assert_lt(follow(r, "LARK_ROUTES", "lark.route.*.c1.>", NULL), 0);
   cr_assert_lt(follow(r, "LARK_ROUTES", "lark.route.*.c1.>", "relay-other"), 0);
   cr_assert_lt(follow(r, "LARK_EVENTS", "lark.ev.cert.>", name), 0);
+  cr_assert_lt(follow(r, "LARK_EVENTS", "lark.ev.engine.>", name), 0);
+  cr_assert_eq(bus_consumer_name(r, "relay-engine", name, sizeof name), 0);
+  cr_assert_lt(follow(r, "LARK_EVENTS", "lark.ev.engine.>", name), 0);
+  relay_names(r, "LARK_ROUTES", "lark.route.*.c1.>", name, sizeof name, subj,
+              sizeof subj);
   cr_assert_lt(follow(r, OWN, "lark.node.gpu-1.>", name), 0);
   /* The subject it may use, with another filter (or none) in the body:
    * the server refuses what does not match the subject. */
@@ -143,7 +150,7 @@ Test(security, node_relay_only_reads_routes, .timeout = 60) {
   bus_conn_publish(r, "$JS.API.STREAM.PURGE.LARK_ROUTES", "", 0);
   lt_sleep_ms(300);
   cr_assert_eq(lt_sec_last_seq(&x, "LARK_ROUTES"), 2);
-  cr_assert_eq(lt_sec_last_seq(&x, "LARK_EVENTS"), 1);
+  cr_assert_eq(lt_sec_last_seq(&x, "LARK_EVENTS"), 2);
   cr_assert_eq(atomic_load(&cmds), 0);
   /* Replies to others' inboxes never reach it. */
   atomic_int leaked = 0;
@@ -159,7 +166,32 @@ Test(security, node_relay_only_reads_routes, .timeout = 60) {
   lt_sec_down(&x);
 }
 
-Test(security, relay_hub_reads_routes_and_cert_events, .timeout = 60) {
+/* The hub's engine follower: lark.ev.engine.> under relay-engine-<K> and
+ * nothing wider, nor under another name, nor that name for another
+ * filter. */
+static void
+hub_engine_consumer(lt_sec *x, bus_conn *h) {
+  char name[128], other[128], subj[320];
+  cr_assert_eq(bus_consumer_name(h, "relay-engine", name, sizeof name), 0);
+  cr_assert_eq(bus_consumer_name(h, "relay", other, sizeof other), 0);
+  cr_assert_eq(follow(h, "LARK_EVENTS", "lark.ev.engine.>", name), 1, "%s",
+               bus_last_error());
+  cr_assert_lt(follow(h, "LARK_EVENTS", "lark.ev.engine.>", other), 0);
+  cr_assert_lt(follow(h, "LARK_EVENTS", "lark.ev.engine.>", NULL), 0);
+  cr_assert_lt(follow(h, "LARK_EVENTS", "lark.ev.>", name), 0);
+  cr_assert_lt(follow(h, "LARK_EVENTS", "lark.ev.cert.>", name), 0);
+  cr_assert_lt(follow(h, "LARK_EVENTS", "lark.ev.job.>", name), 0);
+  cr_assert_lt(follow(h, "LARK_ROUTES", "lark.route.>", name), 0);
+  snprintf(subj, sizeof subj, "$JS.API.CONSUMER.CREATE.LARK_EVENTS.%s.%s", name,
+           "lark.ev.engine.>");
+  cr_assert_eq(raw_create(h, subj, "LARK_EVENTS", name, NULL), 0);
+  cr_assert_eq(raw_create(h, subj, "LARK_EVENTS", name, "lark.ev.>"), 0);
+  cr_assert_eq(raw_create(h, subj, "LARK_EVENTS", name, "lark.ev.job.>"), 0);
+  cr_assert_eq(lt_sec_consumer_count(x, "LARK_EVENTS"), 0,
+               "a consumer was left");
+}
+
+Test(security, relay_hub_reads_routes_cert_and_engine_events, .timeout = 60) {
   lt_sec x;
   lt_sec_up(&x);
   relay_fixture(&x);
@@ -180,6 +212,8 @@ Test(security, relay_hub_reads_routes_and_cert_events, .timeout = 60) {
   cr_assert_lt(follow(h, "LARK_ROUTES", "lark.route.>", "relay-other"), 0);
   cr_assert_lt(follow(h, OWN, "lark.node.gpu-1.>", name), 0);
   cr_assert_lt(follow(h, "LARK_INGRESS", "lark.in.>", name), 0);
+  cr_assert_lt(follow(h, "LARK_EVENTS", "lark.ev.engine.>", name), 0);
+  hub_engine_consumer(&x, h);
   relay_names(h, "LARK_EVENTS", "lark.ev.cert.>", name, sizeof name, subj,
               sizeof subj);
   cr_assert_eq(raw_create(h, subj, "LARK_EVENTS", name, NULL), 0);
@@ -192,10 +226,13 @@ Test(security, relay_hub_reads_routes_and_cert_events, .timeout = 60) {
   cr_assert_lt(
       bus_append(h, "lark.ev.cert.s2", &ev, BUS_APPEND_NOCHECK, NULL, NULL), 0);
   bus_conn_publish(h, "lark.route.d1.c1.p1", "x", 1);
+  cr_assert_lt(
+      bus_append(h, "lark.ev.engine.j1", &ev, BUS_APPEND_NOCHECK, NULL, NULL),
+      0);
   bus_conn_publish(h, "$JS.API.STREAM.DELETE.LARK_EVENTS", "", 0);
   lt_sleep_ms(300);
   cr_assert_eq(lt_sec_last_seq(&x, "LARK_ROUTES"), 2);
-  cr_assert_eq(lt_sec_last_seq(&x, "LARK_EVENTS"), 1);
+  cr_assert_eq(lt_sec_last_seq(&x, "LARK_EVENTS"), 2);
   bus_conn_close(h);
   lt_sec_down(&x);
 }

@@ -178,16 +178,17 @@ publish_routes(relaynet *rn) {
 
 /* -------------------------------------------------------- certificates */
 
-/* certs<n>/<domain>.key and -cert.pub for cluster c<n>. */
+/* certs<n>/<domain>.key and -cert.pub for cluster c<n>, which it names. */
 static int
 domain_cert(relaynet *rn, int n, const char *domain, int serial) {
   if (relaynet_sh(rn,
                   "cd %s && mkdir -p certs%d && cd certs%d && "
                   "ssh-keygen -q -t ed25519 -N '' -f %s.key && "
                   "ssh-keygen -q -s ../ca -I 'relay-c%d role=domain "
-                  "domain=%s' -n domain:%s -z %d -V -1m:+1h %s.key.pub && "
+                  "domain=%s' -n domain:%s -z %d -V -1m:+1h "
+                  "-O extension:cluster@larkbus=c%d %s.key.pub && "
                   "mv %s.key-cert.pub %s-cert.pub",
-                  rn->dir, n, n, domain, n, domain, domain, serial, domain,
+                  rn->dir, n, n, domain, n, domain, domain, serial, n, domain,
                   domain, domain))
     return fail(rn, "certificate c%d %s: %s", n, domain, rn->errout);
   return 0;
@@ -247,7 +248,7 @@ relaynet_stop_hub(relaynet *rn) {
 
 int
 relaynet_start_relay(relaynet *rn, int n) {
-  char bin[512], hub[64], key[512], certs[512], url[96], cl[8], nd[8];
+  char bin[512], hub[64], key[512], certs[512], url[96], cl[8], nd[8], wl[64];
   lt_bin("lark-relay", bin, sizeof bin);
   snprintf(hub, sizeof hub, "10.99.%d.1:%d", n, rn->hub_port);
   snprintf(key, sizeof key, "%s/hostkey.pub", rn->dir);
@@ -255,6 +256,7 @@ relaynet_start_relay(relaynet *rn, int n) {
   snprintf(url, sizeof url, "nats://10.99.%d.1:%d", n, rn->nats.port);
   snprintf(cl, sizeof cl, "c%d", n);
   snprintf(nd, sizeof nd, "n%d", n);
+  snprintf(wl, sizeof wl, "10.99.%d.2:%d", n, RELAYNET_WEIGHTS_PORT);
   char *argv[] = {(char *)"/usr/sbin/ip",
                   (char *)"netns",
                   (char *)"exec",
@@ -273,6 +275,8 @@ relaynet_start_relay(relaynet *rn, int n) {
                   certs,
                   (char *)"--url",
                   url,
+                  (char *)"--weights-listen",
+                  wl,
                   NULL};
   rn->relay_pid[n] = lt_spawn(argv, rn->relay_log[n]);
   if (rn->relay_pid[n] <= 0) {

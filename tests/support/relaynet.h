@@ -15,8 +15,11 @@
  * listens in a pod is the caller's business (podnet_listen on pod->ns).
  * Route rows are appended to LARK_ROUTES as lark-ipam writes them, for
  * both clusters' views; certificates come from ssh-keygen with a CA of
- * its own. The hub and the two `lark-relay node`s are the real binary,
- * found with lt_bin (LARK_BIN_DIR).
+ * its own, each naming its relay's cluster (cluster@larkbus). The hub
+ * and the two `lark-relay node`s are the real binary, found with lt_bin
+ * (LARK_BIN_DIR); each relay takes weights requests on its node's
+ * address, port RELAYNET_WEIGHTS_PORT (the namespaces are the test's
+ * own, so a fixed port is free).
  *
  * Functions returning int give 0, or -1 with a line in rn->err. Not
  * thread-safe: one thread drives a relaynet.
@@ -44,6 +47,8 @@ typedef struct rn_pod {
 } rn_pod;
 
 enum { RN_A1, RN_A2, RN_B1, RN_B2, RN_NPODS };
+
+#define RELAYNET_WEIGHTS_PORT 15002
 
 typedef struct relaynet {
   rn_pod pods[RN_NPODS];
