@@ -35,6 +35,10 @@ struct engine_ingress {
   engine_ingress_stats st; /* under s.q.mu */
   group g[GROUPS_MAX];
   int ng;
+  bus_txn *t;    /* the batch's one read of the view (first pass) */
+  int later;     /* the message's verdict waits for the view */
+  size_t *again; /* those messages, checked after a catch-up */
+  size_t nagain, capagain;
 };
 
 void
@@ -93,9 +97,15 @@ check_in_view(bus_txn *t, void *ud) {
   return eng_check_weights(t, c->r, bus_as_weights_report(c->ev), &c->v);
 }
 
-/* The verdict, with one catch-up of the view when it may be behind. */
+/* The verdict: in the batch's read of the view (a verdict the view may
+ * change waits for the second pass), or with one catch-up of the view. */
 static int
 check(engine_ingress *in, checked *c) {
+  if (in->t) {
+    int rc = check_in_view(in->t, c);
+    in->later = !rc && c->v.v == ENG_NOT_YET;
+    return rc;
+  }
   int rc = bus_view_read_with(in->s.v, check_in_view, c);
   if (!rc && c->v.v == ENG_NOT_YET) {
     bus_view_catch_up(in->s.c, in->s.v, NULL, 5000);
@@ -232,7 +242,7 @@ handle(engine_ingress *in, const char *subject, const bus_event *ev) {
     return refused(in, subject, "not a stage or weights report"), 0;
   checked c = {in, &r, ev, subject, {0}};
   int rc = check(in, &c);
-  if (rc)
+  if (rc || in->later)
     return rc;
   if (c.v.v == ENG_DUPLICATE)
     return counted(in, &in->st.duplicates, 1), 0;
@@ -269,12 +279,12 @@ until_stored(engine_ingress *in, const char *subject, const bus_event *ev,
   }
 }
 
-static void
-handle_batch(bus_worker *w, bus_batch *b, void *ud) {
-  engine_ingress *in = ud;
-  in->s.q.w = w;
-  in->ng = 0;
-  for (size_t i = 0; i < bus_batch_len(b); i++) {
+/* Each message of b (the indexes idx, or all), until stored or refused;
+ * non-zero when told to stop. */
+static int
+pass(engine_ingress *in, bus_batch *b, const size_t *idx, size_t n) {
+  for (size_t k = 0; k < n; k++) {
+    size_t i = idx ? idx[k] : k;
     const char *subject;
     bus_batch_meta(b, i, &subject, NULL, NULL);
     const bus_event *ev = bus_batch_event(b, i);
@@ -282,12 +292,33 @@ handle_batch(bus_worker *w, bus_batch *b, void *ud) {
       refused(in, subject, bus_strerror(bus_batch_status(b, i)));
       continue;
     }
+    in->later = 0;
     if (until_stored(in, subject, ev, 0))
-      return; /* told to stop: the batch comes again */
+      return 1;
+    if (in->later &&
+        !bus_grow(&in->again, in->nagain, &in->capagain, sizeof(size_t), 64))
+      in->again[in->nagain++] = i;
   }
-  if (until_stored(in, "lark.in.*.engine.stage", NULL, 1))
-    return;
-  bus_batch_ack(b);
+  return until_stored(in, "lark.in.*.engine.stage", NULL, 1);
+}
+
+/* Checked in one read of the view; what it does not know yet (a step
+ * just started, a pod just placed) again after a catch-up. */
+static void
+handle_batch(bus_worker *w, bus_batch *b, void *ud) {
+  engine_ingress *in = ud;
+  in->s.q.w = w;
+  in->ng = 0;
+  in->nagain = 0;
+  if (bus_view_read(in->s.v, &in->t))
+    in->t = NULL;
+  int stop = pass(in, b, NULL, bus_batch_len(b));
+  bus_txn_end(in->t);
+  in->t = NULL;
+  if (!stop && in->nagain)
+    stop = pass(in, b, in->again, in->nagain);
+  if (!stop)
+    bus_batch_ack(b); /* else the batch comes again */
 }
 
 int
@@ -316,5 +347,6 @@ engine_ingress_stop(engine_ingress *in) {
   svc_queue_destroy(&in->s.q); /* the worker has stopped */
   for (int i = 0; i < GROUPS_MAX; i++)
     free(in->g[i].pods);
+  free(in->again);
   free(in);
 }
