@@ -371,3 +371,34 @@ Test(engine_service, kill_9_loses_no_step_and_starts_none_twice) {
                    s.count[k][n]);
   lt_expect_replay(conn, "engine", 25, 0);
 }
+
+Test(engine_service, the_end_of_a_run_is_purged_from_its_nodes) {
+  job_running();
+  cr_assert(starts_reach(1));
+  int64_t step = -1;
+  for (int i = 0; i < 100 && step != 0; i++, lt_sleep_ms(100))
+    projection("n2", "rollout", &step);
+  cr_assert_eq(step, 0, "n2 sees rollout 0");
+  bus_ev_job_phase ph = {.phase = BUS_STR("Succeeded")};
+  as_scheduler("lark.ev.job.j", BUS_T_JOB_PHASE, &ph);
+  for (int i = 0;
+       i < 100 && !lt_count_events(conn, "LARK_EVENTS", "lark.ev.engine.j",
+                                   "engine.ended", NULL);
+       i++)
+    lt_sleep_ms(100);
+  cr_expect_eq(lt_count_events(conn, "LARK_EVENTS", "lark.ev.engine.j",
+                               "engine.ended", NULL),
+               1);
+  /* the nodes' engine subjects go a few seconds after the end */
+  int gone = 0;
+  for (int i = 0; i < 150 && !gone; i++, lt_sleep_ms(100)) {
+    uint64_t s1 = lt_last_on(conn, "LARK_NODE_n1",
+                             "lark.node.n1.engine.j.stages", NULL, 0);
+    uint64_t s2 = lt_last_on(conn, "LARK_NODE_n2",
+                             "lark.node.n2.engine.j.peers", NULL, 0);
+    gone = !s1 && !s2;
+  }
+  cr_expect(gone, "the ended run's projections were purged");
+  cr_expect(log_has("purge: done"));
+  lt_expect_replay(conn, "engine", 25, 0);
+}

@@ -39,6 +39,13 @@ struct engine_ingress {
   int later;     /* the message's verdict waits for the view */
   size_t *again; /* those messages, checked after a catch-up */
   size_t nagain, capagain;
+  /* the last seq it appended, per Job: the view may not have it yet, and
+   * appending on top of it spares a conflict and a read */
+  struct {
+    char job[ENG_NAME_SZ];
+    uint64_t seq;
+  } mine[GROUPS_MAX];
+  int nmine;
 };
 
 void
@@ -56,8 +63,25 @@ counted(engine_ingress *in, uint64_t *field, uint64_t n) {
   pthread_mutex_unlock(&in->s.q.mu);
 }
 
-/* Append out on job's subject at prev; on a conflict, at the subject's
- * own last version. */
+/* The slot of job's last own append. */
+static uint64_t *
+mine(engine_ingress *in, const char *job) {
+  int i = 0;
+  while (i < in->nmine && strcmp(in->mine[i].job, job))
+    i++;
+  if (i == GROUPS_MAX)
+    i = (int)(bus_mono_ns() % GROUPS_MAX); /* forget one */
+  else if (i == in->nmine)
+    in->nmine++;
+  if (strcmp(in->mine[i].job, job)) {
+    snprintf(in->mine[i].job, sizeof in->mine[i].job, "%s", job);
+    in->mine[i].seq = 0;
+  }
+  return &in->mine[i].seq;
+}
+
+/* Append out on job's subject at prev (or its own last append there,
+ * when newer); on a conflict, at the subject's own last version. */
 static int
 append(engine_ingress *in, const char *job, bus_event *out, uint64_t prev,
        const char *first_id, unsigned index) {
@@ -69,13 +93,18 @@ append(engine_ingress *in, const char *job, bus_event *out, uint64_t prev,
   out->ts = bus_wall_ns();
   out->actor = ENG_ACTOR;
   out->cause = first_id;
+  uint64_t *last = mine(in, job), seq = 0;
+  if (*last > prev)
+    prev = *last;
   for (int tries = 0; !rc && tries < 20; tries++) {
     out->prev = prev;
-    rc = bus_append(in->s.c, subject, out, BUS_APPEND_CHECK, NULL, NULL);
+    rc = bus_append(in->s.c, subject, out, BUS_APPEND_CHECK, &seq, NULL);
     if (rc != BUS_ECONFLICT)
       break;
     rc = bus_last_event_seq(in->s.c, "LARK_EVENTS", subject, &prev);
   }
+  if (!rc && seq)
+    *last = seq;
   return rc;
 }
 
