@@ -16,9 +16,9 @@
 
 #include "engine-int.h"
 
-static const char *const tables[] = {"jobs",     "pods",  "nodes", "jnodes",
-                                     "done",     "steps", "wver",  "projq",
-                                     "projlast", "purge", NULL};
+static const char *const tables[] = {"jobs",   "live",     "pods",  "nodes",
+                                     "jnodes", "done",     "steps", "wver",
+                                     "projq",  "projlast", "purge", NULL};
 
 /* ------------------------------------------------------------- submit */
 
@@ -112,6 +112,8 @@ apply_submitted(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
   reset_run(&j);
   snprintf(j.phase, sizeof j.phase, "Pending");
   (void)ev;
+  if (!rc)
+    rc = bus_txn_put(t, "live", j.name, strlen(j.name), "", 0);
   return rc ? rc : eng_job_put(t, &j);
 }
 
@@ -250,6 +252,8 @@ apply_job(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
       return rc;
     reset_run(&j);
     j.run++;
+    if ((rc = bus_txn_put(t, "live", j.name, strlen(j.name), "", 0)))
+      return rc;
   }
   return eng_job_put(t, &j);
 }

@@ -170,11 +170,13 @@ eng_apply_ended(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
   eng_job j;
   if (own_job(t, ev, ((const bus_ev_engine_ended *)data)->job, &j))
     return 0;
-  j.ended = 1;
+  j.ended = 1; /* decide looks at it no more */
+  int rc = bus_txn_del(t, "live", j.name, strlen(j.name));
   char prefix[ENG_NAME_SZ + 1];
   int plen = snprintf(prefix, sizeof prefix, "%s/", j.name);
   purge_ctx p = {t, j.name, ev->seq};
-  int rc = eng_each_jnode(t, j.name, mark_purge, &p);
+  if (!rc)
+    rc = eng_each_jnode(t, j.name, mark_purge, &p);
   if (!rc)
     rc = eng_del_prefix(t, "done", prefix, (size_t)plen);
   if (!rc)

@@ -1,6 +1,7 @@
 /*
  * decide.c - what lark-engine decides after each event and on each tick,
- * for each Job whose run has not ended, one event at a time (each on
+ * for each Job whose run has not ended (the `live` table), one event at
+ * a time (each on
  * lark.ev.engine.<job> on top of the version decide saw, the broker's
  * check): engine.ended when the Job ended or was deleted; engine.nodes
  * when the nodes hosting its pods changed; else the next stage.started
@@ -100,13 +101,15 @@ emit_start(pass *p, const eng_job *j, int s, int64_t n, const char *subject,
 
 static int
 decide_job(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
-  (void)k, (void)kl;
+  (void)v, (void)vl;
   pass *p = ud;
+  char name[ENG_NAME_SZ];
   eng_job j;
-  if (vl != sizeof j)
+  if (kl >= sizeof name)
     return 0;
-  memcpy(&j, v, sizeof j);
-  if (j.ended)
+  memcpy(name, k, kl);
+  name[kl] = 0;
+  if (eng_job_get(p->t, name, &j) || j.ended)
     return 0;
   char subject[BUS_SUBJECT_MAX];
   bus_version ver;
@@ -210,7 +213,7 @@ engine_decide(bus_txn *t, const bus_event *cause, int64_t now, void *ud) {
             .by = {.actor = ENG_ACTOR,
                    .cause = "",
                    .ts = cause && cause->ts ? cause->ts : now}};
-  int rc = bus_txn_scan(t, "jobs", NULL, 0, decide_job, &p);
+  int rc = bus_txn_scan(t, "live", NULL, 0, decide_job, &p);
   if (!rc)
     rc = dispatch(&p);
   free(p.proj);

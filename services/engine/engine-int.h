@@ -6,6 +6,7 @@
  * Records are zeroed fixed structs with a layout byte, so equal states are
  * equal bytes for the digest. Tables:
  *   jobs     <job>                     -> eng_job
+ *   live     <job>                     -> "": its run has not ended
  *   pods     <pod>                     -> eng_pod (a pod of a known Job)
  *   nodes    <node>                    -> eng_node (cluster, first address)
  *   jnodes   <job>/<node>              -> "" (its latest engine.nodes)
