@@ -30,7 +30,6 @@
 #include "natsd.h"
 #include "platform.h"
 #include "proc.h"
-#include "stream.h"
 
 static lt_natsd srv;
 static bus_conn *conn;
@@ -130,31 +129,6 @@ expect_waiting(const char *pod, const char *head) {
            head);
   lt_field(conn, "pod", NULL, pod, "reason", reason, sizeof reason);
   cr_expect_str_eq(reason, want, "describe pod %s", pod);
-}
-
-/* The ts (ns) of the first pod.phase Running of pod in LARK_EVENTS. */
-typedef struct first_running {
-  int64_t ts;
-} first_running;
-
-static void
-take_running(const bus_event *ev, void *arg) {
-  first_running *f = arg;
-  char phase[32] = "";
-  if (!f->ts && !strcmp(ev->type, "pod.phase") &&
-      !strcmp(bus_obj_str(&ev->data, "phase", phase, sizeof phase), "Running"))
-    f->ts = ev->ts;
-}
-
-static int64_t
-running_ts(const char *pod) {
-  char filter[256];
-  snprintf(filter, sizeof filter, "lark.ev.pod.%s", pod);
-  first_running f = {0};
-  cr_assert_eq(
-      lt_read_stream(conn, "LARK_EVENTS", filter, 500, 1, take_running, &f), 0,
-      "%s", bus_last_error());
-  return f.ts;
 }
 
 /* ------------------------------------------------- real lark-edge nodes */
@@ -270,7 +244,7 @@ Test(sched_ray_edge, workers_start_after_the_head_runs_and_find_it) {
   cr_assert(lt_wait_field(conn, "pod", NULL, "rj-head-0", "phase", "Succeeded",
                           40, got, sizeof got),
             "head is %s", got);
-  int64_t up = running_ts("rj-head-0");
+  int64_t up = lt_pod_running_ts(conn, "rj-head-0");
   cr_assert_gt(up, 0, "no Running report of the head");
   char addr[64], want[96], ray[96];
   first_address("ray-h", addr, sizeof addr);

@@ -18,6 +18,7 @@
 #include "replay.h"
 #include "secure.h"
 #include "service.h"
+#include "stream.h"
 #include "wait.h"
 
 void
@@ -365,6 +366,26 @@ lt_ingress(bus_conn *c, const char *node, const char *type, const char *what,
   lt_event(&ev, id, type, node, 1, 0, data);
   cr_assert_eq(bus_append(c, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL), 0,
                "%s", bus_last_error());
+}
+
+static void
+take_running(const bus_event *ev, void *arg) {
+  int64_t *ts = arg;
+  char phase[32] = "";
+  if (!*ts && !strcmp(ev->type, "pod.phase") &&
+      !strcmp(bus_obj_str(&ev->data, "phase", phase, sizeof phase), "Running"))
+    *ts = ev->ts;
+}
+
+int64_t
+lt_pod_running_ts(bus_conn *c, const char *pod) {
+  char filter[BUS_SUBJECT_MAX];
+  int64_t ts = 0;
+  snprintf(filter, sizeof filter, "lark.ev.pod.%s", pod);
+  cr_assert_eq(
+      lt_read_stream(c, "LARK_EVENTS", filter, 500, 1, take_running, &ts), 0,
+      "%s", bus_last_error());
+  return ts;
 }
 
 void

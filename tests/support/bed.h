@@ -197,6 +197,10 @@ int lt_field_becomes(bus_conn *c, const char *kind, const char *sub,
 void lt_ingress(bus_conn *c, const char *node, const char *type,
                 const char *what, const msgpack_sbuffer *data);
 
+/* The ts (ns) of pod's first pod.phase Running in LARK_EVENTS, read to
+ * its end; 0 when there is none. Fails the test when it cannot read. */
+int64_t lt_pod_running_ts(bus_conn *c, const char *pod);
+
 /* A pod.report of pod's phase from node through lt_ingress, as lark-edge
  * sends it: {pod, phase, attempt, localIP (when local_ip is not NULL)}. */
 void lt_pod_says(bus_conn *c, const char *node, const char *pod,

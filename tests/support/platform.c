@@ -3,6 +3,7 @@
  */
 #include "platform.h"
 
+#include <jansson.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -94,4 +95,33 @@ lt_platform_admin(const lt_platform *p) {
   o.creds = creds;
   bus_conn *c = NULL;
   return bus_conn_open(&c, &o) ? NULL : c;
+}
+
+static void
+row_str(json_t *row, const char *key, char *out, size_t cap) {
+  const char *v = json_string_value(json_object_get(row, key));
+  snprintf(out, cap, "%s", v ? v : "");
+}
+
+int
+lt_route_of(const lt_platform *p, const char *domain, const char *cluster,
+            const char *pod, char ip[64], char real[64], char via[16]) {
+  static char out[1 << 16];
+  char err[4096];
+  ip[0] = real[0] = via[0] = 0;
+  if (lt_larkctl(p, out, sizeof out, err, sizeof err,
+                 "get routes %s --cluster %s -o json", domain, cluster) != 0)
+    return 0;
+  json_t *j = json_loads(out, 0, NULL), *row;
+  size_t i;
+  json_array_foreach(j, i, row) {
+    const char *name = json_string_value(json_object_get(row, "pod"));
+    if (name && !strcmp(name, pod)) {
+      row_str(row, "ip", ip, 64);
+      row_str(row, "realIP", real, 64);
+      row_str(row, "via", via, 16);
+    }
+  }
+  json_decref(j);
+  return ip[0] != 0;
 }

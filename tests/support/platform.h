@@ -50,6 +50,15 @@ int lt_larkctl(const lt_platform *p, char *out, size_t cap, char *err,
  * as larkctl makes it; NULL with bus_last_error() when it cannot. */
 bus_conn *lt_platform_admin(const lt_platform *p);
 
+/*
+ * The row of pod in `larkctl get routes DOMAIN --cluster CLUSTER -o json`
+ * on p: its virtual ip, realIP and via ("hub" or "local") into ip, real
+ * and via ("" when absent). 1 when the pod has a row with an ip, 0 when
+ * not (or larkctl failed).
+ */
+int lt_route_of(const lt_platform *p, const char *domain, const char *cluster,
+                const char *pod, char ip[64], char real[64], char via[16]);
+
 /* Point larkctl, run from this process, at a test's broker: LARK_URL url,
  * LARK_DATA data and LARK_JS_WAIT_MS 500. */
 void lt_larkctl_env(const char *url, const char *data);

@@ -16,6 +16,7 @@
 
 #include "bus.h"
 #include "podnet.h"
+#include "proc.h"
 
 #define lt_need_root(what)                                                     \
   do {                                                                         \
@@ -35,6 +36,20 @@ lt_enter_new_netns(char ns[PODNET_NS_MAX], const char *tag) {
   cr_assert_geq(fd, 0, "%s", bus_last_error());
   cr_assert_eq(setns(fd, CLONE_NEWNET), 0, "setns: %s", strerror(errno));
   close(fd);
+}
+
+/* What still runs in pod's namespace (a test's pod: pods outlive their
+ * agent by design) killed, and the namespace removed; nothing when there
+ * is none. */
+static inline void
+lt_pod_ns_gone(const char *pod) {
+  char ns[PODNET_NS_MAX], out[1024], err[1024];
+  podnet_ns_name(pod, ns);
+  if (!podnet_ns_exists(ns))
+    return;
+  lt_sh(out, sizeof out, err, sizeof err,
+        "for p in $(ip netns pids %s); do kill -9 $p; done", ns);
+  podnet_ns_delete(ns);
 }
 
 /* Pods a test runs in namespaces of their own: names unique to the run
