@@ -87,6 +87,16 @@ dial(wt_fetch *f, const wt_src *src) {
   return fd;
 }
 
+/* want bytes into buf (TLS hands one record, 16 KiB, per read: a whole
+ * chunk makes one write and one hash update); fewer only at an error. */
+static ssize_t
+fill(SSL *ssl, char *buf, size_t want) {
+  size_t got = 0, n;
+  while (got < want && SSL_read_ex(ssl, buf + got, want - got, &n) == 1)
+    got += n;
+  return (ssize_t)got;
+}
+
 /* The body into part, hashed as it goes; its sha256 checked. */
 static int
 receive(wt_fetch *f, SSL *ssl, int out) {
@@ -95,13 +105,14 @@ receive(wt_fetch *f, SSL *ssl, int out) {
   wt_sha h;
   int rc = buf ? wt_sha_init(&h) : -ENOMEM;
   while (!rc && left) {
-    int n = SSL_read(ssl, buf, left < CHUNK ? (int)left : CHUNK);
-    if (n <= 0)
+    size_t want = left < CHUNK ? (size_t)left : CHUNK;
+    ssize_t n = fill(ssl, buf, want);
+    if (n < (ssize_t)want)
       rc = bus_error(BUS_ECONN, "short transfer: %s", wt_tls_error());
-    else if (write(out, buf, (size_t)n) != n)
+    else if (write(out, buf, want) != (ssize_t)want)
       rc = bus_error(-errno, "write: %s", strerror(errno));
     else
-      wt_sha_update(&h, buf, (size_t)n), left -= (uint64_t)n;
+      wt_sha_update(&h, buf, want), left -= want;
   }
   free(buf);
   if (rc && buf)
@@ -332,8 +343,8 @@ wt_fetch_reap(edge_weights *ws) {
     }
     f->failures++;
     int64_t back = 1000LL << (f->failures < 6 ? f->failures - 1 : 5);
-    f->retry_at =
-        bus_mono_ms() + (back > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : back);
+    back = back > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : back;
+    f->retry_at = bus_mono_ms() + back;
     edge_logf("warn", f->w.job,
               "weights %llu not fetched (%s): again in %lld ms",
               (unsigned long long)f->w.version, f->why, (long long)back);

@@ -52,6 +52,8 @@ typedef struct edge_weights {
   uv_timer_t sweep; /* Jobs gone from the node; fetches to retry */
   int has_async, has_sweep;
   wt_server *srv;
+  struct wt_gone *gone; /* Jobs seen gone, since when (weights_run.c) */
+  size_t ngone, gcap;
   SSL_CTX *client; /* NULL: no TLS dir, no fetch */
   int pending;     /* publishes on a worker */
   int handles;     /* open handles (fetched, sweep) */

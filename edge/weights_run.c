@@ -19,7 +19,15 @@
 #include "log.h"
 #include "weights_int.h"
 
-enum { SWEEP_MS = 1000 };
+/* A Job gone from the node (no pod, no projection) keeps its versions
+ * this long: the projections of a Job placed a moment ago may not have
+ * come yet when its first pod has already published and ended. */
+enum { SWEEP_MS = 1000, GONE_GRACE_MS = 60000 };
+
+struct wt_gone {
+  char job[EDGE_NAME_SZ];
+  int64_t since; /* mono ms */
+};
 
 static void
 clean_dir(edge_weights *ws) {
@@ -68,7 +76,30 @@ wt_free_if_done(edge_weights *ws) {
   if (!ws->closing || ws->pending || ws->handles)
     return;
   free(ws->held);
+  free(ws->gone);
   free(ws);
+}
+
+/* Whether job has been gone for the grace period (and no longer when it
+ * is back). */
+static int
+gone_long(edge_weights *ws, const char *job) {
+  size_t i = 0;
+  int gone = wt_job_gone(ws, job);
+  while (i < ws->ngone && strcmp(ws->gone[i].job, job))
+    i++;
+  if (!gone ||
+      (i < ws->ngone && bus_mono_ms() - ws->gone[i].since >= GONE_GRACE_MS)) {
+    if (i < ws->ngone) /* back, or its versions go now */
+      ws->gone[i] = ws->gone[--ws->ngone];
+    return gone;
+  }
+  if (i == ws->ngone &&
+      !bus_grow(&ws->gone, ws->ngone, &ws->gcap, sizeof *ws->gone, 4)) {
+    snprintf(ws->gone[i].job, sizeof ws->gone[i].job, "%s", job);
+    ws->gone[ws->ngone++].since = bus_mono_ms();
+  }
+  return 0;
 }
 
 static void
@@ -79,7 +110,7 @@ on_sweep(uv_timer_t *t) {
     snprintf(job, sizeof job, "%s", ws->held[i].job);
     while (i < ws->nheld && !strcmp(ws->held[i].job, job))
       i++;
-    if (wt_job_gone(ws, job)) {
+    if (gone_long(ws, job)) {
       wt_drop_job(ws, job);
       i = 0; /* the array moved */
     }
