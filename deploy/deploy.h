@@ -247,7 +247,7 @@ int lark_bin_exists(const char *bin_dir, const char *name);
 
 /* -------------------------------------------------------- supervisor */
 
-enum { LARK_SUP_MAX = 80, LARK_PROC_ARGS = 24, LARK_MAX_SERVERS = 3 };
+enum { LARK_SUP_MAX = 80, LARK_PROC_ARGS = 32, LARK_MAX_SERVERS = 3 };
 
 /* One supervised process. args/argv are its command line (argv[0] the
  * binary's path); pid 0 while it is not running; due_ms, when not 0, is
@@ -324,6 +324,8 @@ typedef struct lark_up {
   char data[LARK_DATA_MAX]; /* absolute path of the data directory */
   char bin_dir[PATH_MAX];   /* where larkctl and the services' binaries are */
   char hub[96];             /* HOST:PORT the node relays dial */
+  int wrelay_port[33];      /* with relay: where node i's relay takes its
+                               node's weights fetches to other clusters */
   char url[1024];           /* every server's client URL, comma-separated */
   int64_t certs_checked_ms;
   int lock_fd;

@@ -177,6 +177,12 @@ start_node_relays(lark_up *u) {
                           "--url", u->url, "--creds",   creds, NULL};
     for (size_t a = 0; args[a]; a++)
       lark_proc_arg(k, args[a]);
+    if (u->wrelay_port[i]) { /* its node's weights fetches (services.c) */
+      char wl[32];
+      snprintf(wl, sizeof wl, "127.0.0.1:%d", u->wrelay_port[i]);
+      lark_proc_arg(k, "--weights-listen");
+      lark_proc_arg(k, wl);
+    }
     if (lark_proc_start(k) < 0)
       return dpl_fail(BUS_EINVAL, "cannot start %s: %s", name, strerror(errno));
   }

@@ -13,10 +13,13 @@
  * says so). Ready means answering:
  * every service started here answers its status request.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "deploy-int.h"
 
@@ -79,11 +82,28 @@ edge_devices(lark_up *u, lark_proc *k, int i) {
   lark_proc_arg(k, v);
 }
 
+/* A port free now on 127.0.0.1 (0 when none): for node i's relay, which
+ * starts after the nodes. */
+static int
+free_port(void) {
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t n = sizeof a;
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = 0;
+  if (fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof a) &&
+      !getsockname(fd, (struct sockaddr *)&a, &n))
+    port = ntohs(a.sin_port);
+  if (fd >= 0)
+    close(fd);
+  return port;
+}
+
 /* The node's certificate directory and its weights server, when the
- * node has a certificate. */
+ * node has a certificate; with the pod network, its cluster's relay for
+ * weights from other clusters. */
 static void
 edge_tls(lark_up *u, lark_proc *k, int i, int certs) {
-  char dir[PATH_MAX];
+  char dir[PATH_MAX], relay[32];
   if (!k || !certs)
     return;
   lark_up_tls_dir(u, i, dir, sizeof dir);
@@ -91,6 +111,13 @@ edge_tls(lark_up *u, lark_proc *k, int i, int certs) {
   lark_proc_arg(k, dir);
   lark_proc_arg(k, "--weights-listen");
   lark_proc_arg(k, "127.0.0.1:0");
+  if (!u->relay ||
+      i >= (int)(sizeof u->wrelay_port / sizeof u->wrelay_port[0]) ||
+      !(u->wrelay_port[i] = free_port()))
+    return;
+  snprintf(relay, sizeof relay, "127.0.0.1:%d", u->wrelay_port[i]);
+  lark_proc_arg(k, "--weights-relay");
+  lark_proc_arg(k, relay);
 }
 
 /* Start sup.procs[from..] and list their names in out from *len. */
