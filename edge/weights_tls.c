@@ -14,6 +14,9 @@
 
 #include "weights_int.h"
 
+#define SUITES                                                                 \
+  "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
+
 static int
 tls_fail(const char *what) {
   char e[256] = "";
@@ -36,6 +39,8 @@ wt_tls_ctx(const char *dir, int server) {
     rc = tls_fail("cannot make a TLS context");
   else if (!SSL_CTX_set_min_proto_version(c, TLS1_3_VERSION))
     rc = tls_fail("TLS 1.3");
+  else if (!SSL_CTX_set_ciphersuites(c, SUITES)) /* AES-128 first: the */
+    rc = tls_fail("TLS 1.3 suites"); /* bytes cost less CPU on each end */
   else if (SSL_CTX_load_verify_locations(c, ca, NULL) != 1)
     rc = tls_fail(ca);
   else if (SSL_CTX_use_certificate_chain_file(c, cert) != 1)
