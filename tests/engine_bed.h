@@ -146,7 +146,9 @@ eb_stored(const char *what, int want, int seconds) {
  * run, body its statements (4-space indent free, one per line): call(f)
  * appends f()'s answer, or {"error": why} for a LarkError, to the list
  * dir/<pod>.json gets at the end; mark(k) makes dir/<pod>.<k>; raw(line)
- * sends a line on a connection of its own and returns the answer.
+ * sends a line on a connection of its own and returns the answer;
+ * raw_lines(data, n) sends data at once and returns n answer lines as
+ * text; raw_drop(line) sends a line and closes before its answer.
  */
 static void
 eb_pod(const char *pod, uint32_t attempt, const char *body) {
@@ -176,6 +178,23 @@ eb_pod(const char *pod, uint32_t attempt, const char *body) {
                    "        r += s.recv(65536)\n"
                    "    s.close()\n"
                    "    return json.loads(r)\n"
+                   "def raw_lines(data, n):\n"
+                   "    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+                   "    s.connect(os.environ['LARK_SOCKET'])\n"
+                   "    s.sendall(data.encode())\n"
+                   "    r = b''\n"
+                   "    while r.count(b'\\n') < n:\n"
+                   "        c = s.recv(65536)\n"
+                   "        if not c:\n"
+                   "            break\n"
+                   "        r += c\n"
+                   "    s.close()\n"
+                   "    return r.decode().splitlines()\n"
+                   "def raw_drop(line):\n"
+                   "    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+                   "    s.connect(os.environ['LARK_SOCKET'])\n"
+                   "    s.sendall(line.encode() + b'\\n')\n"
+                   "    s.close()\n"
                    "%s\n"
                    "json.dump(out, open('%s/%s.tmp', 'w'))\n"
                    "os.rename('%s/%s.tmp', '%s/%s.json')\n",

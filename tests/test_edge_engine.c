@@ -219,3 +219,41 @@ Test(edge_engine, an_agent_killed_and_restarted_answers_from_its_store) {
   cr_expect_eq(eb_reports("j-a-0", "rollout", 0, 1, 1), 1, "sent once");
   cr_expect_eq(eb_reports("j-a-0", "rollout", 1, 1, 1), 1, "sent once");
 }
+
+Test(edge_engine, lines_behind_a_wait_are_answered_after_it_in_order) {
+  edge_pid = lt_must_start_edge(srv.url, dir, "n1", 0, NULL);
+  eb_stage st[] = {{"rollout", 0, 0}};
+  eb_stages(0, st, 1, NULL, 0);
+  cr_assert(eb_stored("stages", 1, 30));
+  eb_pod("j-a-0", 0,
+         "raw_drop('{\"op\":\"wait\",\"stage\":\"train\",\"step\":0}')\n"
+         "out.append(raw_lines('{\"op\":\"wait\",\"stage\":\"rollout\","
+         "\"step\":1,\"timeout\":0.5}\\n{\"kind\":\"metric\",\"values\":"
+         "{\"x\":1}}\\n{\"op\":\"peers\"}\\nnot json\\n', 4))\n"
+         "mark('waiting')\n"
+         "out.append(raw_lines('{\"op\":\"wait\",\"stage\":\"rollout\","
+         "\"step\":1}\\n{\"op\":\"wait\",\"stage\":\"rollout\","
+         "\"step\":0}\\n', 2))");
+  cr_assert(eb_marked("j-a-0", "waiting", 30), "the pod never got there");
+  usleep(300 * 1000);
+  eb_stage next[] = {{"rollout", 1, 0}, {"train", 0, 0}};
+  eb_stages(0, next, 2, NULL, 0); /* also wakes the dropped connection's */
+  json_t *out = eb_results("j-a-0", 30);
+  cr_assert_not_null(out);
+  json_t *a = ANS(out, 0), *b = ANS(out, 1);
+  cr_assert_eq(json_array_size(a), 4);
+  cr_expect_str_eq(json_string_value(json_array_get(a, 0)),
+                   "{\"ok\":false,\"error\":\"timeout\"}");
+  cr_expect_str_eq(json_string_value(json_array_get(a, 1)), "ok");
+  cr_expect_str_eq(json_string_value(json_array_get(a, 2)),
+                   "{\"ok\":true,\"peers\":[]}");
+  cr_expect_str_eq(json_string_value(json_array_get(a, 3)),
+                   "error: not a JSON object");
+  cr_assert_eq(json_array_size(b), 2);
+  cr_expect(strstr(json_string_value(json_array_get(b, 0)), "\"step\":1"));
+  cr_expect(strstr(json_string_value(json_array_get(b, 1)), "\"step\":1"),
+            "the latest step: %s", json_string_value(json_array_get(b, 1)));
+  json_decref(out);
+  /* the agent is still there, and took the metric */
+  cr_expect_eq(kill(edge_pid, 0), 0);
+}
