@@ -11,7 +11,7 @@
 
 static void
 setup(void) {
-  lt_node_bed_up(&srv, &conn, dir, sizeof dir, "engine", "n1", &ingress);
+  lt_node_bed_up(&srv, &conn, dir, sizeof dir, "edge-engine", "n1", &ingress);
 }
 
 static void
