@@ -47,15 +47,6 @@ wt_sha_free(wt_sha *h) {
   h->ctx = NULL;
 }
 
-int
-wt_sha_valid(const char *s) {
-  size_t n = 0;
-  for (; s[n]; n++)
-    if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
-      return 0;
-  return n == 64;
-}
-
 static int
 write_all(int fd, const char *p, size_t n) {
   while (n) {

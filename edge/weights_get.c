@@ -128,21 +128,23 @@ receive(wt_fetch *f, SSL *ssl, int out) {
 /* GET the version on an open session, into the cache. */
 static int
 get_on(wt_fetch *f, SSL *ssl) {
-  char line[600], part[WT_PATH_SZ + 100], path[WT_PATH_SZ];
-  unsigned long long size;
-  char end;
-  snprintf(line, sizeof line, "GET %s %llu %s\n", f->w.job,
-           (unsigned long long)f->w.version, f->w.sha256);
-  int rc = wt_tls_write(ssl, line, strlen(line));
+  char line[600], part[WT_PATH_SZ + 100], path[WT_PATH_SZ], why[300];
+  uint64_t size = 0;
+  wt_req q = {.version = f->w.version};
+  snprintf(q.job, sizeof q.job, "%s", f->w.job);
+  snprintf(q.sha256, sizeof q.sha256, "%s", f->w.sha256);
+  int rc = wt_req_format(&q, line, sizeof line);
+  if (!rc)
+    rc = wt_tls_write(ssl, line, strlen(line));
   if (!rc)
     rc = wt_tls_line(ssl, line, sizeof line);
   if (rc)
     return rc;
-  if (!strncmp(line, "ERR ", 4))
-    return bus_error(BUS_EINVAL, "refused: %s", line + 4);
-  if (sscanf(line, "OK %llu%c", &size, &end) != 1 || size != f->w.size)
-    return bus_error(BUS_EINVAL, "answered %.100s, not OK %llu", line,
-                     (unsigned long long)f->w.size);
+  if (wt_ans_parse(line, &size, why, sizeof why))
+    return bus_error(BUS_EINVAL, "%s", why);
+  if (size != f->w.size)
+    return bus_error(BUS_EINVAL, "offered %llu bytes, not %llu",
+                     (unsigned long long)size, (unsigned long long)f->w.size);
   snprintf(part, sizeof part, "%s/.part.%s.%u", f->ws->dir, f->w.sha256,
            atomic_fetch_add(&part_seq, 1));
   int out = open(part, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);

@@ -23,6 +23,7 @@
 
 #include "proc.h"
 #include "weights.h"
+#include "weights_req.h"
 
 enum { WT_PATH_SZ = 4200, WT_ADDR_SZ = 301 };
 
@@ -95,8 +96,6 @@ void wt_sha_update(wt_sha *h, const void *p, size_t n);
 /* The digest as 64 lowercase hex digits and a NUL; frees h. */
 void wt_sha_final(wt_sha *h, char hex[65]);
 void wt_sha_free(wt_sha *h);
-/* Whether s is 64 lowercase hex digits. */
-int wt_sha_valid(const char *s);
 /* Copy in to out (out < 0: only read), hashing; the bytes into *size.
  * -errno with bus_last_error(). */
 int wt_hash_fd(int in, int out, char hex[65], uint64_t *size);

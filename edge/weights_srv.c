@@ -94,29 +94,31 @@ hosts_job(edge_store *st, const char *job, const char *node) {
   return yes;
 }
 
-/* The request line checked: the file to send (opened) and its size. */
+/* The request line checked: the file to send (opened) and its size; the
+ * line becomes "<job> <version>" for the log. */
 static int
 request(conn *c, char *line, int *fd, uint64_t *size, char *why, size_t cap) {
-  char job[EDGE_NAME_SZ], sha[65], path[WT_PATH_SZ], end;
-  unsigned long long version;
+  char path[WT_PATH_SZ];
+  wt_req q;
   edge_wver w;
   edge_weights *ws = c->s->ws;
-  if (sscanf(line, "GET %63s %llu %64s%c", job, &version, sha, &end) != 3 ||
-      !bus_name_valid(job, BUS_NAME_MAX) || !wt_sha_valid(sha))
-    return snprintf(why, cap, "bad request"), -1;
-  if (!hosts_job(ws->a->store, job, c->peer))
-    return snprintf(why, cap, "node %s hosts no pod of job %s", c->peer, job),
+  if (wt_req_parse(line, &q, why, cap))
+    return -1;
+  if (!hosts_job(ws->a->store, q.job, c->peer))
+    return snprintf(why, cap, "node %s hosts no pod of job %s", c->peer, q.job),
            -1;
-  if (edge_store_weights_get(ws->a->store, job, version, &w) ||
-      strcmp(w.sha256, sha))
+  if (edge_store_weights_get(ws->a->store, q.job, q.version, &w) ||
+      strcmp(w.sha256, q.sha256))
     return snprintf(why, cap, "version %llu of job %s is not held here",
-                    version, job),
+                    (unsigned long long)q.version, q.job),
            -1;
   wt_path(ws, w.sha256, path, sizeof path);
   if ((*fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-    return snprintf(why, cap, "version %llu is gone", version), -1;
+    return snprintf(why, cap, "version %llu is gone",
+                    (unsigned long long)q.version),
+           -1;
   *size = w.size;
-  snprintf(line, 128, "%s %llu", job, version);
+  snprintf(line, 128, "%s %llu", q.job, (unsigned long long)q.version);
   return 0;
 }
 
