@@ -1145,6 +1145,14 @@ void bus_reader_close(bus_reader *r);
 /* -------------------------------------------------------------------- view */
 
 typedef struct bus_view bus_view;
+/*
+ * Make the node streams (bus_node_streams_ensure) of every node the view
+ * knows: the keys of its table, node names. What a service's repair does
+ * when its outbox finds a node's stream missing; *made counts the streams
+ * made now.
+ */
+int bus_view_node_streams_ensure(bus_conn *c, bus_view *v, const char *table,
+                                 int *made);
 typedef struct bus_txn bus_txn;
 
 /*

@@ -143,42 +143,7 @@ devices_decide(bus_txn *t, const bus_event *cause, int64_t now, void *ud) {
 
 /* ------------------------------------------------------------- repair */
 
-typedef struct node_names {
-  char (*v)[DEV_NAME_SZ];
-  size_t n, cap;
-} node_names;
-
-static int
-add_node(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
-  (void)v, (void)vl;
-  node_names *ns = ud;
-  if (kl >= DEV_NAME_SZ)
-    return 0;
-  if (bus_grow(&ns->v, ns->n, &ns->cap, sizeof *ns->v, 16))
-    return bus_error(-ENOMEM, "out of memory listing nodes");
-  memcpy(ns->v[ns->n], k, kl);
-  ns->v[ns->n++][kl] = 0;
-  return 0;
-}
-
 int
 devices_ensure_node_streams(bus_conn *c, bus_view *v, int *made) {
-  node_names ns = {NULL, 0, 0};
-  bus_txn *t;
-  *made = 0;
-  int rc = bus_view_read(v, &t);
-  if (rc)
-    return rc;
-  rc = bus_txn_scan(t, "nodes", NULL, 0, add_node, &ns);
-  bus_txn_end(t);
-  const char **names = rc ? NULL : calloc(ns.n + 1, sizeof *names);
-  if (!rc && !names)
-    rc = bus_error(-ENOMEM, "out of memory listing nodes");
-  for (size_t i = 0; names && i < ns.n; i++)
-    names[i] = ns.v[i];
-  if (!rc && ns.n)
-    rc = bus_node_streams_ensure(c, names, ns.n, made);
-  free(names);
-  free(ns.v);
-  return rc;
+  return bus_view_node_streams_ensure(c, v, "nodes", made);
 }

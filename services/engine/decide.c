@@ -222,39 +222,9 @@ engine_decide(bus_txn *t, const bus_event *cause, int64_t now, void *ud) {
 
 /* ------------------------------------------------------------ repair */
 
-static int
-add_node(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
-  (void)v, (void)vl;
-  eng_names *ns = ud;
-  if (kl >= ENG_NAME_SZ)
-    return 0;
-  if (bus_grow(&ns->v, ns->n, &ns->cap, sizeof *ns->v, 16))
-    return bus_error(-ENOMEM, "out of memory listing nodes");
-  memcpy(ns->v[ns->n], k, kl);
-  ns->v[ns->n++][kl] = 0;
-  return 0;
-}
-
 int
 engine_ensure_node_streams(bus_conn *c, bus_view *v, int *made) {
-  eng_names ns = {0};
-  bus_txn *t;
-  *made = 0;
-  int rc = bus_view_read(v, &t);
-  if (rc)
-    return rc;
-  rc = bus_txn_scan(t, "nodes", NULL, 0, add_node, &ns);
-  bus_txn_end(t);
-  const char **names = rc ? NULL : calloc(ns.n + 1, sizeof *names);
-  if (!rc && !names)
-    rc = bus_error(-ENOMEM, "out of memory listing nodes");
-  for (size_t i = 0; names && i < ns.n; i++)
-    names[i] = ns.v[i];
-  if (!rc && ns.n)
-    rc = bus_node_streams_ensure(c, names, ns.n, &made[0]);
-  free(names);
-  free(ns.v);
-  return rc;
+  return bus_view_node_streams_ensure(c, v, "nodes", made);
 }
 
 /* ------------------------------------------------------------- purge */

@@ -9,7 +9,9 @@
  * peers.*; their own threads, reading the view), the ingress thread
  * (stage.report and weights.report on lark.in.*.engine.>) and the purger,
  * which removes an ended run's projections from its nodes' streams a
- * while after the run's end went out (the nodes read the end first). A
+ * while after the run's end went out (the nodes read the end first) and
+ * logs the ingress's counters (accepted, duplicates, refused) when they
+ * moved, at most once a minute. A
  * node's stream missing when a projection goes out is made here.
  *
  * Exits 0 on SIGINT/SIGTERM, 1 on an error it cannot ride out (a
@@ -40,6 +42,8 @@ typedef struct app {
   svc s;
   bus_view *view;
   engine_ingress *in;
+  engine_ingress_stats said; /* the ingress's counters last logged */
+  int64_t said_ms;
   pthread_t purger;
   int purger_on;
   purged *p;
@@ -104,10 +108,29 @@ purge_one(const char *job, const char *node, uint64_t seq, void *ud) {
   return 0;
 }
 
+/* The ingress's counters, when they moved, at most once a minute (and
+ * at the end): what it took, ignored and refused. */
+static void
+say_counts(app *a, int now) {
+  engine_ingress_stats st;
+  engine_ingress_get_stats(a->in, &st);
+  if (!memcmp(&st, &a->said, sizeof st) ||
+      (!now && bus_mono_ms() - a->said_ms < 60000))
+    return;
+  a->said = st;
+  a->said_ms = bus_mono_ms();
+  SVC_LOG(&a->s, SVC_INFO, "lark.in.*.engine.>", 0,
+          "ingress: %llu accepted, %llu duplicates, %llu refused, %llu "
+          "stage.done",
+          (unsigned long long)st.accepted, (unsigned long long)st.duplicates,
+          (unsigned long long)st.refused, (unsigned long long)st.batches);
+}
+
 static void *
 purger(void *ud) {
   app *a = ud;
   while (!atomic_load(&a->s.stop)) {
+    say_counts(a, 0);
     bus_txn *t;
     if (!bus_view_read(a->view, &t)) {
       engine_each_purge(t, purge_one, a);
@@ -141,18 +164,12 @@ static void
 stop(svc *s, bus_view *v, void *ud) {
   (void)v;
   app *a = ud;
-  engine_ingress_stats st = {0};
-  if (a->in)
-    engine_ingress_get_stats(a->in, &st);
-  engine_ingress_stop(a->in);
   atomic_store(&s->stop, 1);
   if (a->purger_on)
     pthread_join(a->purger, NULL);
-  SVC_LOG(s, SVC_INFO, "lark.in.*.engine.>", 0,
-          "ingress: %llu accepted, %llu duplicates, %llu refused, %llu "
-          "stage.done",
-          (unsigned long long)st.accepted, (unsigned long long)st.duplicates,
-          (unsigned long long)st.refused, (unsigned long long)st.batches);
+  if (a->in)
+    say_counts(a, 1);
+  engine_ingress_stop(a->in);
   free(a->p);
 }
 
