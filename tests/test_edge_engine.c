@@ -5,7 +5,13 @@
  * scheduler (pod.desired), reading the node's ingress.
  *
  * The projections kept in the node's store (the highest version) and
- * forgotten with the Job's last pod.
+ * forgotten with the Job's last pod; a pod's done as stage.report,
+ * stamped from its socket whatever the line says; waits (the latest
+ * step, timeouts, the run's end) and peers; the loaders' rule with the
+ * weights part; the agent killed (-9) and restarted: the Python Run
+ * reconnects, projections are answered from the store, a done is sent
+ * once; lines behind a waiting request; a replacement attempt joining at
+ * the current step.
  */
 #include "engine_bed.h"
 
@@ -256,4 +262,35 @@ Test(edge_engine, lines_behind_a_wait_are_answered_after_it_in_order) {
   json_decref(out);
   /* the agent is still there, and took the metric */
   cr_expect_eq(kill(edge_pid, 0), 0);
+}
+
+Test(edge_engine, a_replacement_attempt_joins_at_the_current_step) {
+  edge_pid = lt_must_start_edge(srv.url, dir, "n1", 0, NULL);
+  eb_stage st[] = {{"rollout", 0, 0}};
+  eb_stages(0, st, 1, NULL, 0);
+  eb_pod("j-a-0", 0, "call(lambda: run.done('rollout', 0) or {})");
+  json_t *out = eb_results("j-a-0", 30);
+  cr_assert_not_null(out);
+  json_decref(out);
+  char path[512];
+  snprintf(path, sizeof path, "%s/j-a-0.json", dir);
+  unlink(path);
+  eb_stage now[] = {{"rollout", 2, 1}};
+  eb_stages(0, now, 1, NULL, 0);
+  eb_pod("j-a-0", 1,
+         "w = run.wait('rollout', 0)\n"
+         "out.append(w)\n"
+         "call(lambda: run.done('rollout', 0) or {})\n"
+         "call(lambda: run.done('rollout', w['step']) or {})");
+  out = eb_results("j-a-0", 30);
+  cr_assert_not_null(out);
+  cr_expect_eq(INT(ANS(out, 0), "step"), 2, "the current step");
+  json_decref(out);
+  cr_expect_eq(eb_reports("j-a-0", "rollout", 2, 1, 10), 1);
+  const eb_report *r = eb_report_of("j-a-0", "rollout", 2);
+  cr_assert_not_null(r);
+  cr_expect_eq(r->attempt, 1, "stamped with the new attempt");
+  eb_drain(500);
+  /* step 0 again from the new attempt: queued (the engine ignores it) */
+  cr_expect_eq(eb_reports("j-a-0", "rollout", 0, 2, 2), 2);
 }
