@@ -495,3 +495,105 @@ Test(engine, the_run_ends_and_resumes) {
   one_cycle(0);
   expect_start(before + 4, ENG_ROLLOUT, 1);
 }
+
+static void
+held(const char *event, uint64_t version, const char *nd) {
+  bus_ev_weights_cached e = {
+      .job = BUS_STR("j"),
+      .version = version,
+      .has_sha256 = 1,
+      .sha256 = BUS_STR("0123456789abcdef0123456789abcdef0123456789abcdef"
+                        "0123456789abcdef"),
+      .node = bus_str_of(nd),
+      .has_address = 1,
+      .address = BUS_STR("10.0.0.2:7000")};
+  esim_feed(&S, "lark.ev.engine.j",
+            strcmp(event, "cached") ? BUS_T_WEIGHTS_DROPPED
+                                    : BUS_T_WEIGHTS_CACHED,
+            &e);
+  esim_settle(&S);
+}
+
+/* The newest version's sources in n1's engine.weights, "n1,n2". */
+static void
+sources(char *out, size_t cap, uint32_t *nversions, uint64_t *newest) {
+  const esim_proj *p = esim_proj_get(&S, "lark.node.n1.engine.j.weights");
+  cr_assert(p);
+  msgpack_zone z;
+  msgpack_zone_init(&z, 8192);
+  msgpack_object o;
+  bus_ev_engine_weights w;
+  cr_assert(msgpack_unpack(p->data.data, p->data.size, NULL, &z, &o) >= 0);
+  cr_assert_eq(bus_engine_weights_unpack(&o, &z, &w), 0);
+  out[0] = 0;
+  *nversions = w.versions.n;
+  *newest = w.versions.n ? w.versions.v[0].version : 0;
+  for (uint32_t i = 0; w.versions.n && i < w.versions.v[0].sources.n; i++) {
+    bus_str s = w.versions.v[0].sources.v[i].node;
+    snprintf(out + strlen(out), cap - strlen(out), "%s%.*s", i ? "," : "",
+             (int)s.len, s.ptr);
+  }
+  msgpack_zone_destroy(&z);
+}
+
+Test(engine, weights_versions_and_their_sources) {
+  running_job(NULL, -1);
+  char src[128];
+  uint32_t n;
+  uint64_t newest;
+  published(1);
+  held("cached", 1, "n2");
+  sources(src, sizeof src, &n, &newest);
+  cr_expect_str_eq(src, "n1,n2", "the publisher first, then who cached it");
+  held("dropped", 1, "n2");
+  sources(src, sizeof src, &n, &newest);
+  cr_expect_str_eq(src, "n1");
+  for (uint64_t v = 2; v <= 20; v++)
+    published(v);
+  published(7); /* versions grow: ignored */
+  sources(src, sizeof src, &n, &newest);
+  cr_expect_eq(n, 16, "at most 16 versions");
+  cr_expect_eq(newest, 20, "newest first");
+  cr_expect_eq(job_of("j").weights, 20);
+}
+
+/* The address n1's engine.peers gives pod. */
+static void
+peer_address(const char *pod, char *out, size_t cap) {
+  const esim_proj *p = esim_proj_get(&S, "lark.node.n1.engine.j.peers");
+  cr_assert(p);
+  msgpack_zone z;
+  msgpack_zone_init(&z, 8192);
+  msgpack_object o;
+  bus_ev_engine_peers e;
+  cr_assert(msgpack_unpack(p->data.data, p->data.size, NULL, &z, &o) >= 0);
+  cr_assert_eq(bus_engine_peers_unpack(&o, &z, &e), 0);
+  out[0] = 0;
+  for (uint32_t i = 0; i < e.peers.n; i++)
+    if (bus_str_eq(e.peers.v[i].pod, pod))
+      bus_str_copy(e.peers.v[i].address, out, cap);
+  msgpack_zone_destroy(&z);
+}
+
+Test(engine, peers_address_virtual_then_local_then_node) {
+  running_job(NULL, -1);
+  char addr[64];
+  peer_address("j-sampler-1", addr, sizeof addr);
+  cr_expect_str_eq(addr, "10.0.0.2", "its node's first address");
+  bus_ev_pod_phase ph = {.phase = BUS_STR("Running"),
+                         .node = BUS_STR("n2"),
+                         .has_attempt = 1,
+                         .has_localIP = 1,
+                         .localIP = BUS_STR("192.168.7.9")};
+  esim_feed(&S, "lark.ev.pod.j-sampler-1", BUS_T_POD_PHASE, &ph);
+  esim_settle(&S);
+  peer_address("j-sampler-1", addr, sizeof addr);
+  cr_expect_str_eq(addr, "192.168.7.9", "its reported localIP");
+  bus_address a = {.pod = BUS_STR("j-sampler-1"), .ip = BUS_STR("10.9.0.3")};
+  bus_ev_domain_allocated d = {
+      .domain = BUS_STR("d"), .job = BUS_STR("j"), .addresses = {&a, 1}};
+  esim_feed(&S, "lark.ev.domain.d", BUS_T_DOMAIN_ALLOCATED, &d);
+  esim_settle(&S);
+  peer_address("j-sampler-1", addr, sizeof addr);
+  cr_expect_str_eq(addr, "10.9.0.3", "its Domain address");
+}
