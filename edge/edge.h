@@ -17,7 +17,8 @@
  *                                and the request lines those read
  *   lifetime.c                   a pod's process: spawn, exit, stop, adopt
  *   shimcmd.c output.c sock.c    its command line and environment, its
- *                                stdout/stderr, its LARK_SOCKET
+ *   engine_sock.c engine_pod.c   stdout/stderr, its LARK_SOCKET (with the
+ *   engine_op.c                  RL engine's requests on it)
  *   report.c netns.c             run records with their pod.report; the
  *                                raw+netns pod's network (podnet)
  *   sender.c slice.c             the two threads
