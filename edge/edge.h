@@ -19,6 +19,10 @@
  *   shimcmd.c output.c sock.c    its command line and environment, its
  *   engine_sock.c engine_pod.c   stdout/stderr, its LARK_SOCKET (with the
  *   engine_op.c                  RL engine's requests on it)
+ *   weights*.c                   Jobs' weights: the cache, publish and
+ *                                wait, the TLS server and fetcher
+ *                                (weights.h; its threads call nothing
+ *                                above the store and the log)
  *   report.c netns.c             run records with their pod.report; the
  *                                raw+netns pod's network (podnet)
  *   sender.c slice.c             the two threads

@@ -13,7 +13,7 @@
  * of files in all, the oldest going first; a Job's newest is never
  * dropped, and a fetch's part file is not in the index at all. A Job's
  * versions go when the node hosts none of its pods and the engine's
- * projections of it are gone (weights_get.c: wt_job_gone).
+ * projections of it are gone, for a minute (weights_run.c).
  */
 #include <errno.h>
 #include <stdio.h>

@@ -9,6 +9,7 @@
  * weights_srv.c   the server: one thread accepts, one thread per transfer
  * weights_get.c   the fetcher: one thread per version being fetched
  * weights_net.c   the two started or not (--tls-dir)
+ * weights_req.c   the protocol's lines (weights_req.h), below them all
  *
  * Invariants: a version is in `held` exactly when its row is in the
  * store and its file <dir>/<sha256> is complete and checked; a fetch

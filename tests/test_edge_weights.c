@@ -40,7 +40,7 @@ typedef struct bed {
   pid_t edges[3];
   char addr[64]; /* n1's weights server */
   /* weights.reports seen: "n2 cached 1 from n1", ... */
-  char seen[64][96];
+  char seen[64][200];
   int nseen;
 } bed;
 
