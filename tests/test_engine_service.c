@@ -150,7 +150,7 @@ job_running(void) {
 /* Node i (n1, n2) reports pod's stage step done, as lark-edge does. */
 static int
 report(int i, const char *pod, const char *stage, uint64_t step) {
-  char subject[256], id[33], node[8];
+  char subject[256], id[33], node[16];
   snprintf(node, sizeof node, "n%d", i + 1);
   snprintf(subject, sizeof subject, "lark.in.%s.engine.stage.%s", node, pod);
   bus_value m = {.key = BUS_STR("reward"), .kind = BUS_V_INT, .as.i = 7};
