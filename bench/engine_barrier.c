@@ -383,6 +383,9 @@ main(int argc, char **argv) {
   fleet_stop(f);
   for (int i = 0; i < nodes; i++)
     bus_conn_close(subs[i]);
+  free(subs);
+  for (int k = 0; k < 3; k++)
+    free(lat[k]), free(part[k]);
   bus_conn_close(c);
   lt_natsd_stop(&srv);
   char cmd[128];
