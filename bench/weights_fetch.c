@@ -26,7 +26,11 @@
  *              sender), the fetches' work without TLS and hash, to
  *              the last fsync.
  *
- *   bench_weights_fetch [--bytes N] [--pods P]
+ *   serial     with --serial 1, the nodes fetch one after another, each
+ *              alone on the machine: what one node's fetch costs when it
+ *              has the CPUs to itself, as a node on its own machine does
+ *
+ *   bench_weights_fetch [--bytes N] [--pods P] [--serial 1]
  *
  * Needs LARK_BIN_DIR (lark-edge) and LARK_SOURCE_DIR (the pod script and
  * node_cert.sh), which ctest sets.
@@ -185,6 +189,13 @@ all_cached(const run *r) {
   return r->ncached == NODES - 1;
 }
 
+static int serial_at; /* --serial: the fetches cached so far */
+
+static int
+one_more_cached(const run *r) {
+  return r->ncached > serial_at;
+}
+
 /* engine.peers of j to n0: a pod on each of n1..n8. */
 static void
 write_peers(run *r) {
@@ -211,9 +222,10 @@ write_peers(run *r) {
   msgpack_sbuffer_destroy(&sb);
 }
 
-/* engine.weights of j to n1..n8: version 1 from n0. */
+/* engine.weights of j to node `only` (1..8), or to n1..n8 when 0:
+ * version 1 from n0. */
 static void
-write_weights(run *r) {
+write_weights(run *r, int only) {
   char node[8], subject[BUS_SUBJECT_MAX];
   bus_weights_source src = {.node = BUS_STR("n0"),
                             .has_cluster = 1,
@@ -233,7 +245,7 @@ write_weights(run *r) {
   msgpack_sbuffer_init(&sb);
   if (bus_engine_weights_pack(&sb, &d))
     bench_die("engine.weights", bus_last_error());
-  for (int i = 1; i < NODES; i++) {
+  for (int i = only ? only : 1; i < (only ? only + 1 : NODES); i++) {
     snprintf(node, sizeof node, "n%d", i);
     bus_subj_engine_weights(subject, sizeof subject, node, "j");
     put(r, subject, "engine.weights", "lark-engine", &sb);
@@ -369,7 +381,7 @@ load(const char *when) {
 }
 
 static void
-report(run *r, double raw_s, double raw8_s, double wall_s) {
+report(run *r, int serial, double raw_s, double raw8_s, double wall_s) {
   uint64_t ms[NODES - 1];
   double mib = (double)r->bytes / (1 << 20);
   for (int i = 1; i < NODES; i++)
@@ -378,14 +390,19 @@ report(run *r, double raw_s, double raw8_s, double wall_s) {
   printf("weights by reference: %.0f MiB to %d nodes, %d pods each waiting, "
          "%d fetches\n",
          mib, NODES - 1, r->pods, NODES - 1);
-  printf("  per node (TLS 1.3 + sha256 + write + fsync): slowest %.0f, "
+  printf("  per node (TLS 1.3 + sha256 + write + fsync), %s: slowest %.0f, "
          "median %.0f, fastest %.0f MiB/s\n",
+         serial ? "one node at a time" : "8 at once",
          mib * 1000 / (double)(ms[NODES - 2] ? ms[NODES - 2] : 1),
          mib * 1000 / (double)(ms[(NODES - 1) / 2] ? ms[(NODES - 1) / 2] : 1),
          mib * 1000 / (double)(ms[0] ? ms[0] : 1));
-  printf("  aggregate (8 concurrent, projections to last cached): %.0f MiB/s "
+  printf("  median node / baseline: %.2fx\n",
+         mib * 1000 / (double)(ms[(NODES - 1) / 2] ? ms[(NODES - 1) / 2] : 1) /
+             (mib / raw_s));
+  printf("  aggregate (%s, projections to last cached): %.0f MiB/s "
          "(%.2f s)\n",
-         (NODES - 1) * mib / wall_s, wall_s);
+         serial ? "one at a time" : "8 concurrent", (NODES - 1) * mib / wall_s,
+         wall_s);
   printf("  baseline, one raw TCP copy into a file + fsync: %.0f MiB/s "
          "(%.2f s)\n",
          mib / raw_s, raw_s);
@@ -420,11 +437,13 @@ main(int argc, char **argv) {
   char args[128], name[32], node[8];
   r.bytes = 64L << 20;
   r.pods = 8;
+  int serial = 0;
   bench_opt opts[] = {{"--bytes", NULL, &r.bytes, NULL},
                       {"--pods", &r.pods, NULL, NULL},
+                      {"--serial", &serial, NULL, NULL},
                       {NULL}};
   if (bench_opts(argc, argv, opts) || r.bytes < 1 || r.pods < 1)
-    bench_die("usage", "[--bytes N] [--pods P]");
+    bench_die("usage", "[--bytes N] [--pods P] [--serial 1]");
   signal(SIGPIPE, SIG_IGN);
   load("before");
   setup(&r);
@@ -441,11 +460,16 @@ main(int argc, char **argv) {
   write_peers(&r);
   sleep(2); /* the pods start and wait */
   double t0 = bench_now_s();
-  write_weights(&r);
+  for (int i = 1; serial && i < NODES; i++, serial_at++) {
+    write_weights(&r, i); /* each node alone: one fetch at a time */
+    drain(&r, one_more_cached, 1800);
+  }
+  if (!serial)
+    write_weights(&r, 0);
   drain(&r, all_cached, 1800);
   double wall = r.last_s - t0, raw2 = raw_copy(&r, 0);
   double raw8 = raw_copies(&r, NODES - 1);
-  report(&r, raw1 < raw2 ? raw1 : raw2, raw8, wall);
+  report(&r, serial, raw1 < raw2 ? raw1 : raw2, raw8, wall);
   load("after");
   answered(&r);
   for (int i = 0; i < NODES; i++)
