@@ -11,10 +11,12 @@ loaded; in pipeline mode it does not (its next rollout carries the
 version to load).
 
 RL_STEPS (default 4) is how many steps it runs; it then exits 0.
+RL_ROLLOUT_SECONDS (default 0) is how long each rollout takes.
 """
 import hashlib
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "libbus", "python"))
@@ -41,6 +43,7 @@ def load(run, job, version):
 def main():
     job = os.environ.get("LARK_JOB", "rl")
     steps = int(os.environ.get("RL_STEPS", "4"))
+    work = float(os.environ.get("RL_ROLLOUT_SECONDS", "0"))
     run = larkbus.Run()
     held = step = 0
     while step < steps:
@@ -48,6 +51,7 @@ def main():
         step = r["step"]  # a retried sampler joins at the Job's step
         if r.get("weights", 0) > held:
             held = load(run, job, r["weights"])
+        time.sleep(work)  # the environment's steps
         reward = round(0.25 * step + 0.01 * held, 4)
         run.done("rollout", step, reward=reward)
         print("step %d: rolled out with weights %d, reward %s" % (

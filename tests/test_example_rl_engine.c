@@ -16,14 +16,22 @@
  *   - `larkctl get stages JOB` names each stage with each of its four
  *     steps, all ended; describe job has its Stages section;
  *   - `larkctl replay engine --verify` holds.
+ *
+ * And a sampler killed (-9) in the middle of a rollout step: its pod is
+ * retried (maxRetries 1), the new attempt joins the Job at the current
+ * step, and the run goes on to Succeeded with every step once.
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bed.h"
+#include "files.h"
 #include "platform.h"
 #include "proc.h"
 #include "wait.h"
@@ -190,5 +198,117 @@ Test(example, rl_engine_runs_both_loops_to_the_end) {
   cr_assert_eq(ctl("get peers rl-seq"), 0, "%s", errout);
   cr_expect(strstr(out, "rl-seq-learner-0") && strstr(out, "rl-seq-sampler-1"),
             "%s", out);
+  cr_expect_eq(ctl("replay engine --verify"), 0, "%s%s", out, errout);
+}
+
+/* rl-seq's loop again, as Job rl-retry: the samplers' rollouts take
+ * seconds and may be retried once. */
+static const char retry_yaml[] =
+    "apiVersion: rlinf.io/v1alpha1\n"
+    "kind: Job\n"
+    "metadata: {name: rl-retry}\n"
+    "spec:\n"
+    "  strategy: disaggregate\n"
+    "  engine: {mode: sequential}\n"
+    "  tasks:\n"
+    "    - name: sampler\n"
+    "      role: Rollout\n"
+    "      replicas: 2\n"
+    "      maxRetries: 1\n"
+    "      runtime:\n"
+    "        raw:\n"
+    "          entrypoint: [/bin/sh, -c,\n"
+    "            'exec python3 \"$LARKBUS_HOME/examples/rl_sampler.py\"']\n"
+    "          environment:\n"
+    "            - {name: RL_STEPS, value: \"4\"}\n"
+    "            - {name: RL_ROLLOUT_SECONDS, value: \"3\"}\n"
+    "    - name: learner\n"
+    "      role: Actor\n"
+    "      runtime:\n"
+    "        raw:\n"
+    "          entrypoint: [/bin/sh, -c,\n"
+    "            'exec python3 \"$LARKBUS_HOME/examples/rl_learner.py\"']\n"
+    "          environment:\n"
+    "            - {name: RL_STEPS, value: \"4\"}\n";
+
+/* The pid of the process whose environment has LARK_POD=pod and whose
+ * command line runs script; 0 when none. */
+static pid_t
+pod_process(const char *pod, const char *script) {
+  char want[300], path[64], buf[65536];
+  snprintf(want, sizeof want, "LARK_POD=%s", pod);
+  DIR *d = opendir("/proc");
+  pid_t found = 0;
+  for (struct dirent *e; d && !found && (e = readdir(d));) {
+    pid_t pid = (pid_t)atoi(e->d_name);
+    FILE *f = NULL;
+    size_t n = 0;
+    snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+    if (pid <= 0 || !(f = fopen(path, "r")))
+      continue;
+    n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    if (!memmem(buf, n, script, strlen(script)))
+      continue;
+    snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
+    if (!(f = fopen(path, "r")))
+      continue;
+    n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    for (size_t at = 0; at < n; at += strlen(buf + at) + 1)
+      if (!strcmp(buf + at, want))
+        found = pid;
+  }
+  if (d)
+    closedir(d);
+  return found;
+}
+
+/* Wait (60 s) until rollout step is the Job's current, running stage. */
+static void
+wait_rollout_running(const char *job, int step) {
+  for (int t = 0; t < 600; t++, usleep(100000)) {
+    if (ctl("get stages %s -o json", job))
+      continue;
+    json_t *r = json_loads(out, 0, NULL), *s;
+    size_t i;
+    int running = 0;
+    json_array_foreach(json_object_get(r, "steps"), i, s) {
+      const char *st = json_string_value(json_object_get(s, "stage"));
+      running |= st && !strcmp(st, "rollout") &&
+                 json_integer_value(json_object_get(s, "step")) == step &&
+                 !json_integer_value(json_object_get(s, "ended"));
+    }
+    json_decref(r);
+    if (running)
+      return;
+  }
+  cr_assert_fail("%s: rollout step %d never ran:\n%s", job, step, out);
+}
+
+Test(example, a_sampler_killed_mid_rollout_is_retried_and_the_run_goes_on) {
+  char file[512];
+  snprintf(file, sizeof file, "%s/rl-retry.yaml", plat.dir);
+  cr_assert_eq(lt_write_file(file, "%s", retry_yaml), 0);
+  cr_assert_eq(ctl("apply -f %s", file), 0, "%s%s", out, errout);
+  wait_rollout_running("rl-retry", 1);
+  pid_t pid = pod_process("rl-retry-sampler-0", "rl_sampler.py");
+  cr_assert(pid > 0, "no process of rl-retry-sampler-0");
+  cr_assert_eq(kill(pid, SIGKILL), 0);
+  cr_assert_eq(ctl("wait job rl-retry --for Succeeded --timeout 180s"), 0,
+               "%s%s", out, errout);
+  /* the kill failed attempt 0; attempt 1 ran to the end */
+  cr_assert_eq(ctl("tail lark.ev.pod.rl-retry-sampler-0 --type pod.phase "
+                   "-o json"),
+               0, "%s", errout);
+  cr_expect(strstr(out, "\"Failed\""), "%s", out);
+  cr_expect(strstr(out, "\"attempt\": 1") || strstr(out, "\"attempt\":1"), "%s",
+            out);
+  cr_assert_eq(ctl("get stages rl-retry -o json"), 0, "%s", errout);
+  json_t *r = json_loads(out, 0, NULL);
+  cr_assert(r, "%s", out);
+  expect_every_step("rl-retry", r);
+  json_decref(r);
   cr_expect_eq(ctl("replay engine --verify"), 0, "%s%s", out, errout);
 }
