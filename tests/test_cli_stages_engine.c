@@ -18,8 +18,8 @@
 #include "bed.h"
 #include "files.h"
 #include "proc.h"
+#include "schedplay.h"
 #include "service.h"
-#include "stream.h"
 #include "wait.h"
 
 static lt_natsd srv;
@@ -49,89 +49,17 @@ TestSuite(cli_stages_engine, .init = setup, .fini = teardown, .timeout = 120);
 
 #define run(...) lt_runl(out, sizeof out, err, sizeof err, __VA_ARGS__)
 
-/* Append as lark-scheduler does: prev = the subject's last seq. */
-static void
-as_scheduler(const char *subject, bus_type type, const void *data) {
-  char id[33];
-  bus_event_new_id(id);
-  bus_event ev = {.t = type,
-                  .typed = data,
-                  .id = id,
-                  .ts = bus_wall_ns(),
-                  .actor = "lark-scheduler",
-                  .cause = "",
-                  .prev = lt_last_on(conn, "LARK_EVENTS", subject, NULL, 0)};
-  cr_assert_eq(bus_append(conn, subject, &ev, BUS_APPEND_CHECK, NULL, NULL), 0,
-               "%s", bus_last_error());
-}
-
-static void
-register_node(const char *name, const char *addr) {
-  bus_str addrs[1] = {bus_str_of(addr)};
-  bus_node_res r = {.apiVersion = BUS_STR("rlinf.io/v1alpha1"),
-                    .kind = BUS_STR("Node"),
-                    .metadata = {.name = bus_str_of(name)},
-                    .spec = {.cluster = BUS_STR("c1"),
-                             .has_addresses = 1,
-                             .addresses = {addrs, 1}}};
-  char subject[128];
-  snprintf(subject, sizeof subject, "lark.ev.node.%s", name);
-  as_scheduler(subject, BUS_T_NODE_REGISTERED, &r);
-}
-
 /* Job rl-t, sequential: a learner (Actor) on n1, samplers (Rollout) 0
  * on n1 and 1 on n2; placed, then Running. */
 static void
 job_running(void) {
-  register_node("n1", "127.0.0.1");
-  register_node("n2", "127.0.0.2");
-  bus_task tasks[2] = {{.name = BUS_STR("learner"), .role = BUS_STR("Actor")},
-                       {.name = BUS_STR("sampler"),
-                        .role = BUS_STR("Rollout"),
-                        .has_replicas = 1,
-                        .replicas = 2}};
-  bus_job_res r = {.apiVersion = BUS_STR("rlinf.io/v1alpha1"),
-                   .kind = BUS_STR("Job"),
-                   .metadata = {.name = BUS_STR("rl-t")},
-                   .spec = {.tasks = {tasks, 2}}};
-  as_scheduler("lark.ev.job.rl-t", BUS_T_JOB_SUBMITTED, &r);
-  bus_binding b[3] = {{.pod = BUS_STR("rl-t-learner-0"),
-                       .task = BUS_STR("rl-t-learner"),
-                       .node = BUS_STR("n1")},
-                      {.pod = BUS_STR("rl-t-sampler-0"),
-                       .task = BUS_STR("rl-t-sampler"),
-                       .node = BUS_STR("n1")},
-                      {.pod = BUS_STR("rl-t-sampler-1"),
-                       .task = BUS_STR("rl-t-sampler"),
-                       .node = BUS_STR("n2")}};
-  bus_ev_job_placed p = {
-      .pool = BUS_STR("default"), .job = BUS_STR("rl-t"), .bindings = {b, 3}};
-  as_scheduler("lark.ev.placement.default", BUS_T_JOB_PLACED, &p);
-  bus_ev_job_phase ph = {.phase = BUS_STR("Running")};
-  as_scheduler("lark.ev.job.rl-t", BUS_T_JOB_PHASE, &ph);
+  lt_sched_rl_job(conn, conn, "rl-t", 0);
 }
 
 /* Node n reports pod's stage step done, as lark-edge does. */
 static void
 report(const char *node, const char *pod, const char *stage, uint64_t step) {
-  char subject[256], id[33];
-  snprintf(subject, sizeof subject, "lark.in.%s.engine.stage.%s", node, pod);
-  bus_value m = {.key = BUS_STR("reward"), .kind = BUS_V_INT, .as.i = 3};
-  bus_ev_stage_report r = {.pod = bus_str_of(pod),
-                           .job = BUS_STR("rl-t"),
-                           .stage = bus_str_of(stage),
-                           .step = step,
-                           .has_metrics = 1,
-                           .metrics = {&m, 1}};
-  bus_event_new_id(id);
-  bus_event ev = {.t = BUS_T_STAGE_REPORT,
-                  .typed = &r,
-                  .id = id,
-                  .ts = bus_wall_ns(),
-                  .actor = node,
-                  .cause = ""};
-  cr_assert_eq(bus_append(conn, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL),
-               0, "%s: %s", subject, bus_last_error());
+  cr_assert_eq(lt_stage_report(conn, node, "rl-t", pod, stage, step, 3), 0);
 }
 
 /* Whether out has a row "STAGE STEP ..." whose DURATION is dur (or, with

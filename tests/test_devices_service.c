@@ -28,6 +28,7 @@
 #include "files.h"
 #include "json.h"
 #include "proc.h"
+#include "schedplay.h"
 #include "stream.h"
 #include "wait.h"
 
@@ -116,17 +117,7 @@ robot_request(const char *node, const char *robot, const char *pod,
  * scheduler writes it: on top of the subject's last event. */
 static void
 as_scheduler(const char *subject, bus_type type, const void *data) {
-  char id[33];
-  bus_event_new_id(id);
-  bus_event ev = {.t = type,
-                  .typed = data,
-                  .id = id,
-                  .ts = bus_wall_ns(),
-                  .actor = "lark-scheduler",
-                  .cause = "",
-                  .prev = lt_last_on(conn, "LARK_EVENTS", subject, NULL, 0)};
-  cr_assert_eq(bus_append(conn, subject, &ev, BUS_APPEND_CHECK, NULL, NULL), 0,
-               "%s", bus_last_error());
+  lt_as_scheduler(conn, conn, subject, type, data);
 }
 
 /* The placement log: pod holds dev on node (placed), or no more. */

@@ -23,6 +23,7 @@
 #include "cmd.h"
 #include "events.h"
 #include "proc.h"
+#include "schedplay.h"
 #include "secure.h"
 #include "stream.h"
 #include "wait.h"
@@ -86,63 +87,14 @@ TestSuite(engine_service, .init = setup, .fini = teardown, .timeout = 180);
 
 static void
 as_scheduler(const char *subject, bus_type type, const void *data) {
-  char id[33];
-  bus_event_new_id(id);
-  bus_event ev = {.t = type,
-                  .typed = data,
-                  .id = id,
-                  .ts = bus_wall_ns(),
-                  .actor = "lark-scheduler",
-                  .cause = "",
-                  .prev = lt_last_on(conn, "LARK_EVENTS", subject, NULL, 0)};
-  cr_assert_eq(bus_append(sched, subject, &ev, BUS_APPEND_CHECK, NULL, NULL), 0,
-               "%s", bus_last_error());
+  lt_as_scheduler(sched, conn, subject, type, data);
 }
 
-static void
-register_node(const char *name, const char *addr) {
-  bus_str addrs[1] = {bus_str_of(addr)};
-  bus_node_res r = {.apiVersion = BUS_STR("rlinf.io/v1alpha1"),
-                    .kind = BUS_STR("Node"),
-                    .metadata = {.name = bus_str_of(name)},
-                    .spec = {.cluster = BUS_STR("c1"),
-                             .has_addresses = 1,
-                             .addresses = {addrs, 1},
-                             .capacity = {.has_cpu = 1, .cpu = 8}}};
-  char subject[128];
-  snprintf(subject, sizeof subject, "lark.ev.node.%s", name);
-  as_scheduler(subject, BUS_T_NODE_REGISTERED, &r);
-}
-
-/* Job j: a learner (Actor) on n1, samplers (Rollout) 0 on n1, 1 on n2. */
+/* Job j: a learner (Actor) on n1, samplers (Rollout) 0 on n1, 1 on n2;
+ * the nodes offer 8 CPUs. */
 static void
 job_running(void) {
-  register_node("n1", "127.0.0.1");
-  register_node("n2", "127.0.0.2");
-  bus_task tasks[2] = {{.name = BUS_STR("learner"), .role = BUS_STR("Actor")},
-                       {.name = BUS_STR("sampler"),
-                        .role = BUS_STR("Rollout"),
-                        .has_replicas = 1,
-                        .replicas = 2}};
-  bus_job_res r = {.apiVersion = BUS_STR("rlinf.io/v1alpha1"),
-                   .kind = BUS_STR("Job"),
-                   .metadata = {.name = BUS_STR("j")},
-                   .spec = {.tasks = {tasks, 2}}};
-  as_scheduler("lark.ev.job.j", BUS_T_JOB_SUBMITTED, &r);
-  bus_binding b[3] = {{.pod = BUS_STR("j-learner-0"),
-                       .task = BUS_STR("j-learner"),
-                       .node = BUS_STR("n1")},
-                      {.pod = BUS_STR("j-sampler-0"),
-                       .task = BUS_STR("j-sampler"),
-                       .node = BUS_STR("n1")},
-                      {.pod = BUS_STR("j-sampler-1"),
-                       .task = BUS_STR("j-sampler"),
-                       .node = BUS_STR("n2")}};
-  bus_ev_job_placed p = {
-      .pool = BUS_STR("default"), .job = BUS_STR("j"), .bindings = {b, 3}};
-  as_scheduler("lark.ev.placement.default", BUS_T_JOB_PLACED, &p);
-  bus_ev_job_phase ph = {.phase = BUS_STR("Running")};
-  as_scheduler("lark.ev.job.j", BUS_T_JOB_PHASE, &ph);
+  lt_sched_rl_job(sched, conn, "j", 8);
 }
 
 /* ---------------------------------------------------------- the nodes */
@@ -150,27 +102,9 @@ job_running(void) {
 /* Node i (n1, n2) reports pod's stage step done, as lark-edge does. */
 static int
 report(int i, const char *pod, const char *stage, uint64_t step) {
-  char subject[256], id[33], node[16];
+  char node[16];
   snprintf(node, sizeof node, "n%d", i + 1);
-  snprintf(subject, sizeof subject, "lark.in.%s.engine.stage.%s", node, pod);
-  bus_value m = {.key = BUS_STR("reward"), .kind = BUS_V_INT, .as.i = 7};
-  bus_ev_stage_report r = {.pod = bus_str_of(pod),
-                           .job = BUS_STR("j"),
-                           .stage = bus_str_of(stage),
-                           .step = step,
-                           .has_metrics = 1,
-                           .metrics = {&m, 1}};
-  bus_event_new_id(id);
-  bus_event ev = {.t = BUS_T_STAGE_REPORT,
-                  .typed = &r,
-                  .id = id,
-                  .ts = bus_wall_ns(),
-                  .actor = node,
-                  .cause = ""};
-  int rc = bus_append(nodes[i], subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL);
-  if (rc)
-    cr_log_error("%s: %s", subject, bus_last_error());
-  return rc;
+  return lt_stage_report(nodes[i], node, "j", pod, stage, step, 7);
 }
 
 typedef struct started {
