@@ -20,6 +20,7 @@
 
 #include "camera_run.h"
 #include "engine.h"
+#include "engine_sock.h"
 #include "fetch.h"
 #include "lifetime.h"
 #include "log.h"
@@ -160,6 +161,8 @@ prepare(edge_agent *a, const edge_config *cfg) {
   char path[4200];
   a->cfg = *cfg;
   a->pod_ended = edge_pods_reconcile_one;
+  a->sock_op = edge_engine_sock_op;
+  a->sock_cancel = edge_engine_sock_cancel;
   if (cfg->devfile) { /* taken over: the agent frees it */
     a->devices = *cfg->devfile;
     *cfg->devfile = (edge_devices){0};

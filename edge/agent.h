@@ -28,6 +28,7 @@
 
 typedef struct edge_agent edge_agent;
 typedef struct edge_proc edge_proc;
+struct edge_client; /* proc.h */
 
 struct edge_agent {
   edge_config cfg;
@@ -57,6 +58,13 @@ struct edge_agent {
    * its desired state again. Set by the agent (edge_pods_reconcile_one),
    * so lifetime.c calls up without depending on pods.c. Loop. */
   void (*pod_ended)(edge_agent *a, const char *pod);
+  /* A request line to the RL engine on a pod's socket, and a connection
+   * closing (its pending request, if any, dropped). Set by the agent
+   * (edge_engine_sock_op, edge_engine_sock_cancel), so sock.c hands them
+   * up without depending on engine_sock.c, which answers through it.
+   * Loop. */
+  void (*sock_op)(struct edge_client *c, const char *line, size_t len);
+  void (*sock_cancel)(struct edge_client *c);
   struct edge_robots *robots;   /* the device file's robots (robot.h) */
   struct edge_weights *weights; /* Jobs' weights on this node (weights.h) */
   /* slice -> loop: the Jobs whose engine projections changed (slice.h) */

@@ -16,13 +16,15 @@
  *   robot_req.c reqline.c        robot.desired; their controller sockets
  *                                and the request lines those read
  *   lifetime.c                   a pod's process: spawn, exit, stop, adopt
+ *   engine_sock.c engine_pod.c   the RL engine's requests on its
+ *   engine_answer.c engine_op.c  LARK_SOCKET (each file above the next)
  *   shimcmd.c output.c sock.c    its command line and environment, its
- *   engine_sock.c engine_pod.c   stdout/stderr, its LARK_SOCKET (with the
- *   engine_op.c                  RL engine's requests on it)
+ *                                stdout/stderr, its LARK_SOCKET
  *   weights*.c                   Jobs' weights: the cache, publish and
  *                                wait, the TLS server and fetcher
- *                                (weights.h; its threads call nothing
- *                                above the store and the log)
+ *                                (weights.h, in layers: weights_int.h;
+ *                                its threads call nothing above the
+ *                                store and the log)
  *   report.c netns.c             run records with their pod.report; the
  *                                raw+netns pod's network (podnet)
  *   sender.c slice.c             the two threads
@@ -32,10 +34,12 @@
  *   devices*.c peer.c            the device file (devices.h); the pod
  *                                behind a local socket (peer.h)
  *
- * A file calls only files on its own line or below; the one call upward,
- * a process that ended asking for its pod to be reconciled, goes through
- * a hook the agent sets (edge_agent.pod_ended). shim.c, fetch.c and
- * prepare.c are the pod-shim, a process of its own.
+ * A file calls only files on its own line or below, and never a file
+ * that calls it; the calls upward go through hooks the agent sets: a
+ * process that ended asking for its pod to be reconciled
+ * (edge_agent.pod_ended), a request line to the RL engine on a pod's
+ * socket and a connection closing (edge_agent.sock_op, sock_cancel). shim.c,
+ * fetch.c and prepare.c are the pod-shim, a process of its own.
  */
 #ifndef LARK_EDGE_H
 #define LARK_EDGE_H

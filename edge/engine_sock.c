@@ -10,88 +10,20 @@
  *   peers  engine.peers as it is (an empty list before it came)
  *
  * done and the weights requests, which depend on what the node did for
- * the pod itself, are engine_pod.c's. A wait is looked at again each time
- * the Job's engine.stages changes (engine.c calls on_stages); it is
- * never answered from anything but the store, so an agent restarted in
- * between answers the same (the pod's client re-sends its wait).
+ * the pod itself, are engine_pod.c's; the answer, the same for all, is
+ * engine_answer.c's. The socket (sock.c) hands a request line here
+ * through the hooks the agent sets (edge_agent.sock_op, sock_cancel).
+ * A wait is looked at again each time the Job's engine.stages changes
+ * (engine.c calls on_stages); it is never answered from anything but
+ * the store, so an agent restarted in between answers the same (the
+ * pod's client re-sends its wait).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine_int.h"
-#include "log.h"
 #include "sock.h"
 #include "utf8.h"
-
-/* ------------------------------------------------------ a request */
-
-static void
-op_free(edge_engine_op *o) {
-  edge_proc *p = o->p;
-  edge_op_free(&o->op);
-  free(o);
-  edge_proc_unref(p);
-}
-
-static void
-timer_closed(uv_handle_t *h) {
-  op_free(h->data);
-}
-
-/* o is over (answered, or its connection gone): free it once nothing
- * can call back into it. */
-static void
-op_release(edge_engine_op *o) {
-  if (o->in_weights)
-    return; /* the weights callback releases it */
-  if (o->has_timer) {
-    o->has_timer = 0;
-    uv_close((uv_handle_t *)&o->timer, timer_closed);
-  } else
-    op_free(o);
-}
-
-json_t *
-edge_engine_ok(void) {
-  return json_pack("{s:b}", "ok", 1);
-}
-
-void
-edge_engine_answer(edge_engine_op *o, json_t *ans) {
-  edge_client *c = o->c;
-  char *text = ans ? json_dumps(ans, JSON_COMPACT) : NULL;
-  json_decref(ans);
-  if (c && !c->closing) {
-    const char *t = text ? text : "{\"ok\":false,\"error\":\"out of memory\"}";
-    edge_sock_reply(c, t, strlen(t));
-  }
-  free(text);
-  o->answered = 1;
-  if (o->sync)
-    return; /* edge_engine_sock_op ends it */
-  if (c)
-    c->op = NULL;
-  op_release(o);
-  if (c)
-    edge_sock_resume(c);
-}
-
-void
-edge_engine_refuse(edge_engine_op *o, const char *why) {
-  char text[512];
-  size_t n = strlen(why);
-  n = edge_utf8_cut(why, n, sizeof text - 1);
-  memcpy(text, why, n);
-  text[n] = 0;
-  edge_utf8_fix(text, n);
-  edge_engine_answer(o, json_pack("{s:b, s:s}", "ok", 0, "error", text));
-}
-
-int
-edge_engine_projection(edge_proc *p, const char *what, msgpack_zone *z,
-                       const void **out) {
-  return edge_store_engine_load(p->a->store, p->job, what, z, out);
-}
 
 /* --------------------------------------------------------------- wait */
 
@@ -240,7 +172,7 @@ edge_engine_sock_op(edge_client *c, const char *line, size_t len) {
   o->sync = 0;
   if (o->answered) { /* now: the socket goes on with the next line */
     c->op = NULL;
-    op_release(o);
+    edge_engine_release(o);
   }
 }
 
@@ -257,5 +189,5 @@ edge_engine_sock_cancel(edge_client *c) {
     o->ww = NULL;
     o->in_weights = 0;
   }
-  op_release(o);
+  edge_engine_release(o);
 }

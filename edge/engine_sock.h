@@ -1,7 +1,10 @@
 /*
  * engine_sock.h - private to edge/: the RL engine's requests on a pod's
- * LARK_SOCKET (engine_sock.c, engine_pod.c; the lines are parsed by
- * engine_op.c, the forms are in edge/README.md). Loop.
+ * LARK_SOCKET (engine_sock.c, engine_pod.c, engine_answer.c; the lines
+ * are parsed by engine_op.c, the forms are in edge/README.md). The socket
+ * (sock.c) is below these files: it hands them a request through the
+ * hooks the agent sets to the two functions here (edge_agent.sock_op,
+ * sock_cancel). Loop.
  *
  * A connection has at most one request pending (a wait): the socket
  * (sock.c) holds the connection's later lines until it is answered, then

@@ -16,22 +16,27 @@
  * answered and dropped; a line over 64 KiB closes the connection.
  *
  * A line with "op" is a request to the RL engine's side of the node
- * (engine_sock.c), answered by one JSON line in the same order as the
- * others. A request that waits (wait, wait_weights, publish_weights)
- * holds the connection's later lines until it is answered; then they are
- * taken as if they had just come. A client that pipelines far past a
- * waiting request is not read from until it is answered.
+ * (engine_sock.c, above: sock.c hands it up through the hook the agent
+ * sets, edge_agent.sock_op, and calls nothing there), answered by one
+ * JSON line in the same order as the others. A request that waits
+ * (wait, wait_weights, publish_weights) holds the connection's later
+ * lines until it is answered; then they are taken as if they had just
+ * come. A client that pipelines far past a waiting request is not read
+ * from until it is answered.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "engine_sock.h"
 #include "output.h"
 #include "sender.h"
 #include "sock.h"
 #include "sockline.h"
+
+/* The answer to a request when no engine side is set (never with the
+ * agent, which always sets one). */
+#define NO_ENGINE "{\"ok\":false,\"error\":\"no engine here\"}"
 
 enum { SOCK_LINE_MAX = 65536, SOCK_READ_MAX = 65536, SOCK_HOLD_MAX = 1 << 20 };
 
@@ -79,7 +84,8 @@ client_close(edge_client *c) {
   if (c->closing)
     return;
   c->closing = 1;
-  edge_engine_sock_cancel(c);
+  if (c->p->a->sock_cancel)
+    c->p->a->sock_cancel(c);
   uv_close((uv_handle_t *)&c->pipe, client_closed);
 }
 
@@ -164,7 +170,10 @@ static void
 take_op(edge_client *c, edge_sock_batch *batch, size_t len) {
   batch->nlines--; /* it is not the batch's to answer */
   batch_answer(c, batch);
-  edge_engine_sock_op(c, c->buf, len);
+  if (c->p->a->sock_op)
+    c->p->a->sock_op(c, c->buf, len);
+  else
+    edge_sock_reply(c, NO_ENGINE, strlen(NO_ENGINE));
 }
 
 /* Keep the n bytes of b that came while a request waits; reading pauses

@@ -14,6 +14,10 @@
  * dropped, and a fetch's part file is not in the index at all. A Job's
  * versions go when the node hosts none of its pods and the engine's
  * projections of it are gone, for a minute (weights_run.c).
+ *
+ * Nothing here starts a fetch: the entry points that may need one (a
+ * pod's wait, a new projection) are the fetcher's (weights_get.c), which
+ * calls down into this file, never the other way.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -25,12 +29,6 @@
 #include "log.h"
 #include "sender.h"
 #include "weights_int.h"
-
-void
-wt_path(const edge_weights *ws, const char *sha256, char *out, size_t cap) {
-  if (snprintf(out, cap, "%s/%s", ws->dir, sha256) >= (int)cap)
-    out[0] = 0; /* the directory's length is checked at start */
-}
 
 static int
 cmp_wver(const edge_wver *x, const char *job, uint64_t version) {
@@ -126,8 +124,8 @@ answer_waits(edge_weights *ws, const char *job) {
 }
 
 edge_weights_wait *
-edge_weights_wait_for(edge_agent *a, edge_proc *p, uint64_t min,
-                      uint64_t timeout_ms, edge_weights_cb cb, void *ud) {
+wt_wait(edge_agent *a, edge_proc *p, uint64_t min, uint64_t timeout_ms,
+        edge_weights_cb cb, void *ud) {
   edge_weights *ws = a->weights;
   const edge_wver *v = ws ? wt_newest(ws, p->job, min) : NULL;
   char path[WT_PATH_SZ];
@@ -154,7 +152,6 @@ edge_weights_wait_for(edge_agent *a, edge_proc *p, uint64_t min,
   }
   w->next = ws->waits;
   ws->waits = w;
-  wt_fetch_kick(ws, p->job);
   return w;
 }
 
@@ -318,11 +315,4 @@ wt_add(edge_weights *ws, const edge_wver *w, const edge_msg *msg) {
   policy(ws);
   answer_waits(ws, w->job);
   return 0;
-}
-
-void
-edge_weights_on_projection(edge_agent *a, const char *job) {
-  edge_weights *ws = a->weights;
-  if (ws && !ws->closing)
-    wt_fetch_kick(ws, job);
 }

@@ -1,9 +1,10 @@
 /*
  * weights_file.c - SHA-256 over a stream (OpenSSL EVP) and a file copied
- * or read through it: what a publish and a fetch check a version by. Any
- * thread.
+ * or read through it: what a publish and a fetch check a version by; and
+ * a version's path in the cache. Any thread; calls no other weights file.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -88,4 +89,10 @@ wt_hash_fd(int in, int out, char hex[65], uint64_t *size) {
   else
     wt_sha_final(&h, hex);
   return rc;
+}
+
+void
+wt_path(const edge_weights *ws, const char *sha256, char *out, size_t cap) {
+  if (snprintf(out, cap, "%s/%s", ws->dir, sha256) >= (int)cap)
+    out[0] = 0; /* the directory's length is checked at start */
 }

@@ -14,6 +14,10 @@
  * again after a backoff (1 s, doubling to 30 s). Back on the loop (an
  * async) a fetched version is indexed with its weights.report {cached}
  * and the waits are answered.
+ *
+ * A pod's wait (edge_weights_wait_for) and a new projection
+ * (edge_weights_on_projection) enter here: the wait is parked by
+ * weights.c, below, then the fetch it needs is started.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -380,4 +384,22 @@ wt_fetch_prune(edge_weights *ws) {
     if (!f->running && !any)
       fetch_unlink(ws, f);
   }
+}
+
+/* ------------------------------------------------ the entry points */
+
+edge_weights_wait *
+edge_weights_wait_for(edge_agent *a, edge_proc *p, uint64_t min,
+                      uint64_t timeout_ms, edge_weights_cb cb, void *ud) {
+  edge_weights_wait *w = wt_wait(a, p, min, timeout_ms, cb, ud);
+  if (w) /* parked: nothing held takes it yet */
+    wt_fetch_kick(a->weights, p->job);
+  return w;
+}
+
+void
+edge_weights_on_projection(edge_agent *a, const char *job) {
+  edge_weights *ws = a->weights;
+  if (ws && !ws->closing)
+    wt_fetch_kick(ws, job);
 }

@@ -1,15 +1,20 @@
 /*
  * weights_int.h - private to weights*.c: the node's weights state.
  *
+ * From the top down (each calls only those below it):
+ *
+ * weights_pub.c   a pod's publish: hash, link or copy, index + report
+ * weights_run.c   start, stop, the sweep of Jobs gone from the node
+ * weights_net.c   the server and the fetcher started or not (--tls-dir)
+ * weights_get.c   the fetcher: one thread per version being fetched; a
+ *                 pod's wait and a new projection enter here
+ * weights_srv.c   the server: one thread accepts, one thread per transfer
  * weights.c       the cache's index in memory (a copy of the store's
  *                 table, loop only), waits, the drop policy
- * weights_pub.c   a pod's publish: hash, link or copy, index + report
+ * weights_tls.c   the TLS contexts, the peer's certificate checks, the
+ *                 sockets' address and timeouts
  * weights_file.c  SHA-256 of a stream, the cache's file names
- * weights_tls.c   the TLS contexts and the peer's certificate checks
- * weights_srv.c   the server: one thread accepts, one thread per transfer
- * weights_get.c   the fetcher: one thread per version being fetched
- * weights_net.c   the two started or not (--tls-dir)
- * weights_req.c   the protocol's lines (weights_req.h), below them all
+ * weights_req.c   the protocol's lines (weights_req.h)
  *
  * Invariants: a version is in `held` exactly when its row is in the
  * store and its file <dir>/<sha256> is complete and checked; a fetch
@@ -69,14 +74,18 @@ const edge_wver *wt_newest(edge_weights *ws, const char *job, uint64_t min);
 /* w is complete in the cache: index it (and queue msg with it), answer the
  * waits it satisfies, apply the drop policy. 0, or the store's error. */
 int wt_add(edge_weights *ws, const edge_wver *w, const edge_msg *msg);
-/* The cache path of sha256 into out. */
-void wt_path(const edge_weights *ws, const char *sha256, char *out, size_t cap);
 /* A weights.report (published | cached | dropped) for w, packed into sb
  * and its subject into subject; from/ms only for cached, pod for
  * published. */
 int wt_report(edge_weights *ws, const edge_wver *w, const char *event,
               const char *pod, const char *from, uint64_t ms,
               msgpack_sbuffer *sb, char *subject, size_t cap);
+
+/* A pod's wait for a version >= min of its Job: answered now (NULL
+ * returned) or parked until one is added or its timeout (0: none) fires;
+ * starts no fetch (edge_weights_wait_for does). */
+edge_weights_wait *wt_wait(edge_agent *a, edge_proc *p, uint64_t min,
+                           uint64_t timeout_ms, edge_weights_cb cb, void *ud);
 
 /* Drop held[i] (with its report) / every version of job. */
 int wt_drop_at(edge_weights *ws, size_t i, const char *why);
@@ -100,8 +109,10 @@ void wt_sha_free(wt_sha *h);
 /* Copy in to out (out < 0: only read), hashing; the bytes into *size.
  * -errno with bus_last_error(). */
 int wt_hash_fd(int in, int out, char hex[65], uint64_t *size);
+/* The cache path of sha256 into out. */
+void wt_path(const edge_weights *ws, const char *sha256, char *out, size_t cap);
 
-/* ---------------------------------------------- weights_get.c, _srv.c */
+/* ------------------------------------------------------- weights_net.c */
 
 /* The server and the fetchers' TLS context (none without --tls-dir). */
 int wt_net_start(edge_weights *ws);
@@ -117,13 +128,17 @@ int wt_tls_peer(SSL *ssl, char *node, size_t cap, char *cluster, size_t ccap);
 const char *wt_tls_error(void);
 int wt_tls_line(SSL *ssl, char *buf, size_t cap);
 int wt_tls_write(SSL *ssl, const void *p, size_t n);
+/* addr "host:port" or "[v6]:port" into host and port; BUS_EINVAL. */
+int wt_addr_split(const char *addr, char *host, size_t hcap, char *port,
+                  size_t pcap);
+/* A socket's send and receive timeouts (a silent peer gives up). */
+void wt_sock_timeouts(int fd);
 
 /* weights_srv.c */
 int wt_srv_start(edge_weights *ws, SSL_CTX *ctx, const char *addr);
 void wt_srv_stop(edge_weights *ws);
-int wt_addr_split(const char *addr, char *host, size_t hcap, char *port,
-                  size_t pcap);
-void wt_sock_timeouts(int fd);
+
+/* weights_get.c */
 
 /* Start the fetches the waits of job need and the projection offers. */
 void wt_fetch_kick(edge_weights *ws, const char *job);

@@ -30,7 +30,7 @@
 #include "log.h"
 #include "weights_int.h"
 
-enum { SRV_MAX = 32, IO_TIMEOUT_S = 30, CHUNK = 1 << 20 };
+enum { SRV_MAX = 32, CHUNK = 1 << 20 };
 
 struct wt_server {
   edge_weights *ws;
@@ -49,34 +49,6 @@ typedef struct conn {
   int fd, slot;
   char peer[EDGE_NAME_SZ];
 } conn;
-
-int
-wt_addr_split(const char *addr, char *host, size_t hcap, char *port,
-              size_t pcap) {
-  const char *colon = strrchr(addr, ':');
-  const char *h = addr, *hend = colon;
-  if (!colon || !colon[1])
-    return bus_error(BUS_EINVAL, "%s: not host:port", addr);
-  if (*addr == '[') {
-    h = addr + 1;
-    if (colon == addr || colon[-1] != ']')
-      return bus_error(BUS_EINVAL, "%s: not [v6]:port", addr);
-    hend = colon - 1;
-  }
-  if ((size_t)(hend - h) >= hcap || strlen(colon + 1) >= pcap)
-    return bus_error(BUS_EINVAL, "%s: too long", addr);
-  memcpy(host, h, (size_t)(hend - h));
-  host[hend - h] = 0;
-  snprintf(port, pcap, "%s", colon + 1);
-  return 0;
-}
-
-void
-wt_sock_timeouts(int fd) {
-  struct timeval tv = {IO_TIMEOUT_S, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-}
 
 /* Whether node hosts pods of job, by the Job's engine.peers here. */
 static int

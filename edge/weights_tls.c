@@ -4,15 +4,22 @@
  * signer's, role agent: SAN URI urn:larkbus:role:agent, CN the node's
  * name). The contexts are made once from --tls-dir (ca.pem, cert.pem,
  * key.pem) and shared by the server's and the fetchers' threads (an
- * SSL_CTX is safe to share once made). Any thread.
+ * SSL_CTX is safe to share once made). Also the plain socket's part
+ * that the server and the fetcher share: host:port split, and the I/O
+ * timeouts so a silent peer cannot hold a thread. Any thread; calls no
+ * other weights file.
  */
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 
 #include "weights_int.h"
+
+enum { IO_TIMEOUT_S = 30 };
 
 #define SUITES                                                                 \
   "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
@@ -149,4 +156,34 @@ wt_tls_write(SSL *ssl, const void *p, size_t n) {
     n -= (size_t)w;
   }
   return 0;
+}
+
+/* ------------------------------------------------------------ sockets */
+
+int
+wt_addr_split(const char *addr, char *host, size_t hcap, char *port,
+              size_t pcap) {
+  const char *colon = strrchr(addr, ':');
+  const char *h = addr, *hend = colon;
+  if (!colon || !colon[1])
+    return bus_error(BUS_EINVAL, "%s: not host:port", addr);
+  if (*addr == '[') {
+    h = addr + 1;
+    if (colon == addr || colon[-1] != ']')
+      return bus_error(BUS_EINVAL, "%s: not [v6]:port", addr);
+    hend = colon - 1;
+  }
+  if ((size_t)(hend - h) >= hcap || strlen(colon + 1) >= pcap)
+    return bus_error(BUS_EINVAL, "%s: too long", addr);
+  memcpy(host, h, (size_t)(hend - h));
+  host[hend - h] = 0;
+  snprintf(port, pcap, "%s", colon + 1);
+  return 0;
+}
+
+void
+wt_sock_timeouts(int fd) {
+  struct timeval tv = {IO_TIMEOUT_S, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
