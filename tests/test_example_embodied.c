@@ -28,20 +28,13 @@ static char out[1 << 16], errout[1 << 14];
 #define ctl(...)                                                               \
   lt_larkctl(&plat, out, sizeof out, errout, sizeof errout, __VA_ARGS__)
 
-static const char *
-src_dir(void) {
-  const char *s = getenv("LARK_SOURCE_DIR");
-  return s ? s : ".";
-}
-
 static void
 platform_up(void) {
   char devfile[1024];
   snprintf(devfile, sizeof devfile, "%s/examples/embodied-devices.yaml",
-           src_dir());
+           lt_source_dir());
   const char *const extra[] = {"--nodes", "1", "--device-file", devfile, NULL};
-  setenv("LARKBUS_HOME", src_dir(), 1); /* where the pod finds the script */
-  lt_platform_ready(&plat, "embodied", extra);
+  lt_example_ready(&plat, "embodied", extra);
 }
 
 static void
@@ -85,7 +78,7 @@ expect_env(const char *logs) {
 
 Test(example, embodied_job_drives_the_arm_and_reads_the_camera) {
   char job[1024];
-  snprintf(job, sizeof job, "%s/examples/embodied.yaml", src_dir());
+  snprintf(job, sizeof job, "%s/examples/embodied.yaml", lt_source_dir());
   cr_assert(prints("wrist", "get devices", 30), "the node's devices");
   cr_assert_eq(ctl("apply -f %s", job), 0, "%s", errout);
   cr_assert_eq(ctl("wait job embodied --for Succeeded --timeout 90s"), 0,

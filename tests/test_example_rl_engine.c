@@ -44,17 +44,10 @@ static char out[1 << 18], errout[1 << 14];
 #define ctl(...)                                                               \
   lt_larkctl(&plat, out, sizeof out, errout, sizeof errout, __VA_ARGS__)
 
-static const char *
-src_dir(void) {
-  const char *s = getenv("LARK_SOURCE_DIR");
-  return s ? s : ".";
-}
-
 static void
 platform_up(void) {
   const char *const extra[] = {"--nodes", "2", NULL};
-  setenv("LARKBUS_HOME", src_dir(), 1); /* where the pods find the scripts */
-  lt_platform_ready(&plat, "rlengine", extra);
+  lt_example_ready(&plat, "rlengine", extra);
 }
 
 static void
@@ -72,7 +65,7 @@ expected_sha(const char *job, int version, char sha[65]) {
                  "python3 -c 'import sys, hashlib; sys.path.insert(0, "
                  "\"%s/examples\"); import rl_learner; print(hashlib.sha256("
                  "rl_learner.weights_bytes(\"%s\", %d)).hexdigest())'",
-                 src_dir(), job, version);
+                 lt_source_dir(), job, version);
   cr_assert_eq(rc, 0, "%s", e);
   snprintf(sha, 65, "%.64s", o);
 }
@@ -177,7 +170,7 @@ expect_staleness_held(void) {
 
 Test(example, rl_engine_runs_both_loops_to_the_end) {
   char file[1024];
-  snprintf(file, sizeof file, "%s/examples/rl-engine.yaml", src_dir());
+  snprintf(file, sizeof file, "%s/examples/rl-engine.yaml", lt_source_dir());
   cr_assert_eq(ctl("apply -f %s", file), 0, "%s%s", out, errout);
   int seq = ctl("wait job rl-seq --for Succeeded --timeout 180s");
   cr_assert_eq(seq, 0, "rl-seq: %s%s", out, errout);

@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bed.h"
 #include "deploy.h"
 #include "manifest.h"
 #include "natsd.h"
@@ -50,12 +51,6 @@ teardown(void) {
 
 TestSuite(python, .init = setup, .fini = teardown, .timeout = 120);
 
-static const char *
-src_dir(void) {
-  const char *s = getenv("LARK_SOURCE_DIR");
-  return s ? s : ".";
-}
-
 /* python3 -c "<import larkbus>; <code>" with stdout/stderr captured. */
 static int
 python(const char *code, char *out, size_t cap, char *err, size_t errcap) {
@@ -63,7 +58,7 @@ python(const char *code, char *out, size_t cap, char *err, size_t errcap) {
   snprintf(prog, sizeof prog,
            "import sys; sys.path.insert(0, '%s/libbus/python'); "
            "import larkbus\n%s",
-           src_dir(), code);
+           lt_source_dir(), code);
   char *argv[] = {(char *)"/usr/bin/env", (char *)"python3", (char *)"-c", prog,
                   NULL};
   return lt_run(argv, out, cap, err, errcap);
@@ -151,7 +146,7 @@ Test(python, emit_outside_a_pod_speaks_nats) {
 
   /* the example script, outside a pod */
   char script[512];
-  snprintf(script, sizeof script, "%s/examples/train.py", src_dir());
+  snprintf(script, sizeof script, "%s/examples/train.py", lt_source_dir());
   setenv("LARK_JOB", "train-demo", 1);
   setenv("TRAIN_STEPS", "10", 1);
   setenv("TRAIN_SLEEP", "0", 1);
@@ -227,7 +222,7 @@ secured_start(secured *x, int reports) {
     start_reports(x);
   /* only what a user's script has: the module's directory, URL, creds */
   char path[512];
-  snprintf(path, sizeof path, "%s/libbus/python", src_dir());
+  snprintf(path, sizeof path, "%s/libbus/python", lt_source_dir());
   setenv("PYTHONPATH", path, 1);
   unsetenv("LD_LIBRARY_PATH");
   unsetenv("LARK_SOCKET");
@@ -666,7 +661,7 @@ Test(python, a_pod_pipelines_its_lines_and_flush_waits_for_every_answer) {
 
 Test(python, example_job_is_valid) {
   char path[512], err[512];
-  snprintf(path, sizeof path, "%s/examples/train-job.yaml", src_dir());
+  snprintf(path, sizeof path, "%s/examples/train-job.yaml", lt_source_dir());
   lark_manifest m;
   memset(&m, 0, sizeof m);
   cr_assert_eq(lark_manifest_load(&m, path, err, sizeof err), 0, "%s", err);

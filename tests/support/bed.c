@@ -289,6 +289,18 @@ lt_platform_ready(lt_platform *p, const char *tag, const char *const extra[]) {
   cr_assert_eq(rc, 0, "larkctl up is not ready (see %s)", p->up_log);
 }
 
+const char *
+lt_source_dir(void) {
+  const char *s = getenv("LARK_SOURCE_DIR");
+  return s ? s : ".";
+}
+
+void
+lt_example_ready(lt_platform *p, const char *tag, const char *const extra[]) {
+  setenv("LARKBUS_HOME", lt_source_dir(), 1);
+  lt_platform_ready(p, tag, extra);
+}
+
 void
 lt_platform_end(lt_platform *p) {
   lt_platform_stop(p);

@@ -151,6 +151,14 @@ int lt_device_becomes(bus_conn *conn, const char *node, const char *name,
 void lt_platform_ready(lt_platform *p, const char *tag,
                        const char *const extra[]);
 
+/* lt_platform_ready with LARKBUS_HOME the source tree, where an example's
+ * pods find its scripts (examples/). */
+void lt_example_ready(lt_platform *p, const char *tag,
+                      const char *const extra[]);
+
+/* The source tree: LARK_SOURCE_DIR, "." when it is not set. */
+const char *lt_source_dir(void);
+
 /* lt_platform_stop, then lt_platform_remove. */
 void lt_platform_end(lt_platform *p);
 
