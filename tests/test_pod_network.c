@@ -35,14 +35,13 @@
 #include "platform.h"
 #include "podnet.h"
 #include "proc.h"
-#include "root.h"
+#include "relaybed.h"
 #include "wait.h"
 
 #define DOMAIN "pn"
 #define BYTES (1024 * 1024)
 
-static char self_ns[PODNET_NS_MAX], job[64];
-static lt_platform plat;
+static lt_relaybed bed;
 static char out[1 << 16], err[1 << 14];
 
 /* a shell command line; stdout into out, stderr into err */
@@ -50,71 +49,26 @@ static char out[1 << 16], err[1 << 14];
 
 /* larkctl --data dir ARGS (one shell word list); its output in out. */
 #define larkctl_run(...)                                                       \
-  lt_larkctl(&plat, out, sizeof out, err, sizeof err, __VA_ARGS__)
+  lt_larkctl(&bed.plat, out, sizeof out, err, sizeof err, __VA_ARGS__)
 
 /* ------------------------------------------------------------- fixture */
 
-static void
-enter_own_namespace(void) {
-  lt_enter_new_netns(self_ns, "podnet");
-}
-
-static void
-start_up(void) {
-  static const char *const extra[] = {"--relay",  "--nodes", "2",
-                                      "--domain", DOMAIN,    NULL};
-  int rc = lt_platform_start(&plat, extra, 60);
-  cr_assert_gt(plat.pid, 0);
-  cr_assert_eq(rc, 0, "larkctl up --relay is not ready (see %s)", plat.up_log);
-}
-
-static void cleanup(void);
+static const char *const pods[] = {"server-0", "client-0"};
 
 static void
 setup(void) {
-  lt_need_root("network namespaces, nftables");
-  atexit(cleanup);
-  enter_own_namespace();
-  lt_platform_init(&plat, "podnet");
-  snprintf(job, sizeof job, "pn%d", (int)getpid());
-  cr_assert_eq(sh("head -c %d /dev/urandom > %s/in", BYTES, plat.dir), 0, "%s",
-               err);
-  start_up();
-}
-
-/* The pods' processes and namespaces, whatever state they are in. */
-static void
-pods_gone(void) {
-  static const char *const tasks[] = {"server", "client"};
-  for (int i = 0; i < 2; i++) {
-    char pod[128];
-    snprintf(pod, sizeof pod, "%s-%s-0", job, tasks[i]);
-    lt_pod_ns_gone(pod);
-  }
-}
-
-/* Everything setup made, whatever point it reached; run by teardown
- * and at exit (a failed setup skips teardown). */
-static void
-cleanup(void) {
-  lt_platform_stop(&plat);
-  if (job[0])
-    pods_gone();
-  if (self_ns[0])
-    podnet_ns_delete(self_ns);
-  self_ns[0] = 0;
-  lt_platform_remove(&plat);
+  lt_relaybed_init(&bed, "network namespaces, nftables", "podnet", "pn", pods,
+                   2);
+  cr_assert_eq(sh("head -c %d /dev/urandom > %s/in", BYTES, bed.plat.dir), 0,
+               "%s", err);
+  lt_relaybed_up(&bed, DOMAIN);
 }
 
 static void
 teardown(void) {
-  if (plat.pid > 0) {
-    larkctl_run("delete job %s", job);
-    int st = lt_platform_stop(&plat);
-    cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-              "larkctl up exit status %d", st);
-  }
-  cleanup();
+  int st = lt_relaybed_down(&bed);
+  cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "larkctl up exit status %d",
+            st);
 }
 
 TestSuite(pod_network, .init = setup, .fini = teardown, .timeout = 150);
@@ -124,7 +78,7 @@ TestSuite(pod_network, .init = setup, .fini = teardown, .timeout = 150);
 static void
 apply_domain_and_job(void) {
   char path[512];
-  snprintf(path, sizeof path, "%s/pn.yaml", plat.dir);
+  snprintf(path, sizeof path, "%s/pn.yaml", bed.plat.dir);
   FILE *f = fopen(path, "w");
   cr_assert(f);
   fprintf(f,
@@ -164,7 +118,7 @@ apply_domain_and_job(void) {
           "                sleep 0.3\n"
           "              done\n"
           "              exit 1\n",
-          job, plat.dir);
+          bed.job, bed.plat.dir);
   fclose(f);
   /* apply refuses a runtime no registered node offers: right after
    * "ready" the edges may not have registered yet */
@@ -179,8 +133,8 @@ apply_domain_and_job(void) {
 static int
 server_vip(char *vip, size_t cap) {
   char pod[128], ip[64], real[64], via[16];
-  snprintf(pod, sizeof pod, "%s-server-0", job);
-  if (!lt_route_of(&plat, DOMAIN, "c1", pod, ip, real, via) || !real[0] ||
+  snprintf(pod, sizeof pod, "%s-server-0", bed.job);
+  if (!lt_route_of(&bed.plat, DOMAIN, "c1", pod, ip, real, via) || !real[0] ||
       strcmp(via, "hub"))
     return 0;
   snprintf(vip, cap, "%s", ip);
@@ -201,32 +155,32 @@ Test(pod_network, a_pod_in_c1_reaches_a_pod_in_c2_through_the_hub) {
               routes, out, err);
   }
   cr_assert_eq(strncmp(vip, "10.2.0.", 7), 0, "%s", vip);
-  snprintf(path, sizeof path, "%s/vip", plat.dir);
+  snprintf(path, sizeof path, "%s/vip", bed.plat.dir);
   cr_assert_eq(sh("echo %s > %s.tmp && mv %s.tmp %s", vip, path, path, path),
                0);
 
-  snprintf(path, sizeof path, "%s/client.done", plat.dir);
+  snprintf(path, sizeof path, "%s/client.done", bed.plat.dir);
   int done = 0;
   for (int i = 0; i < 600 && !done; i++, lt_sleep_ms(100))
     done = access(path, F_OK) == 0;
   cr_assert(done, "the client pod got no echo through %s (see %s/logs)", vip,
-            plat.dir);
-  cr_expect_eq(sh("cmp %s/in %s/echo", plat.dir, plat.dir), 0,
+            bed.plat.dir);
+  cr_expect_eq(sh("cmp %s/in %s/echo", bed.plat.dir, bed.plat.dir), 0,
                "bytes differ: %s", out);
 
   /* the connection went c1 relay -> hub -> c2 relay -> the server pod */
   char want[128];
-  snprintf(log, sizeof log, "%s/logs/relay-node-1.log", plat.dir);
+  snprintf(log, sizeof log, "%s/logs/relay-node-1.log", bed.plat.dir);
   cr_expect(lt_file_says(log, "via hub", 5), "c1's relay did not use the hub");
-  snprintf(log, sizeof log, "%s/logs/relay-hub.log", plat.dir);
+  snprintf(log, sizeof log, "%s/logs/relay-hub.log", bed.plat.dir);
   snprintf(want, sizeof want, "domain " DOMAIN " to %s:8080", vip);
   cr_expect(lt_file_says(log, want, 5), "the hub carried no channel to %s",
             vip);
-  snprintf(log, sizeof log, "%s/logs/relay-node-2.log", plat.dir);
+  snprintf(log, sizeof log, "%s/logs/relay-node-2.log", bed.plat.dir);
   cr_expect(lt_file_says(log, "delivered", 5), "c2's relay delivered nothing");
   /* every byte each way, counted by both relays when the channel closed */
   snprintf(want, sizeof want, "closed (%d bytes in, %d out)", BYTES, BYTES);
   cr_expect(lt_file_says(log, want, 5), "c2's relay: no '%s'", want);
-  snprintf(log, sizeof log, "%s/logs/relay-node-1.log", plat.dir);
+  snprintf(log, sizeof log, "%s/logs/relay-node-1.log", bed.plat.dir);
   cr_expect(lt_file_says(log, want, 5), "c1's relay: no '%s'", want);
 }

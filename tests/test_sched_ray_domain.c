@@ -27,63 +27,30 @@
 #include "platform.h"
 #include "podnet.h"
 #include "proc.h"
-#include "root.h"
+#include "relaybed.h"
 #include "wait.h"
 
 #define DOMAIN "rd"
 #define PORT "6390"
 
-static char self_ns[PODNET_NS_MAX], job[64];
-static lt_platform plat;
+static lt_relaybed bed;
 static char out[1 << 16], err[1 << 14];
 
 #define larkctl_run(...)                                                       \
-  lt_larkctl(&plat, out, sizeof out, err, sizeof err, __VA_ARGS__)
+  lt_larkctl(&bed.plat, out, sizeof out, err, sizeof err, __VA_ARGS__)
 
 static const char *const pods[] = {"head-0", "worker-0", "worker-1"};
 
-/* The pods' processes and namespaces, whatever state they are in. */
-static void
-pods_gone(void) {
-  for (int i = 0; i < 3; i++) {
-    char pod[128];
-    snprintf(pod, sizeof pod, "%s-%s", job, pods[i]);
-    lt_pod_ns_gone(pod);
-  }
-}
-
-static void
-cleanup(void) {
-  lt_platform_stop(&plat);
-  if (job[0])
-    pods_gone();
-  if (self_ns[0])
-    podnet_ns_delete(self_ns);
-  self_ns[0] = 0;
-  lt_platform_remove(&plat);
-}
-
 static void
 setup(void) {
-  static const char *const extra[] = {"--relay",  "--nodes", "2",
-                                      "--domain", DOMAIN,    NULL};
-  lt_need_root("network namespaces for a Domain's pods");
-  atexit(cleanup);
-  lt_enter_new_netns(self_ns, "rayd");
-  lt_platform_init(&plat, "rayd");
-  snprintf(job, sizeof job, "rd%d", (int)getpid());
-  int rc = lt_platform_start(&plat, extra, 60);
-  cr_assert_gt(plat.pid, 0);
-  cr_assert_eq(rc, 0, "larkctl up --relay is not ready (see %s)", plat.up_log);
+  lt_relaybed_init(&bed, "network namespaces for a Domain's pods", "rayd", "rd",
+                   pods, 3);
+  lt_relaybed_up(&bed, DOMAIN);
 }
 
 static void
 teardown(void) {
-  if (plat.pid > 0) {
-    larkctl_run("delete job %s", job);
-    lt_platform_stop(&plat);
-  }
-  cleanup();
+  lt_relaybed_down(&bed);
 }
 
 TestSuite(sched_ray_domain, .init = setup, .fini = teardown, .timeout = 150);
@@ -91,7 +58,7 @@ TestSuite(sched_ray_domain, .init = setup, .fini = teardown, .timeout = 150);
 static void
 apply(void) {
   char path[512];
-  snprintf(path, sizeof path, "%s/rd.yaml", plat.dir);
+  snprintf(path, sizeof path, "%s/rd.yaml", bed.plat.dir);
   FILE *f = fopen(path, "w");
   cr_assert(f);
   fprintf(f,
@@ -140,7 +107,7 @@ apply(void) {
           "                sleep 0.3\n"
           "              done\n"
           "              exit 1\n",
-          job, plat.dir, plat.dir);
+          bed.job, bed.plat.dir, bed.plat.dir);
   fclose(f);
   /* apply refuses a runtime no registered node offers: right after
    * "ready" the edges may not have registered yet */
@@ -154,14 +121,14 @@ apply(void) {
 static int
 head_vip(char vip[64]) {
   char pod[128], real[64], via[16];
-  snprintf(pod, sizeof pod, "%s-head-0", job);
-  return lt_route_of(&plat, DOMAIN, "c1", pod, vip, real, via);
+  snprintf(pod, sizeof pod, "%s-head-0", bed.job);
+  return lt_route_of(&bed.plat, DOMAIN, "c1", pod, vip, real, via);
 }
 
 static void
 file_line(const char *pod, const char *ext, char *buf, size_t cap) {
   char path[512];
-  snprintf(path, sizeof path, "%s/%s-%s.%s", plat.dir, job, pod, ext);
+  snprintf(path, sizeof path, "%s/%s-%s.%s", bed.plat.dir, bed.job, pod, ext);
   buf[0] = 0;
   if (lt_read_file(path, buf, cap))
     buf[strcspn(buf, "\n")] = 0;
@@ -172,26 +139,27 @@ Test(sched_ray_domain, workers_reach_the_head_at_its_virtual_ip) {
   apply();
   for (int i = 0; i < 600 && !head_vip(vip); i++)
     lt_sleep_ms(100);
-  cr_assert(vip[0], "no route to the head pod (see %s/logs)", plat.dir);
+  cr_assert(vip[0], "no route to the head pod (see %s/logs)", bed.plat.dir);
   cr_assert_eq(strncmp(vip, "10.3.0.", 7), 0, "%s", vip);
   snprintf(want, sizeof want, "%s:" PORT, vip);
   for (int w = 1; w < 3; w++) {
     int done = 0;
-    snprintf(path, sizeof path, "%s/%s-%s.echo", plat.dir, job, pods[w]);
+    snprintf(path, sizeof path, "%s/%s-%s.echo", bed.plat.dir, bed.job,
+             pods[w]);
     for (int i = 0; i < 600 && !done; i++, lt_sleep_ms(100))
       done = access(path, F_OK) == 0;
     file_line(pods[w], "ray", got, sizeof got);
     cr_expect_str_eq(got, want, "%s's RAY_ADDRESS", pods[w]);
     cr_expect(done, "%s reached no head at %s (see %s/logs)", pods[w], got,
-              plat.dir);
+              bed.plat.dir);
   }
   file_line(pods[0], "ray", got, sizeof got);
   cr_expect_str_eq(got, want, "the head's own RAY_ADDRESS");
 
-  bus_conn *c = lt_platform_admin(&plat);
+  bus_conn *c = lt_platform_admin(&bed.plat);
   cr_assert_not_null(c, "%s", bus_last_error());
   char head[128];
-  snprintf(head, sizeof head, "%s-head-0", job);
+  snprintf(head, sizeof head, "%s-head-0", bed.job);
   int64_t up = lt_pod_running_ts(c, head);
   cr_assert_gt(up, 0, "no Running report of the head");
   for (int w = 1; w < 3; w++) {
