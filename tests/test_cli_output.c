@@ -65,10 +65,7 @@ apply(const char *name, const char *text) {
   char path[512];
   snprintf(path, sizeof path, "%s/%s.yaml", plat.dir, name);
   cr_assert_eq(lt_write_file(path, "%s", text), 0, "%s", path);
-  int rc = -1;
-  for (int i = 0; i < 100 && (rc = ctl("apply -f %s", path)); i++)
-    lt_sleep_ms(100);
-  cr_assert_eq(rc, 0, "%s%s", out, errout);
+  lt_platform_apply(&plat, path, 10);
 }
 
 /* Wait until `get KIND NAME -o json` holds needle. */

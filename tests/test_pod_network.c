@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bed.h"
 #include "natsd.h"
 #include "platform.h"
 #include "podnet.h"
@@ -120,12 +121,7 @@ apply_domain_and_job(void) {
           "              exit 1\n",
           bed.job, bed.plat.dir);
   fclose(f);
-  /* apply refuses a runtime no registered node offers: right after
-   * "ready" the edges may not have registered yet */
-  int rc = -1;
-  for (int i = 0; i < 300 && (rc = larkctl_run("apply -f %s", path)); i++)
-    lt_sleep_ms(100);
-  cr_assert_eq(rc, 0, "%s%s", out, err);
+  lt_platform_apply(&bed.plat, path, 30);
 }
 
 /* The server pod's row as c1's relay sees it: its virtual IP once it has

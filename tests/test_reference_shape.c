@@ -32,6 +32,7 @@
 #include "manifest.h"
 #include "model.h"
 #include "natsd.h"
+#include "bed.h"
 #include "platform.h"
 #include "proc.h"
 #include "wait.h"
@@ -285,10 +286,7 @@ Test(reference_shape, a_reference_workflow_runs_on_a_real_platform,
                    "first}]\n",
                    plat.dir, plat.dir, plat.dir, plat.dir),
                0);
-  int rc = -1;
-  for (int i = 0; i < 100 && (rc = larkctl_run("apply -f %s", path)); i++)
-    lt_sleep_ms(100);
-  cr_assert_eq(rc, 0, "%s", out);
+  lt_platform_apply(&plat, path, 10);
   for (int i = 0; i < 1200 && strcmp(phase, "Succeeded"); i++) {
     phase_of("workflow", "refwf", phase, sizeof phase);
     if (!strcmp(phase, "Failed"))

@@ -34,11 +34,6 @@
 #define PORT "6390"
 
 static lt_relaybed bed;
-static char out[1 << 16], err[1 << 14];
-
-#define larkctl_run(...)                                                       \
-  lt_larkctl(&bed.plat, out, sizeof out, err, sizeof err, __VA_ARGS__)
-
 static const char *const pods[] = {"head-0", "worker-0", "worker-1"};
 
 static void
@@ -109,12 +104,7 @@ apply(void) {
           "              exit 1\n",
           bed.job, bed.plat.dir, bed.plat.dir);
   fclose(f);
-  /* apply refuses a runtime no registered node offers: right after
-   * "ready" the edges may not have registered yet */
-  int rc = -1;
-  for (int i = 0; i < 300 && (rc = larkctl_run("apply -f %s", path)); i++)
-    lt_sleep_ms(100);
-  cr_assert_eq(rc, 0, "%s%s", out, err);
+  lt_platform_apply(&bed.plat, path, 30);
 }
 
 /* The head pod's virtual IP in `larkctl get routes`; "" until it has one. */

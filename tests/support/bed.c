@@ -302,6 +302,18 @@ lt_example_ready(lt_platform *p, const char *tag, const char *const extra[]) {
 }
 
 void
+lt_platform_apply(const lt_platform *p, const char *path, int seconds) {
+  static char out[1 << 14], err[1 << 14];
+  int rc = -1;
+  for (int i = 0;
+       i < seconds * 10 && (rc = lt_larkctl(p, out, sizeof out, err, sizeof err,
+                                            "apply -f %s", path));
+       i++)
+    lt_sleep_ms(100);
+  cr_assert_eq(rc, 0, "larkctl apply -f %s: %s%s", path, out, err);
+}
+
+void
 lt_platform_end(lt_platform *p) {
   lt_platform_stop(p);
   lt_platform_remove(p);

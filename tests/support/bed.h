@@ -159,6 +159,12 @@ void lt_example_ready(lt_platform *p, const char *tag,
 /* The source tree: LARK_SOURCE_DIR, "." when it is not set. */
 const char *lt_source_dir(void);
 
+/* `larkctl apply -f path` on p, tried again every 100 ms for up to
+ * seconds while it fails (right after "ready" the services may still be
+ * starting and the edges not yet registered: apply refuses a runtime no
+ * registered node offers); fails the test with larkctl's last output. */
+void lt_platform_apply(const lt_platform *p, const char *path, int seconds);
+
 /* lt_platform_stop, then lt_platform_remove. */
 void lt_platform_end(lt_platform *p);
 
