@@ -270,14 +270,7 @@ static void
 corrupt(bed *b, const char *sha) {
   char path[400];
   snprintf(path, sizeof path, "%s/n1/weights/%s", b->dir, sha);
-  cr_assert_eq(chmod(path, 0644), 0, "%s", path);
-  FILE *f = fopen(path, "r+b");
-  cr_assert(f);
-  fseek(f, 1000, SEEK_SET);
-  int c = fgetc(f);
-  fseek(f, 1000, SEEK_SET);
-  fputc(c ^ 0x5a, f);
-  fclose(f);
+  cr_assert_eq(lt_flip_byte(path, 1000, 0x5a), 0, "%s", path);
   chmod(path, 0444);
 }
 

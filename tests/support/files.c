@@ -5,6 +5,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 char *
 lt_read_file(const char *path, char *buf, size_t cap) {
@@ -27,4 +28,16 @@ lt_write_file(const char *path, const char *fmt, ...) {
   int n = vfprintf(f, fmt, ap);
   va_end(ap);
   return fclose(f) == 0 && n >= 0 ? 0 : -1;
+}
+
+int
+lt_flip_byte(const char *path, long off, int mask) {
+  if (chmod(path, 0644))
+    return -1;
+  FILE *f = fopen(path, "r+b");
+  if (!f)
+    return -1;
+  int c = fseek(f, off, SEEK_SET) ? EOF : fgetc(f);
+  int rc = c == EOF || fseek(f, off, SEEK_SET) || fputc(c ^ mask, f) == EOF;
+  return fclose(f) || rc ? -1 : 0;
 }

@@ -15,4 +15,9 @@ int lt_write_file(const char *path, const char *fmt, ...)
  * (buf "") when it cannot be opened. */
 char *lt_read_file(const char *path, char *buf, size_t cap);
 
+/* Make path writable (0644) and XOR its byte at off with mask, its size
+ * unchanged: a file damaged in place. 0, or -1 when it could not be
+ * made writable, opened, or has no byte at off. */
+int lt_flip_byte(const char *path, long off, int mask);
+
 #endif
