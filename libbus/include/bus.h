@@ -1322,6 +1322,26 @@ int bus_txn_notes(bus_txn *t, const void *prefix, size_t plen, bus_scan_cb cb,
                   void *ud);
 
 /*
+ * A decide pass's queue of sends: a table apply fills with keys that sort
+ * in the order queued (an 8-byte big-endian sequence first), each sent
+ * once, in that order. The last key sent is the note keyed note, written
+ * in the same transaction as what the sends emitted, so the next pass
+ * (after a crash too) resumes after it. bus_txn_sendq visits the entries
+ * after it with send and ud, then keeps the last one send passed to
+ * bus_sendq_sent (a key longer than BUS_SENDQ_KEY_MAX is not kept);
+ * send's non-zero result stops the pass and is returned.
+ */
+#define BUS_SENDQ_KEY_MAX 512
+typedef struct bus_sendq {
+  unsigned char last[BUS_SENDQ_KEY_MAX];
+  size_t last_len;
+  int moved; /* a key was sent this pass: the note is written */
+} bus_sendq;
+int bus_txn_sendq(bus_txn *t, const char *table, const char *note, bus_sendq *q,
+                  bus_scan_cb send, void *ud);
+void bus_sendq_sent(bus_sendq *q, const void *key, size_t klen);
+
+/*
  * Emit a decided event into the outbox, in t (a decide transaction). When
  * ev->id is NULL the id is derived from ev->cause and the emit's index
  * within this cause, so redoing the decision gives the same id. When
@@ -1480,6 +1500,20 @@ typedef struct bus_cmd {
  */
 int bus_cmd_parse(const char *subject, const char *reply, const void *data,
                   size_t len, msgpack_zone *zone, bus_cmd *cmd);
+
+/*
+ * What a node sent on its ingress: lark.in.<node>.<kind>.<what>.<name>
+ * (the broker lets a node write only its own, so <node> names the
+ * sender; the name is the rest, dots and all). 0 with the tokens found,
+ * in order: name (and what, kind, node before it) NULL when the subject
+ * has fewer; BUS_EINVAL when it does not start lark.in. or is longer
+ * than BUS_SUBJECT_MAX. The service checks kind and the tokens' lengths.
+ */
+typedef struct bus_in_route {
+  char buf[BUS_SUBJECT_MAX];
+  const char *node, *kind, *what, *name; /* in buf */
+} bus_in_route;
+int bus_in_route_parse(const char *subject, bus_in_route *r);
 
 /*
  * Reply {ok: true, seq} plus the entries of extra (a packed msgpack map's

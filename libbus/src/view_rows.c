@@ -1,9 +1,10 @@
 /*
  * view_rows.c - the rows of a view's tables inside a transaction: put, get,
- * delete and the two scans (from a prefix, after a key), and the _effects
+ * delete and the two scans (from a prefix, after a key), the _effects
  * table's marks and notes, which decide writes to remember what it has
- * done. Each call names its table; the name is looked up in the view's
- * table list (bus__table_dbi).
+ * done, and a decide pass's queue of sends (its cursor a note). Each call
+ * names its table; the name is looked up in the view's table list
+ * (bus__table_dbi).
  */
 #include <string.h>
 
@@ -131,4 +132,35 @@ int
 bus_txn_scan_after(bus_txn *t, const char *table, const void *after,
                    size_t alen, bus_scan_cb cb, void *ud) {
   return scan(t, table, after, alen, 1, cb, ud);
+}
+
+/* The cursor is copied before the scan, since send moves it meanwhile;
+ * written back only when it moved, so a pass that sent nothing writes
+ * nothing. */
+int
+bus_txn_sendq(bus_txn *t, const char *table, const char *note, bus_sendq *q,
+              bus_scan_cb send, void *ud) {
+  const void *cur = NULL;
+  size_t clen = 0;
+  if (bus_txn_note_get(t, note, strlen(note), &cur, &clen) == 0 &&
+      clen <= sizeof q->last) {
+    memcpy(q->last, cur, clen);
+    q->last_len = clen;
+  }
+  unsigned char after[sizeof q->last];
+  size_t alen = q->last_len;
+  memcpy(after, q->last, alen);
+  int rc = bus_txn_scan_after(t, table, after, alen, send, ud);
+  if (!rc && q->moved)
+    rc = bus_txn_note_put(t, note, strlen(note), q->last, q->last_len);
+  return rc;
+}
+
+void
+bus_sendq_sent(bus_sendq *q, const void *key, size_t klen) {
+  if (klen > sizeof q->last)
+    return;
+  memcpy(q->last, key, klen);
+  q->last_len = klen;
+  q->moved = 1;
 }

@@ -309,6 +309,29 @@ svc_main_run(svc *s, const char *name, int argc, char **argv,
   return rc ? 1 : 0;
 }
 
+void
+svc_on_cmd_done(const bus_cmd *cmd, int rc, void *ud) {
+  const svc *s = ud;
+  SVC_LOG(s, rc ? SVC_INFO : SVC_DEBUG, "lark.cmd", 0, "%s.%s by %s: %s",
+          cmd->kind, cmd->verb, cmd->user, rc ? bus_last_error() : "ok");
+}
+
+void
+svc_on_ingress_log(const char *subject, const char *msg, void *ud) {
+  const svc *s = ud;
+  SVC_LOG(s, SVC_WARN, subject, 0, "%s", msg);
+}
+
+int
+svc_node_streams_repair(svc *s, bus_view *v, const char *what) {
+  int made = 0, rc = bus_view_node_streams_ensure(s->conn, v, "nodes", &made);
+  if (made)
+    SVC_LOG(s, SVC_WARN, "lark.node.>", 0,
+            "made %d missing node stream%s for %s", made, made > 1 ? "s" : "",
+            what);
+  return rc;
+}
+
 static int
 run_view(svc *s, void *ud) {
   return svc_run_view(s, ud);

@@ -1,7 +1,8 @@
 /*
  * svc.h - what every service's main.c shares: settings from one table
  * (flags over environment over defaults), one log line per event, signals,
- * and connecting with the streams it needs checked.
+ * connecting with the streams it needs checked, and the hooks several pass
+ * as they are (a command's line, an ingress's line, making nodes' streams).
  *
  * A service is started as
  *   lark-<name> --url URL --creds FILE --data DIR [--name INSTANCE]
@@ -110,6 +111,23 @@ typedef struct svc_view_opts {
 } svc_view_opts;
 
 int svc_run_view(svc *s, const svc_view_opts *o);
+
+/*
+ * Hooks a service whose ud starts with its svc (its app struct's first
+ * member) passes as they are: bus_verbs.on_done, one line per command
+ * (info when it failed, debug when not); svc_queue_opts.log, an
+ * ingress's line as a warning.
+ */
+void svc_on_cmd_done(const bus_cmd *cmd, int rc, void *ud);
+void svc_on_ingress_log(const char *subject, const char *msg, void *ud);
+
+/*
+ * For svc_view_opts.repair of a service that sends to the nodes' streams:
+ * the outbox found one missing, so make the stream of every node in the
+ * view's `nodes` table where it is missing (idempotent, as the scheduler
+ * does for its pods), with a warning naming what they are for.
+ */
+int svc_node_streams_repair(svc *s, bus_view *v, const char *what);
 
 /*
  * A whole main(): settings, signals, connect (checking streams), run the

@@ -6,15 +6,16 @@
  *     decide saw (the broker's check), once per version (marked);
  *   - each robot.desired queued by apply (`desq`) goes to the robot's
  *     node stream, lark.node.<node>.robot.<robot>, in the order apply
- *     queued them, once (the last key sent is in _effects, "o"), with
- *     version = the sequence of the robot.commanded that decided it.
+ *     queued them, once (bus_txn_sendq: the last key sent is in _effects,
+ *     "o"), with version = the sequence of the robot.commanded that
+ *     decided it.
  *
  * Every decision is built from the view alone and its id derived from
  * what it was decided on, so deciding again after a crash writes the
  * same id and the broker drops the copy. A node stream not there (the
  * scheduler makes it when it takes the node's registration) keeps the
  * outbox entry, which goes out at a later pass; the service's repair
- * makes it meanwhile (devices_ensure_node_streams).
+ * makes it meanwhile (svc_node_streams_repair).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -26,9 +27,7 @@
 typedef struct pass {
   bus_txn *t;
   bus_decider by; /* lark-devices, at the cause's time or now */
-  unsigned char last[8 + DEV_KEY_SZ];
-  size_t last_len;
-  int moved;
+  bus_sendq out;  /* desq, sent in order */
 } pass;
 
 /* ------------------------------------------------------------ holders */
@@ -76,11 +75,9 @@ send_one(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   (void)v, (void)vl;
   pass *p = ud;
   char key[DEV_KEY_SZ], subject[BUS_SUBJECT_MAX], src[DEV_KEY_SZ + 64];
-  if (kl <= 8 || kl > sizeof p->last)
+  if (kl <= 8 || kl > 8 + DEV_KEY_SZ)
     return 0;
-  memcpy(p->last, k, kl);
-  p->last_len = kl;
-  p->moved = 1;
+  bus_sendq_sent(&p->out, k, kl);
   memcpy(key, (const char *)k + 8, kl - 8);
   key[kl - 8] = 0;
   char *slash = strchr(key, '/');
@@ -112,24 +109,6 @@ send_one(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
                                    &e, src, 0, BUS_APPEND_NOCHECK);
 }
 
-static int
-dispatch(pass *p) {
-  const void *cur = NULL;
-  size_t clen = 0;
-  if (bus_txn_note_get(p->t, "o", 1, &cur, &clen) == 0 &&
-      clen <= sizeof p->last) {
-    memcpy(p->last, cur, clen);
-    p->last_len = clen;
-  }
-  unsigned char after[8 + DEV_KEY_SZ];
-  size_t alen = p->last_len;
-  memcpy(after, p->last, alen);
-  int rc = bus_txn_scan_after(p->t, "desq", after, alen, send_one, p);
-  if (!rc && p->moved)
-    rc = bus_txn_note_put(p->t, "o", 1, p->last, p->last_len);
-  return rc;
-}
-
 int
 devices_decide(bus_txn *t, const bus_event *cause, int64_t now, void *ud) {
   (void)ud;
@@ -138,12 +117,5 @@ devices_decide(bus_txn *t, const bus_event *cause, int64_t now, void *ud) {
                    .cause = "",
                    .ts = cause && cause->ts ? cause->ts : now}};
   int rc = bus_txn_scan(t, "ending", NULL, 0, stop_one, &p);
-  return rc ? rc : dispatch(&p);
-}
-
-/* ------------------------------------------------------------- repair */
-
-int
-devices_ensure_node_streams(bus_conn *c, bus_view *v, int *made) {
-  return bus_view_node_streams_ensure(c, v, "nodes", made);
+  return rc ? rc : bus_txn_sendq(t, "desq", "o", &p.out, send_one, &p);
 }

@@ -46,21 +46,17 @@ typedef struct msg {
 
 static int
 route(const char *subject, msg *m) {
-  char rest[BUS_SUBJECT_MAX];
-  if (strncmp(subject, "lark.in.", 8) || strlen(subject + 8) >= sizeof rest)
-    return bus_error(BUS_EINVAL, "not an ingress subject");
-  strcpy(rest, subject + 8);
-  char *save = NULL, *node = strtok_r(rest, ".", &save);
-  char *dev = strtok_r(NULL, ".", &save), *what = strtok_r(NULL, ".", &save);
-  char *name = strtok_r(NULL, "", &save);
-  if (!node || !dev || strcmp(dev, "dev") || !what || !name ||
-      strlen(node) >= DEV_NAME_SZ || strlen(what) >= sizeof m->what ||
-      strlen(name) >= DEV_NAME_SZ)
+  bus_in_route r;
+  int rc = bus_in_route_parse(subject, &r);
+  if (rc)
+    return rc;
+  if (!r.name || strcmp(r.kind, "dev") || strlen(r.node) >= DEV_NAME_SZ ||
+      strlen(r.what) >= sizeof m->what || strlen(r.name) >= DEV_NAME_SZ)
     return bus_error(BUS_EINVAL, "not a device ingress subject");
-  strcpy(m->node, node);
-  strcpy(m->what, what);
-  strcpy(m->name, name);
-  snprintf(m->actor, sizeof m->actor, "node:%s", node);
+  strcpy(m->node, r.node);
+  strcpy(m->what, r.what);
+  strcpy(m->name, r.name);
+  snprintf(m->actor, sizeof m->actor, "node:%s", r.node);
   return 0;
 }
 

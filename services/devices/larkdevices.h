@@ -34,14 +34,6 @@
 void devices_view_def(bus_view_def *def);
 
 /*
- * The outbox found a node's stream missing (a robot.desired for it): make
- * the stream of every node the view knows where it is missing, as the
- * scheduler does for its pods (bus_node_streams_ensure, idempotent);
- * *made counts the streams made now.
- */
-int devices_ensure_node_streams(bus_conn *c, bus_view *v, int *made);
-
-/*
  * Reads, live and in a replay:
  *   robot  status {node?, robot?} -> {items: [robot rows]}
  *   device list {node?}           -> {items: [rows of every device]}

@@ -24,34 +24,16 @@
 static const char *const streams[] = {"LARK_EVENTS", "LARK_INGRESS", NULL};
 
 typedef struct app {
-  svc s;
+  svc s; /* first: the svc_on_* hooks take the app as their svc */
   bus_view *view;
   devices_ingress *in;
 } app;
-
-static void
-on_cmd(const bus_cmd *cmd, int rc, void *ud) {
-  app *a = ud;
-  SVC_LOG(&a->s, rc ? SVC_INFO : SVC_DEBUG, "lark.cmd", 0, "%s.%s by %s: %s",
-          cmd->kind, cmd->verb, cmd->user, rc ? bus_last_error() : "ok");
-}
-
-static void
-on_ingress_log(const char *subject, const char *msg, void *ud) {
-  app *a = ud;
-  SVC_LOG(&a->s, SVC_WARN, subject, 0, "%s", msg);
-}
 
 /* The outbox found a node's stream missing: make the known nodes'. */
 static int
 repair(svc *s, bus_view *v, void *ud) {
   (void)ud;
-  int made = 0, rc = devices_ensure_node_streams(s->conn, v, &made);
-  if (made)
-    SVC_LOG(s, SVC_WARN, "lark.node.>", 0,
-            "made %d missing node stream%s for robots' desired states", made,
-            made > 1 ? "s" : "");
-  return rc;
+  return svc_node_streams_repair(s, v, "robots' desired states");
 }
 
 /* The ingress thread runs beside the service loop, on the open view. */
@@ -60,7 +42,7 @@ start(svc *s, bus_view *v, void *ud) {
   app *a = ud;
   devices_ingress_opts io;
   devices_ingress_opts_init(&io);
-  io.log = on_ingress_log;
+  io.log = svc_on_ingress_log;
   io.ud = a;
   int rc = devices_ingress_start(s->conn, v, &io, &a->in);
   if (!rc)
@@ -79,7 +61,7 @@ main(int argc, char **argv) {
   app a;
   memset(&a, 0, sizeof a);
   bus_verbs verbs = devices_verbs;
-  verbs.on_done = on_cmd;
+  verbs.on_done = svc_on_cmd_done;
   svc_view_opts o = {.verbs = &verbs,
                      .ud = &a,
                      .view = &a.view,

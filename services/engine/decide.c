@@ -7,15 +7,16 @@
  * when the nodes hosting its pods changed; else the next stage.started
  * the rules allow (rules.c). Then each projection apply queued goes to
  * the streams of the Job's nodes (lark.node.<node>.engine.<job>.<what>),
- * in the order queued, once (the last key sent is in _effects, "o"), with
- * version = the sequence of the event that decided it.
+ * in the order queued, once (bus_txn_sendq: the last key sent is in
+ * _effects, "o"), with version = the sequence of the event that decided
+ * it.
  *
  * Every decision is built from the view alone, its id derived from what
  * was decided on which version, so deciding again after a crash writes
  * the same id and the broker drops the copy; a start decided on a version
  * that moved on is refused by the broker and decided again on the new
  * one. A node stream not there keeps the outbox entry; the service's
- * repair makes it (engine_ensure_node_streams).
+ * repair makes it (svc_node_streams_repair).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -28,9 +29,7 @@ typedef struct pass {
   bus_txn *t;
   bus_decider by;
   eng_proj *proj; /* made on first use */
-  unsigned char last[8 + ENG_NAME_SZ + 3];
-  size_t last_len;
-  int moved;
+  bus_sendq out;  /* projq, sent in order */
 } pass;
 
 /* ------------------------------------------------------------- runs */
@@ -166,11 +165,9 @@ send_one(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   (void)v, (void)vl;
   pass *p = ud;
   char jw[ENG_NAME_SZ + 3];
-  if (kl <= 10 || kl > sizeof p->last || kl - 8 >= sizeof jw)
+  if (kl <= 10 || kl - 8 >= sizeof jw)
     return 0;
-  memcpy(p->last, k, kl);
-  p->last_len = kl;
-  p->moved = 1;
+  bus_sendq_sent(&p->out, k, kl);
   memcpy(jw, (const char *)k + 8, kl - 8);
   jw[kl - 8] = 0;
   char what = jw[kl - 9];
@@ -188,24 +185,6 @@ send_one(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   return rc ? rc : eng_each_jnode(p->t, j.name, emit_proj, &tn);
 }
 
-static int
-dispatch(pass *p) {
-  const void *cur = NULL;
-  size_t clen = 0;
-  if (bus_txn_note_get(p->t, "o", 1, &cur, &clen) == 0 &&
-      clen <= sizeof p->last) {
-    memcpy(p->last, cur, clen);
-    p->last_len = clen;
-  }
-  unsigned char after[sizeof p->last];
-  size_t alen = p->last_len;
-  memcpy(after, p->last, alen);
-  int rc = bus_txn_scan_after(p->t, "projq", after, alen, send_one, p);
-  if (!rc && p->moved)
-    rc = bus_txn_note_put(p->t, "o", 1, p->last, p->last_len);
-  return rc;
-}
-
 int
 engine_decide(bus_txn *t, const bus_event *cause, int64_t now, void *ud) {
   (void)ud;
@@ -215,16 +194,9 @@ engine_decide(bus_txn *t, const bus_event *cause, int64_t now, void *ud) {
                    .ts = cause && cause->ts ? cause->ts : now}};
   int rc = bus_txn_scan(t, "live", NULL, 0, decide_job, &p);
   if (!rc)
-    rc = dispatch(&p);
+    rc = bus_txn_sendq(t, "projq", "o", &p.out, send_one, &p);
   free(p.proj);
   return rc;
-}
-
-/* ------------------------------------------------------------ repair */
-
-int
-engine_ensure_node_streams(bus_conn *c, bus_view *v, int *made) {
-  return bus_view_node_streams_ensure(c, v, "nodes", made);
 }
 
 /* ------------------------------------------------------------- purge */

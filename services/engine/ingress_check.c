@@ -20,20 +20,18 @@
 
 int
 eng_route_parse(const char *subject, eng_route *r) {
-  char rest[BUS_SUBJECT_MAX];
-  if (strncmp(subject, "lark.in.", 8) || strlen(subject + 8) >= sizeof rest)
-    return bus_error(BUS_EINVAL, "not an ingress subject");
-  strcpy(rest, subject + 8);
-  char *save = NULL, *node = strtok_r(rest, ".", &save);
-  char *eng = strtok_r(NULL, ".", &save), *what = strtok_r(NULL, ".", &save);
-  char *name = strtok_r(NULL, "", &save);
-  if (!node || !eng || strcmp(eng, "engine") || !what || !name ||
-      strlen(node) >= sizeof r->node || strlen(what) >= sizeof r->what ||
-      strlen(name) >= sizeof r->name || !bus_name_valid(node, BUS_NAME_MAX))
+  bus_in_route in;
+  int rc = bus_in_route_parse(subject, &in);
+  if (rc)
+    return rc;
+  if (!in.name || strcmp(in.kind, "engine") ||
+      strlen(in.node) >= sizeof r->node || strlen(in.what) >= sizeof r->what ||
+      strlen(in.name) >= sizeof r->name ||
+      !bus_name_valid(in.node, BUS_NAME_MAX))
     return bus_error(BUS_EINVAL, "not an engine ingress subject");
-  strcpy(r->node, node);
-  strcpy(r->what, what);
-  strcpy(r->name, name);
+  strcpy(r->node, in.node);
+  strcpy(r->what, in.what);
+  strcpy(r->name, in.name);
   return 0;
 }
 

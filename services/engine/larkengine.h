@@ -24,10 +24,6 @@
 /* The view: LARK_EVENTS, filter lark.ev.>. */
 void engine_view_def(bus_view_def *def);
 
-/* A node's stream missing when a projection goes out: make every known
- * node's (idempotent); *made counts those made now. */
-int engine_ensure_node_streams(bus_conn *c, bus_view *v, int *made);
-
 /*
  * Reads, live and in a replay (lark.cmd.<user>.stages.* and peers.*):
  *   stages.get {name, limit?} -> the Job's loop and its steps

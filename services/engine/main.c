@@ -39,7 +39,7 @@ typedef struct purged {
 } purged;
 
 typedef struct app {
-  svc s;
+  svc s; /* first: the svc_on_* hooks take the app as their svc */
   bus_view *view;
   engine_ingress *in;
   engine_ingress_stats said; /* the ingress's counters last logged */
@@ -50,28 +50,10 @@ typedef struct app {
   size_t np, cap;
 } app;
 
-static void
-on_cmd(const bus_cmd *cmd, int rc, void *ud) {
-  app *a = ud;
-  SVC_LOG(&a->s, rc ? SVC_INFO : SVC_DEBUG, "lark.cmd", 0, "%s.%s by %s: %s",
-          cmd->kind, cmd->verb, cmd->user, rc ? bus_last_error() : "ok");
-}
-
-static void
-on_ingress_log(const char *subject, const char *msg, void *ud) {
-  app *a = ud;
-  SVC_LOG(&a->s, SVC_WARN, subject, 0, "%s", msg);
-}
-
 static int
 repair(svc *s, bus_view *v, void *ud) {
   (void)ud;
-  int made = 0, rc = engine_ensure_node_streams(s->conn, v, &made);
-  if (made)
-    SVC_LOG(s, SVC_WARN, "lark.node.>", 0,
-            "made %d missing node stream%s for the engine's projections", made,
-            made > 1 ? "s" : "");
-  return rc;
+  return svc_node_streams_repair(s, v, "the engine's projections");
 }
 
 /* ------------------------------------------------------------ purger */
@@ -149,7 +131,7 @@ start(svc *s, bus_view *v, void *ud) {
   app *a = ud;
   engine_ingress_opts io;
   engine_ingress_opts_init(&io);
-  io.log = on_ingress_log;
+  io.log = svc_on_ingress_log;
   io.ud = a;
   a->view = v;
   int rc = engine_ingress_start(s->conn, v, &io, &a->in);
@@ -177,7 +159,7 @@ int
 main(int argc, char **argv) {
   static app a;
   bus_verbs verbs = engine_verbs;
-  verbs.on_done = on_cmd;
+  verbs.on_done = svc_on_cmd_done;
   svc_view_opts o = {.verbs = &verbs,
                      .ud = &a,
                      .view = &a.view,

@@ -20,7 +20,7 @@ static const char *const streams[] = {"LARK_EVENTS", "LARK_INGRESS",
                                       "LARK_LOGS", NULL};
 
 typedef struct app {
-  svc s;
+  svc s; /* first: the svc_on_* hooks take the app as their svc */
   bus_view *view;
   logs_ingress *in;
 } app;
@@ -39,19 +39,13 @@ on_query(bus_conn *c, const bus_cmd *cmd, void *ud) {
   msgpack_sbuffer_destroy(&sb);
 }
 
-static void
-on_ingress_log(const char *subject, const char *msg, void *ud) {
-  app *a = ud;
-  SVC_LOG(&a->s, SVC_WARN, subject, 0, "%s", msg);
-}
-
 /* The ingress thread runs beside the service loop, on the open view. */
 static int
 start(svc *s, bus_view *v, void *ud) {
   app *a = ud;
   logs_ingress_opts io;
   logs_ingress_opts_init(&io);
-  io.log = on_ingress_log;
+  io.log = svc_on_ingress_log;
   io.ud = a;
   int rc = logs_ingress_start(s->conn, v, &io, &a->in);
   if (!rc)
