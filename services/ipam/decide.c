@@ -13,7 +13,7 @@
  * (or, on R3, apply's). The clock is read here only (now): the hold.
  * decide's memory in _effects:
  *   "a:<d>:<seq>"  an event emitted on top of version <seq> of the domain
- *   "r"            the last rtout key sent
+ *   "r"            the last rtout key sent (bus_txn_sendq)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,21 +260,17 @@ route_set(bus_txn *t, const char *d, const char *c, const char *pod, pod_rec *r,
 
 typedef struct rt_walk {
   bus_txn *t;
-  unsigned char last[8 + 4 * IPAM_DNAME_SZ];
-  size_t last_len;
+  bus_sendq out; /* rtout, sent in order */
   bus_decider by;
-  int moved;
 } rt_walk;
 
 static int
 send_route(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   rt_walk *w = ud;
   char tail[4 * IPAM_DNAME_SZ], d[IPAM_NAME_SZ], c[IPAM_NAME_SZ];
-  if (kl <= 8 || kl > sizeof w->last || vl != 1)
+  if (kl <= 8 || kl > 8 + 4 * IPAM_DNAME_SZ || vl != 1)
     return 0;
-  memcpy(w->last, k, kl);
-  w->last_len = kl;
-  w->moved = 1;
+  bus_sendq_sent(&w->out, k, kl);
   ipam_copy(tail, sizeof tail, (const char *)k + 8, kl - 8);
   char *dot1 = strchr(tail, '.'), *dot2 = dot1 ? strchr(dot1 + 1, '.') : NULL;
   if (!dot2)
@@ -307,18 +303,7 @@ decide_routes(bus_txn *t, const bus_decider *by) {
     return bus_error(BUS_ESTORE, "out of memory");
   w->t = t;
   w->by = *by;
-  const void *cur;
-  size_t clen;
-  if (bus_txn_note_get(t, "r", 1, &cur, &clen) == 0 && clen <= sizeof w->last) {
-    memcpy(w->last, cur, clen);
-    w->last_len = clen;
-  }
-  unsigned char after[sizeof w->last];
-  size_t alen = w->last_len;
-  memcpy(after, w->last, alen);
-  int rc = bus_txn_scan_after(t, "rtout", after, alen, send_route, w);
-  if (!rc && w->moved)
-    rc = bus_txn_note_put(t, "r", 1, w->last, w->last_len);
+  int rc = bus_txn_sendq(t, "rtout", "r", &w->out, send_route, w);
   free(w);
   return rc;
 }

@@ -3,7 +3,8 @@
  * told: each pod queued in `outgoing` is sent to its node as pod.desired
  * (its command, environment, runtime, scripts, GPUs and the named devices
  * it holds), in the order
- * apply queued them, once (the last key sent is in _effects, "o").
+ * apply queued them, once (bus_txn_sendq: the last key sent is in
+ * _effects, "o").
  *
  * A worker of a Job with a Ray head (rayhead.c) is held instead while the
  * head pod has not been reported Running: noted in _effects ("r:<pod>")
@@ -223,9 +224,7 @@ dispatch_pod(bus_txn *t, const char *name, uint64_t seq) {
 
 typedef struct out_walk {
   bus_txn *t;
-  unsigned char last[8 + SCHED_DNAME_SZ];
-  size_t last_len;
-  int moved; /* sent something: the cursor moves */
+  bus_sendq out; /* outgoing, sent in order */
 } out_walk;
 
 static int
@@ -233,11 +232,9 @@ send_one(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   (void)v, (void)vl;
   out_walk *w = ud;
   char name[SCHED_DNAME_SZ];
-  if (kl > sizeof w->last || !sched_seq_key_name(k, kl, name, sizeof name))
+  if (kl > 8 + SCHED_DNAME_SZ || !sched_seq_key_name(k, kl, name, sizeof name))
     return 0;
-  memcpy(w->last, k, kl);
-  w->last_len = kl;
-  w->moved = 1;
+  bus_sendq_sent(&w->out, k, kl);
   return dispatch_pod(w->t, name, sched_seq_of(k));
 }
 
@@ -296,19 +293,6 @@ release_held(bus_txn *t) {
 int
 sched_decide_dispatch(bus_txn *t) {
   out_walk w = {.t = t};
-  const void *cur = NULL;
-  size_t clen = 0;
-  if (bus_txn_note_get(t, "o", 1, &cur, &clen) == 0 && clen <= sizeof w.last) {
-    memcpy(w.last, cur, clen);
-    w.last_len = clen;
-  }
-  unsigned char after[8 + SCHED_DNAME_SZ];
-  size_t alen = w.last_len;
-  memcpy(after, w.last, alen);
   int rc = release_held(t);
-  if (!rc)
-    rc = bus_txn_scan_after(t, "outgoing", after, alen, send_one, &w);
-  if (!rc && w.moved)
-    rc = bus_txn_note_put(t, "o", 1, w.last, w.last_len);
-  return rc;
+  return rc ? rc : bus_txn_sendq(t, "outgoing", "o", &w.out, send_one, &w);
 }
