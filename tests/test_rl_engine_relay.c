@@ -24,52 +24,33 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bed.h"
 #include "files.h"
 #include "platform.h"
 #include "podnet.h"
 #include "proc.h"
-#include "root.h"
+#include "relaybed.h"
 #include "wait.h"
 
-static char self_ns[PODNET_NS_MAX], job[64];
-static lt_platform plat;
+static lt_relaybed bed;
 static char out[1 << 16], err[1 << 14];
 
 #define larkctl_run(...)                                                       \
-  lt_larkctl(&plat, out, sizeof out, err, sizeof err, __VA_ARGS__)
+  lt_larkctl(&bed.plat, out, sizeof out, err, sizeof err, __VA_ARGS__)
 
-static void
-cleanup(void) {
-  lt_platform_stop(&plat);
-  if (self_ns[0])
-    podnet_ns_delete(self_ns);
-  self_ns[0] = 0;
-  lt_platform_remove(&plat);
-}
+static const char *const pods[] = {"learner-0", "sampler-0", "sampler-1"};
 
 static void
 setup(void) {
-  static const char *const extra[] = {"--relay",  "--nodes", "2",
-                                      "--domain", "rw",      NULL};
-  const char *src = getenv("LARK_SOURCE_DIR");
-  lt_need_root("relays capture in network namespaces");
-  atexit(cleanup);
-  setenv("LARKBUS_HOME", src ? src : ".", 1); /* the pods find the scripts */
-  lt_enter_new_netns(self_ns, "rlrel");
-  lt_platform_init(&plat, "rlrel");
-  snprintf(job, sizeof job, "rw%d", (int)getpid());
-  int rc = lt_platform_start(&plat, extra, 60);
-  cr_assert_gt(plat.pid, 0);
-  cr_assert_eq(rc, 0, "larkctl up --relay is not ready (see %s)", plat.up_log);
+  lt_relaybed_init(&bed, "relays capture in network namespaces", "rlrel", "rw",
+                   pods, 3);
+  setenv("LARKBUS_HOME", lt_source_dir(), 1); /* the pods find the scripts */
+  lt_relaybed_up(&bed, "rw");
 }
 
 static void
 teardown(void) {
-  if (plat.pid > 0) {
-    larkctl_run("delete job %s", job);
-    lt_platform_stop(&plat);
-  }
-  cleanup();
+  lt_relaybed_down(&bed);
 }
 
 TestSuite(rl_engine_relay, .init = setup, .fini = teardown, .timeout = 200);
@@ -78,7 +59,7 @@ TestSuite(rl_engine_relay, .init = setup, .fini = teardown, .timeout = 200);
 static void
 apply(void) {
   char path[512];
-  snprintf(path, sizeof path, "%s/rw.yaml", plat.dir);
+  snprintf(path, sizeof path, "%s/rw.yaml", bed.plat.dir);
   cr_assert_eq(
       lt_write_file(path,
                     "apiVersion: rlinf.io/v1alpha1\n"
@@ -106,13 +87,9 @@ apply(void) {
                     "            'exec python3 "
                     "\"$LARKBUS_HOME/examples/rl_learner.py\"']\n"
                     "          environment: [{name: RL_STEPS, value: \"2\"}]\n",
-                    job),
+                    bed.job),
       0);
-  /* right after "ready" the edges may not have registered yet */
-  int rc = -1;
-  for (int i = 0; i < 300 && (rc = larkctl_run("apply -f %s", path)); i++)
-    lt_sleep_ms(100);
-  cr_assert_eq(rc, 0, "%s%s", out, err);
+  lt_platform_apply(&bed.plat, path, 30);
 }
 
 /* The lines of the platform's logs (every process's) holding both a and
@@ -124,8 +101,8 @@ log_lines(const char *a, const char *b) {
   char e[1024];
   got[0] = 0;
   lt_sh(got, sizeof got, e, sizeof e,
-        "cat %s/logs/*.log | grep -F -- '%s' | grep -F -- '%s'", plat.dir, a,
-        b);
+        "cat %s/logs/*.log | grep -F -- '%s' | grep -F -- '%s'", bed.plat.dir,
+        a, b);
   int n = 0;
   for (const char *l = got; (l = strchr(l, '\n')); l++)
     n++;
@@ -135,28 +112,31 @@ log_lines(const char *a, const char *b) {
 Test(rl_engine_relay, weights_cross_clusters_through_the_hub) {
   char want[128];
   apply();
-  cr_assert_eq(larkctl_run("wait job %s --for Succeeded --timeout 150s", job),
-               0, "%s%s (see %s/logs)", out, err, plat.dir);
+  cr_assert_eq(
+      larkctl_run("wait job %s --for Succeeded --timeout 150s", bed.job), 0,
+      "%s%s (see %s/logs)", out, err, bed.plat.dir);
   /* node-2 (c2) cached each version, from node-1 (c1) */
   cr_assert_eq(
-      larkctl_run("tail lark.ev.engine.%s --type weights.cached -o json", job),
+      larkctl_run("tail lark.ev.engine.%s --type weights.cached -o json",
+                  bed.job),
       0, "%s", err);
   int cached = 0;
   for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n"))
     cached += strstr(l, "\"node-2\"") && strstr(l, "\"node-1\"");
   cr_expect_geq(cached, 2, "versions cached by node-2 from node-1: %d", cached);
   /* ... through c2's relay and the hub, by the Job's rule */
-  snprintf(want, sizeof want, "job %s node-2 -> node-1", job);
+  snprintf(want, sizeof want, "job %s node-2 -> node-1", bed.job);
   cr_expect_gt(log_lines("node: weights", want), 0,
-               "c2's relay carried no weights request (see %s/logs)", plat.dir);
-  snprintf(want, sizeof want, "job %s node-2 (c2) -> node-1", job);
+               "c2's relay carried no weights request (see %s/logs)",
+               bed.plat.dir);
+  snprintf(want, sizeof want, "job %s node-2 (c2) -> node-1", bed.job);
   cr_expect_gt(log_lines("hub: weights channel", want), 0,
-               "the hub joined no weights channel (see %s/logs)", plat.dir);
+               "the hub joined no weights channel (see %s/logs)", bed.plat.dir);
   /* The hub follows the log, so it may be asked before it has read the
    * Job's engine.nodes or the weights event naming the address: it then
    * refuses, and the fetcher tries again after its backoff. No other
    * refusal is right. */
-  log_lines("refused weights", job);
+  log_lines("refused weights", bed.job);
   for (char *l = strtok(got, "\n"); l; l = strtok(NULL, "\n"))
     cr_expect(strstr(l, "(unknown job)") || strstr(l, "gave no address"),
               "refused: %s", l);
