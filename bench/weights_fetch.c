@@ -226,7 +226,7 @@ write_peers(run *r) {
  * version 1 from n0. */
 static void
 write_weights(run *r, int only) {
-  char node[8], subject[BUS_SUBJECT_MAX];
+  char node[16], subject[BUS_SUBJECT_MAX];
   bus_weights_source src = {.node = BUS_STR("n0"),
                             .has_cluster = 1,
                             .cluster = BUS_STR("local"),
