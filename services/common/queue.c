@@ -34,6 +34,31 @@ svc_queue_say(const svc_queue *q, const char *subject, const char *fmt,
     q->o.log(subject, msg, q->o.ud);
 }
 
+static int
+transient(int rc) {
+  return rc == BUS_ETIMEOUT || rc == BUS_ECONN || rc == BUS_ENO_STREAM;
+}
+
+int
+svc_queue_until_stored(svc_queue *q, const char *subject,
+                       int (*attempt)(void *ud), void *ud) {
+  int delay_ms = 50;
+  for (;;) {
+    int rc = attempt(ud);
+    if (!transient(rc)) {
+      if (rc)
+        svc_queue_say(q, subject, "refused: %s", bus_last_error());
+      return rc;
+    }
+    svc_queue_say(q, subject, "not stored yet, trying again: %s",
+                  bus_last_error());
+    bus_worker_nap(q->w, delay_ms);
+    delay_ms = delay_ms < 1000 ? delay_ms * 2 : 2000;
+    if (bus_worker_stopping(q->w))
+      return 1;
+  }
+}
+
 static void
 worker_log(const char *line, void *ud) {
   const svc_queue *q = ud;

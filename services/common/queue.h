@@ -83,4 +83,14 @@ void svc_queue_destroy(svc_queue *q);
 void svc_queue_say(const svc_queue *q, const char *subject, const char *fmt,
                    const char *a);
 
+/*
+ * Call attempt(ud) until it gives anything but a transient failure (a
+ * timeout, no connection, a stream not there yet), napping 50 ms,
+ * doubling to 2 s, between tries and saying each one on q: its last
+ * result (0, or a refusal, said as "refused: ..."), or 1 when q's worker
+ * was told to stop.
+ */
+int svc_queue_until_stored(svc_queue *q, const char *subject,
+                           int (*attempt)(void *ud), void *ud);
+
 #endif

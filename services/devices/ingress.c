@@ -243,36 +243,33 @@ handle(devices_ingress *in, const char *subject, const bus_event *ev) {
   return bus_error(BUS_EINVAL, "unexpected %s on %s", ev->type, m.what);
 }
 
+/* One message's try: a refusal for a device the view does not have yet
+ * is tried again once the view has caught up (a node reports right after
+ * it registered). */
+typedef struct one_msg {
+  devices_ingress *in;
+  const char *subject;
+  const bus_event *ev;
+  int caught;
+} one_msg;
+
 static int
-transient(int rc) {
-  return rc == BUS_ETIMEOUT || rc == BUS_ECONN || rc == BUS_ENO_STREAM;
+attempt(void *ud) {
+  one_msg *m = ud;
+  int rc = handle(m->in, m->subject, m->ev);
+  if (rc == BUS_EDENIED && !m->caught++) {
+    bus_view_catch_up(m->in->s.c, m->in->s.v, NULL, 5000);
+    rc = handle(m->in, m->subject, m->ev);
+  }
+  return rc;
 }
 
-/* Until stored or refused for good; a refusal for a device the view
- * does not have yet is tried again once the view has caught up (a node
- * reports right after it registered). Non-zero when told to stop. */
+/* Until stored or refused for good; non-zero when told to stop. */
 static int
 handle_until_stored(devices_ingress *in, const char *subject,
                     const bus_event *ev) {
-  int delay_ms = 50, caught = 0;
-  for (;;) {
-    int rc = handle(in, subject, ev);
-    if (rc == BUS_EDENIED && !caught++) {
-      bus_view_catch_up(in->s.c, in->s.v, NULL, 5000);
-      continue;
-    }
-    if (!transient(rc)) {
-      if (rc)
-        svc_queue_say(&in->s.q, subject, "refused: %s", bus_last_error());
-      return 0;
-    }
-    svc_queue_say(&in->s.q, subject, "not stored yet, trying again: %s",
-                  bus_last_error());
-    bus_worker_nap(in->s.q.w, delay_ms);
-    delay_ms = delay_ms < 1000 ? delay_ms * 2 : 2000;
-    if (bus_worker_stopping(in->s.q.w))
-      return 1;
-  }
+  one_msg m = {in, subject, ev, 0};
+  return svc_queue_until_stored(&in->s.q, subject, attempt, &m) == 1;
 }
 
 static void

@@ -280,32 +280,27 @@ handle(engine_ingress *in, const char *subject, const bus_event *ev) {
   return stage ? add_to_group(in, &c) : weights_event(in, &c);
 }
 
+typedef struct one_try {
+  engine_ingress *in;
+  const char *subject;
+  const bus_event *ev; /* NULL: flush the groups */
+} one_try;
+
 static int
-transient(int rc) {
-  return rc == BUS_ETIMEOUT || rc == BUS_ECONN || rc == BUS_ENO_STREAM;
+attempt(void *ud) {
+  one_try *t = ud;
+  return t->ev ? handle(t->in, t->subject, t->ev) : flush_groups(t->in);
 }
 
-/* Until stored or refused for good; non-zero when told to stop. */
+/* Until stored or refused for good (a refused flush drops its groups);
+ * non-zero when told to stop. */
 static int
-until_stored(engine_ingress *in, const char *subject, const bus_event *ev,
-             int flush) {
-  int delay_ms = 50;
-  for (;;) {
-    int rc = flush ? flush_groups(in) : handle(in, subject, ev);
-    if (!transient(rc)) {
-      if (rc)
-        svc_queue_say(&in->s.q, subject, "refused: %s", bus_last_error());
-      if (rc && flush)
-        in->ng = 0;
-      return 0;
-    }
-    svc_queue_say(&in->s.q, subject, "not stored yet, trying again: %s",
-                  bus_last_error());
-    bus_worker_nap(in->s.q.w, delay_ms);
-    delay_ms = delay_ms < 1000 ? delay_ms * 2 : 2000;
-    if (bus_worker_stopping(in->s.q.w))
-      return 1;
-  }
+until_stored(engine_ingress *in, const char *subject, const bus_event *ev) {
+  one_try t = {in, subject, ev};
+  int rc = svc_queue_until_stored(&in->s.q, subject, attempt, &t);
+  if (rc < 0 && !ev)
+    in->ng = 0;
+  return rc == 1;
 }
 
 /* Each message of b (the indexes idx, or all), until stored or refused;
@@ -322,13 +317,13 @@ pass(engine_ingress *in, bus_batch *b, const size_t *idx, size_t n) {
       continue;
     }
     in->later = 0;
-    if (until_stored(in, subject, ev, 0))
+    if (until_stored(in, subject, ev))
       return 1;
     if (in->later &&
         !bus_grow(&in->again, in->nagain, &in->capagain, sizeof(size_t), 64))
       in->again[in->nagain++] = i;
   }
-  return until_stored(in, "lark.in.*.engine.stage", NULL, 1);
+  return until_stored(in, "lark.in.*.engine.stage", NULL);
 }
 
 /* Checked in one read of the view; what it does not know yet (a step
