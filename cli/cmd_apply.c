@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "command_send.h"
 #include "manifest.h"
 
 #define USAGE "larkctl apply -f FILE [-f FILE ...] [--dry-run] [-o json]"
@@ -116,16 +117,6 @@ check_clashes(const apply *ap) {
   return n ? CLI_ERR : CLI_OK;
 }
 
-static void
-pack_body(msgpack_sbuffer *sb, const char *key, const lark_doc *d) {
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 2);
-  bus_pack_kv_str(&pk, "key", key);
-  msgpack_pack_str_with_body(&pk, "resource", 8);
-  msgpack_sbuffer_write(sb, d->mp, d->mp_len); /* already one msgpack map */
-}
-
 static int
 apply_doc(apply *ap, bus_conn *c, const lark_doc *d) {
   const lark_kind *k = lark_kind_find(d->kind);
@@ -134,7 +125,7 @@ apply_doc(apply *ap, bus_conn *c, const lark_doc *d) {
   snprintf(what, sizeof what, "%s.rlinf.io/%s", k->cmd, d->name);
   msgpack_sbuffer sb;
   msgpack_sbuffer_init(&sb);
-  pack_body(&sb, key, d);
+  lark_apply_body(&sb, key, d);
   msgpack_zone zone;
   msgpack_zone_init(&zone, 4096);
   msgpack_object reply;

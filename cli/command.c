@@ -4,10 +4,9 @@
  * of wait), the queries of get, describe and cert (cli_call), and how
  * their replies print. It uses common.c; common.c uses nothing here.
  *
- * Every command carries a fresh idempotency key; a request that times out
- * is sent once more with the same key, so it lands at most once, and one
- * the service could not store yet (its error says the broker did not
- * answer: a cluster electing a leader) is sent again for a while. "No
+ * Every command carries a fresh idempotency key and goes out through
+ * lark_command_send (command_send.c, shared with lark-gateway), which
+ * retries it with the same key. "No
  * answer" (nobody subscribed, or silence) is told apart from the broker's
  * refusal ("permission denied") and from a service's refusal, and names
  * the service that should be running, never one that does not exist. A
@@ -18,9 +17,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "command_send.h"
 #include "manifest.h"
-
-#define CMD_TIMEOUT_MS 5000
 
 /* Who answers each command kind (lark.cmd.<user>.<kind>.<verb>): the
  * services' own lists (services/<name>/main.c). A kind that is not here
@@ -48,57 +46,11 @@ cli_service_of(const char *kind) {
   return "the service that serves it";
 }
 
-/* A reply whose error says the broker could not store now (no responder
- * while a cluster elects a leader, a timeout, a lost connection) refused
- * nothing: the command is sent again, with the same key. */
-static int
-transient_reply(const msgpack_object *reply) {
-  char code[32] = "";
-  const msgpack_object *err = bus_obj_get(reply, "error");
-  if (!err || !bus_obj_str(err, "code", code, sizeof code))
-    return 0;
-  return !strcmp(code, "NO_STREAM") || !strcmp(code, "TIMEOUT") ||
-         !strcmp(code, "CONN");
-}
-
-/* One request and its reply, decoded into zone. */
-static int
-request_once(bus_conn *c, const char *subject, const msgpack_sbuffer *body,
-             msgpack_zone *zone, msgpack_object *reply) {
-  void *buf = NULL;
-  size_t len = 0;
-  int rc = bus_conn_request(c, subject, body ? body->data : NULL,
-                            body ? body->size : 0, CMD_TIMEOUT_MS, &buf, &len);
-  if (rc)
-    return rc;
-  void *keep = msgpack_zone_malloc(zone, len ? len : 1);
-  if (keep)
-    memcpy(keep, buf, len);
-  free(buf);
-  if (!keep)
-    return bus_error(-ENOMEM, "out of memory");
-  if (msgpack_unpack(keep, len, NULL, zone, reply) != MSGPACK_UNPACK_SUCCESS ||
-      reply->type != MSGPACK_OBJECT_MAP)
-    return bus_error(BUS_EMALFORMED, "malformed reply on %s", subject);
-  return 0;
-}
-
 int
 cli_command(lark_cli *cli, bus_conn *c, const char *kind, const char *verb,
             const msgpack_sbuffer *body, msgpack_zone *zone,
             msgpack_object *reply) {
-  char subject[BUS_SUBJECT_MAX];
-  snprintf(subject, sizeof subject, "lark.cmd.%s.%s.%s", cli_user(cli), kind,
-           verb);
-  int rc = BUS_ETIMEOUT, timeouts = 0;
-  for (int wait_ms = 100, waited = 0;; waited += wait_ms, wait_ms *= 2) {
-    rc = request_once(c, subject, body, zone, reply);
-    if (rc == BUS_ETIMEOUT && ++timeouts < 2)
-      continue;
-    if (rc || !transient_reply(reply) || waited > CMD_TIMEOUT_MS * 3)
-      return rc;
-    bus_sleep_ms(wait_ms);
-  }
+  return lark_command_send(c, cli_user(cli), kind, verb, body, zone, reply);
 }
 
 int
@@ -154,7 +106,8 @@ cli_call(lark_cli *cli, bus_conn *c, const char *kind, const char *verb,
   void *reply = NULL;
   size_t len = 0;
   int rc = bus_conn_request(c, subject, body ? body->data : NULL,
-                            body ? body->size : 0, 5000, &reply, &len);
+                            body ? body->size : 0, LARK_CMD_TIMEOUT_MS, &reply,
+                            &len);
   if (rc)
     return cli_command_fail(cli, verb, rc, kind, verb);
   /* unpacked strings point into the buffer: keep it in the zone */
@@ -198,28 +151,10 @@ cli_print_refusal(const char *cmd, const char *what,
   }
 }
 
-/*
- * What a service says it did: `unchanged: true` or `configured: true` (the
- * contract's flags), else a `result` word it names (lark-scheduler answers
- * {result: "created" | "unchanged" | "stopped" ...}), else dflt.
- */
 const char *
 cli_reply_outcome(const msgpack_object *reply, const char *dflt, char *buf,
                   size_t cap) {
-  static const char *const words[] = {
-      "created", "unchanged", "configured", "stopped",    "resumed",
-      "deleted", "cordoned",  "uncordoned", "registered", NULL};
-  const msgpack_object *u = bus_obj_get(reply, "unchanged");
-  const msgpack_object *c = bus_obj_get(reply, "configured");
-  if (u && u->type == MSGPACK_OBJECT_BOOLEAN && u->via.boolean)
-    return "unchanged";
-  if (c && c->type == MSGPACK_OBJECT_BOOLEAN && c->via.boolean)
-    return "configured";
-  if (bus_obj_str(reply, "result", buf, cap))
-    for (const char *const *w = words; *w; w++)
-      if (!strcmp(buf, *w))
-        return *w;
-  return dflt;
+  return lark_reply_outcome(reply, dflt, buf, cap);
 }
 
 /* One JSON line for a command's outcome: {kind, name, result, seq?,
@@ -258,9 +193,7 @@ name_one(lark_cli *cli, bus_conn *c, const cli_verb *v, const char *kind,
     return cli_fail(v->name, 0, "%s: not a valid name ([a-z0-9-])", what);
   bus_packbuf b;
   bus_packbuf_init(&b);
-  msgpack_pack_map(&b.pk, 2);
-  bus_pack_kv_str(&b.pk, "key", key);
-  bus_pack_kv_str(&b.pk, "name", name);
+  lark_name_body(&b.sb, key, name);
   msgpack_zone zone;
   msgpack_zone_init(&zone, 2048);
   msgpack_object reply;
