@@ -328,7 +328,10 @@ const timectl = {
     stream('/api/v1/events', { subject: 'lark.ev.>', limit: 1 },
            undefined, ev => { this.span(toMs(ev.time)); return false; })
         .catch(() => { /* an empty log: keep the last hour */ });
-    setInterval(() => { if (!state.at) this.sync(); }, 5000);
+    /* The slider's end follows now, unless a hand is on it. */
+    setInterval(() => {
+      if (!state.at && document.activeElement !== this.slider) this.sync();
+    }, 5000);
   },
   span(t0) {
     state.t0 = Math.floor(t0 / 1000) * 1000;

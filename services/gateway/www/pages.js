@@ -112,9 +112,10 @@ function why(o) {
           w.nodes != null && w.nodes + ' nodes', o.reason].filter(Boolean).join('; ');
 }
 
-/* The run's reports (run.reported on lark.run.JOB) as charts, one per
- * number, against the report's step (else its order). */
-function runCharts(ctx, box, job) {
+/* The run's reports (run.reported on lark.run.JOB since the Job was
+ * submitted, so a Job submitted again under its name starts afresh) as
+ * charts, one per number, against the report's step (else its order). */
+function runCharts(ctx, box, job, sinceMs) {
   const series = new Map();
   let n = 0, progress = null, ckpt = null, lastSeq = 0;
   const atMs = toMs(state.at);
@@ -140,7 +141,8 @@ function runCharts(ctx, box, job) {
     }
     draw();
   };
-  const q = { subject: 'lark.run.' + job };
+  const q = { subject: 'lark.run.' + job,
+              since: sinceMs ? new Date(sinceMs - 1).toISOString() : null };
   draw();
   const once = h => stream('/api/v1/events', Object.assign({}, q, { follow: ctx.live ? 1 : null }),
                            ctx.signal, add, h);
@@ -167,13 +169,29 @@ function jobLogs(ctx, pre, job) {
   (ctx.live ? follow(ctx, once) : once()).catch(ctx.fail);
 }
 
+/* Stop and Resume for a Job or Workflow, live only (the past is read). */
+function actions(ctx, kind, name) {
+  if (!ctx.live) return null;
+  const act = verb => () => {
+    if (verb === 'stop' && !confirm('Stop ' + name + '?')) return;
+    write('POST', API + kind + '/' + encodeURIComponent(name) + '/' + verb)
+        .then(() => banner(verb + ': sent', 'past'), ctx.fail);
+  };
+  return h('span', { class: 'actions' },
+           h('button', { type: 'button', onclick: act('stop'), text: 'Stop' }),
+           h('button', { type: 'button', onclick: act('resume'), text: 'Resume' }));
+}
+
 function jobPage(ctx, main, params, name) {
   const head = h('div', { class: 'summary' });
-  main.append(h('h1', {}, 'Job ', h('span', { text: name })), head);
+  main.append(h('h1', {}, 'Job ', h('span', { text: name }), actions(ctx, 'jobs', name)), head);
   const tb = section(main, 'Tasks'), pb = section(main, 'Pods', 'pods'),
         cb = section(main, 'Run values'), lb = section(main, 'Logs');
+  let charts = false;
   const jobs = collection(ctx, 'jobs', {}, later(() => {
     const o = jobs.items.get(name);
+    if (!charts && (charts = true))
+      runCharts(ctx, cb, name, o && toMs(o.ts));
     fill(head, o ? h('p', {}, phase(o.phase, 'job-phase'), ' pods ' + (o.pods || ''),
                                o.reason ? ' - ' + o.reason : '')
                            : h('p', {}, phase('', 'job-phase'), ' no Job ' + name + (state.at ? ' then' : ' (yet)')));
@@ -189,7 +207,6 @@ function jobPage(ctx, main, params, name) {
        ['Attempt', o => o.attempt ?? ''], ['IP', o => o.virtualIP || o.localIP || ''],
        ['Placed because', o => why(o)]],
       sorted(pods)))));
-  runCharts(ctx, cb, name);
   const pre = h('pre', { class: 'logs', id: 'logs' });
   lb.append(pre);
   jobLogs(ctx, pre, name);
@@ -219,7 +236,8 @@ function dagNodes(wf, jobs) {
 
 function workflowPage(ctx, main, params, name) {
   const head = h('div', { class: 'summary' });
-  main.append(h('h1', {}, 'Workflow ', h('span', { text: name })), head);
+  main.append(h('h1', {}, 'Workflow ', h('span', { text: name }),
+                actions(ctx, 'workflows', name)), head);
   const db = section(main, 'DAG', 'dag'), jb = section(main, 'Jobs');
   let wfs = null, jobs = null;
   const draw = later(() => {
