@@ -2,20 +2,23 @@
  * cmd_cert.c - larkctl cert: certificates from the platform's CA.
  *
  *   larkctl cert request --role ROLE --name NAME [--domain D] [--cluster C]
- *                        [--agent A] [--out PREFIX] [--valid DURATION]
+ *                        [--agent A] [--host H]... [--out PREFIX]
+ *                        [--valid DURATION]
  *   larkctl cert revoke SERIAL [--reason TEXT]
  *   larkctl cert list [--role ROLE]
  *   larkctl cert show SERIAL
  *   larkctl cert ca
  *
  * request makes the key pair here and sends only a CSR (roles admin,
- * agent, peer: X.509, ECDSA P-256) or an Ed25519 public key (roles
- * domain, ssh-guest: OpenSSH). It writes PREFIX.key (0600) and, once the
- * signer answers, PREFIX.pem or PREFIX-cert.pub and PREFIX.pub. The
- * private key never leaves this process except into PREFIX.key, and the
- * memory that held it is wiped. revoke returns once cert.revoked is
- * stored. revoke and show take a serial as cert list, openssl x509
- * -serial or ssh-keygen -L print it.
+ * agent, peer, user, gateway: X.509, ECDSA P-256) or an Ed25519 public key
+ * (roles domain, ssh-guest: OpenSSH). A user certificate logs a person
+ * into lark-gateway's HTTPS (the CN is the user); a gateway certificate is
+ * that server's, for loopback and each --host (an address or DNS name). It
+ * writes PREFIX.key (0600) and, once the signer answers, PREFIX.pem or
+ * PREFIX-cert.pub and PREFIX.pub. The private key never leaves this process
+ * except into PREFIX.key, and the memory that held it is wiped. revoke returns
+ * once cert.revoked is stored. revoke and show take a serial as cert list,
+ * openssl x509 -serial or ssh-keygen -L print it.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -36,7 +39,8 @@
 
 #define USAGE                                                                  \
   "larkctl cert request --role ROLE --name NAME [--domain D] [--cluster C] "   \
-  "[--agent A] [--out PREFIX] [--valid DURATION]\n"                            \
+  "[--agent A] [--host H]... [--out PREFIX] [--valid DURATION]\n"              \
+  "       (roles: admin, agent, peer, user, gateway, domain, ssh-guest)\n"     \
   "       larkctl cert revoke SERIAL [--reason TEXT]\n"                        \
   "       larkctl cert list [--role ROLE]\n"                                   \
   "       larkctl cert show SERIAL\n"                                          \
@@ -44,6 +48,8 @@
 
 typedef struct req_args {
   const char *role, *name, *domain, *cluster, *agent, *out, *reason;
+  const char *hosts[SIGNER_MAX_HOSTS];
+  int nhosts;
   int64_t valid_s;
 } req_args;
 
@@ -83,6 +89,8 @@ parse_request(int argc, char **argv, req_args *a) {
     } else if (!strcmp(f, "--valid") && v) {
       if ((a->valid_s = duration_s(argv[++i])) < 0)
         return -1;
+    } else if (!strcmp(f, "--host") && v && a->nhosts < SIGNER_MAX_HOSTS) {
+      a->hosts[a->nhosts++] = argv[++i];
     } else {
       return -1;
     }
@@ -140,6 +148,12 @@ pack_request(msgpack_sbuffer *sb, const req_args *a, const keys *k) {
     bus_map_str(&m, "cluster", a->cluster);
   if (a->agent)
     bus_map_str(&m, "agent", a->agent);
+  if (a->nhosts) {
+    msgpack_packer *h = bus_map_key(&m, "hosts");
+    msgpack_pack_array(h, (uint32_t)a->nhosts);
+    for (int i = 0; i < a->nhosts; i++)
+      bus_pack_str(h, a->hosts[i]);
+  }
   return bus_map_end(&m);
 }
 

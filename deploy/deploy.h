@@ -50,12 +50,14 @@
 #include "bus.h"
 
 typedef enum lark_role {
-  LARK_ROLE_ADMIN = 0,    /* everything in the LARK account */
-  LARK_ROLE_SERVICE = 1,  /* a platform service */
-  LARK_ROLE_USER = 2,     /* a person: commands as itself, reads, run logs */
-  LARK_ROLE_NODE = 3,     /* an edge node: its own slice only */
-  LARK_ROLE_RELAY = 4,    /* a node relay: reads LARK_ROUTES only */
-  LARK_ROLE_RELAY_HUB = 5 /* the relay hub: LARK_ROUTES and LARK_EVENTS */
+  LARK_ROLE_ADMIN = 0,     /* everything in the LARK account */
+  LARK_ROLE_SERVICE = 1,   /* a platform service */
+  LARK_ROLE_USER = 2,      /* a person: commands as itself, reads, run logs */
+  LARK_ROLE_NODE = 3,      /* an edge node: its own slice only */
+  LARK_ROLE_RELAY = 4,     /* a node relay: reads LARK_ROUTES only */
+  LARK_ROLE_RELAY_HUB = 5, /* the relay hub: LARK_ROUTES and LARK_EVENTS */
+  LARK_ROLE_GATEWAY = 6    /* lark-gateway: commands on behalf of the users
+                              it authenticated, reads for its view and feeds */
 } lark_role;
 
 typedef struct lark_principal {
@@ -101,11 +103,15 @@ extern const char *const lark_service_names[];
 /* The services `larkctl up` runs, when their binary exists; the binary is
  * named like the service (NULL-terminated). */
 extern const char *const lark_up_services[];
+/* lark-gateway's principal (role gateway; its durable consumer and inbox
+ * _INBOX_<name> carry the name) and its binary. */
+#define LARK_GATEWAY_NAME "gateway"
+#define LARK_GATEWAY_BINARY "lark-gateway"
 /* The edge runtime's binary, one per node. */
 #define LARK_EDGE_BINARY "lark-edge"
 
-/* "admin", "service", "user", "node", "relay", "relay-hub"; NULL for an
- * unknown role. */
+/* "admin", "service", "user", "node", "relay", "relay-hub", "gateway"; NULL
+ * for an unknown role. */
 const char *lark_role_name(lark_role r);
 int lark_role_parse(const char *s, lark_role *r);
 
@@ -337,9 +343,10 @@ void lark_up_init(lark_up *u);
 /* Make data and its directories, take run/up.lock (another `up` on the same
  * directory fails, naming its pid), find the binaries. */
 int lark_up_prepare(lark_up *u, const char *data);
-/* Credentials for admin, every service, the user ($USER as a name, else
- * "user", into user[cap]), each node and, with relay, the hub and node
- * relays; then broker/accounts.conf. *made: how many keys are new. */
+/* Credentials for admin, every service, the gateway (LARK_GATEWAY_NAME),
+ * the user ($USER as a name, else "user", into user[cap]), each node and,
+ * with relay, the hub and node relays; then broker/accounts.conf. *made:
+ * how many keys are new. */
 int lark_up_creds(lark_up *u, int *made, char *user, size_t cap);
 /* Render the servers' configs, start them, learn their ports and write
  * <data>/url. */

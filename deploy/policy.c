@@ -26,6 +26,7 @@
 #define ROUTES_RELAY "LARK_ROUTES.relay-%k"
 #define EVENTS_RELAY "LARK_EVENTS.relay-%k"
 #define ENGINE_RELAY "LARK_EVENTS.relay-engine-%k"
+#define GATEWAY_VIEW "LARK_EVENTS.%s"
 
 /* clang-format off */
 const lark_rule lark_policy[] = {
@@ -164,6 +165,60 @@ const lark_rule lark_policy[] = {
    "the same through direct gets"},
   {LARK_ROLE_RELAY_HUB, LARK_SUB_ALLOW, "_INBOX_%k.>",
    "its replies come to its own inbox"},
+
+  /* ------------------------------------------------ lark-gateway */
+  {LARK_ROLE_GATEWAY, LARK_PUB_ALLOW, "lark.cmd.*.>",
+   "the one principal that acts for others: commands for the user it "
+   "authenticated (token or client certificate), under that user's name; "
+   "the event records the user as actor and the gateway as via"},
+  {LARK_ROLE_GATEWAY, LARK_PUB_ALLOW, "lark.sys.status",
+   "/api/v1/status and /metrics ask every service"},
+  {LARK_ROLE_GATEWAY, LARK_PUB_ALLOW, "lark.sys.status.*",
+   "and one service"},
+  {LARK_ROLE_GATEWAY, LARK_PUB_ALLOW,
+   "$JS.API.CONSUMER.CREATE." GATEWAY_VIEW ".>",
+   "its view's durable consumer on the events, named as the principal, "
+   "like a service's; no other consumer on LARK_EVENTS"},
+  {LARK_ROLE_GATEWAY, LARK_PUB_ALLOW, "$JS.API.CONSUMER.INFO." GATEWAY_VIEW,
+   "whether its consumer still exists"},
+  {LARK_ROLE_GATEWAY, LARK_PUB_ALLOW, "$JS.API.CONSUMER.DELETE." GATEWAY_VIEW,
+   "made anew from its view's applied sequence at start"},
+  {LARK_ROLE_GATEWAY, LARK_PUB_ALLOW,
+   "$JS.API.CONSUMER.MSG.NEXT." GATEWAY_VIEW, "pulls events into its view"},
+  {LARK_ROLE_GATEWAY, LARK_PUB_ALLOW, "$JS.ACK." GATEWAY_VIEW ".>",
+   "acks of its own consumer only"},
+  {LARK_ROLE_GATEWAY, LARK_PUB_ALLOW, "$JS.API.DIRECT.GET.LARK_EVENTS",
+   "the audit feed and a command's last event, by direct gets as a user "
+   "reads them (bus_reader_opts.direct)"},
+  {LARK_ROLE_GATEWAY, LARK_PUB_ALLOW, "$JS.API.DIRECT.GET.LARK_RUNS",
+   "run reports for the audit feed and the dashboard's charts"},
+  {LARK_ROLE_GATEWAY, LARK_PUB_ALLOW, "$JS.API.STREAM.MSG.GET.LARK_EVENTS",
+   "a subject's last event where the client asks by STREAM.MSG.GET"},
+  {LARK_ROLE_GATEWAY, LARK_PUB_ALLOW, "$JS.API.CONSUMER.CREATE.LARK_LOGS",
+   "a Job's logs: LARK_LOGS allows no direct gets, so an unnamed ephemeral "
+   "AckNone reader; nobody keeps a durable there to disturb"},
+  {LARK_ROLE_GATEWAY, LARK_PUB_ALLOW, "$JS.API.CONSUMER.INFO.LARK_LOGS.*",
+   "whether a logs reader still exists"},
+  {LARK_ROLE_GATEWAY, LARK_PUB_ALLOW, "$JS.API.CONSUMER.MSG.NEXT.LARK_LOGS.*",
+   "pulls log lines"},
+  {LARK_ROLE_GATEWAY, LARK_PUB_ALLOW, "$JS.API.CONSUMER.DELETE.LARK_LOGS.*",
+   "drops a logs reader when its client leaves"},
+  {LARK_ROLE_GATEWAY, LARK_PUB_ALLOW, "$JS.API.INFO",
+   "the account's JetStream state, for /metrics"},
+  {LARK_ROLE_GATEWAY, LARK_PUB_ALLOW, "$JS.API.STREAM.NAMES",
+   "the streams, for /metrics"},
+  {LARK_ROLE_GATEWAY, LARK_PUB_ALLOW, "$JS.API.STREAM.INFO.*",
+   "stream sizes for /metrics; the last sequence its view waits for"},
+  {LARK_ROLE_GATEWAY, LARK_SUB_ALLOW, "_INBOX_%s.>",
+   "its replies, under the _INBOX_<name> prefix it sets: the services see "
+   "by that prefix that a command came through it (an event's via)"},
+  {LARK_ROLE_GATEWAY, LARK_SUB_ALLOW, "lark.sys.status",
+   "answers status requests, as a service does"},
+  {LARK_ROLE_GATEWAY, LARK_SUB_ALLOW, "lark.sys.status.%s", "its own status"},
+  {LARK_ROLE_GATEWAY, LARK_SUB_ALLOW, "lark.sys.snapshot.%s",
+   "a compacted copy of its view, as a service makes one"},
+  {LARK_ROLE_GATEWAY, LARK_RESPONSES, NULL,
+   "answers status and snapshot requests on the asker's inbox"},
 };
 /* clang-format on */
 
@@ -175,8 +230,8 @@ const char *const lark_service_names[] = {
     "lark-signer",  "lark-logs",      "lark-relay", "lark-reports",
     "lark-devices", "lark-engine",    NULL};
 
-static const char *const role_names[] = {"admin", "service", "user",
-                                         "node",  "relay",   "relay-hub"};
+static const char *const role_names[] = {"admin", "service",   "user",   "node",
+                                         "relay", "relay-hub", "gateway"};
 
 const char *
 lark_role_name(lark_role r) {

@@ -89,7 +89,8 @@ lark_up_prepare(lark_up *u, const char *data) {
   return rc;
 }
 
-/* The user's own principal: $USER made into a valid name, else "user". */
+/* The user's own principal: $USER made into a valid name, else "user"
+ * (also for a $USER that names the admin or the gateway principal). */
 static void
 user_name(char *out, size_t cap) {
   const char *u = getenv("USER");
@@ -99,7 +100,8 @@ user_name(char *out, size_t cap) {
     out[n++] = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ? c : '-';
   }
   out[n] = 0;
-  if (!bus_name_valid(out, BUS_NAME_MAX) || !strcmp(out, "admin"))
+  if (!bus_name_valid(out, BUS_NAME_MAX) || !strcmp(out, "admin") ||
+      !strcmp(out, LARK_GATEWAY_NAME))
     snprintf(out, cap, "user");
 }
 
@@ -119,6 +121,8 @@ lark_up_creds(lark_up *u, int *made_out, char *user, size_t cap) {
   int made = 0, rc = ensure_one(u, "admin", LARK_ROLE_ADMIN, &made);
   for (size_t i = 0; rc == 0 && lark_service_names[i]; i++)
     rc = ensure_one(u, lark_service_names[i], LARK_ROLE_SERVICE, &made);
+  if (rc == 0)
+    rc = ensure_one(u, LARK_GATEWAY_NAME, LARK_ROLE_GATEWAY, &made);
   user_name(user, cap);
   if (rc == 0)
     rc = ensure_one(u, user, LARK_ROLE_USER, &made);

@@ -198,3 +198,41 @@ Test(policy, only_admin_publishes_device_requests) {
   cr_assert(node_sub, "a node subscribes to lark.dev.<node>.>");
   cr_assert(node_responses, "a node answers requests");
 }
+
+/* s with %s as name into out. */
+static void
+subst_name(const char *s, const char *name, char *out, size_t cap) {
+  size_t n = 0;
+  for (; *s && n + 1 < cap; s++) {
+    if (s[0] == '%' && s[1] == 's') {
+      n += (size_t)snprintf(out + n, cap - n, "%s", name);
+      s++;
+    } else {
+      out[n++] = *s;
+    }
+  }
+  out[n < cap ? n : cap - 1] = 0;
+}
+
+/* lark.cmd.<user>.> names the actor: the gateway alone (and the admin,
+ * who has everything) publishes for a user other than itself. */
+Test(policy, only_the_gateway_acts_for_others) {
+  const char *other = "lark.cmd.bob.job.apply";
+  int gateway = 0;
+  for (size_t i = 0; i < lark_policy_len; i++) {
+    const lark_rule *r = &lark_policy[i];
+    char subj[256];
+    if (r->perm != LARK_PUB_ALLOW)
+      continue;
+    subst_name(r->subject, "alice", subj, sizeof subj);
+    int acts = subject_matches(subj, other);
+    cr_assert(!acts || r->role == LARK_ROLE_GATEWAY, "%s may publish %s",
+              lark_role_name(r->role), r->subject);
+    gateway |= acts;
+  }
+  cr_assert(gateway, "the gateway publishes other users' commands");
+  lark_role r;
+  cr_assert_eq(lark_role_parse("gateway", &r), 0);
+  cr_assert_eq(r, LARK_ROLE_GATEWAY);
+  cr_assert_str_eq(lark_role_name(LARK_ROLE_GATEWAY), "gateway");
+}

@@ -1,6 +1,6 @@
 /*
  * test_security_hostile.c - hostile clients with real credentials of each
- * role (user, node, relay, relay hub) try every way into a service's
+ * role (user, node, relay, relay hub, gateway) try every way into a service's
  * consumers and replies, against a real nats-server started with the
  * config larkctl renders (tests/support/secbed.c); all are refused, and
  * a denial is told apart from silence.
@@ -197,6 +197,7 @@ Test(security, nobody_but_a_service_touches_its_consumers, .timeout = 180) {
   hostile(&x, &v, "gpu-1", "_INBOX_gpu-1");
   hostile(&x, &v, "relay-n1", NULL);
   hostile(&x, &v, "relay-hub", NULL);
+  hostile(&x, &v, "gateway", "_INBOX_gateway");
   /* and the service itself still has its message */
   cr_assert_eq(bus_batch_ack(v.b), 0, "%s", bus_last_error());
   victim_close(&v);

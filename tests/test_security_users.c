@@ -130,7 +130,7 @@ Test(security, keys_kept_and_users_explicit, .timeout = 60) {
   int users = 0;
   for (char *p = buf; (p = strstr(p, "nkey: \"U")); p++)
     users++;
-  cr_assert_eq(users, 7);
+  cr_assert_eq(users, 8); /* every principal of lt_sec_up */
 
   cr_assert_eq(lark_creds_ensure(x.data, "gpu-1", LARK_ROLE_NODE, &after, NULL),
                0);

@@ -81,6 +81,8 @@ ssh_req(signer_req *r, const char *role, const char *name, const char *domain,
 Test(signer, roles_and_validity_bounds) {
   cr_expect_eq(signer_role_format("admin"), SIGNER_X509);
   cr_expect_eq(signer_role_format("peer"), SIGNER_X509);
+  cr_expect_eq(signer_role_format("user"), SIGNER_X509);
+  cr_expect_eq(signer_role_format("gateway"), SIGNER_X509);
   cr_expect_eq(signer_role_format("domain"), SIGNER_SSH);
   cr_expect_eq(signer_role_format("ssh-guest"), SIGNER_SSH);
   cr_expect_eq(signer_role_format("root"), 0);
@@ -266,6 +268,111 @@ Test(signer, x509_certificate_verifies_with_openssl) {
     free(csr);
     signer_cert_clear(&c);
   }
+}
+
+/* Issue role's certificate for name (hosts n), write it as <name>.pem and
+ * print it with openssl into out. */
+static void
+issue_text(const char *role, const char *name, const char *const *hosts, int n,
+           char *path, size_t cap) {
+  char *key, *csr, e[256] = "";
+  signer_req r;
+  signer_cert c;
+  x509_req(&r, role, name, &key, &csr);
+  r.hosts = hosts;
+  r.nhosts = n;
+  cr_assert_eq(signer_issue(ca, &r, &c, e, sizeof e), 0, "%s", e);
+  char file[80];
+  snprintf(file, sizeof file, "%s.pem", name);
+  put(file, c.text, path, cap);
+  cr_assert_eq(sh("openssl x509 -in %s -noout -text", path), 0, "%s", err);
+  sodium_free(key);
+  free(csr);
+  signer_cert_clear(&c);
+}
+
+/* A user certificate is a client's only, with no host name; a gateway's
+ * is a TLS server's for loopback and the hosts asked, and a client's. */
+Test(signer, user_and_gateway_roles) {
+  char user[512], gw[512];
+  issue_text("user", "alice", NULL, 0, user, sizeof user);
+  cr_expect(strstr(out, "OU = user, CN = alice"), "%s", out);
+  cr_expect(strstr(out, "TLS Web Client Authentication"), "%s", out);
+  cr_expect(!strstr(out, "TLS Web Server Authentication"), "%s", out);
+  cr_expect(!strstr(out, "DNS:"), "a person is not a host: %s", out);
+  cr_expect(strstr(out, "URI:urn:larkbus:role:user"), "%s", out);
+  const char *hosts[] = {"lark.example.org", "10.1.2.3", "fd00::7",
+                         "localhost"};
+  issue_text("gateway", "gateway", hosts, 4, gw, sizeof gw);
+  cr_expect(strstr(out, "OU = gateway, CN = gateway"), "%s", out);
+  cr_expect(strstr(out, "TLS Web Server Authentication") &&
+                strstr(out, "TLS Web Client Authentication"),
+            "%s", out);
+  const char *sans[] = {
+      "IP Address:127.0.0.1", "IP Address:0:0:0:0:0:0:0:1",
+      "DNS:localhost",        "DNS:lark.example.org",
+      "IP Address:10.1.2.3",  "IP Address:FD00:0:0:0:0:0:0:7"};
+  for (int i = 0; i < 6; i++)
+    cr_expect(strstr(out, sans[i]), "%s in %s", sans[i], out);
+  const char *lo = strstr(out, "DNS:localhost");
+  cr_expect(lo && !strstr(lo + 1, "DNS:localhost"), "localhost named once");
+  /* what a TLS peer checks: purpose and name */
+  cr_expect_eq(
+      sh("openssl verify -purpose sslserver -CAfile %s/ca.pem %s", dir, gw), 0,
+      "%s%s", out, err);
+  cr_expect_eq(
+      sh("openssl verify -purpose sslclient -CAfile %s/ca.pem %s", dir, gw), 0,
+      "%s%s", out, err);
+  cr_expect_eq(
+      sh("openssl verify -purpose sslclient -CAfile %s/ca.pem %s", dir, user),
+      0, "%s%s", out, err);
+  cr_expect_neq(
+      sh("openssl verify -purpose sslserver -CAfile %s/ca.pem %s", dir, user),
+      0, "a user's certificate serves nothing: %s", out);
+  cr_expect_eq(sh("openssl x509 -in %s -noout -checkip 127.0.0.1 -checkhost "
+                  "lark.example.org",
+                  gw),
+               0, "%s", err);
+  cr_expect(strstr(out, "does match certificate") &&
+                !strstr(out, "does NOT match"),
+            "%s", out);
+}
+
+Test(signer, hostile_hosts_are_refused) {
+  const char *bad[] = {"a,DNS:evil.example",
+                       "-x.example",
+                       "x-.example",
+                       "a..b",
+                       ".",
+                       "Upper.example",
+                       "1.2.3.4/8",
+                       "fe80::1%eth0",
+                       "a b",
+                       "x\nDNS:y",
+                       ""};
+  char *key, *csr, e[256];
+  signer_req r;
+  signer_cert c;
+  x509_req(&r, "gateway", "gateway", &key, &csr);
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    r.hosts = &bad[i];
+    r.nhosts = 1;
+    e[0] = 0;
+    cr_expect_eq(signer_issue(ca, &r, &c, e, sizeof e), BUS_EFIELD, "%s",
+                 bad[i]);
+    cr_expect(strstr(e, "hosts"), "%s: %s", bad[i], e);
+  }
+  const char *nine[9] = {"a", "b", "c", "d", "e", "f", "g", "h", "i"};
+  r.hosts = nine;
+  r.nhosts = 9;
+  cr_expect_eq(signer_issue(ca, &r, &c, e, sizeof e), BUS_EFIELD, "9 hosts");
+  /* hosts are a gateway's alone */
+  r.role = "user";
+  r.nhosts = 1;
+  cr_expect_eq(signer_issue(ca, &r, &c, e, sizeof e), BUS_EFIELD);
+  cr_expect(strstr(e, "only a gateway"), "%s", e);
+  sodium_free(key);
+  free(csr);
 }
 
 Test(signer, private_extension_contents) {

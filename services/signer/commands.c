@@ -119,6 +119,8 @@ reply_existing(bus_conn *c, const bus_cmd *cmd, bus_view *v, const char *id) {
 /* The sign command's names, each copied into a bounded buffer. */
 typedef struct sign_in {
   char role[FIELD], name[FIELD], domain[FIELD], cluster[FIELD], agent[FIELD];
+  char hosts[SIGNER_MAX_HOSTS][FIELD];
+  const char *hostp[SIGNER_MAX_HOSTS];
 } sign_in;
 
 static const struct {
@@ -191,8 +193,32 @@ append_issued(bus_conn *c, const bus_cmd *cmd, bus_view *v, const char *id,
   return rc;
 }
 
-static int
-read_sign(const bus_cmd *cmd, sign_in *in, signer_req *r) {
+/* A gateway's hosts: an array of at most SIGNER_MAX_HOSTS strings, each
+ * copied bounded (a longer one is kept long enough to be refused). */
+static const char *
+read_hosts(const msgpack_object *b, sign_in *in, signer_req *r) {
+  const msgpack_object *h = bus_obj_get(b, "hosts");
+  if (!h || h->type == MSGPACK_OBJECT_NIL)
+    return NULL;
+  if (h->type != MSGPACK_OBJECT_ARRAY || h->via.array.size > SIGNER_MAX_HOSTS)
+    return "an array of at most 8 addresses or DNS names";
+  for (uint32_t i = 0; i < h->via.array.size; i++) {
+    const msgpack_object *e = &h->via.array.ptr[i];
+    if (e->type != MSGPACK_OBJECT_STR || e->via.str.size >= FIELD)
+      return "an array of at most 8 addresses or DNS names";
+    memcpy(in->hosts[i], e->via.str.ptr, e->via.str.size);
+    in->hosts[i][e->via.str.size] = 0;
+    in->hostp[i] = in->hosts[i];
+  }
+  r->hosts = in->hostp;
+  r->nhosts = (int)h->via.array.size;
+  return NULL;
+}
+
+/* The request's fields; the path of a field of the wrong shape, with
+ * *why saying what it should be. */
+static const char *
+read_sign(const bus_cmd *cmd, sign_in *in, signer_req *r, const char **why) {
   const msgpack_object *b = &cmd->body;
   memset(in, 0, sizeof *in);
   memset(r, 0, sizeof *r);
@@ -206,9 +232,12 @@ read_sign(const bus_cmd *cmd, sign_in *in, signer_req *r) {
   r->csr = raw_str(b, "csr", &r->csr_len);
   r->ssh_key = raw_str(b, "sshKey", &r->ssh_key_len);
   const msgpack_object *valid = bus_obj_get(b, "valid");
-  if (valid && valid->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-    return BUS_EFIELD;
-  return 0;
+  if (valid && valid->type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
+    *why = "seconds, a positive integer";
+    return "valid";
+  }
+  *why = read_hosts(b, in, r);
+  return *why ? "hosts" : NULL;
 }
 
 /* admin only (BUS_VERB_ADMIN) */
@@ -220,8 +249,9 @@ cmd_sign(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
   signer_req r;
   signer_cert ct;
   char id[33], err[256] = "";
-  if (read_sign(cmd, &in, &r))
-    return refuse(c, cmd, BUS_EFIELD, "valid", "seconds, a positive integer");
+  const char *why = NULL, *bad = read_sign(cmd, &in, &r, &why);
+  if (bad)
+    return refuse(c, cmd, BUS_EFIELD, bad, why);
   bus_cmd_event_id(cmd, id);
   if (cmd->key[0] && reply_existing(c, cmd, v, id))
     return 0;

@@ -1,10 +1,11 @@
 /*
  * issue.c - what a request may ask for, and the SSH certificate it gets.
  *
- * Roles fix the format: admin, agent and peer get X.509; domain and
- * ssh-guest get OpenSSH certificates. Names and metadata must be valid
- * names ([a-z0-9-], at most 63), checked before anything reaches OpenSSL
- * or the certificate encoders. Validity is bounded (signer_limits) and
+ * Roles fix the format: admin, agent, peer, user and gateway get X.509;
+ * domain and ssh-guest get OpenSSH certificates. Names and metadata must
+ * be valid names ([a-z0-9-], at most 63), and a gateway's hosts IP
+ * addresses or DNS names, all checked before anything reaches OpenSSL or
+ * the certificate encoders. Validity is bounded (signer_limits) and
  * computed by the caller from one clock reading, so the functions here
  * are pure apart from the random serial.
  *
@@ -14,6 +15,7 @@
  * principal a relay's sshd maps to its user). The same values travel in
  * <k>@larkbus extensions for programs.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,8 +29,9 @@ static const struct {
   const char *name;
   int format;
 } roles[] = {
-    {"admin", SIGNER_X509}, {"agent", SIGNER_X509},    {"peer", SIGNER_X509},
-    {"domain", SIGNER_SSH}, {"ssh-guest", SIGNER_SSH},
+    {"admin", SIGNER_X509},    {"agent", SIGNER_X509},   {"peer", SIGNER_X509},
+    {"user", SIGNER_X509},     {"gateway", SIGNER_X509}, {"domain", SIGNER_SSH},
+    {"ssh-guest", SIGNER_SSH},
 };
 
 int
@@ -72,18 +75,75 @@ opt_ok(const char *s) {
   return !s || !*s || bus_name_valid(s, BUS_NAME_MAX);
 }
 
+/* A DNS name: labels of [a-z0-9-], 1 to 63, not starting or ending with
+ * '-', joined by single dots, at most 253 in all. */
+static int
+dns_ok(const char *s) {
+  size_t n = strlen(s), label = 0;
+  if (!n || n > SIGNER_HOST_MAX)
+    return 0;
+  for (size_t i = 0; i <= n; i++) {
+    char ch = s[i];
+    if (ch == '.' || !ch) {
+      if (!label || s[i - 1] == '-' || s[i - label] == '-')
+        return 0;
+      label = 0;
+    } else if ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+               ch == '-') {
+      if (++label > 63)
+        return 0;
+    } else {
+      return 0;
+    }
+  }
+  return 1;
+}
+
+int
+signer_host_is_ip(const char *s) {
+  unsigned char a[16];
+  return inet_pton(AF_INET, s, a) == 1 || inet_pton(AF_INET6, s, a) == 1;
+}
+
+/* A gateway's hosts: addresses or DNS names, at most SIGNER_MAX_HOSTS;
+ * no other role names hosts. */
+static int
+hosts_ok(const signer_req *r, char *err, size_t cap) {
+  if (r->nhosts && strcmp(r->role, "gateway")) {
+    snprintf(err, cap, "hosts: only a gateway certificate names hosts");
+    return 0;
+  }
+  if (r->nhosts < 0 || r->nhosts > SIGNER_MAX_HOSTS) {
+    snprintf(err, cap, "hosts: at most %d", SIGNER_MAX_HOSTS);
+    return 0;
+  }
+  for (int i = 0; i < r->nhosts; i++)
+    if (!r->hosts[i] || strlen(r->hosts[i]) > SIGNER_HOST_MAX ||
+        (!signer_host_is_ip(r->hosts[i]) && !dns_ok(r->hosts[i]))) {
+      snprintf(err, cap,
+               "hosts: an IP address or a DNS name ([a-z0-9-] "
+               "labels joined by dots)");
+      return 0;
+    }
+  return 1;
+}
+
 /* The names of a request, or a message on what is wrong. */
 static int
 check(const signer_req *r, int *format, char *err, size_t cap) {
   *format = signer_role_format(r->role);
   if (!*format)
-    snprintf(err, cap, "role: one of admin, agent, peer, domain, ssh-guest");
+    snprintf(err, cap,
+             "role: one of admin, agent, peer, user, gateway, domain, "
+             "ssh-guest");
   else if (!r->name || !bus_name_valid(r->name, BUS_NAME_MAX))
     snprintf(err, cap, "name: [a-z0-9-], at most 63, not starting with '-'");
   else if (!opt_ok(r->domain) || !opt_ok(r->cluster) || !opt_ok(r->agent))
     snprintf(err, cap, "domain, cluster and agent must be names");
   else if (!strcmp(r->role, "domain") && !(r->domain && *r->domain))
     snprintf(err, cap, "domain: role domain needs a domain");
+  else if (!hosts_ok(r, err, cap))
+    return BUS_EFIELD;
   else if (r->not_before <= 0 || r->not_after <= r->not_before)
     snprintf(err, cap, "validity: notAfter must follow notBefore");
   else

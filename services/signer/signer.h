@@ -3,9 +3,9 @@
  *
  * The signer owns Cert (docs/design.md section 1). It holds two CA keys made
  * once under its data directory: an ECDSA P-256 key for X.509 (roles
- * admin, agent, peer) and an Ed25519 key for OpenSSH user certificates
- * (roles domain, ssh-guest). Clients keep their own private keys: they
- * send a CSR or an Ed25519 public key, and get a certificate back.
+ * admin, agent, peer, user, gateway) and an Ed25519 key for OpenSSH user
+ * certificates (roles domain, ssh-guest). Clients keep their own private keys:
+ * they send a CSR or an Ed25519 public key, and get a certificate back.
  *
  * This header is the library: the pure parts (roles, validity, the
  * OpenSSH wire formats, X.509 issuing, CRL and KRL writing) are unit
@@ -46,10 +46,21 @@
 enum { SIGNER_X509 = 1, SIGNER_SSH = 2 };
 
 /* The format a role is issued in (SIGNER_X509 or SIGNER_SSH), 0 when the
- * role is unknown. Roles: admin, agent, peer (X.509); domain, ssh-guest
- * (SSH). */
+ * role is unknown. Roles: admin, agent, peer, user, gateway (X.509);
+ * domain, ssh-guest (SSH).
+ *
+ * X.509 roles' key usages and names: admin and user are clients only
+ * (clientAuth; no DNS name: a person is not a host), user being a person
+ * of the platform whose CN the gateway takes as the actor; gateway is
+ * lark-gateway's HTTPS server (serverAuth and clientAuth) with SANs
+ * IP 127.0.0.1, IP ::1, DNS localhost and the hosts asked; agent and peer
+ * are both (clientAuth, serverAuth) with DNS <name>. Every X.509
+ * certificate carries OU=<role>, CN=<name> and the urn:larkbus SAN URIs. */
 int signer_role_format(const char *role);
 const char *signer_format_name(int format); /* "x509", "ssh" */
+
+/* 1 when s is an IPv4 or IPv6 address (a gateway host's IP SAN). */
+int signer_host_is_ip(const char *s);
 
 /* --------------------------------------------------------------- validity */
 
@@ -94,6 +105,8 @@ const char *signer_ca_ssh_fp(const signer_ca *ca);
 /* ------------------------------------------------------------- issuing */
 
 #define SIGNER_MAX_PRINCIPALS 8
+#define SIGNER_MAX_HOSTS 8 /* hosts a gateway certificate may name */
+#define SIGNER_HOST_MAX 253
 #define SIGNER_SERIAL_MAX 33 /* 32 hex digits + NUL */
 
 typedef struct signer_req {
@@ -102,7 +115,11 @@ typedef struct signer_req {
   const char *domain;  /* may be NULL or ""; required for role domain */
   const char *cluster; /* may be NULL or "" */
   const char *agent;   /* agent id; may be NULL or "" */
-  const char *csr;     /* X.509: PEM CSR (P-256), csr_len bytes */
+  /* role gateway only: more SANs, each an IPv4 or IPv6 address or a DNS
+   * name ([a-z0-9-] labels joined by dots, at most 253) */
+  const char *const *hosts;
+  int nhosts;
+  const char *csr; /* X.509: PEM CSR (P-256), csr_len bytes */
   size_t csr_len;
   const char *ssh_key; /* SSH: "ssh-ed25519 AAAA... [comment]" */
   size_t ssh_key_len;
@@ -278,17 +295,16 @@ typedef struct signer_env {
  * The signer's verbs, for bus_verbs_serve with the view and a signer_env
  * as ud; signer_command runs one command through them in the caller's
  * thread. Commands on lark.cmd.<user>.cert.<verb>:
- *   sign   {key, role, name, domain?, cluster?, agent?, csr | sshKey,
- *           valid? (seconds)} -> {ok, seq, serial, format, cert, subject,
- *           principals, notBefore, notAfter, fingerprint}   (admin only)
- *   revoke {key, serial, reason?} -> {ok, seq, serial}      (admin only)
- *   list   {role?, limit?} -> {ok, result: [summary, ...]}
- *   show   {serial} -> {ok, result: {record, revoked}}
- *   ca     {} -> {ok, seq, pem, sshPublicKey, x509Fingerprint,
- *                 sshFingerprint}
- * A sign whose key was seen before answers with the certificate issued
- * then (the event id is bus_cmd_event_id's). Safe to call from several
- * threads at once. Returns the error it replied with, or 0.
+ *   sign   {key, role, name, domain?, cluster?, agent?, hosts? (gateway:
+ *           [address or DNS name]), csr | sshKey, valid? (seconds)} -> {ok,
+ * seq, serial, format, cert, subject, principals, notBefore, notAfter,
+ * fingerprint}   (admin only) revoke {key, serial, reason?} -> {ok, seq,
+ * serial}      (admin only) list   {role?, limit?} -> {ok, result: [summary,
+ * ...]} show   {serial} -> {ok, result: {record, revoked}} ca     {} -> {ok,
+ * seq, pem, sshPublicKey, x509Fingerprint, sshFingerprint} A sign whose key was
+ * seen before answers with the certificate issued then (the event id is
+ * bus_cmd_event_id's). Safe to call from several threads at once. Returns the
+ * error it replied with, or 0.
  */
 extern const bus_verbs signer_verbs;
 int signer_command(bus_conn *c, const bus_cmd *cmd, bus_view *v,

@@ -195,16 +195,34 @@ out:
   return rc;
 }
 
-/* Metadata "k=v" pairs joined by sep, and the SAN URIs. */
+/* The names a certificate is for, before its URIs: a gateway's loopback
+ * addresses and the hosts asked; an agent's or peer's DNS name; none for
+ * a person (admin, user). Each entry ends in a comma. */
+static size_t
+san_hosts(const signer_req *r, char *san, size_t cap) {
+  size_t s = 0;
+  if (!strcmp(r->role, "gateway")) {
+    s += (size_t)snprintf(san, cap, "IP:127.0.0.1,IP:::1,DNS:localhost,");
+    for (int i = 0; i < r->nhosts && s < cap; i++)
+      if (strcmp(r->hosts[i], "127.0.0.1") && strcmp(r->hosts[i], "::1") &&
+          strcmp(r->hosts[i], "localhost"))
+        s += (size_t)snprintf(san + s, cap - s, "%s:%s,",
+                              signer_host_is_ip(r->hosts[i]) ? "IP" : "DNS",
+                              r->hosts[i]);
+  } else if (strcmp(r->role, "admin") && strcmp(r->role, "user")) {
+    s += (size_t)snprintf(san, cap, "DNS:%s,", r->name);
+  }
+  return s;
+}
+
+/* Metadata "k=v" pairs joined by sep, and the SANs. */
 static void
 metadata(const signer_req *r, signer_cert *c, char *meta, size_t mcap,
          char *san, size_t scap) {
   const char *keys[] = {"role", "name", "domain", "cluster", "agent"};
   const char *vals[] = {r->role, r->name, r->domain, r->cluster, r->agent};
-  size_t m = 0, s = 0;
+  size_t m = 0, s = san_hosts(r, san, scap);
   c->nprincipals = 0;
-  if (strcmp(r->role, "admin"))
-    s += (size_t)snprintf(san, scap, "DNS:%s,", r->name);
   for (int i = 0; i < 5; i++) {
     if (!has(vals[i]))
       continue;
@@ -217,6 +235,17 @@ metadata(const signer_req *r, signer_cert *c, char *meta, size_t mcap,
   }
   if (s)
     san[s - 1] = 0;
+}
+
+/* Extended key usage: people are clients only, a gateway serves HTTPS
+ * and dials as a client, agents and peers are both. */
+static const char *
+role_eku(const char *role) {
+  if (!strcmp(role, "admin") || !strcmp(role, "user"))
+    return "clientAuth";
+  if (!strcmp(role, "gateway"))
+    return "serverAuth,clientAuth";
+  return "clientAuth,serverAuth";
 }
 
 static int
@@ -236,9 +265,8 @@ build_name(X509 *x, const signer_req *r, signer_cert *c) {
 static int
 build(X509 *x, const signer_ca *ca, const signer_req *r, EVP_PKEY *k,
       signer_cert *c) {
-  char meta[512], san[1024];
-  const char *eku =
-      !strcmp(r->role, "admin") ? "clientAuth" : "clientAuth,serverAuth";
+  char meta[512], san[SIGNER_MAX_HOSTS * (SIGNER_HOST_MAX + 8) + 1024];
+  const char *eku = role_eku(r->role);
   metadata(r, c, meta, sizeof meta, san, sizeof san);
   if (!X509_set_version(x, 2) || set_serial(x, c->serial) ||
       !X509_set_issuer_name(x, X509_get_subject_name(ca->cert)) ||

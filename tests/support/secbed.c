@@ -32,6 +32,7 @@ render(lt_sec *x) {
   cr_assert_eq(lark_creds_ensure_relay(x->data, "relay-n1", "c1", NULL, NULL),
                0, "%s", lark_cfg_error());
   add(x, "relay-hub", LARK_ROLE_RELAY_HUB);
+  add(x, "gateway", LARK_ROLE_GATEWAY);
   snprintf(x->accounts, sizeof x->accounts, "%s/accounts.conf", x->data);
   snprintf(x->conf, sizeof x->conf, "%s/nats.conf", x->data);
   cr_assert_eq(lt_render_accounts(x->data), 0, "%s", lark_cfg_error());

@@ -2,8 +2,8 @@
  * secbed.h - the broker of the security tests, for Criterion tests: the
  * config larkctl renders (deploy/policy.c) with a principal of every role
  * (admin, lark-catalog, alice, nodes gpu-1 and gpu-2, relay-n1 of cluster
- * c1, relay-hub), each node's own stream holding desired states (gpu-1:
- * two, gpu-2: one), and what the tests append and count. Its calls fail
+ * c1, relay-hub, gateway), each node's own stream holding desired states
+ * (gpu-1: two, gpu-2: one), and what the tests append and count. Its calls fail
  * the test when they cannot do their part (library larkbed).
  */
 #ifndef LARK_TEST_SECBED_H
