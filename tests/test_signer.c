@@ -301,6 +301,8 @@ Test(signer, user_and_gateway_roles) {
   cr_expect(!strstr(out, "TLS Web Server Authentication"), "%s", out);
   cr_expect(!strstr(out, "DNS:"), "a person is not a host: %s", out);
   cr_expect(strstr(out, "URI:urn:larkbus:role:user"), "%s", out);
+  cr_expect(!strstr(out, SIGNER_OID), "no 2.25 OID GnuTLS cannot read: %s",
+            out);
   const char *hosts[] = {"lark.example.org", "10.1.2.3", "fd00::7",
                          "localhost"};
   issue_text("gateway", "gateway", hosts, 4, gw, sizeof gw);

@@ -213,7 +213,9 @@ int signer_krl_write(const char *path, const uint8_t ca_pk[32],
 
 /* The private extension carrying role and metadata: a UUID OID (2.25.x,
  * ITU-T X.667, needs no registration), value a DER UTF8String
- * "role=<r>;name=<n>[;domain=<d>][;cluster=<c>][;agent=<a>]". */
+ * "role=<r>;name=<n>[;domain=<d>][;cluster=<c>][;agent=<a>]". Not in the
+ * roles user and gateway: GnuTLS, which lark-gateway's HTTPS runs on,
+ * cannot parse so wide an OID arc (x509.c, private_ext_for). */
 #define SIGNER_OID "2.25.213450375438236472937541285312457283963"
 
 /* A revoked X.509 serial (hex) and when (unix ns). */

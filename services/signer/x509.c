@@ -248,6 +248,17 @@ role_eku(const char *role) {
   return "clientAuth,serverAuth";
 }
 
+/* GnuTLS (libtasn1) cannot decode an OID arc wider than a long, so a
+ * certificate carrying the private extension's 2.25.<UUID> OID does not
+ * parse there at all: lark-gateway's HTTPS (libmicrohttpd on GnuTLS)
+ * would fail the handshake of every user. The roles it meets (user, its
+ * clients; gateway, itself) carry role and name in OU, CN and the SAN
+ * URIs only. */
+static int
+private_ext_for(const char *role) {
+  return strcmp(role, "user") && strcmp(role, "gateway");
+}
+
 static int
 build_name(X509 *x, const signer_req *r, signer_cert *c) {
   X509_NAME *n = X509_get_subject_name(x);
@@ -278,7 +289,8 @@ build(X509 *x, const signer_ca *ca, const signer_req *r, EVP_PKEY *k,
       add_ext(x, ca->cert, NID_subject_key_identifier, "hash") ||
       add_ext(x, ca->cert, NID_authority_key_identifier, "keyid") ||
       add_ext(x, ca->cert, NID_subject_alt_name, san) ||
-      add_private_ext(x, meta) || !X509_sign(x, ca->key, EVP_sha256()))
+      (private_ext_for(r->role) && add_private_ext(x, meta)) ||
+      !X509_sign(x, ca->key, EVP_sha256()))
     return -ENOMEM;
   return 0;
 }
