@@ -7,8 +7,10 @@
  *
  * Without a filter both streams are read and merged in stored-time order;
  * a filter under lark.ev. or lark.run. reads one. One line per event (seq,
- * time, subject, type, actor, cause, data); with -o json one object per
- * line with those keys. --follow keeps reading until Ctrl-C.
+ * time, subject, type, actor, via when the command came through another
+ * principal such as lark-gateway, cause, data); with -o json one object
+ * per line with those keys ("via" only when set). --follow keeps reading
+ * until Ctrl-C.
  */
 #include <signal.h>
 #include <stdlib.h>
@@ -71,6 +73,8 @@ print_json(const source *s, const bus_event *ev, const char *subject,
     json_object_set_new(o, "prev", json_integer((json_int_t)ev->prev));
     json_object_set_new(
         o, "data", json_loads(data ? data : "null", JSON_DECODE_ANY, NULL));
+    if (ev->via && ev->via[0])
+      json_object_set_new(o, "via", json_string(ev->via));
     free(data);
   } else {
     json_object_set_new(o, "error", json_string(bus_err_name(status)));
@@ -89,9 +93,11 @@ print_text(const bus_event *ev, const char *subject, uint64_t seq,
            subject, bus_strerror(status));
     return;
   }
-  char *data = cli_obj_to_json(&ev->data);
-  printf("%-8llu %s %s %s actor=%s cause=%s %s\n", (unsigned long long)seq,
-         when, subject, ev->type, ev->actor[0] ? ev->actor : "-",
+  char *data = cli_obj_to_json(&ev->data), via[BUS_NAME_MAX + 8] = "";
+  if (ev->via && ev->via[0])
+    snprintf(via, sizeof via, " via=%s", ev->via);
+  printf("%-8llu %s %s %s actor=%s%s cause=%s %s\n", (unsigned long long)seq,
+         when, subject, ev->type, ev->actor[0] ? ev->actor : "-", via,
          ev->cause[0] ? ev->cause : "-", data ? data : "{}");
   free(data);
 }

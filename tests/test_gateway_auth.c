@@ -5,9 +5,10 @@
  * (lark.cmd.<user>.>): a user, a node, a service, a relay hub asking as
  * bob are refused by the broker and nothing is appended; the gateway's
  * connection (inbox _INBOX_gateway) asks as bob and the service's event
- * records actor bob, via gateway. The gateway writes no event and reads
- * what its view and feeds need: its own durable on the events, direct
- * gets, readers of the logs, the services' status.
+ * records actor bob, via gateway (and `larkctl tail` shows it, in both
+ * forms). The gateway writes no event and reads what its view and feeds
+ * need: its own durable on the events, direct gets, readers of the logs,
+ * the services' status.
  */
 #include <criterion/criterion.h>
 #include <stdatomic.h>
@@ -94,6 +95,39 @@ last_event(lt_sec *x, const char *subject, bus_event *ev, msgpack_zone *z) {
                "%s: %s", subject, bus_last_error());
 }
 
+/* `larkctl tail`, as the admin, in both forms: via where it is set. */
+static void
+tail_shows_via(lt_sec *x) {
+  char bin[512], creds[512], out[16384], err[4096];
+  const char *dir = getenv("LARK_BIN_DIR");
+  snprintf(bin, sizeof bin, "%s/larkctl", dir ? dir : "bin");
+  lark_creds_path(x->data, "admin", creds, sizeof creds);
+  char *argv[] = {bin,
+                  (char *)"--url",
+                  x->s.url,
+                  (char *)"--creds",
+                  creds,
+                  (char *)"tail",
+                  (char *)"lark.ev.sample.>",
+                  (char *)"-o",
+                  (char *)"json",
+                  NULL};
+  cr_assert_eq(lt_run(argv, out, sizeof out, err, sizeof err), 0, "%s", err);
+  const char *bob = strstr(out, "\"subject\":\"lark.ev.sample.bob-1\"");
+  cr_assert(bob, "%s", out);
+  const char *end = strchr(bob, '\n');
+  const char *via = strstr(bob, "\"via\":\"gateway\"");
+  cr_assert(via && (!end || via < end), "%s", out);
+  const char *own = strstr(out, "lark.ev.sample.alice-0");
+  cr_assert(own && strchr(own, '\n') < strstr(out, "\"via\""),
+            "no via on a user's own event: %s", out);
+  argv[7] = NULL;
+  cr_assert_eq(lt_run(argv, out, sizeof out, err, sizeof err), 0, "%s", err);
+  cr_assert(strstr(out, "sample.created actor=bob via=gateway cause="), "%s",
+            out);
+  cr_assert(strstr(out, "sample.created actor=alice cause="), "%s", out);
+}
+
 Test(gateway_auth, only_the_gateway_commands_for_others, .timeout = 120) {
   lt_sec x;
   lt_sec_up(&x);
@@ -113,6 +147,7 @@ Test(gateway_auth, only_the_gateway_commands_for_others, .timeout = 120) {
   bus_event ev;
   last_event(&x, "lark.ev.sample.alice-0", &ev, &z);
   cr_assert_str_eq(ev.actor, "alice");
+  cr_assert_str_eq(ev.via, "", "a user's own command came through nobody");
   bus_conn_close(alice);
 
   /* as bob: refused for everyone but the gateway */
@@ -129,10 +164,13 @@ Test(gateway_auth, only_the_gateway_commands_for_others, .timeout = 120) {
   cr_assert_eq(ask(gw, "bob"), 0, "%s", bus_last_error());
   last_event(&x, "lark.ev.sample.bob-1", &ev, &z);
   cr_assert_str_eq(ev.actor, "bob", "the actor is the user, not the gateway");
+  cr_assert_str_eq(ev.via, "gateway");
   cr_assert_eq(ask(gw, "alice"), 0, "%s", bus_last_error());
   last_event(&x, "lark.ev.sample.alice-2", &ev, &z);
   cr_assert_str_eq(ev.actor, "alice");
+  cr_assert_str_eq(ev.via, "gateway");
   cr_assert_eq(lt_sec_last_seq(&x, "LARK_EVENTS"), 3);
+  tail_shows_via(&x);
 
   /* the gateway itself writes no event and no run report */
   bus_event forged;

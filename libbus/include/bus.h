@@ -8,7 +8,8 @@
  *
  *   errors      negative ints; -errno for system failures, BUS_E* for ours
  *   typed data  the C types generated for every event type (bus_types.h)
- *   event       the envelope {v, type, id, ts, actor, cause, prev, data}
+ *   event       the envelope {v, type, id, ts, actor, cause, prev, data,
+ *               via?}
  *   schema      validation of events and resources against schema/
  *   typed events  decode once into those types; apply from a table
  *   clock       monotonic and wall-clock time, sleeps, deadlines
@@ -293,13 +294,14 @@ struct bus_event;
 /*
  * The event envelope (docs/design.md section 4). NATS headers carry Nats-Msg-Id
  * (= id) and Lark-Type (= type); the body is the msgpack map
- * {v, type, id, ts, actor, cause, prev, data}.
+ * {v, type, id, ts, actor, cause, prev, data} and, only when it is set,
+ * via (so an event without one keeps the bytes it always had).
  *
- * Encoding reads: type, id, ts, actor, cause, prev, and the data either as
- * pre-packed msgpack bytes (data_mp, data_mp_len: one msgpack map) or, when
- * data_mp is NULL, as the msgpack_object `data` (type NIL means {}), or,
- * when that is NIL too and typed is set, as the generated struct typed
- * points at (see "typed events").
+ * Encoding reads: type, id, ts, actor, cause, prev, via, and the data
+ * either as pre-packed msgpack bytes (data_mp, data_mp_len: one msgpack
+ * map) or, when data_mp is NULL, as the msgpack_object `data` (type NIL
+ * means {}), or, when that is NIL too and typed is set, as the generated
+ * struct typed points at (see "typed events").
  *
  * Decoding fills every field. Strings are NUL-terminated copies and `data`
  * points into the msgpack_zone given to the decoder: they stay valid until
@@ -324,6 +326,9 @@ typedef struct bus_event {
   const char *actor; /* who: a user, a service, a node */
   const char *cause; /* the command or event id that led to it; may be "" */
   uint64_t prev;     /* version the writer saw; 0 for a create */
+  const char *via;   /* the principal a command came through for its actor
+                        (lark-gateway: "gateway"), a name; NULL or "" when
+                        none (decoded as "") */
   msgpack_object data;
   const void *data_mp;
   size_t data_mp_len;
@@ -1486,6 +1491,12 @@ int bus_status_query(bus_conn *c, const char *name, int timeout_ms,
  */
 typedef struct bus_cmd {
   char user[BUS_NAME_MAX + 1];
+  /* The principal whose inbox the reply subject names (_INBOX_<p>.), when
+   * p is a name other than user: a command sent for user by another
+   * principal (lark-gateway); "" otherwise (a user's own inbox is
+   * _INBOX_<its key>, never a name). The broker pins user, not this: a
+   * client may put any reply subject on its own commands. */
+  char via[BUS_NAME_MAX + 1];
   char kind[BUS_NAME_MAX + 1];
   char verb[BUS_NAME_MAX + 1];
   char key[128];       /* the body's "key"; "" when absent */
@@ -1550,11 +1561,11 @@ void bus_cmd_event_id(const bus_cmd *cmd, char out[33]);
 
 /*
  * Append the one event a command decides: type on subject, id from
- * bus_cmd_event_id, ts now, actor the subject's user, cause the key, prev
- * with the broker's check (BUS_APPEND_CHECK). data is the packed msgpack
- * map of the event's data (NULL: {}). *seq and *dup as bus_append (a
- * duplicate is the first attempt's sequence, *dup = 1); either may be
- * NULL.
+ * bus_cmd_event_id, ts now, actor the subject's user, via cmd->via (left
+ * out of the envelope when ""), cause the key, prev with the broker's
+ * check (BUS_APPEND_CHECK). data is the packed msgpack map of the event's
+ * data (NULL: {}). *seq and *dup as bus_append (a duplicate is the first
+ * attempt's sequence, *dup = 1); either may be NULL.
  */
 int bus_cmd_append(bus_conn *c, const bus_cmd *cmd, const char *subject,
                    const char *type, uint64_t prev, const void *data,

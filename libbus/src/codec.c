@@ -10,6 +10,10 @@
  * Encode allocates nothing per event beyond the sbuffer's growth:
  * pre-packed data is checked in a per-thread scratch zone and copied as
  * is. On any failure the caller's event and buffer are left as they were.
+ *
+ * `via` is the one optional envelope field: written after data only when
+ * set, so every event without one has the bytes it always had (the golden
+ * logs' digests rest on that), and read back as "" when absent.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -26,10 +30,22 @@
 _Static_assert(BUS__SCHEMA_VERSION == BUS_SCHEMA_VERSION,
                "schema.yaml's version differs from bus.h's");
 
-enum { F_V, F_TYPE, F_ID, F_TS, F_ACTOR, F_CAUSE, F_PREV, F_DATA, F_COUNT };
+enum {
+  F_V,
+  F_TYPE,
+  F_ID,
+  F_TS,
+  F_ACTOR,
+  F_CAUSE,
+  F_PREV,
+  F_DATA,
+  F_VIA, /* optional: the only field past F_REQUIRED */
+  F_COUNT
+};
+enum { F_REQUIRED = F_VIA };
 
 static const char *const env_names[F_COUNT] = {
-    "v", "type", "id", "ts", "actor", "cause", "prev", "data"};
+    "v", "type", "id", "ts", "actor", "cause", "prev", "data", "via"};
 
 /* -------------------------------------------------------- shared checks */
 
@@ -66,6 +82,25 @@ check_tokens(const char *id, size_t idlen, const char *actor, size_t alen,
                    "characters without spaces",
                    BUS__ENV_CAUSE_MAX_LEN);
   return 0;
+}
+
+/* via, when given: a principal's name. */
+static int
+check_via(const char *via, size_t len) {
+  char buf[BUS_NAME_MAX + 1];
+  if (len == 0 || len > BUS_NAME_MAX || memchr(via, 0, len))
+    return BUS_ERR(BUS_EFIELD, "via: must be a name of 1 to %d characters",
+                   BUS_NAME_MAX);
+  memcpy(buf, via, len);
+  buf[len] = 0;
+  if (!bus_name_valid(buf, BUS_NAME_MAX))
+    return BUS_ERR(BUS_EFIELD, "via: must be a name ([a-z0-9-])");
+  return 0;
+}
+
+static int
+has_via(const bus_event *ev) {
+  return ev->via && ev->via[0];
 }
 
 static int
@@ -125,6 +160,8 @@ encode_check(const bus_event *ev, const char *type,
                     ev->cause ? strnlen(ev->cause, 129) : 0);
   if (rc < 0)
     return rc;
+  if (has_via(ev) && (rc = check_via(ev->via, strnlen(ev->via, 65))) < 0)
+    return rc;
   if (ev->data_mp)
     return check_data_mp(*e, ev->data_mp, ev->data_mp_len);
   if (typed_data(ev))
@@ -144,7 +181,7 @@ pack_key(msgpack_packer *pk, int f) {
 static int
 pack_event(msgpack_packer *pk, const bus_event *ev, const char *type,
            size_t *data_at) {
-  int bad = msgpack_pack_map(pk, F_COUNT);
+  int bad = msgpack_pack_map(pk, has_via(ev) ? F_COUNT : F_REQUIRED);
   bad |= pack_key(pk, F_V) || msgpack_pack_uint32(pk, BUS_SCHEMA_VERSION);
   bad |= pack_key(pk, F_TYPE) || bus_pack_str(pk, type);
   bad |= pack_key(pk, F_ID) || bus_pack_str(pk, ev->id);
@@ -162,6 +199,8 @@ pack_event(msgpack_packer *pk, const bus_event *ev, const char *type,
     bad |= msgpack_pack_map(pk, 0);
   else
     bad |= msgpack_pack_object(pk, ev->data);
+  if (has_via(ev))
+    bad |= pack_key(pk, F_VIA) || bus_pack_str(pk, ev->via);
   return bad;
 }
 
@@ -235,7 +274,7 @@ env_collect(const msgpack_object *map, const msgpack_object *f[F_COUNT]) {
     return BUS_ERR(
         BUS_EMALFORMED, "envelope field '%s' is unknown or repeated",
         bus__printable(bad->via.str.ptr, bad->via.str.size, buf, sizeof buf));
-  for (i = 0; i < F_COUNT; i++)
+  for (i = 0; i < F_REQUIRED; i++)
     if (!f[i])
       return BUS_ERR(BUS_EMISSING, "%s: is required", env_names[i]);
   return 0;
@@ -258,6 +297,8 @@ env_types(const msgpack_object *f[F_COUNT]) {
     if (f[want[i].field]->type != want[i].type)
       return BUS_ERR(BUS_EMALFORMED, "%s: has the wrong msgpack type",
                      env_names[want[i].field]);
+  if (f[F_VIA] && f[F_VIA]->type != MSGPACK_OBJECT_STR)
+    return BUS_ERR(BUS_EMALFORMED, "via: has the wrong msgpack type");
   if (f[F_V]->via.u64 == 0)
     return BUS_ERR(BUS_EMALFORMED, "v: must be at least 1");
   if (f[F_TS]->type == MSGPACK_OBJECT_NEGATIVE_INTEGER ||
@@ -289,6 +330,8 @@ env_fill(const msgpack_object *f[F_COUNT], bus_event *ev, msgpack_zone *zone) {
   if ((rc = env_types(f)) < 0 || (rc = check_type(t->ptr, t->size, &e)) < 0)
     return rc;
   rc = check_tokens(id->ptr, id->size, a->ptr, a->size, c->ptr, c->size);
+  if (rc == 0 && f[F_VIA])
+    rc = check_via(f[F_VIA]->via.str.ptr, f[F_VIA]->via.str.size);
   if (rc < 0 || (rc = check_data(e, f[F_DATA])) < 0)
     return rc;
   ev->v = (uint32_t)f[F_V]->via.u64;
@@ -303,7 +346,8 @@ env_fill(const msgpack_object *f[F_COUNT], bus_event *ev, msgpack_zone *zone) {
   ev->id = zone_str(zone, f[F_ID]);
   ev->actor = zone_str(zone, f[F_ACTOR]);
   ev->cause = zone_str(zone, f[F_CAUSE]);
-  if (!ev->id || !ev->actor || !ev->cause)
+  ev->via = f[F_VIA] ? zone_str(zone, f[F_VIA]) : "";
+  if (!ev->id || !ev->actor || !ev->cause || !ev->via)
     return BUS_ERR(-ENOMEM, "out of memory decoding an event");
   return 0;
 }

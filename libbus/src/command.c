@@ -3,6 +3,8 @@
  *
  * The user token comes from the subject, which the broker's permissions
  * pin to the connected user; nothing in the body can claim another actor.
+ * Only lark-gateway may publish for another user; its reply inbox
+ * (_INBOX_gateway) becomes the event's via.
  * Replies have one shape for every service, so larkctl prints every
  * refusal the same way (code, message, and each field's path and reason).
  */
@@ -30,6 +32,27 @@ token(const char **p, char *out, size_t cap, int last) {
   return 0;
 }
 
+/*
+ * The via of a command: <p> of a reply subject _INBOX_<p>.<...> when p is
+ * a name and not the user. Inboxes by key (_INBOX_<public key>: upper
+ * case, never a name) and the plain _INBOX. prefix give none, so a user's
+ * own commands carry no via and keep their events' bytes.
+ */
+static void
+cmd_via(bus_cmd *cmd, const char *reply) {
+  static const char pre[] = "_INBOX_";
+  if (!reply || strncmp(reply, pre, sizeof pre - 1))
+    return;
+  const char *p = reply + sizeof pre - 1, *dot = strchr(p, '.');
+  size_t n = dot ? (size_t)(dot - p) : 0;
+  if (!n || n >= sizeof cmd->via)
+    return;
+  memcpy(cmd->via, p, n);
+  cmd->via[n] = 0;
+  if (!bus_name_valid(cmd->via, BUS_NAME_MAX) || !strcmp(cmd->via, cmd->user))
+    cmd->via[0] = 0;
+}
+
 int
 bus_cmd_parse(const char *subject, const char *reply, const void *data,
               size_t len, msgpack_zone *zone, bus_cmd *cmd) {
@@ -45,6 +68,7 @@ bus_cmd_parse(const char *subject, const char *reply, const void *data,
       token(&p, cmd->verb, sizeof cmd->verb, 1))
     return BUS_ERR(BUS_EINVAL, "%s: want lark.cmd.<user>.<kind>.<verb>",
                    subject);
+  cmd_via(cmd, reply);
   if (len == 0)
     return 0; /* an empty body is an empty map */
   if (len > BUS_MAX_PAYLOAD)
@@ -124,6 +148,7 @@ bus_cmd_append(bus_conn *c, const bus_cmd *cmd, const char *subject,
                   .id = id,
                   .ts = bus_wall_ns(),
                   .actor = cmd->user,
+                  .via = cmd->via,
                   .cause = cmd->key,
                   .prev = prev,
                   .data_mp = data ? data : "\x80",

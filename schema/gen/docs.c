@@ -135,7 +135,9 @@ doc_intro(FILE *o) {
           version);
   for (i = 0; i < nheaders; i++)
     fprintf(o, "| `%s` | %s |\n", headers[i].name, headers[i].desc);
-  fputs("\n## Envelope\n\nKeys in this order; all are required.\n\n", o);
+  fputs("\n## Envelope\n\nKeys in this order; all are required but `via`, "
+        "which is present only when set.\n\n",
+        o);
   doc_table(o, &envelope);
 }
 
