@@ -65,21 +65,12 @@ int cli_parse_time(const char *s, int64_t *ns);
 /* Format unix ns as RFC 3339 with milliseconds, UTC. */
 void cli_format_time(int64_t ns, char *out, size_t cap);
 
-/* The msgpack object as JSON text appended to out (jansson underneath). */
-char *cli_obj_to_json(const msgpack_object *o);
-
-#include <jansson.h>
-/* j as compact JSON like json_dumps (flags: only JSON_SORT_KEYS is read),
- * each real in the shortest form that reads back to the same double;
- * malloc'd, NULL on failure. */
-char *cli_json_dumps(const json_t *j, size_t flags);
+/* msgpack as JSON: cli_obj_to_json, cli_json_dumps, cli_real_text,
+ * cli_obj_json (json.c, shared with lark-gateway). */
+#include "json.h"
 /* j as one compact JSON line on stdout (keys in their order); fallback
  * instead when it cannot be written (NULL: nothing). */
 void cli_put_json(const json_t *j, const char *fallback);
-/* v in the shortest form strtod reads back equal ("0.1", "3.0", "1e-07"). */
-void cli_real_text(double v, char *buf, size_t cap);
-/* The msgpack object as a jansson value (new reference). */
-json_t *cli_obj_json(const msgpack_object *o);
 
 /*
  * yaml_out.c: j as a YAML document (libyaml's emitter; keys sorted, reals

@@ -7,6 +7,7 @@
 
 #include "catalog.h"
 #include "dag.h"
+#include "gateway.h"
 #include "larkdevices.h"
 #include "larkengine.h"
 #include "ipam.h"
@@ -24,6 +25,7 @@ const lark_view_entry lark_views[] = {
     {"logs", logs_view_def, logs_query},
     {"devices", devices_view_def, devices_query},
     {"engine", engine_view_def, engine_query},
+    {"gateway", gw_view_def, NULL}, /* served over HTTP, not on NATS */
     {NULL, NULL, NULL},
 };
 

@@ -1235,6 +1235,17 @@ typedef struct bus_view_stats {
 
 int bus_view_stats_get(bus_view *v, bus_view_stats *s);
 const char *bus_view_name(const bus_view *v);
+/* The directory the view was opened in. */
+const char *bus_view_dir(const bus_view *v);
+/* The view a transaction belongs to (apply may find its own state). */
+bus_view *bus_txn_view(bus_txn *t);
+/*
+ * State a definition keeps beside one open view (a view that holds other
+ * views, say): set by apply's thread, released (release(p), when not
+ * NULL) by bus_view_close before the view's store is closed.
+ */
+void bus_view_attach(bus_view *v, void *p, void (*release)(void *p));
+void *bus_view_attached(const bus_view *v);
 
 /*
  * Wait until the view has applied stream sequence seq (its applied
@@ -1295,6 +1306,11 @@ int bus_txn_scan(bus_txn *t, const char *table, const void *prefix, size_t plen,
 /* Visit every entry whose key is > after (alen 0: all), in key order. */
 int bus_txn_scan_after(bus_txn *t, const char *table, const void *after,
                        size_t alen, bus_scan_cb cb, void *ud);
+
+/* The last entry whose key is <= key (*k, *kl, *val, *vlen point into the
+ * map); BUS_ENOT_FOUND when every key is greater. */
+int bus_txn_floor(bus_txn *t, const char *table, const void *key, size_t klen,
+                  const void **k, size_t *kl, const void **val, size_t *vlen);
 
 /* The version of an aggregate subject (seq of its last accepted event),
  * its generation and event count; zeros when never seen. */

@@ -44,6 +44,9 @@ struct bus_view {
   pthread_mutex_t applied_mu;
   pthread_cond_t applied_cv;
   uint64_t applied_seq; /* under applied_mu */
+  /* bus_view_attach: state of the definition's own, freed at close */
+  void *attached;
+  void (*attached_free)(void *p);
 };
 
 struct bus_txn {

@@ -232,6 +232,8 @@ void
 bus_view_close(bus_view *v) {
   if (!v)
     return;
+  if (v->attached_free)
+    v->attached_free(v->attached);
   if (v->env)
     mdb_env_close(v->env);
   bus__view_applied_destroy(v);
@@ -247,6 +249,27 @@ bus_view_sync(bus_view *v) {
 const char *
 bus_view_name(const bus_view *v) {
   return v->def.name;
+}
+
+const char *
+bus_view_dir(const bus_view *v) {
+  return v->dir;
+}
+
+bus_view *
+bus_txn_view(bus_txn *t) {
+  return t->v;
+}
+
+void
+bus_view_attach(bus_view *v, void *p, void (*release)(void *p)) {
+  v->attached = p;
+  v->attached_free = release;
+}
+
+void *
+bus_view_attached(const bus_view *v) {
+  return v->attached;
 }
 
 /* ------------------------------------------------------- transactions */

@@ -55,15 +55,23 @@ bus_txn_del(bus_txn *t, const char *table, const void *key, size_t klen) {
  * row past it (after == 1), until cb returns non-zero.
  */
 static int
-scan(bus_txn *t, const char *table, const void *key, size_t klen, int after,
-     bus_scan_cb cb, void *ud) {
+cursor_open(bus_txn *t, const char *table, MDB_cursor **cur) {
   MDB_dbi dbi = 0;
-  MDB_cursor *cur;
   int rc = bus__table_dbi(t->v, table, &dbi);
   if (rc)
     return rc;
-  if ((rc = mdb_cursor_open(t->txn, dbi, &cur)))
+  if ((rc = mdb_cursor_open(t->txn, dbi, cur)))
     return bus__mdb_err(rc, table);
+  return 0;
+}
+
+static int
+scan(bus_txn *t, const char *table, const void *key, size_t klen, int after,
+     bus_scan_cb cb, void *ud) {
+  MDB_cursor *cur;
+  int rc = cursor_open(t, table, &cur);
+  if (rc)
+    return rc;
   MDB_val k = {klen, (void *)key}, d;
   int mrc = mdb_cursor_get(cur, &k, &d, klen ? MDB_SET_RANGE : MDB_FIRST);
   if (after && mrc == 0 && klen && k.mv_size == klen &&
@@ -86,6 +94,29 @@ int
 bus_txn_scan(bus_txn *t, const char *table, const void *prefix, size_t plen,
              bus_scan_cb cb, void *ud) {
   return scan(t, table, prefix, plen, 0, cb, ud);
+}
+
+int
+bus_txn_floor(bus_txn *t, const char *table, const void *key, size_t klen,
+              const void **k, size_t *kl, const void **val, size_t *vlen) {
+  MDB_cursor *cur;
+  int rc = cursor_open(t, table, &cur);
+  if (rc)
+    return rc;
+  MDB_val mk = {klen, (void *)key}, d;
+  int mrc = mdb_cursor_get(cur, &mk, &d, MDB_SET_RANGE);
+  if (mrc == MDB_NOTFOUND) /* every key is smaller: the last one */
+    mrc = mdb_cursor_get(cur, &mk, &d, MDB_LAST);
+  else if (mrc == 0 && (mk.mv_size != klen || memcmp(mk.mv_data, key, klen)))
+    mrc = mdb_cursor_get(cur, &mk, &d, MDB_PREV); /* past it: step back */
+  mdb_cursor_close(cur);
+  if (mrc == MDB_NOTFOUND)
+    return BUS_ENOT_FOUND;
+  if (mrc)
+    return bus__mdb_err(mrc, table);
+  *k = mk.mv_data, *kl = mk.mv_size;
+  *val = d.mv_data, *vlen = d.mv_size;
+  return 0;
 }
 
 /* ------------------------------------------------------------- effects */

@@ -101,6 +101,14 @@ const char *gw_kind_name(gw_kind k);   /* "Pod" */
  */
 void gw_view_def(bus_view_def *def);
 
+/*
+ * Run before opening the gateway view in dir (lark-gateway's main): when
+ * the view there and its embedded views disagree (an OS crash lost what
+ * one of them committed), remove the directory so the service rebuilds
+ * the view from sequence 1. 0 when nothing was wrong or dir was removed.
+ */
+int gw_view_prepare(const char *dir);
+
 /* The reads below take the open gateway view (the bus_view svc_main or
  * replay opened with gw_view_def). */
 

@@ -141,6 +141,9 @@ void ipam_view_def(bus_view_def *def);
  */
 int ipam_query(bus_txn *t, const char *kind, const char *verb,
                const msgpack_object *req, msgpack_packer *pk, void *ud);
+/* The virtual address pod holds now (what a domain's allocations list
+ * gives it) into out[cap]; BUS_ENOT_FOUND when it holds none. */
+int ipam_pod_vip(bus_txn *t, const char *pod, char *out, size_t cap);
 
 /* ------------------------------------------------------------- commands */
 

@@ -277,3 +277,15 @@ ipam_query(bus_txn *t, const char *kind, const char *verb,
   return qwalk_done(
       &w, pk, ipam__scan_recs(t, "domains", &d, sizeof d, list_domain, &w));
 }
+
+int
+ipam_pod_vip(bus_txn *t, const char *pod, char *out, size_t cap) {
+  pod_rec p;
+  int rc = ipam_pod_get(t, pod, &p);
+  if (rc)
+    return rc;
+  if (!p.held || !p.vip[0])
+    return BUS_ENOT_FOUND;
+  snprintf(out, cap, "%s", p.vip);
+  return 0;
+}

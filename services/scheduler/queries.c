@@ -222,10 +222,14 @@ list_one(const void *key, size_t klen, const void *val, size_t vlen,
   return 1;
 }
 
+/* Jobs and nodes are keyed by their name, which is all a name selects of
+ * them: only the keys it starts are read (the list of one Job costs the
+ * same with 10,000 Jobs). Tasks and pods a name selects by Job or Task. */
 static int
 list(bus_txn *t, const char *kind, const char *name, msgpack_packer *pk) {
   lister l = {t, kind_of(kind), name};
-  return bus_txn_list(t, l.k->table, NULL, 0, 0, list_one, &l, pk);
+  size_t plen = *name && (*kind == 'j' || *kind == 'n') ? strlen(name) : 0;
+  return bus_txn_list(t, l.k->table, name, plen, 0, list_one, &l, pk);
 }
 
 /* ------------------------------------------------------------ describe */

@@ -1,0 +1,307 @@
+/*
+ * bench/gateway_get.c - GET of every pod from lark-gateway's view, and
+ * what applying an event costs it, each beside a raw baseline measured in
+ * the same run.
+ *
+ * The view is built in this process, no broker: N nodes registered, J
+ * Jobs of P pods submitted and placed (a node each), as lark-scheduler
+ * writes them, applied one event per batch as the service does. Then:
+ *
+ *   list   gw_list of every pod (the body of GET .../pods) into a buffer,
+ *          R times; p50 and p99. Baseline: the same rows read raw from
+ *          LMDB (one read transaction, each value copied into a buffer).
+ *   page   the same list in pages of --limit with continue tokens.
+ *   apply  a pod.phase event applied to the gateway view (embedded views
+ *          fed, the pod, its Task, Job and node rendered): p50 and p99 of
+ *          --events events over pods of P-pod Jobs. Baseline: the same
+ *          events applied to a scheduler view alone.
+ *
+ *   bench_gateway_get [--jobs J] [--pods P] [--rounds R] [--limit L]
+ *                     [--events E]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "bus.h"
+#include "gateway.h"
+#include "natsd.h"
+#include "scheduler.h"
+
+typedef struct feeder {
+  bus_view *v[2]; /* the gateway's; the scheduler's alone (or NULL) */
+  uint64_t seq;
+} feeder;
+
+/* Apply one event (data packed in sb) to each view, as a batch of its own;
+ * the seconds the first view took. */
+static double
+feed(feeder *f, const char *subject, const char *type, uint64_t prev,
+     const msgpack_sbuffer *sb, double *alone) {
+  msgpack_zone z;
+  msgpack_object o;
+  char id[33];
+  msgpack_zone_init(&z, 4096);
+  if (msgpack_unpack(sb->data, sb->size, NULL, &z, &o) < 0)
+    bench_die(type, "not msgpack");
+  bus_event_new_id(id);
+  f->seq++;
+  bus_event ev = {.v = 1,
+                  .type = type,
+                  .id = id,
+                  .ts = (int64_t)f->seq * 1000000,
+                  .actor = "bench",
+                  .cause = "",
+                  .prev = prev,
+                  .data = o,
+                  .subject = subject,
+                  .seq = f->seq};
+  const bus_event *evs[1] = {&ev};
+  double took = 0;
+  for (int i = 0; i < 2 && f->v[i]; i++) {
+    double t0 = bench_now_s();
+    if (bus_view_apply(f->v[i], evs, 1))
+      bench_die(type, bus_last_error());
+    double dt = bench_now_s() - t0;
+    if (i == 0)
+      took = dt;
+    else if (alone)
+      *alone = dt;
+  }
+  msgpack_zone_destroy(&z);
+  return took;
+}
+
+static void
+node(feeder *f, const char *name) {
+  char subject[64];
+  bus_ev_node_registered n = {.apiVersion = BUS_STR("rlinf.io/v1alpha1"),
+                              .kind = BUS_STR("Node"),
+                              .metadata.name = bus_str_of(name),
+                              .spec = {.cluster = BUS_STR("c1"),
+                                       .capacity = {.has_cpu = 1,
+                                                    .cpu = 4096,
+                                                    .has_memory = 1,
+                                                    .memory = 1 << 24}}};
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  if (bus_node_registered_pack(&sb, &n))
+    bench_die("node.registered", bus_last_error());
+  snprintf(subject, sizeof subject, "lark.ev.node.%s", name);
+  feed(f, subject, "node.registered", 0, &sb, NULL);
+  msgpack_sbuffer_destroy(&sb);
+}
+
+/* Job j<i>: one task "w" of pods pods, placed on node n<i>. */
+static void
+job(feeder *f, int i, int pods, uint64_t *placement) {
+  char name[32], subject[64], task[40], nname[32];
+  snprintf(name, sizeof name, "j%d", i);
+  snprintf(nname, sizeof nname, "n%d", i);
+  snprintf(subject, sizeof subject, "lark.ev.job.%s", name);
+  snprintf(task, sizeof task, "%s-w", name);
+  bench_job j;
+  bench_job_init(&j, name, "w", "Actor", pods, 1, NULL);
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  if (bus_job_submitted_pack(&sb, &j.res))
+    bench_die("job.submitted", bus_last_error());
+  feed(f, subject, "job.submitted", 0, &sb, NULL);
+  bus_ev_job_placed d = {.pool = BUS_STR("default"),
+                         .job = bus_str_of(name),
+                         .has_generation = 1,
+                         .generation = 1};
+  bus_binding b = {.task = bus_str_of(task), .node = bus_str_of(nname)};
+  bench_placed_pack(&sb, &d, &b, pods);
+  feed(f, "lark.ev.placement.default", "job.placed", *placement, &sb, NULL);
+  *placement = f->seq;
+  msgpack_sbuffer_destroy(&sb);
+}
+
+static int
+dcmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double
+pct(double *v, int n, double p) {
+  qsort(v, (size_t)n, sizeof *v, dcmp);
+  int i = (int)(p * (n - 1) + 0.5);
+  return v[i];
+}
+
+/* The baseline: every pods/ row copied raw into a buffer. */
+static int
+copy_row(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+  (void)k, (void)kl;
+  return gw_buf_add(ud, v, vl);
+}
+
+static int
+raw_read(bus_txn *t, void *ud) {
+  return bus_txn_scan(t, "objects", "pods/", 5, copy_row, ud);
+}
+
+static size_t
+items_of(const gw_buf *b) {
+  size_t n = 0;
+  for (const char *p = b->p; (p = strstr(p, "\"kind\":\"Pod\"")); p++)
+    n++;
+  return n;
+}
+
+/* gw_list of every pod, rounds times, beside the raw read. */
+static void
+measure_list(bus_view *v, int rounds, size_t want) {
+  double *a = calloc((size_t)rounds, sizeof *a);
+  double *b = calloc((size_t)rounds, sizeof *b);
+  gw_buf out = {0};
+  size_t bytes = 0;
+  for (int r = 0; r < rounds; r++) {
+    gw_buf_reset(&out);
+    double t0 = bench_now_s();
+    if (gw_list(v, GW_PODS, NULL, &out, NULL))
+      bench_die("gw_list", bus_last_error());
+    a[r] = bench_now_s() - t0;
+    bytes = out.len;
+    if (r == 0 && items_of(&out) != want)
+      bench_die("gw_list", "not every pod listed");
+    gw_buf_reset(&out);
+    t0 = bench_now_s();
+    if (bus_view_read_with(v, raw_read, &out))
+      bench_die("raw read", bus_last_error());
+    b[r] = bench_now_s() - t0;
+  }
+  printf("  list %zu pods (%.1f MB): p50 %.2f ms p99 %.2f ms | raw LMDB "
+         "read of the same rows: p50 %.2f ms p99 %.2f ms\n",
+         want, (double)bytes / 1e6, pct(a, rounds, 0.5) * 1e3,
+         pct(a, rounds, 0.99) * 1e3, pct(b, rounds, 0.5) * 1e3,
+         pct(b, rounds, 0.99) * 1e3);
+  gw_buf_free(&out);
+  free(a);
+  free(b);
+}
+
+/* The whole list in pages of limit: pages and total time. */
+static void
+measure_pages(bus_view *v, size_t limit, size_t want) {
+  gw_list_opts o;
+  gw_list_opts_init(&o);
+  o.limit = limit;
+  char token[256] = "";
+  gw_buf out = {0};
+  size_t pages = 0, items = 0;
+  double t0 = bench_now_s(), worst = 0;
+  do {
+    gw_buf_reset(&out);
+    o.cont = token[0] ? token : NULL;
+    double p0 = bench_now_s();
+    if (gw_list(v, GW_PODS, &o, &out, NULL))
+      bench_die("gw_list page", bus_last_error());
+    double dt = bench_now_s() - p0;
+    worst = dt > worst ? dt : worst;
+    items += items_of(&out);
+    pages++;
+    const char *c = strstr(out.p, "\"continue\":\"");
+    token[0] = 0;
+    if (c)
+      sscanf(c + 12, "%255[^\"]", token);
+  } while (token[0]);
+  if (items != want)
+    bench_die("pages", "not every pod listed once");
+  printf("  paged by %zu: %zu pages, %.2f ms in all, slowest page %.2f ms\n",
+         limit, pages, (bench_now_s() - t0) * 1e3, worst * 1e3);
+  gw_buf_free(&out);
+}
+
+/* pod.phase events over pods of the Jobs: per event, the gateway view's
+ * apply beside the scheduler view's alone. */
+static void
+measure_apply(feeder *f, int jobs, int pods, int events) {
+  double *a = calloc((size_t)events, sizeof *a);
+  double *b = calloc((size_t)events, sizeof *b);
+  for (int e = 0; e < events; e++) {
+    char pod[64], subject[96], jname[32], nname[32];
+    int j = e % jobs, p = (e / jobs) % pods;
+    snprintf(jname, sizeof jname, "j%d", j);
+    snprintf(nname, sizeof nname, "n%d", j);
+    snprintf(pod, sizeof pod, "j%d-w-%d", j, p);
+    snprintf(subject, sizeof subject, "lark.ev.pod.%s", pod);
+    bus_ev_pod_phase d = {.phase = BUS_STR("Running"),
+                          .has_job = 1,
+                          .job = bus_str_of(jname),
+                          .node = bus_str_of(nname)};
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    if (bus_pod_phase_pack(&sb, &d))
+      bench_die("pod.phase", bus_last_error());
+    a[e] = feed(f, subject, "pod.phase", 0, &sb, &b[e]);
+    msgpack_sbuffer_destroy(&sb);
+  }
+  printf("  apply pod.phase in %d-pod Jobs: p50 %.3f ms p99 %.3f ms | the "
+         "scheduler view alone: p50 %.3f ms p99 %.3f ms\n",
+         pods, pct(a, events, 0.5) * 1e3, pct(a, events, 0.99) * 1e3,
+         pct(b, events, 0.5) * 1e3, pct(b, events, 0.99) * 1e3);
+  free(a);
+  free(b);
+}
+
+static bus_view *
+open_view(void (*def_fn)(bus_view_def *), const char *dir) {
+  bus_view_def def;
+  bus_view_opts o;
+  bus_view *v;
+  def_fn(&def);
+  def.decide = NULL;
+  bus_view_opts_init(&o);
+  o.dir = dir;
+  o.map_size = (size_t)8 << 30;
+  o.nosync = 1; /* both alike: the work, not the disk */
+  if (bus_view_open(&v, &def, &o))
+    bench_die("view", bus_last_error());
+  return v;
+}
+
+int
+main(int argc, char **argv) {
+  int jobs = 10, pods = 1000, rounds = 50, limit = 500, events = 2000;
+  const bench_opt opts[] = {
+      {"--jobs", .i = &jobs},     {"--pods", .i = &pods},
+      {"--rounds", .i = &rounds}, {"--limit", .i = &limit},
+      {"--events", .i = &events}, {NULL}};
+  bench_opts(argc, argv, opts);
+  if (jobs <= 0 || pods <= 0 || pods > 4096 || rounds <= 0 || limit <= 0 ||
+      events <= 0)
+    bench_die("usage", "bench_gateway_get [--jobs J] [--pods P<=4096] "
+                       "[--rounds R] [--limit L] [--events E]");
+  char dir[256], gdir[300], sdir[300];
+  lt_tmpdir(dir, sizeof dir, "bench-gateway-get");
+  snprintf(gdir, sizeof gdir, "%s/gateway", dir);
+  snprintf(sdir, sizeof sdir, "%s/scheduler", dir);
+  feeder f = {{open_view(gw_view_def, gdir), open_view(sched_view_def, sdir)},
+              0};
+  size_t want = (size_t)jobs * (size_t)pods;
+  if ((size_t)events > want) /* one event per pod: each its first */
+    events = (int)want;
+  printf("bench_gateway_get: %zu pods (%d Jobs x %d pods)\n", want, jobs, pods);
+  double t0 = bench_now_s();
+  uint64_t placement = 0;
+  for (int i = 0; i < jobs; i++) {
+    char n[32];
+    snprintf(n, sizeof n, "n%d", i);
+    node(&f, n);
+  }
+  for (int i = 0; i < jobs; i++)
+    job(&f, i, pods, &placement);
+  printf("  built: %llu events in %.2f s\n", (unsigned long long)f.seq,
+         bench_now_s() - t0);
+  measure_list(f.v[0], rounds, want);
+  measure_pages(f.v[0], (size_t)limit, want);
+  measure_apply(&f, jobs, pods, events);
+  bus_view_close(f.v[0]);
+  bus_view_close(f.v[1]);
+  lt_rmtree(dir);
+  return 0;
+}

@@ -1,0 +1,210 @@
+/*
+ * view_embed.c - the views the gateway embeds: copies of the scheduler's,
+ * dag's and ipam's, each in <gateway dir>/embedded/<name>, fed every event
+ * the gateway applies (decide off), so an object is rendered by its
+ * owner's own query code at exactly the event that changed it.
+ *
+ * Invariant: each embedded view has applied exactly the events the
+ * gateway's apply was given, no more. They commit on their own (LMDB
+ * environments of their own, without fsync: the check below catches what
+ * a crash loses), so the invariant is checked when they are opened (their
+ * applied sequence equals the gateway's "seq") and while feeding (an event
+ * at or below the last one fed means the gateway rolled a batch back after
+ * they committed it). Broken, the gateway view reports BUS_ECORRUPT;
+ * gw_view_prepare, run before the view is opened, removes both so the
+ * service rebuilds from sequence 1.
+ */
+#include <ftw.h>
+#include <stdio.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "dag.h"
+#include "ipam.h"
+#include "scheduler.h"
+#include "view-int.h"
+
+struct gw_embed {
+  bus_view *v[GW_NEMB];
+  uint64_t fed; /* the last sequence given to them */
+};
+
+static void (*const defs[GW_NEMB])(bus_view_def *) = {
+    sched_view_def, dag_view_def, ipam_view_def};
+static const char *const names[GW_NEMB] = {"scheduler", "dag", "ipam"};
+
+static void
+embed_free(void *p) {
+  gw_embed *e = p;
+  for (int i = 0; e && i < GW_NEMB; i++)
+    bus_view_close(e->v[i]);
+  free(e);
+}
+
+static int
+rm_entry(const char *path, const struct stat *st, int flag, struct FTW *f) {
+  (void)st, (void)flag, (void)f;
+  return remove(path);
+}
+
+/* Remove path and everything under it; absent is fine. */
+static int
+rm_tree(const char *path) {
+  struct stat st;
+  if (lstat(path, &st) < 0)
+    return 0;
+  if (nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS) < 0)
+    return bus_error(BUS_ESTORE, "cannot remove %s", path);
+  return 0;
+}
+
+static int
+open_all(gw_embed *e, const char *dir) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/embedded", dir);
+  mkdir(path, 0700);
+  for (int i = 0; i < GW_NEMB; i++) {
+    bus_view_def def;
+    bus_view_opts o;
+    defs[i](&def);
+    def.decide = NULL;
+    def.ud = NULL;
+    bus_view_opts_init(&o);
+    snprintf(path, sizeof path, "%s/embedded/%s", dir, names[i]);
+    o.dir = path;
+    o.nosync = 1;
+    int rc = bus_view_open(&e->v[i], &def, &o);
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
+static void
+close_all(gw_embed *e) {
+  for (int i = 0; i < GW_NEMB; i++) {
+    bus_view_close(e->v[i]);
+    e->v[i] = NULL;
+  }
+}
+
+/* 1 when every embedded view has applied exactly seq. */
+static int
+agree(gw_embed *e, uint64_t seq) {
+  for (int i = 0; i < GW_NEMB; i++) {
+    bus_view_stats st;
+    if (bus_view_stats_get(e->v[i], &st) || st.applied_seq != seq)
+      return 0;
+  }
+  return 1;
+}
+
+static int
+embed_open(const char *dir, uint64_t seq, gw_embed *e) {
+  char path[4096];
+  int rc = open_all(e, dir);
+  if (!rc && agree(e, seq))
+    return 0;
+  close_all(e);
+  if (seq)
+    return bus_error(BUS_ECORRUPT,
+                     "the gateway view in %s and its embedded views disagree "
+                     "(an OS crash?): it is rebuilt at the next start",
+                     dir);
+  snprintf(path, sizeof path, "%s/embedded", dir); /* new gateway: start */
+  if ((rc = rm_tree(path)))                        /* them again too */
+    return rc;
+  return open_all(e, dir);
+}
+
+int
+gw_embed_of(bus_txn *t, gw_embed **out) {
+  bus_view *gv = bus_txn_view(t);
+  gw_embed *e = bus_view_attached(gv);
+  if (!e) {
+    if (!(e = calloc(1, sizeof *e)))
+      return -ENOMEM;
+    e->fed = gw_meta_u64(t, "seq");
+    int rc = embed_open(bus_view_dir(gv), e->fed, e);
+    if (rc) {
+      embed_free(e);
+      return rc;
+    }
+    bus_view_attach(gv, e, embed_free);
+  }
+  *out = e;
+  return 0;
+}
+
+int
+gw_embed_feed(gw_embed *e, const bus_event *ev) {
+  if (ev->seq <= e->fed)
+    return bus_error(BUS_ECORRUPT,
+                     "event %llu is at or below %llu, the last the embedded "
+                     "views applied: the gateway view is rebuilt at the "
+                     "next start",
+                     (unsigned long long)ev->seq, (unsigned long long)e->fed);
+  const bus_event *one[1] = {ev};
+  for (int i = 0; i < GW_NEMB; i++) {
+    int rc = bus_view_apply(e->v[i], one, 1);
+    if (rc)
+      return rc;
+  }
+  e->fed = ev->seq;
+  return 0;
+}
+
+int
+gw_embed_read(gw_embed *e, bus_txn *out[GW_NEMB]) {
+  for (int i = 0; i < GW_NEMB; i++)
+    out[i] = NULL;
+  for (int i = 0; i < GW_NEMB; i++) {
+    int rc = bus_view_read(e->v[i], &out[i]);
+    if (rc) {
+      gw_embed_end(out);
+      return rc;
+    }
+  }
+  return 0;
+}
+
+void
+gw_embed_end(bus_txn *rt[GW_NEMB]) {
+  for (int i = 0; i < GW_NEMB; i++) {
+    if (rt[i])
+      bus_txn_end(rt[i]);
+    rt[i] = NULL;
+  }
+}
+
+int
+gw_view_prepare(const char *dir) {
+  bus_view *gv = NULL;
+  bus_view_def def;
+  bus_view_opts o;
+  struct stat st;
+  if (stat(dir, &st) < 0)
+    return 0; /* a new view: nothing to check */
+  gw_view_def(&def);
+  bus_view_opts_init(&o);
+  o.dir = dir;
+  int rc = bus_view_open(&gv, &def, &o);
+  if (rc)
+    return rc;
+  bus_txn *t = NULL;
+  uint64_t seq = 0;
+  if (!(rc = bus_view_read(gv, &t))) {
+    seq = gw_meta_u64(t, "seq");
+    bus_txn_end(t);
+  }
+  bus_view_close(gv);
+  gw_embed e = {.fed = seq};
+  if (rc || (!(rc = open_all(&e, dir)) && agree(&e, seq))) {
+    close_all(&e);
+    return rc;
+  }
+  close_all(&e);
+  return rm_tree(dir); /* rebuilt from sequence 1 */
+}
