@@ -58,8 +58,7 @@ function phaseBar(counts) {
   }
   const legend = Object.entries(counts).sort().map(([p, n]) =>
       h('span', { class: 'phase ' + phaseClass(p) }, (p || 'none') + ' ' + n));
-  return h('div', { class: 'phases' }, total ? bar : null,
-           h('div', {}, legend.length ? legend : h('span', { class: 'muted', text: 'none' })));
+  return total ? h('div', { class: 'phases' }, bar, h('div', {}, legend)) : null;
 }
 
 /*
