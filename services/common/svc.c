@@ -119,6 +119,7 @@ svc_connect(svc *s, const char *const *streams) {
   bus_conn_opts_init(&o);
   o.url = s->url;
   o.creds = s->creds;
+  o.inbox_prefix = s->inbox;
   char name[96];
   snprintf(name, sizeof name, "lark-%s", s->name);
   o.name = name;

@@ -31,6 +31,9 @@ typedef struct svc {
   int log_level;
   atomic_int stop; /* set by a signal or any thread: the service ends */
   bus_conn *conn;
+  const char *inbox;   /* the connection's inbox prefix; NULL: libbus's
+                          (_INBOX_<key>). Set between svc_init and
+                          svc_connect (lark-gateway: _INBOX_<principal>) */
   uint64_t logged_seq; /* the applied sequence last logged (svc_log_applied) */
 } svc;
 
