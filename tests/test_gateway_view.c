@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bed.h"
 #include "gateway.h"
@@ -477,10 +478,15 @@ Test(gateway_view, disagreeing_embedded_views_are_rebuilt) {
   view = open_gw(dir);
   cr_assert_not_null(get(GW_PODS, "j1-work-0", 0), "agreeing: kept");
   bus_view_close(view);
-  char emb[512];
+  char emb[512], other[512];
   snprintf(emb, sizeof emb, "%s/embedded/scheduler", dir);
   lt_rmtree(emb);
+  snprintf(other, sizeof other, "%s/keep", dir);
+  FILE *f = fopen(other, "w");
+  cr_assert_not_null(f);
+  fclose(f);
   cr_assert_eq(gw_view_prepare(dir), 0, "%s", bus_last_error());
+  cr_assert_eq(access(other, F_OK), 0, "other files of the directory kept");
   view = open_gw(dir);
   cr_assert_null(get(GW_PODS, "j1-work-0", 0), "rebuilt: empty");
   bus_view_stats st;

@@ -104,8 +104,9 @@ void gw_view_def(bus_view_def *def);
 /*
  * Run before opening the gateway view in dir (lark-gateway's main): when
  * the view there and its embedded views disagree (an OS crash lost what
- * one of them committed), remove the directory so the service rebuilds
- * the view from sequence 1. 0 when nothing was wrong or dir was removed.
+ * one of them committed), remove their stores (dir/data.mdb, lock.mdb
+ * and embedded/; other files of dir are left) so the service rebuilds
+ * the view from sequence 1. 0 when nothing was wrong or they were removed.
  */
 int gw_view_prepare(const char *dir);
 

@@ -11,8 +11,8 @@
  * applied sequence equals the gateway's "seq") and while feeding (an event
  * at or below the last one fed means the gateway rolled a batch back after
  * they committed it). Broken, the gateway view reports BUS_ECORRUPT;
- * gw_view_prepare, run before the view is opened, removes both so the
- * service rebuilds from sequence 1.
+ * gw_view_prepare, run before the view is opened, removes both stores
+ * (nothing else of the directory) so the service rebuilds from sequence 1.
  */
 #include <ftw.h>
 #include <stdio.h>
@@ -58,6 +58,20 @@ rm_tree(const char *path) {
   if (nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS) < 0)
     return bus_error(BUS_ESTORE, "cannot remove %s", path);
   return 0;
+}
+
+/* The gateway view's store and its embedded views, and nothing else the
+ * directory may hold. */
+static int
+forget(const char *dir) {
+  static const char *const parts[] = {"data.mdb", "lock.mdb", "embedded"};
+  char path[4096];
+  int rc = 0;
+  for (size_t i = 0; !rc && i < sizeof parts / sizeof *parts; i++) {
+    snprintf(path, sizeof path, "%s/%s", dir, parts[i]);
+    rc = rm_tree(path);
+  }
+  return rc;
 }
 
 static int
@@ -206,5 +220,5 @@ gw_view_prepare(const char *dir) {
     return rc;
   }
   close_all(&e);
-  return rm_tree(dir); /* rebuilt from sequence 1 */
+  return forget(dir); /* rebuilt from sequence 1 */
 }
