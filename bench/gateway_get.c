@@ -26,6 +26,7 @@
 #include "bench.h"
 #include "bus.h"
 #include "gateway.h"
+#include "gateway_get.h"
 #include "natsd.h"
 #include "scheduler.h"
 
@@ -73,8 +74,23 @@ feed(feeder *f, const char *subject, const char *type, uint64_t prev,
   return took;
 }
 
+/* The in-process sink: the views of a feeder. */
+static uint64_t
+to_views(void *ud, const char *subject, const char *type, uint64_t prev,
+         const msgpack_sbuffer *data) {
+  feeder *f = ud;
+  feed(f, subject, type, prev, data, NULL);
+  return f->seq;
+}
+
+uint64_t
+bench_gw_append(void *ud, const char *subject, const char *type, uint64_t prev,
+                const msgpack_sbuffer *data) {
+  return bench_append(ud, subject, type, prev, data);
+}
+
 static void
-node(feeder *f, const char *name) {
+node(const char *name, bench_gw_sink *sink, void *ud) {
   char subject[64];
   bus_ev_node_registered n = {.apiVersion = BUS_STR("rlinf.io/v1alpha1"),
                               .kind = BUS_STR("Node"),
@@ -89,13 +105,13 @@ node(feeder *f, const char *name) {
   if (bus_node_registered_pack(&sb, &n))
     bench_die("node.registered", bus_last_error());
   snprintf(subject, sizeof subject, "lark.ev.node.%s", name);
-  feed(f, subject, "node.registered", 0, &sb, NULL);
+  sink(ud, subject, "node.registered", 0, &sb);
   msgpack_sbuffer_destroy(&sb);
 }
 
 /* Job j<i>: one task "w" of pods pods, placed on node n<i>. */
 static void
-job(feeder *f, int i, int pods, uint64_t *placement) {
+job(int i, int pods, uint64_t *placement, bench_gw_sink *sink, void *ud) {
   char name[32], subject[64], task[40], nname[32];
   snprintf(name, sizeof name, "j%d", i);
   snprintf(nname, sizeof nname, "n%d", i);
@@ -107,16 +123,28 @@ job(feeder *f, int i, int pods, uint64_t *placement) {
   msgpack_sbuffer_init(&sb);
   if (bus_job_submitted_pack(&sb, &j.res))
     bench_die("job.submitted", bus_last_error());
-  feed(f, subject, "job.submitted", 0, &sb, NULL);
+  sink(ud, subject, "job.submitted", 0, &sb);
   bus_ev_job_placed d = {.pool = BUS_STR("default"),
                          .job = bus_str_of(name),
                          .has_generation = 1,
                          .generation = 1};
   bus_binding b = {.task = bus_str_of(task), .node = bus_str_of(nname)};
   bench_placed_pack(&sb, &d, &b, pods);
-  feed(f, "lark.ev.placement.default", "job.placed", *placement, &sb, NULL);
-  *placement = f->seq;
+  *placement =
+      sink(ud, "lark.ev.placement.default", "job.placed", *placement, &sb);
   msgpack_sbuffer_destroy(&sb);
+}
+
+void
+bench_gw_events(int jobs, int pods, bench_gw_sink *sink, void *ud) {
+  uint64_t placement = 0;
+  for (int i = 0; i < jobs; i++) {
+    char n[32];
+    snprintf(n, sizeof n, "n%d", i);
+    node(n, sink, ud);
+  }
+  for (int i = 0; i < jobs; i++)
+    job(i, pods, &placement, sink, ud);
 }
 
 static int
@@ -125,8 +153,8 @@ dcmp(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static double
-pct(double *v, int n, double p) {
+double
+bench_pct(double *v, int n, double p) {
   qsort(v, (size_t)n, sizeof *v, dcmp);
   int i = (int)(p * (n - 1) + 0.5);
   return v[i];
@@ -144,10 +172,10 @@ raw_read(bus_txn *t, void *ud) {
   return bus_txn_scan(t, "objects", "pods/", 5, copy_row, ud);
 }
 
-static size_t
-items_of(const gw_buf *b) {
+size_t
+bench_gw_items(const char *json) {
   size_t n = 0;
-  for (const char *p = b->p; (p = strstr(p, "\"kind\":\"Pod\"")); p++)
+  for (const char *p = json; (p = strstr(p, "\"kind\":\"Pod\"")); p++)
     n++;
   return n;
 }
@@ -166,7 +194,7 @@ measure_list(bus_view *v, int rounds, size_t want) {
       bench_die("gw_list", bus_last_error());
     a[r] = bench_now_s() - t0;
     bytes = out.len;
-    if (r == 0 && items_of(&out) != want)
+    if (r == 0 && bench_gw_items(out.p) != want)
       bench_die("gw_list", "not every pod listed");
     gw_buf_reset(&out);
     t0 = bench_now_s();
@@ -176,9 +204,9 @@ measure_list(bus_view *v, int rounds, size_t want) {
   }
   printf("  list %zu pods (%.1f MB): p50 %.2f ms p99 %.2f ms | raw LMDB "
          "read of the same rows: p50 %.2f ms p99 %.2f ms\n",
-         want, (double)bytes / 1e6, pct(a, rounds, 0.5) * 1e3,
-         pct(a, rounds, 0.99) * 1e3, pct(b, rounds, 0.5) * 1e3,
-         pct(b, rounds, 0.99) * 1e3);
+         want, (double)bytes / 1e6, bench_pct(a, rounds, 0.5) * 1e3,
+         bench_pct(a, rounds, 0.99) * 1e3, bench_pct(b, rounds, 0.5) * 1e3,
+         bench_pct(b, rounds, 0.99) * 1e3);
   gw_buf_free(&out);
   free(a);
   free(b);
@@ -202,7 +230,7 @@ measure_pages(bus_view *v, size_t limit, size_t want) {
       bench_die("gw_list page", bus_last_error());
     double dt = bench_now_s() - p0;
     worst = dt > worst ? dt : worst;
-    items += items_of(&out);
+    items += bench_gw_items(out.p);
     pages++;
     const char *c = strstr(out.p, "\"continue\":\"");
     token[0] = 0;
@@ -242,8 +270,9 @@ measure_apply(feeder *f, int jobs, int pods, int events) {
   }
   printf("  apply pod.phase in %d-pod Jobs: p50 %.3f ms p99 %.3f ms | the "
          "scheduler view alone: p50 %.3f ms p99 %.3f ms\n",
-         pods, pct(a, events, 0.5) * 1e3, pct(a, events, 0.99) * 1e3,
-         pct(b, events, 0.5) * 1e3, pct(b, events, 0.99) * 1e3);
+         pods, bench_pct(a, events, 0.5) * 1e3,
+         bench_pct(a, events, 0.99) * 1e3, bench_pct(b, events, 0.5) * 1e3,
+         bench_pct(b, events, 0.99) * 1e3);
   free(a);
   free(b);
 }
@@ -267,10 +296,14 @@ open_view(void (*def_fn)(bus_view_def *), const char *dir) {
 int
 main(int argc, char **argv) {
   int jobs = 10, pods = 1000, rounds = 50, limit = 500, events = 2000;
-  const bench_opt opts[] = {
-      {"--jobs", .i = &jobs},     {"--pods", .i = &pods},
-      {"--rounds", .i = &rounds}, {"--limit", .i = &limit},
-      {"--events", .i = &events}, {NULL}};
+  int http = 1;
+  const bench_opt opts[] = {{"--jobs", .i = &jobs},
+                            {"--pods", .i = &pods},
+                            {"--rounds", .i = &rounds},
+                            {"--limit", .i = &limit},
+                            {"--events", .i = &events},
+                            {"--http", .i = &http},
+                            {NULL}};
   bench_opts(argc, argv, opts);
   if (jobs <= 0 || pods <= 0 || pods > 4096 || rounds <= 0 || limit <= 0 ||
       events <= 0)
@@ -287,14 +320,7 @@ main(int argc, char **argv) {
     events = (int)want;
   printf("bench_gateway_get: %zu pods (%d Jobs x %d pods)\n", want, jobs, pods);
   double t0 = bench_now_s();
-  uint64_t placement = 0;
-  for (int i = 0; i < jobs; i++) {
-    char n[32];
-    snprintf(n, sizeof n, "n%d", i);
-    node(&f, n);
-  }
-  for (int i = 0; i < jobs; i++)
-    job(&f, i, pods, &placement);
+  bench_gw_events(jobs, pods, to_views, &f);
   printf("  built: %llu events in %.2f s\n", (unsigned long long)f.seq,
          bench_now_s() - t0);
   measure_list(f.v[0], rounds, want);
@@ -303,5 +329,8 @@ main(int argc, char **argv) {
   bus_view_close(f.v[0]);
   bus_view_close(f.v[1]);
   lt_rmtree(dir);
+  fflush(stdout); /* before the HTTP half forks a broker and a gateway */
+  if (http)
+    bench_gateway_http(argv[0], jobs, pods, rounds);
   return 0;
 }
