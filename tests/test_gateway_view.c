@@ -23,12 +23,13 @@ static uint64_t seq;
 /* The log so far (for the replay): each event's subject, type, ts, prev
  * and data (JSON). */
 typedef struct logged {
-  char subject[128], type[32];
+  char subject[128], type[32], actor[32];
   uint64_t prev;
   char *json;
 } logged;
 static logged log_[64];
 static int nlog;
+static const char *actor = "t"; /* of the events fed next */
 
 /* Versions of subjects: the seq of each one's last event. */
 static struct {
@@ -61,6 +62,7 @@ setup(void) {
   view = open_gw(dir);
   seq = 0;
   nlog = nvers = 0;
+  actor = "t";
 }
 
 static void
@@ -89,7 +91,7 @@ event_of(int i, msgpack_zone *z, msgpack_sbuffer *sb, bus_event *ev, char *id) {
                     .type = log_[i].type,
                     .id = id,
                     .ts = (int64_t)(i + 1) * 1000000000,
-                    .actor = "t",
+                    .actor = log_[i].actor,
                     .cause = "",
                     .prev = log_[i].prev,
                     .data = o,
@@ -104,6 +106,7 @@ feed(const char *subject, const char *type, const char *json) {
   logged *l = &log_[nlog++];
   snprintf(l->subject, sizeof l->subject, "%s", subject);
   snprintf(l->type, sizeof l->type, "%s", type);
+  snprintf(l->actor, sizeof l->actor, "%s", actor);
   uint64_t *ver = version(subject);
   l->prev = *ver;
   l->json = strdup(json);
@@ -555,4 +558,49 @@ Test(gateway_view, domains_and_virtual_ips) {
   d = get(GW_DOMAINS, "d1", 0);
   cr_assert_eq(json_integer_value(json_object_get(d, "used")), 2);
   json_decref(d);
+}
+
+/* A Workflow: its object with its spec and its Jobs; a Job it names is
+ * listed under ?workflow=, and its phase moves the Workflow's JSON. */
+Test(gateway_view, workflows_and_their_jobs) {
+  node("n1");
+  feed("lark.ev.workflow.w1", "workflow.submitted",
+       "{\"apiVersion\":\"rlinf.io/v1alpha1\",\"kind\":\"Workflow\","
+       "\"metadata\":{\"name\":\"w1\"},\"spec\":{\"jobTemplates\":[{"
+       "\"name\":\"train\",\"spec\":{\"tasks\":[{\"name\":\"work\","
+       "\"role\":\"Actor\",\"replicas\":1,\"resources\":{\"cpu\":1,"
+       "\"memory\":64},\"runtime\":{\"raw\":{\"entrypoint\":"
+       "[\"/bin/true\"]}}}]}}]}}");
+  json_t *w = get(GW_WORKFLOWS, "w1", 0);
+  cr_assert_not_null(w, "%s", bus_last_error());
+  cr_assert_str_eq(field(w, "kind"), "Workflow");
+  cr_assert(json_is_array(
+      json_object_get(json_object_get(w, "spec"), "jobTemplates")));
+  json_decref(w);
+  actor = "lark-dag"; /* its Job, as lark-dag submits it */
+  feed("lark.ev.job.w1-train", "job.submitted",
+       "{\"apiVersion\":\"rlinf.io/v1alpha1\",\"kind\":\"Job\","
+       "\"metadata\":{\"name\":\"w1-train\",\"labels\":{"
+       "\"rlark.io/workflow\":\"w1\"},\"annotations\":{"
+       "\"rlark.io/workflow-generation\":\"1\"}},\"spec\":{\"tasks\":[{"
+       "\"name\":\"work\",\"role\":\"Actor\",\"replicas\":1,"
+       "\"resources\":{\"cpu\":1,\"memory\":64},\"runtime\":{\"raw\":"
+       "{\"entrypoint\":[\"/bin/true\"]}}}]}}");
+  actor = "t";
+  submit("other", 1);
+  gw_list_opts o;
+  gw_list_opts_init(&o);
+  o.workflow = "w1";
+  json_t *l = list(GW_JOBS, &o, NULL);
+  json_t *items = json_object_get(l, "items");
+  cr_assert_eq(json_array_size(items), 1);
+  cr_assert_str_eq(field(json_array_get(items, 0), "name"), "w1-train");
+  json_decref(l);
+  uint64_t s =
+      feed("lark.ev.job.w1-train", "job.phase", "{\"phase\":\"Running\"}");
+  seen c = {0};
+  uint64_t after = s - 1;
+  gw_watch_next(view, GW_WORKFLOWS, NULL, &after, on_change, &c, 0);
+  cr_assert_str_eq(c.lines, "MODIFIED Workflow/w1\n",
+                   "its Job's phase shows in the Workflow");
 }
