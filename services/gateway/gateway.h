@@ -143,14 +143,15 @@ int gw_get(bus_view *v, gw_kind kind, const char *name, int64_t at_ns,
 uint64_t gw_seq_at(bus_view *v, int64_t at_ns);
 
 /*
- * A watch. Calls each(ud, seq, type, object_json, len) for every change
- * of kind (filtered as o's job/node/workflow; o's limit, cont and at_ns
- * are ignored) after *after, in sequence order, and sets *after to the
- * last sequence looked at. When none is there, waits up to timeout_ms for
- * the view to apply more. Returns the number of changes given, 0 on a
- * timeout, or an error (each returning non-zero stops the call and that
- * value is returned). *after 0: first every current object as ADDED,
- * then the changes (as a Kubernetes watch without resourceVersion).
+ * A watch. Calls each(ud, seq, type, json, len), json the change form
+ * above ({"type","object"}), for every change of kind (filtered as o's
+ * job/node/workflow; o's limit, cont and at_ns are ignored) after
+ * *after, in sequence order, and sets *after to the last sequence looked
+ * at. When none is there, waits up to timeout_ms for the view to apply
+ * more. Returns the number of changes given, 0 on a timeout, or an error
+ * (each returning non-zero stops the call and that value is returned).
+ * *after 0: first every current object as ADDED, then the changes (as a
+ * Kubernetes watch without resourceVersion).
  */
 typedef int (*gw_change_fn)(void *ud, uint64_t seq, const char *type,
                             const char *json, size_t len);

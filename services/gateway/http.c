@@ -177,8 +177,10 @@ listen_on(gw_http *h, const char *spec, int tls) {
     SVC_LOG(h->s, SVC_ERROR, "-", 0, "%s: not ADDR:PORT", spec);
     return NULL;
   }
+  /* poll, not select: a socket numbered past FD_SETSIZE still works */
   unsigned flags = MHD_USE_THREAD_PER_CONNECTION |
-                   MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+                   MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+                   MHD_USE_ERROR_LOG;
   if (ss.ss_family == AF_INET6)
     flags |= MHD_USE_IPv6;
   struct MHD_OptionItem tlsopts[] = {
@@ -191,8 +193,8 @@ listen_on(gw_http *h, const char *spec, int tls) {
   struct MHD_Daemon *d = MHD_start_daemon(
       flags, 0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, &ss,
       MHD_OPTION_NOTIFY_COMPLETED, on_done, h, MHD_OPTION_CONNECTION_TIMEOUT,
-      (unsigned)120, MHD_OPTION_ARRAY, tls ? tlsopts : tlsopts + 3,
-      MHD_OPTION_END);
+      (unsigned)120, MHD_OPTION_CONNECTION_LIMIT, (unsigned)GW_MAX_CONNECTIONS,
+      MHD_OPTION_ARRAY, tls ? tlsopts : tlsopts + 3, MHD_OPTION_END);
   if (!d)
     SVC_LOG(h->s, SVC_ERROR, "-", 0, "cannot listen on %s: %s", spec,
             strerror(errno));

@@ -25,10 +25,11 @@
 #include "svc.h"
 
 enum {
-  GW_TICK_MS = 250,          /* a stream's longest sleep */
-  GW_BOOKMARK_MS = 10000,    /* idle watch: a BOOKMARK line this often */
-  GW_TOKEN_MAX = 256,        /* the login token's longest */
-  GW_USER_MAX = BUS_NAME_MAX /* a token's or certificate's user */
+  GW_TICK_MS = 250,           /* a stream's longest sleep */
+  GW_BOOKMARK_MS = 10000,     /* idle watch: a BOOKMARK line this often */
+  GW_TOKEN_MAX = 256,         /* the login token's longest */
+  GW_USER_MAX = BUS_NAME_MAX, /* a token's or certificate's user */
+  GW_MAX_CONNECTIONS = 1024   /* at once, watches included (a thread each) */
 };
 
 /* The gateway's own flags (main.c reads them). */
