@@ -25,6 +25,27 @@
 
 static const char *const streams[] = {"LARK_EVENTS", NULL};
 
+static const char usage[] =
+    "usage: lark-gateway --url URL --creds FILE --data DIR [--name NAME]\n"
+    "                    [--log-level error|warn|info|debug]\n"
+    "                    [--http ADDR:PORT --token-file FILE "
+    "[--token-user NAME]]\n"
+    "                    [--https ADDR:PORT --tls-cert FILE --tls-key FILE\n"
+    "                     --client-ca FILE]\n"
+    "                    [--www DIR] [--max-body BYTES] [--port-file FILE]\n"
+    "\n"
+    "The platform over HTTP: REST objects with watch and ?at=, the audit\n"
+    "tail, logs, /metrics and the dashboard (docs/gateway.md).\n"
+    "  --http        plain HTTP, loopback addresses only, behind the token\n"
+    "  --token-file  the login token (its first line; mode 0600)\n"
+    "  --token-user  the user the token acts as (default admin)\n"
+    "  --https       HTTPS; clients by role-user certificates of --client-ca\n"
+    "  --www         the dashboard's files (default $LARK_WWW, else\n"
+    "                <exe dir>/../share/larkbus/www)\n"
+    "  --max-body    the largest request body (default 1048576)\n"
+    "  --port-file   written once bound: \"http PORT\" and \"https PORT\" "
+    "lines\n";
+
 static int
 take_str(const char *v, void *out) {
   *(const char **)out = v;
@@ -67,7 +88,8 @@ static int
 check(gw_http *h) {
   gw_http_cfg *c = &h->cfg;
   if (!c->http && !c->https)
-    return fprintf(stderr, "lark-gateway: give --http or --https\n"), -1;
+    return fprintf(stderr, "lark-gateway: give --http or --https\n%s", usage),
+           -1;
   if (c->http && !gw_addr_loopback(c->http))
     return fprintf(stderr,
                    "lark-gateway: --http %s refused: plain HTTP listens on "
@@ -152,6 +174,9 @@ main(int argc, char **argv) {
                             {"--max-body", NULL, take_size, &h.cfg.max_body},
                             {"--port-file", NULL, take_str, &h.cfg.port_file},
                             {0}};
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+      return fputs(usage, stderr), 2; /* as the services answer it */
   if (svc_own_flags(&argc, argv, flags)) {
     fprintf(stderr, "lark-gateway: --max-body takes a byte count (1 to "
                     "1073741824)\n");
