@@ -175,6 +175,39 @@ if ! command -v nats-server >/dev/null; then
   bad "nats-server is not on PATH (ops/setup builds it)"
   finish
 fi
+# The installed lark-gateway, on that platform, without --www or LARK_WWW:
+# it serves the dashboard the package put in <bin>/../share/larkbus/www.
+check_gateway() {
+  [ -x "$root/usr/bin/lark-gateway" ] || return 0
+  local url gw_pid page port=
+  url=$(sed -n 's/^larkbus ready: \([^,]*\),.*/\1/p' "$tmp/up.log")
+  printf 'package-test-token\n' >"$tmp/token"
+  chmod 0600 "$tmp/token"
+  (cd "$tmp" && exec env -u LARK_WWW "$root/usr/bin/lark-gateway" --url "$url" \
+    --creds "$data/creds/gateway.nk" --data "$tmp/gateway" --http 127.0.0.1:0 \
+    --token-file "$tmp/token" --port-file "$tmp/gateway.ports") \
+    >"$tmp/gateway.log" 2>&1 &
+  gw_pid=$!
+  for _ in $(seq 200); do
+    port=$(sed -n 's/^http //p' "$tmp/gateway.ports" 2>/dev/null)
+    [ -n "$port" ] && break
+    kill -0 "$gw_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [ -z "$port" ]; then
+    sed 's/^/  gateway: /' "$tmp/gateway.log" >&2
+    bad "the installed lark-gateway never listened"
+  else
+    page=$(curl -sf -H 'Authorization: Bearer package-test-token' \
+      "http://127.0.0.1:$port/index.html")
+    [ -n "$page" ] && [ "$page" = "$(cat "$root/usr/share/larkbus/www/index.html")" ] &&
+      ok "the installed lark-gateway serves /usr/share/larkbus/www/index.html" ||
+      bad "the installed lark-gateway does not serve the installed dashboard"
+  fi
+  kill "$gw_pid" 2>/dev/null
+  wait "$gw_pid" 2>/dev/null
+}
+
 data=$tmp/data
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 # From $tmp, without LARK_BROKER_CONFIG_DIR: nothing but the installed
@@ -198,6 +231,7 @@ if grep -q '^larkbus ready' "$tmp/up.log"; then
   done
   grep -qs jetstream "$data"/broker/*.conf && ok "broker config rendered" ||
     bad "no broker config under $data/broker"
+  check_gateway
 else
   sed 's/^/  up: /' "$tmp/up.log" >&2
   bad "installed larkctl up never printed ready"
