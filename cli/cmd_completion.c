@@ -22,7 +22,7 @@
 /* Each command's words after it: the flags it takes. */
 static const char *const flags[][2] = {
     {"up", "--nodes --port --cluster --listen --relay --pod-cidr --domain "
-           "--device-file"},
+           "--device-file --gateway-port --no-gateway"},
     {"init", "--replicas --dedupe"},
     {"status", "--wait"},
     {"tail", "--from-seq --since --type --follow"},

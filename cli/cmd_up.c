@@ -6,8 +6,12 @@
  * key), render the broker's config, start nats-server (one, or three in a
  * cluster), learn its port, write <data>/url, create the streams
  * in-process, then start every service and edge runtime whose binary
- * sits next to larkctl, and with --relay the pod network. Only then is
- * the `ready` line printed. Ctrl-C stops the services, then the broker.
+ * sits next to larkctl, with --relay the pod network, and lark-gateway
+ * (unless --no-gateway) on 127.0.0.1 behind a fresh login token. Once
+ * every service answers and the gateway has bound its port, the line
+ *   dashboard: http://127.0.0.1:PORT/?token=TOKEN
+ * is printed (as notebook servers print theirs: a click opens it), then
+ * the `ready` line. Ctrl-C stops the services, then the broker.
  */
 #include <errno.h>
 #include <limits.h>
@@ -23,7 +27,8 @@
 static const char usage_line[] =
     "larkctl up [--data DIR] [--nodes N] [--port P] [--cluster] "
     "[--listen ADDR] [--device-file FILE] "
-    "[--relay [--pod-cidr A.B.0.0/16] [--domain D]...]";
+    "[--relay [--pod-cidr A.B.0.0/16] [--domain D]...] "
+    "[--gateway-port P | --no-gateway]";
 
 /* "A.B.0.0/16" into u->pod_a, u->pod_b. */
 static int
@@ -43,8 +48,11 @@ parse_args(int argc, char **argv, lark_up *u) {
   int pod_net = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    if (!strcmp(a, "--cluster") || !strcmp(a, "--relay")) {
-      *(a[2] == 'c' ? &u->cluster : &u->relay) = 1;
+    if (!strcmp(a, "--cluster") || !strcmp(a, "--relay") ||
+        !strcmp(a, "--no-gateway")) {
+      *(a[2] == 'c'   ? &u->cluster
+        : a[2] == 'r' ? &u->relay
+                      : &u->no_gateway) = 1;
       continue;
     }
     if (i + 1 >= argc)
@@ -73,10 +81,14 @@ parse_args(int argc, char **argv, lark_up *u) {
       u->nodes = (int)v;
     else if (!strcmp(a, "--port") && v < 65534)
       u->port = (int)v;
+    else if (!strcmp(a, "--gateway-port") && v < 65536)
+      u->gateway_port = (int)v;
     else
       return -1;
     i++;
   }
+  if (u->no_gateway && u->gateway_port)
+    return -1;
   return (u->ndomains || pod_net) && !u->relay ? -1 : 0;
 }
 
@@ -134,17 +146,21 @@ start_base(lark_up *u, lark_cli *cli) {
 
 static int
 run(lark_up *u, lark_cli *cli) {
-  char services[1024];
+  char services[1024], dashboard[256];
   int rc = check_device_file(u);
   if (rc == CLI_OK)
     rc = start_base(u, cli);
   if (rc == CLI_OK &&
       (lark_up_services_start(u, services, sizeof services) < 0 ||
        (u->relay && lark_up_pod_network(u, services, sizeof services) < 0) ||
-       lark_up_wait_ready(u) < 0))
+       lark_up_gateway_start(u, services, sizeof services) < 0 ||
+       lark_up_wait_ready(u) < 0 ||
+       lark_up_gateway_url(u, dashboard, sizeof dashboard) < 0))
     rc = cli_fail("up", 0, "%s", lark_cfg_error());
   if (rc != CLI_OK || lark_sup_stopping())
     return rc;
+  if (dashboard[0])
+    printf("dashboard: %s\n", dashboard);
   printf("larkbus ready: %s, services: %s; data %s\n", u->url, services,
          u->data);
   fflush(stdout);

@@ -312,8 +312,8 @@ enum { LARK_DATA_MAX = 2048, LARK_MAX_DOMAINS = 8 };
  * lark_cfg_error() set: lark_up_prepare, lark_up_creds, lark_up_brokers,
  * lark_up_connect (then create the streams on that connection),
  * lark_up_services_start, lark_up_pod_network (with relay),
- * lark_up_wait_ready; then lark_up_supervise until a signal, and
- * lark_up_stop in every case.
+ * lark_up_gateway_start, lark_up_wait_ready, lark_up_gateway_url; then
+ * lark_up_supervise until a signal, and lark_up_stop in every case.
  */
 typedef struct lark_up {
   /* options */
@@ -326,6 +326,8 @@ typedef struct lark_up {
   const char *domains[LARK_MAX_DOMAINS]; /* domain certificates to keep */
   int ndomains;
   const char *device_file; /* absolute; node i of N gets --device-share i/N */
+  int gateway_port;        /* lark-gateway's loopback HTTP port; 0: any */
+  int no_gateway;          /* do not start lark-gateway */
   /* state */
   char data[LARK_DATA_MAX]; /* absolute path of the data directory */
   char bin_dir[PATH_MAX];   /* where larkctl and the services' binaries are */
@@ -333,6 +335,11 @@ typedef struct lark_up {
   int wrelay_port[33];      /* with relay: where node i's relay takes its
                                node's weights fetches to other clusters */
   char url[1024];           /* every server's client URL, comma-separated */
+  char user[BUS_NAME_MAX + 1]; /* the user lark_up_creds made (the actor of
+                                  the gateway's login token) */
+  char gw_token[65];           /* this run's login token (hex) */
+  char gw_port_file[PATH_MAX]; /* <data>/run/gateway.port */
+  lark_proc *gw_proc;          /* lark-gateway in sup, or NULL */
   int64_t certs_checked_ms;
   int lock_fd;
   lark_sup sup;
@@ -359,6 +366,17 @@ int lark_up_services_start(lark_up *u, char *out, size_t cap);
 /* With relay: the hub, the domain certificates, the node relays; their
  * names are appended to list, and a line describes the network. */
 int lark_up_pod_network(lark_up *u, char *list, size_t cap);
+/*
+ * lark-gateway (gateway.c), when its binary sits next to larkctl and
+ * no_gateway is 0: a fresh login token in <data>/gateway/token (0600),
+ * then the gateway on 127.0.0.1:<gateway_port> as principal "gateway"
+ * acting for u->user; its name is appended to list.
+ */
+int lark_up_gateway_start(lark_up *u, char *list, size_t cap);
+/* Once the gateway has written its port file (waits up to a minute,
+ * restarting what dies): "http://127.0.0.1:PORT/?token=TOKEN" into out;
+ * "" when no gateway was started. */
+int lark_up_gateway_url(lark_up *u, char *out, size_t cap);
 /* Wait up to a minute for every service started to answer its status
  * request, restarting what dies meanwhile. */
 int lark_up_wait_ready(lark_up *u);

@@ -171,6 +171,9 @@ const lark_rule lark_policy[] = {
    "the one principal that acts for others: commands for the user it "
    "authenticated (token or client certificate), under that user's name; "
    "the event records the user as actor and the gateway as via"},
+  {LARK_ROLE_GATEWAY, LARK_PUB_DENY, "lark.cmd.admin.>",
+   "never as the admin: verbs reserved to the admin (signing, revoking) "
+   "check the actor admin, so the gateway's key must not reach them"},
   {LARK_ROLE_GATEWAY, LARK_PUB_ALLOW, "lark.sys.status",
    "/api/v1/status and /metrics ask every service"},
   {LARK_ROLE_GATEWAY, LARK_PUB_ALLOW, "lark.sys.status.*",

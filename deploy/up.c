@@ -124,6 +124,7 @@ lark_up_creds(lark_up *u, int *made_out, char *user, size_t cap) {
   if (rc == 0)
     rc = ensure_one(u, LARK_GATEWAY_NAME, LARK_ROLE_GATEWAY, &made);
   user_name(user, cap);
+  snprintf(u->user, sizeof u->user, "%s", user);
   if (rc == 0)
     rc = ensure_one(u, user, LARK_ROLE_USER, &made);
   for (int i = 1; rc == 0 && i <= u->nodes; i++) {

@@ -6,9 +6,9 @@
  * bob are refused by the broker and nothing is appended; the gateway's
  * connection (inbox _INBOX_gateway) asks as bob and the service's event
  * records actor bob, via gateway (and `larkctl tail` shows it, in both
- * forms). The gateway writes no event and reads what its view and feeds
- * need: its own durable on the events, direct gets, readers of the logs,
- * the services' status.
+ * forms); it may not ask as the admin. The gateway writes no event and reads
+ * what its view and feeds need: its own durable on the events, direct gets,
+ * readers of the logs, the services' status.
  */
 #include <criterion/criterion.h>
 #include <stdatomic.h>
@@ -171,6 +171,8 @@ Test(gateway_auth, only_the_gateway_commands_for_others, .timeout = 120) {
   cr_assert_str_eq(ev.via, "gateway");
   cr_assert_eq(lt_sec_last_seq(&x, "LARK_EVENTS"), 3);
   tail_shows_via(&x);
+  /* but never as the admin, whose verbs (signing) check that actor */
+  cr_assert_eq(ask(gw, "admin"), BUS_EDENIED, "%s", bus_last_error());
 
   /* the gateway itself writes no event and no run report */
   bus_event forged;

@@ -231,6 +231,13 @@ Test(policy, only_the_gateway_acts_for_others) {
     gateway |= acts;
   }
   cr_assert(gateway, "the gateway publishes other users' commands");
+  int admin_denied = 0;
+  for (size_t i = 0; i < lark_policy_len; i++)
+    admin_denied |=
+        lark_policy[i].role == LARK_ROLE_GATEWAY &&
+        lark_policy[i].perm == LARK_PUB_DENY &&
+        subject_matches(lark_policy[i].subject, "lark.cmd.admin.cert.sign");
+  cr_assert(admin_denied, "but never as the admin");
   lark_role r;
   cr_assert_eq(lark_role_parse("gateway", &r), 0);
   cr_assert_eq(r, LARK_ROLE_GATEWAY);
