@@ -7,11 +7,14 @@
 #      module and the docs where Debian expects them, nothing elsewhere;
 #   3. lintian: no error and no warning (each one the package keeps is
 #      overridden, with its reason, in packaging/debian/lintian-overrides);
-#   4. the package extracted into a scratch root: every binary runs
+#   4. its maintainer scripts run against a copy of /etc (the lark user,
+#      /var/lib/lark), in a mount namespace of their own;
+#   5. the package extracted into a scratch root: every binary runs
 #      (--help, larkctl version), the units name binaries that exist, and
 #      the installed larkctl up, with the source tree hidden in a mount
 #      namespace of its own, finds its templates and its services next to
-#      it and comes up ready.
+#      it and comes up ready; the installed lark-gateway serves the
+#      installed dashboard.
 #
 #   tests/test_package.sh BUILD_DIR SOURCE_DIR
 # Root only (the mount namespace): otherwise it says "needs root".
@@ -175,6 +178,25 @@ if ! command -v nats-server >/dev/null; then
   bad "nats-server is not on PATH (ops/setup builds it)"
   finish
 fi
+# The maintainer scripts, run as dpkg would, in a mount namespace whose
+# /etc is a copy and whose /var/lib is empty: postinst makes the lark
+# system user and /var/lib/lark (0750, lark's), twice as on an upgrade;
+# postrm purge keeps both.
+cp -a /etc "$tmp/etc"
+if out=$(unshare -m --propagation private sh -c "
+  mount --bind '$tmp/etc' /etc && mount -t tmpfs none /var/lib &&
+  '$tmp/control/postinst' configure && '$tmp/control/postinst' configure 0.1.0 &&
+  '$tmp/control/postrm' purge &&
+  getent passwd lark && stat -c '%U:%G %a' /var/lib/lark" 2>&1); then
+  echo "$out" | grep -q '^lark:x:[0-9]*:[0-9]*:.*:/var/lib/lark:/usr/sbin/nologin$' &&
+    ok "postinst made the lark system user" || bad "no lark system user: $out"
+  echo "$out" | grep -qx 'lark:lark 750' &&
+    ok "postinst made /var/lib/lark (lark:lark 0750), postrm purge kept it" ||
+    bad "/var/lib/lark: $out"
+else
+  bad "maintainer scripts failed: $out"
+fi
+
 # The installed lark-gateway, on that platform, without --www or LARK_WWW:
 # it serves the dashboard the package put in <bin>/../share/larkbus/www.
 check_gateway() {
