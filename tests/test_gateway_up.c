@@ -7,7 +7,9 @@
  * never appears on a command line, the gateway's credentials, and the
  * `dashboard: http://127.0.0.1:PORT/?token=TOKEN` line printed before
  * the ready line; --gateway-port and --no-gateway; no line without the
- * binary.
+ * binary. Then the real lark-gateway under the real larkctl: its line's
+ * address, its token, and a Job applied through it recorded as the user
+ * who ran up, via the gateway.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -74,16 +76,22 @@ teardown(void) {
 TestSuite(gateway_up, .init = setup, .fini = teardown, .timeout = 180);
 
 /* One `larkctl up` to its ready line, logging to <dir>/<log>, and its
- * output into out; stopped again. */
+ * output into out; left running. */
 static void
-up_once(const char *log, const char *const extra[]) {
+up_start(const char *log, const char *const extra[]) {
   snprintf(p.up_log, sizeof p.up_log, "%s/%s", p.dir, log);
   const char *args[8] = {"--nodes", "0"};
   for (int i = 0; extra && extra[i]; i++)
     args[2 + i] = extra[i];
-  int rc = lt_platform_start(&p, args, 90);
+  int rc = lt_platform_start(&p, args, 120);
   cr_assert_eq(sh("cat %s", p.up_log), 0);
   cr_assert_eq(rc, 0, "not ready: %s", out);
+}
+
+/* The same, stopped again. */
+static void
+up_once(const char *log, const char *const extra[]) {
+  up_start(log, extra);
   cr_assert_eq(lt_platform_stop(&p), 0, "%s", out);
 }
 
@@ -161,4 +169,41 @@ Test(gateway_up, no_gateway_and_no_binary_print_no_dashboard) {
   cr_assert_eq(
       sh("%s --data %s up --no-gateway --gateway-port 1", p.larkctl, p.dir), 2,
       "%s%s", out, err);
+}
+
+/* The real lark-gateway under the real `larkctl up`: the line's address
+ * answers with its token and only with it, and a Job applied through it
+ * is recorded as the user who ran up, via the gateway. */
+Test(gateway_up, the_real_gateway_acts_as_the_user, .timeout = 240) {
+  char tok[65], url[256];
+  lt_bin("larkctl", p.larkctl, sizeof p.larkctl);
+  up_start("up.log", NULL);
+  const char *d = strstr(out, "dashboard: ");
+  cr_assert(d, "%s", out);
+  int n = 0;
+  cr_assert_eq(sscanf(d, "dashboard: http://127.0.0.1:%d/?token=%64s", &n, tok),
+               2, "%s", out);
+  snprintf(url, sizeof url, "http://127.0.0.1:%d", n);
+  cr_assert_eq(sh("curl -s %s/healthz", url), 0, "%s", err);
+  cr_assert_eq(strncmp(out, "ok", 2), 0, "%s", out);
+  cr_assert_eq(
+      sh("curl -s -o /dev/null -w '%%{http_code}' %s/api/v1/status", url), 0);
+  cr_assert_str_eq(out, "401");
+  cr_assert_eq(sh("curl -s -o /dev/null -w '%%{http_code}' "
+                  "'%s/api/v1/status?token=%s'",
+                  url, tok),
+               0);
+  cr_assert_str_eq(out, "200");
+  const char *src = getenv("LARK_SOURCE_DIR");
+  cr_assert_eq(sh("curl -s -X POST -H 'Authorization: Bearer %s' -H "
+                  "'Content-Type: application/yaml' --data-binary "
+                  "@%s/examples/job.yaml %s/api/v1/rlinf.io/v1alpha1/jobs",
+                  tok, src ? src : ".", url),
+               0, "%s", err);
+  cr_assert(strstr(out, "\"ok\":true"), "%s", out);
+  cr_assert_eq(lt_larkctl(&p, out, sizeof out, err, sizeof err,
+                          "tail lark.ev.job.train-1"),
+               0, "%s", err);
+  cr_assert(strstr(out, "job.submitted actor=tester via=gateway "), "%s", out);
+  cr_assert_eq(lt_platform_stop(&p), 0);
 }
