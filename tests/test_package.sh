@@ -197,44 +197,30 @@ else
   bad "maintainer scripts failed: $out"
 fi
 
-# The installed lark-gateway, on that platform, without --www or LARK_WWW:
-# it serves the dashboard the package put in <bin>/../share/larkbus/www.
+# The installed lark-gateway, started by the installed larkctl up with
+# no --www nor LARK_WWW: it serves the dashboard the package put in
+# <bin>/../share/larkbus/www (the address and token are up's dashboard
+# line).
 check_gateway() {
   [ -x "$root/usr/bin/lark-gateway" ] || return 0
-  local url gw_pid page port=
-  url=$(sed -n 's/^larkbus ready: \([^,]*\),.*/\1/p' "$tmp/up.log")
-  printf 'package-test-token\n' >"$tmp/token"
-  chmod 0600 "$tmp/token"
-  (cd "$tmp" && exec env -u LARK_WWW "$root/usr/bin/lark-gateway" --url "$url" \
-    --creds "$data/creds/gateway.nk" --data "$tmp/gateway" --http 127.0.0.1:0 \
-    --token-file "$tmp/token" --port-file "$tmp/gateway.ports") \
-    >"$tmp/gateway.log" 2>&1 &
-  gw_pid=$!
-  for _ in $(seq 200); do
-    port=$(sed -n 's/^http //p' "$tmp/gateway.ports" 2>/dev/null)
-    [ -n "$port" ] && break
-    kill -0 "$gw_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  if [ -z "$port" ]; then
-    sed 's/^/  gateway: /' "$tmp/gateway.log" >&2
-    bad "the installed lark-gateway never listened"
-  else
-    page=$(curl -sf -H 'Authorization: Bearer package-test-token' \
-      "http://127.0.0.1:$port/index.html")
-    [ -n "$page" ] && [ "$page" = "$(cat "$root/usr/share/larkbus/www/index.html")" ] &&
-      ok "the installed lark-gateway serves /usr/share/larkbus/www/index.html" ||
-      bad "the installed lark-gateway does not serve the installed dashboard"
+  local addr page
+  addr=$(sed -n 's|^dashboard: \(http://[^/]*\)/?token=\(.*\)$|\1/index.html?token=\2|p' \
+    "$tmp/up.log")
+  if [ -z "$addr" ]; then
+    bad "the installed larkctl up printed no dashboard line"
+    return
   fi
-  kill "$gw_pid" 2>/dev/null
-  wait "$gw_pid" 2>/dev/null
+  page=$(curl -sf "$addr")
+  [ -n "$page" ] && [ "$page" = "$(cat "$root/usr/share/larkbus/www/index.html")" ] &&
+    ok "the installed lark-gateway serves /usr/share/larkbus/www/index.html" ||
+    bad "the installed lark-gateway does not serve the installed dashboard"
 }
 
 data=$tmp/data
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-# From $tmp, without LARK_BROKER_CONFIG_DIR: nothing but the installed
-# share/larkbus holds a template.
-(cd "$tmp" && exec env -u LARK_BROKER_CONFIG_DIR unshare -m --propagation private sh -c \
+# From $tmp, without LARK_BROKER_CONFIG_DIR and LARK_WWW: nothing but the
+# installed share/larkbus holds a template or the dashboard.
+(cd "$tmp" && exec env -u LARK_BROKER_CONFIG_DIR -u LARK_WWW unshare -m --propagation private sh -c \
   "mount -t tmpfs none '$src' && exec '$root/usr/bin/larkctl' up --data '$data' --nodes 1 --port $port") \
   >"$tmp/up.log" 2>&1 &
 up_pid=$!
@@ -247,7 +233,9 @@ if grep -q '^larkbus ready' "$tmp/up.log"; then
   ok "installed larkctl up: $(grep '^larkbus ready' "$tmp/up.log")"
   # What larkctl's children run: the installed binaries, by /proc.
   exes=$(for p in $(pgrep -P "$up_pid"); do readlink "/proc/$p/exe"; done | sort -u)
-  for b in lark-scheduler lark-catalog lark-edge; do
+  want=(lark-scheduler lark-catalog lark-edge)
+  [ -x "$root/usr/bin/lark-gateway" ] && want+=(lark-gateway)
+  for b in "${want[@]}"; do
     echo "$exes" | grep -qxF "$root/usr/bin/$b" &&
       ok "larkctl up runs $root/usr/bin/$b" || bad "larkctl up does not run the installed $b: $exes"
   done
