@@ -130,6 +130,24 @@ else
   ok "nothing under /usr/local, /var, /home, /tmp or the build tree"
 fi
 
+# The same rules under /usr/local (cmake --install, no package): units
+# in <prefix>/lib/systemd/system naming <prefix>/bin, larkbus.py where
+# Debian's python3 looks under /usr/local.
+if DESTDIR=$tmp/local cmake --install "$build" --prefix /usr/local >"$tmp/install.log" 2>&1; then
+  loc=$tmp/local/usr/local
+  pyver=$(python3 -c 'import sys; print("python%d.%d" % sys.version_info[:2])')
+  grep -q '^ExecStart=/usr/local/bin/lark-edge ' "$loc/lib/systemd/system/lark-edge@.service" &&
+    ok "cmake --install: lark-edge@.service starts /usr/local/bin/lark-edge" ||
+    bad "cmake --install: lark-edge@.service: $(grep ExecStart "$loc/lib/systemd/system/lark-edge@.service")"
+  [ -x "$loc/bin/lark-edge" ] && [ -f "$loc/lib/$pyver/dist-packages/larkbus.py" ] &&
+    [ -f "$loc/etc/default/lark" ] && [ -f "$loc/share/larkbus/broker-config/single.conf.in" ] &&
+    ok "cmake --install: binaries, $pyver/dist-packages/larkbus.py, etc/default, templates" ||
+    bad "cmake --install under /usr/local: $(cd "$tmp/local" && find . -type f | head -50)"
+else
+  cat "$tmp/install.log" >&2
+  bad "cmake --install"
+fi
+
 # 3. lintian: errors and warnings fail, the overridden ones are listed.
 lintian --fail-on error,warning --show-overrides --tag-display-limit 0 -I \
   "$deb" >"$tmp/lintian" 2>&1
