@@ -412,7 +412,7 @@ Test(signer_service, hostile_commands_get_errors) {
   pack_sign(&sb, c, 4);
   expect_error(sign, sb.data, sb.size, "FIELD");
   expect_error("lark.cmd.bob.cert.sign", sb.data, sb.size, "DENIED");
-  expect_error("lark.cmd.bob.cert.revoke", sb.data, sb.size, "DENIED");
+  expect_error("lark.cmd.bob.cert.revoke", sb.data, sb.size, "FIELD");
   const char *d[] = {"serial", "../../etc"};
   pack_sign(&sb, d, 1);
   expect_error("lark.cmd.admin.cert.revoke", sb.data, sb.size, "FIELD");
@@ -424,4 +424,42 @@ Test(signer_service, hostile_commands_get_errors) {
   msgpack_sbuffer_destroy(&sb);
   bus_status st;
   cr_expect_eq(bus_status_query(conn, "signer", 1000, &st), 0, "still up");
+}
+
+/* Anyone but admin signs and revokes only user certificates in its own
+ * name (the way into lark-gateway's HTTPS as itself): alice gets hers and
+ * revokes it; she cannot get one for bob, nor another role for herself,
+ * nor revoke bob's. */
+Test(signer_service, users_sign_and_revoke_only_their_own) {
+  char prefix[600], mine[64], bobs[64];
+  snprintf(prefix, sizeof prefix, "%s/bob", dir);
+  cr_assert_eq(run(larkctl, "-o", "json", "cert", "request", "--role", "user",
+                   "--name", "bob", "--out", prefix, NULL),
+               0, "admin signs any: %s", err);
+  json_field("serial", bobs, sizeof bobs);
+  setenv("LARK_USER", "alice", 1);
+  snprintf(prefix, sizeof prefix, "%s/alice", dir);
+  cr_assert_eq(run(larkctl, "-o", "json", "cert", "request", "--role", "user",
+                   "--name", "alice", "--out", prefix, NULL),
+               0, "her own user certificate: %s", err);
+  json_field("serial", mine, sizeof mine);
+  cr_expect_neq(run(larkctl, "cert", "request", "--role", "user", "--name",
+                    "bob", "--out", prefix, NULL),
+                0, "alice got a certificate for bob");
+  cr_expect(strstr(err, "DENIED"), "%s", err);
+  cr_expect_neq(run(larkctl, "cert", "request", "--role", "admin", "--name",
+                    "alice", "--out", prefix, NULL),
+                0, "alice got an admin certificate");
+  cr_expect(strstr(err, "DENIED"), "%s", err);
+  cr_expect_neq(run(larkctl, "cert", "revoke", bobs, NULL), 0,
+                "alice revoked bob's certificate");
+  cr_expect(strstr(err, "DENIED"), "%s", err);
+  cr_expect_eq(run(larkctl, "cert", "revoke", mine, NULL), 0, "%s", err);
+  unsetenv("LARK_USER");
+  cr_assert_eq(run(larkctl, "-o", "json", "cert", "show", mine, NULL), 0, "%s",
+               err);
+  cr_expect(strstr(out, "\"revoked\":{"), "%s", out);
+  cr_assert_eq(run(larkctl, "-o", "json", "cert", "show", bobs, NULL), 0, "%s",
+               err);
+  cr_expect(strstr(out, "\"revoked\":null"), "bob's still valid: %s", out);
 }

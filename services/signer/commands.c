@@ -240,7 +240,19 @@ read_sign(const bus_cmd *cmd, sign_in *in, signer_req *r, const char **why) {
   return *why ? "hosts" : NULL;
 }
 
-/* admin only (BUS_VERB_ADMIN) */
+/*
+ * Who may sign what: admin anything; anyone else only a `user`
+ * certificate in its own name (as step-ca's user provisioners do), which
+ * gives it no power its own credentials lack: the way into lark-gateway's
+ * HTTPS as itself. lark-gateway may send commands for any user but admin
+ * (deploy/policy.c), so through it a user gets or revokes only its own.
+ */
+static int
+self_service(const bus_cmd *cmd, const char *role, const char *name) {
+  return !strcmp(cmd->user, "admin") ||
+         (!strcmp(role, "user") && !strcmp(name, cmd->user));
+}
+
 static int
 cmd_sign(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
   const signer_env *env = ud;
@@ -250,6 +262,10 @@ cmd_sign(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
   signer_cert ct;
   char id[33], err[256] = "";
   const char *why = NULL, *bad = read_sign(cmd, &in, &r, &why);
+  if (!self_service(cmd, in.role, in.name))
+    return refuse(c, cmd, BUS_EDENIED, "role",
+                  "only admin may sign this; a user may ask for a user "
+                  "certificate in its own name");
   if (bad)
     return refuse(c, cmd, BUS_EFIELD, bad, why);
   bus_cmd_event_id(cmd, id);
@@ -334,7 +350,20 @@ append_revoked(bus_conn *c, const bus_cmd *cmd, const char *serial,
   return rc;
 }
 
-/* admin only (BUS_VERB_ADMIN) */
+/* The role and name of the certificate serial, as issued. */
+static int
+cert_owner(bus_view *v, const char *serial, char *role, char *name,
+           size_t cap) {
+  bus_txn *t;
+  int rc = bus_view_read(v, &t);
+  if (rc)
+    return rc;
+  rc = signer_cert_owner(t, serial, role, name, cap);
+  bus_txn_end(t);
+  return rc;
+}
+
+/* admin any certificate; anyone else its own user certificates */
 static int
 cmd_revoke(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
   (void)ud;
@@ -350,6 +379,13 @@ cmd_revoke(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
     return refuse(c, cmd, rc, "serial", "no certificate with this serial");
   if (rc == BUS_EEXISTS)
     return refuse(c, cmd, rc, "serial", "already revoked");
+  char role[FIELD] = "", name[FIELD] = "";
+  if (!rc && strcmp(cmd->user, "admin") &&
+      (cert_owner(v, serial, role, name, sizeof role) ||
+       !self_service(cmd, role, name)))
+    return refuse(c, cmd, BUS_EDENIED, "serial",
+                  "only admin may revoke this; a user may revoke its own "
+                  "user certificates");
   if (!rc)
     rc = append_revoked(c, cmd, serial, reason, prev, &seq);
   if (rc)
@@ -389,8 +425,8 @@ cmd_ca(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
 /* ------------------------------------------------------------------- verbs */
 
 static const bus_verb verbs[] = {
-    {NULL, "sign", cmd_sign, NULL, BUS_VERB_ADMIN},
-    {NULL, "revoke", cmd_revoke, NULL, BUS_VERB_ADMIN},
+    {NULL, "sign", cmd_sign, NULL, 0},
+    {NULL, "revoke", cmd_revoke, NULL, 0},
     {NULL, "list", NULL, signer_query, 0},
     {NULL, "show", NULL, signer_query, 0},
     {NULL, "ca", cmd_ca, NULL, 0},

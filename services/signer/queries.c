@@ -51,6 +51,19 @@ signer_cert_state(bus_txn *t, const char *serial) {
   return rc;
 }
 
+int
+signer_cert_owner(bus_txn *t, const char *serial, char *role, char *name,
+                  size_t cap) {
+  const void *val;
+  size_t len;
+  int rc = bus_txn_get(t, T_CERTS, serial, strlen(serial), &val, &len);
+  if (!rc)
+    rc = signer__row_get(val, len, "role", role, cap, NULL);
+  if (!rc)
+    rc = signer__row_get(val, len, "name", name, cap, NULL);
+  return rc;
+}
+
 static void
 copy_field(msgpack_packer *pk, const msgpack_object *o, const char *k) {
   const msgpack_object *v = bus_obj_get(o, k);

@@ -274,6 +274,10 @@ int signer_query(bus_txn *t, const char *kind, const char *verb,
 /* 0 when the view holds certificate serial, unrevoked; BUS_EEXISTS when
  * it is revoked, BUS_ENOT_FOUND when unknown. */
 int signer_cert_state(bus_txn *t, const char *serial);
+/* The role and name a certificate was issued for (buffers of cap bytes);
+ * BUS_ENOT_FOUND when the view has no such serial. */
+int signer_cert_owner(bus_txn *t, const char *serial, char *role, char *name,
+                      size_t cap);
 /* The serial recorded for an issuing event id (an idempotent retry). */
 int signer_request_serial(bus_txn *t, const char *event_id,
                           char serial[SIGNER_SERIAL_MAX]);
