@@ -1190,6 +1190,10 @@ typedef struct bus_view_def {
    * loop consumes and a rebuild reads (NULL: LARK_EVENTS, lark.ev.>). */
   const char *stream;
   const char *filter;
+  /* The least map size the view needs (0: the options' alone): a view
+   * that keeps history grows beyond the 1 GiB default. Address space
+   * only: the file grows as it is used. */
+  size_t map_size;
 } bus_view_def;
 
 typedef struct bus_view_opts {

@@ -207,7 +207,8 @@ bus_view_open(bus_view **out, const bus_view_def *def, const bus_view_opts *o) {
     goto out;
   }
   mdb_env_set_maxdbs(v->env, BUS__VIEW_MAX_TABLES);
-  mdb_env_set_mapsize(v->env, o->map_size ? o->map_size : (size_t)1 << 30);
+  size_t map = o->map_size ? o->map_size : (size_t)1 << 30;
+  mdb_env_set_mapsize(v->env, map > def->map_size ? map : def->map_size);
   /* A rebuild writes through the map and syncs once at the end. */
   unsigned flags = MDB_NOTLS;
   if (o->nosync)

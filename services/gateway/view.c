@@ -134,7 +134,9 @@ gw_view_def(bus_view_def *def) {
                         .tables = tables,
                         .apply = gw_apply,
                         .stream = "LARK_EVENTS",
-                        .filter = "lark.ev.>"};
+                        .filter = "lark.ev.>",
+                        /* objects' history: ~1.5 KB per changed object */
+                        .map_size = (size_t)64 << 30};
 }
 
 void
