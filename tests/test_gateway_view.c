@@ -606,3 +606,29 @@ Test(gateway_view, workflows_and_their_jobs) {
   cr_assert_str_eq(c.lines, "MODIFIED Workflow/w1\n",
                    "its Job's phase shows in the Workflow");
 }
+
+/* ?at= pages with continue too, each page as the platform was then. */
+Test(gateway_view, at_pages_with_continue) {
+  uint64_t s = platform();
+  pod_phase("j1-work-1", "j1", "n1", "Running");
+  gw_list_opts o;
+  gw_list_opts_init(&o);
+  o.at_ns = (int64_t)s * 1000000000;
+  o.limit = 2;
+  json_t *l = list(GW_PODS, &o, NULL);
+  json_t *items = json_object_get(l, "items");
+  cr_assert_eq(json_array_size(items), 2);
+  char token[64];
+  snprintf(token, sizeof token, "%s",
+           field(json_object_get(l, "metadata"), "continue"));
+  cr_assert_neq(token[0], 0);
+  cr_assert_str_eq(field(json_array_get(items, 1), "name"), "j1-work-1");
+  cr_assert_str_neq(field(json_array_get(items, 1), "phase"), "Running",
+                    "j1-work-1 was not Running yet");
+  json_decref(l);
+  o.cont = token;
+  l = list(GW_PODS, &o, NULL);
+  cr_assert_eq(json_array_size(json_object_get(l, "items")), 1);
+  cr_assert_str_eq(field(json_object_get(l, "metadata"), "continue"), "");
+  json_decref(l);
+}
