@@ -62,8 +62,8 @@ int cli_usage(const char *usage);
  * Returns 0 and unix nanoseconds in *ns, or -1.
  */
 int cli_parse_time(const char *s, int64_t *ns);
-/* Format unix ns as RFC 3339 with milliseconds, UTC. */
-void cli_format_time(int64_t ns, char *out, size_t cap);
+/* cli_format_time, cli_event_json (event_json.c, shared with lark-gateway). */
+#include "event_json.h"
 
 /* msgpack as JSON: cli_obj_to_json, cli_json_dumps, cli_real_text,
  * cli_obj_json (json.c, shared with lark-gateway). */

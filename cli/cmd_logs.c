@@ -35,135 +35,32 @@
   "[--timestamps] [-o json]"
 #define GRACE_MS 1500
 
-typedef struct src {
-  char job[BUS_NAME_MAX + 1];
-  char task[BUS_DERIVED_NAME_MAX + 1];
-  char pod[BUS_DERIVED_NAME_MAX + 1];
-  char node[BUS_NAME_MAX + 1];
-  uint32_t attempt;
-} src;
-
-typedef struct line {
-  int64_t ts;
-  uint64_t order; /* arrival: ties keep it */
-  uint32_t src;
-  int err; /* stderr */
-  char *text;
-  size_t len;
-} line;
-
 typedef struct logs {
   const char *kind, *name;
   char filter[BUS_SUBJECT_MAX];
   char job[BUS_NAME_MAX + 1]; /* the Job whose end ends -f; "" unknown */
   int follow, json, timestamps, prefix;
-  int64_t since_ns;
-  long tail; /* -1: all */
-  line *lines;
-  size_t n, cap;
-  uint64_t order;
-  src *srcs;
-  size_t nsrc, srccap;
+  long tail;       /* -1: all */
+  bus_log_lines ll; /* its since_ns is the --since */
 } logs;
 
 /* ------------------------------------------------------------ collect */
 
-static long
-src_of(logs *l, const msgpack_object *d) {
-  src s;
-  memset(&s, 0, sizeof s);
-  bus_obj_str(d, "job", s.job, sizeof s.job);
-  bus_obj_str(d, "task", s.task, sizeof s.task);
-  bus_obj_str(d, "pod", s.pod, sizeof s.pod);
-  bus_obj_str(d, "node", s.node, sizeof s.node);
-  s.attempt = (uint32_t)bus_obj_int(d, "attempt", 0);
-  for (size_t i = l->nsrc; i-- > 0;)
-    if (!memcmp(&l->srcs[i], &s, sizeof s))
-      return (long)i;
-  if (bus_grow(&l->srcs, l->nsrc, &l->srccap, sizeof *l->srcs, 16))
-    return -1;
-  l->srcs[l->nsrc] = s;
-  return (long)l->nsrc++;
-}
-
-static int
-add_line(logs *l, uint32_t s, const msgpack_object *o) {
-  const msgpack_object *text = bus_obj_get(o, "text");
-  char stream[8] = "";
-  int64_t ts = bus_obj_int(o, "ts", 0);
-  if (!text || text->type != MSGPACK_OBJECT_STR ||
-      (l->since_ns && ts < l->since_ns))
-    return 0;
-  if (bus_grow(&l->lines, l->n, &l->cap, sizeof *l->lines, 1024))
-    return -1;
-  line *ln = &l->lines[l->n];
-  ln->len = text->via.str.size;
-  ln->text = malloc(ln->len + 1);
-  if (!ln->text)
-    return -1;
-  memcpy(ln->text, text->via.str.ptr, ln->len);
-  ln->text[ln->len] = 0;
-  ln->ts = ts;
-  ln->order = l->order++;
-  ln->src = s;
-  ln->err = bus_obj_str(o, "stream", stream, sizeof stream) &&
-            !strcmp(stream, "stderr");
-  l->n++;
-  return 0;
-}
-
-/* The lines of every log.batch in b; other messages are skipped. */
+/* The lines of every log.batch in b (bus_log_lines); the first batch's Job
+ * is the one whose end ends -f. */
 static int
 collect(logs *l, const bus_batch *b) {
-  for (size_t i = 0; i < bus_batch_len(b); i++) {
-    const bus_event *ev = bus_batch_event(b, i);
-    if (!ev || strcmp(ev->type, "log.batch"))
-      continue;
-    const msgpack_object *ls = bus_obj_get(&ev->data, "lines");
-    long s = src_of(l, &ev->data);
-    if (s < 0)
-      return -1;
-    if (!l->job[0])
-      snprintf(l->job, sizeof l->job, "%s", l->srcs[s].job);
-    for (uint32_t k = 0;
-         ls && ls->type == MSGPACK_OBJECT_ARRAY && k < ls->via.array.size; k++)
-      if (add_line(l, (uint32_t)s, &ls->via.array.ptr[k]) < 0)
-        return -1;
-  }
-  return 0;
+  int rc = bus_log_lines_collect(&l->ll, b);
+  if (!rc && !l->job[0] && l->ll.nsrc)
+    snprintf(l->job, sizeof l->job, "%s", l->ll.srcs[0].job);
+  return rc;
 }
 
 /* -------------------------------------------------------------- print */
 
-static int
-by_time(const void *a, const void *b) {
-  const line *x = a, *y = b;
-  if (x->ts != y->ts)
-    return x->ts < y->ts ? -1 : 1;
-  return x->order < y->order ? -1 : x->order > y->order;
-}
-
-/* JSON wants UTF-8: anything else in a line becomes '?'. */
-static json_t *
-json_text(const line *ln) {
-  json_t *j = json_stringn(ln->text, ln->len);
-  if (j)
-    return j;
-  char *copy = malloc(ln->len + 1);
-  if (!copy)
-    return json_null();
-  for (size_t i = 0; i < ln->len; i++) {
-    unsigned char ch = (unsigned char)ln->text[i];
-    copy[i] = ch >= 0x80 || ch == 0 ? '?' : (char)ch;
-  }
-  j = json_stringn(copy, ln->len);
-  free(copy);
-  return j ? j : json_null();
-}
-
 static void
-print_json(const logs *l, const line *ln) {
-  const src *s = &l->srcs[ln->src];
+print_json(const logs *l, const bus_log_entry *ln) {
+  const bus_log_src *s = &l->ll.srcs[ln->src];
   char when[40];
   cli_format_time(ln->ts, when, sizeof when);
   json_t *o = json_object();
@@ -175,15 +72,15 @@ print_json(const logs *l, const line *ln) {
   json_object_set_new(o, "node", json_string(s->node));
   json_object_set_new(o, "attempt", json_integer(s->attempt));
   json_object_set_new(o, "stream", json_string(ln->err ? "stderr" : "stdout"));
-  json_object_set_new(o, "text", json_text(ln));
+  json_object_set_new(o, "text", cli_json_text(ln->text, ln->len));
   cli_put_json(o, NULL);
   json_decref(o);
 }
 
 static void
-print_text(const logs *l, const line *ln) {
+print_text(const logs *l, const bus_log_entry *ln) {
   if (l->prefix)
-    printf("[%s] ", l->srcs[ln->src].pod);
+    printf("[%s] ", l->ll.srcs[ln->src].pod);
   if (l->timestamps) {
     char when[40];
     cli_format_time(ln->ts, when, sizeof when);
@@ -196,15 +93,12 @@ print_text(const logs *l, const line *ln) {
 /* Sort what was collected, print the last `keep` (-1: all), and drop it. */
 static void
 flush_lines(logs *l, long keep) {
-  if (l->n > 1)
-    qsort(l->lines, l->n, sizeof *l->lines, by_time);
-  size_t from = keep >= 0 && l->n > (size_t)keep ? l->n - (size_t)keep : 0;
-  for (size_t i = 0; i < l->n; i++) {
-    if (i >= from)
-      l->json ? print_json(l, &l->lines[i]) : print_text(l, &l->lines[i]);
-    free(l->lines[i].text);
-  }
-  l->n = 0;
+  bus_log_lines *ll = &l->ll;
+  bus_log_lines_sort(ll);
+  size_t from = keep >= 0 && ll->n > (size_t)keep ? ll->n - (size_t)keep : 0;
+  for (size_t i = from; i < ll->n; i++)
+    l->json ? print_json(l, &ll->lines[i]) : print_text(l, &ll->lines[i]);
+  bus_log_lines_clear(ll);
   fflush(stdout);
 }
 
@@ -286,8 +180,8 @@ follow_step(logs *l, follower *f) {
   if (rc < 0 && rc != BUS_ETIMEOUT && rc != BUS_EEOF)
     return rc;
   if (bus_batch_len(f->b)) {
-    if (collect(l, f->b) < 0)
-      return bus_error(-12, "out of memory");
+    if ((rc = collect(l, f->b)) < 0)
+      return rc;
     flush_lines(l, -1);
     f->quiet_since = bus_mono_ms();
   }
@@ -337,7 +231,7 @@ read_stored(bus_conn *c, logs *l, uint64_t *end) {
   bus_reader_opts_init(&o);
   o.stream = "LARK_LOGS";
   o.filter = l->filter;
-  o.since_ns = l->since_ns;
+  o.since_ns = l->ll.since_ns;
   bus_reader *r = NULL;
   bus_batch *b = NULL;
   int rc = bus_batch_new(&b);
@@ -345,8 +239,9 @@ read_stored(bus_conn *c, logs *l, uint64_t *end) {
     rc = bus_reader_open(c, &o, &r);
   while (!rc && !cli_interrupted()) {
     rc = bus_reader_next(r, b, 5000);
-    if (collect(l, b) < 0)
-      rc = bus_error(-12, "out of memory");
+    int crc = collect(l, b);
+    if (crc < 0)
+      rc = crc;
     if (rc == BUS_EEOF) {
       rc = 0;
       break;
@@ -370,7 +265,7 @@ parse_args(int argc, char **argv, logs *l) {
     else if (!strcmp(a, "--timestamps"))
       l->timestamps = 1;
     else if (!strcmp(a, "--since") && has) {
-      if (cli_parse_time(argv[++i], &l->since_ns) < 0)
+      if (cli_parse_time(argv[++i], &l->ll.since_ns) < 0)
         return cli_usage(USAGE);
     } else if (!strcmp(a, "--tail") && has) {
       l->tail = strtol(argv[++i], &end, 10);
@@ -430,10 +325,7 @@ cmd_logs(int argc, char **argv, lark_cli *cli) {
     flush_lines(&l, l.tail);
   if (!rc && l.follow)
     rc = follow(cli, c, &l, end + 1);
-  for (size_t i = 0; i < l.n; i++)
-    free(l.lines[i].text);
-  free(l.lines);
-  free(l.srcs);
+  bus_log_lines_free(&l.ll);
   bus_conn_close(c);
   return rc;
 }

@@ -113,16 +113,6 @@ cli_parse_time(const char *s, int64_t *ns) {
   return lark_time_parse(s, ns);
 }
 
-void
-cli_format_time(int64_t ns, char *out, size_t cap) {
-  time_t secs = (time_t)(ns / 1000000000);
-  struct tm tm;
-  gmtime_r(&secs, &tm);
-  char base[32];
-  strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(out, cap, "%s.%03dZ", base, (int)((ns / 1000000) % 1000));
-}
-
 const char *
 cli_user(lark_cli *cli) {
   static char user[BUS_NAME_MAX + 1];

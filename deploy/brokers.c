@@ -230,7 +230,7 @@ lark_up_connect(lark_up *u, bus_conn **out) {
   if (rc < 0)
     return dpl_fail_bus(rc, "cannot connect to %s", u->url);
   for (int t = 0; t < 120 && !lark_sup_stopping(); t++) {
-    rc = lark_stream_info(c, bus_stream_names[0], NULL, NULL, NULL);
+    rc = lark_stream_info(c, bus_stream_names[0], NULL, NULL, NULL, NULL);
     if (rc == 0 || rc == BUS_ENOT_FOUND)
       break;
     bus_sleep_ms(250);

@@ -223,10 +223,11 @@ typedef struct lark_stream_report {
 int lark_streams_init(bus_conn *c, const bus_streams_opts *o,
                       lark_stream_report *reports, size_t cap, size_t *n);
 
-/* STREAM.INFO for name: messages, replicas; BUS_ENOT_FOUND when missing. */
+/* STREAM.INFO for name: messages, replicas, its config as JSON, bytes
+ * (each out may be NULL); BUS_ENOT_FOUND when missing. */
 int lark_stream_info(bus_conn *c, const char *name,
                      unsigned long long *messages, int *replicas,
-                     char **config_json);
+                     char **config_json, unsigned long long *bytes);
 
 /*
  * A data directory as `larkctl up` lays it out: the broker's configs in

@@ -14,7 +14,7 @@
 
 int
 lark_stream_info(bus_conn *c, const char *name, unsigned long long *messages,
-                 int *replicas, char **config_json) {
+                 int *replicas, char **config_json, unsigned long long *bytes) {
   char subj[160];
   void *reply = NULL;
   size_t len = 0;
@@ -41,6 +41,9 @@ lark_stream_info(bus_conn *c, const char *name, unsigned long long *messages,
   if (messages)
     *messages = (unsigned long long)json_integer_value(
         json_object_get(state, "messages"));
+  if (bytes)
+    *bytes = (unsigned long long)json_integer_value(
+        json_object_get(state, "bytes"));
   if (replicas)
     *replicas = (int)json_integer_value(json_object_get(cfg, "num_replicas"));
   if (config_json)
@@ -59,7 +62,7 @@ lark_streams_init(bus_conn *c, const bus_streams_opts *o,
   int rc = 0;
   for (; bus_stream_names[count] && count < cap && count < 16; count++) {
     rc = lark_stream_info(c, bus_stream_names[count], NULL, NULL,
-                          &before[count]);
+                          &before[count], NULL);
     if (rc < 0 && rc != BUS_ENOT_FOUND)
       goto out;
   }
@@ -73,7 +76,8 @@ lark_streams_init(bus_conn *c, const bus_streams_opts *o,
     lark_stream_report *r = &reports[i];
     memset(r, 0, sizeof *r);
     r->name = bus_stream_names[i];
-    rc = lark_stream_info(c, r->name, &r->messages, &r->replicas, &after);
+    rc = lark_stream_info(c, r->name, &r->messages, &r->replicas, &after,
+                          NULL);
     if (rc < 0)
       goto out;
     r->outcome = !before[i]                 ? LARK_STREAM_CREATED

@@ -1147,6 +1147,85 @@ int bus_reader_next(bus_reader *r, bus_batch *b, int timeout_ms);
 uint64_t bus_reader_end_seq(const bus_reader *r);
 void bus_reader_close(bus_reader *r);
 
+/*
+ * The audit trail, for `larkctl tail` and the gateway's events feed:
+ * LARK_EVENTS and LARK_RUNS through bus_readers, merged in stored-time
+ * order, or the one stream a filter under lark.ev. or lark.run. names;
+ * kept when the type and actor match (a message that does not decode
+ * only when neither is asked for).
+ */
+typedef struct bus_tail bus_tail;
+
+typedef struct bus_tail_opts {
+  const char *filter; /* a subject filter; NULL: both streams whole */
+  const char *type;   /* "job.phase", or "job.*" for every job.<verb> */
+  const char *actor;  /* exact; NULL: any */
+  uint64_t from_seq;  /* each stream from there (default 1) */
+  int64_t since_ns;   /* from that stored time instead (0: from_seq) */
+  int follow;
+  int direct; /* as bus_reader_opts.direct (a user's tail) */
+} bus_tail_opts;
+
+/* One message: valid until the next call. ev NULL: it did not decode,
+ * status says why. */
+typedef struct bus_tail_msg {
+  const char *stream, *subject;
+  uint64_t seq;
+  int64_t stored_ns;
+  const bus_event *ev;
+  int status;
+} bus_tail_msg;
+
+void bus_tail_opts_init(bus_tail_opts *o);
+/* BUS_EINVAL for a filter under neither stream; the readers' errors. */
+int bus_tail_open(bus_conn *c, const bus_tail_opts *o, bus_tail **out);
+/* 1 with the next message in *m, 0 when none came within timeout_ms,
+ * BUS_EEOF when a tail that does not follow has given everything. */
+int bus_tail_next(bus_tail *t, bus_tail_msg *m, int timeout_ms);
+void bus_tail_close(bus_tail *t);
+/* want "job.*": any type job.<verb>; else equal; NULL or "": any. */
+int bus_type_matches(const char *want, const char *type);
+
+/*
+ * The lines of log.batch events (LARK_LOGS), for `larkctl logs` and the
+ * gateway's logs feed: collect batches as read, then sort by each line's
+ * ts (the node's read time; ties keep arrival order). Start from a zeroed
+ * struct; since_ns drops earlier lines. A line's src indexes srcs, which
+ * bus_log_lines_clear keeps.
+ */
+typedef struct bus_log_src {
+  char job[BUS_NAME_MAX + 1];
+  char task[BUS_DERIVED_NAME_MAX + 1];
+  char pod[BUS_DERIVED_NAME_MAX + 1];
+  char node[BUS_NAME_MAX + 1];
+  uint32_t attempt;
+} bus_log_src;
+
+typedef struct bus_log_entry {
+  int64_t ts;
+  uint64_t seq;   /* the stream sequence of the batch it came in */
+  uint64_t order; /* arrival */
+  uint32_t src;
+  int err; /* stderr */
+  char *text;
+  size_t len;
+} bus_log_entry;
+
+typedef struct bus_log_lines {
+  bus_log_entry *lines;
+  size_t n, cap;
+  uint64_t order;
+  bus_log_src *srcs;
+  size_t nsrc, srccap;
+  int64_t since_ns;
+} bus_log_lines;
+
+/* Every line of the batch's log.batch events (other messages skipped). */
+int bus_log_lines_collect(bus_log_lines *l, const bus_batch *b);
+void bus_log_lines_sort(bus_log_lines *l);
+void bus_log_lines_clear(bus_log_lines *l); /* the lines; srcs kept */
+void bus_log_lines_free(bus_log_lines *l);
+
 /* -------------------------------------------------------------------- view */
 
 typedef struct bus_view bus_view;
