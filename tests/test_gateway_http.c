@@ -10,6 +10,8 @@
  *   - a Job applied by POST seen Running then Succeeded through a watch,
  *     the list paged with limit/continue, one object read, ?at= before
  *     and during the run, errors with their field paths;
+ *   - the audit tail (JSON lines, SSE), a Job's logs (text, JSON) and
+ *     /metrics answered through their routes;
  *   - a watch resumed from a resourceVersion across a kill -9 and restart
  *     of the gateway gives exactly the changes an unbroken watcher (on a
  *     second gateway) saw: no gap, no duplicate.
@@ -307,6 +309,37 @@ Test(gateway_http, watch_as_server_sent_events) {
   lt_kill(w, SIGTERM);
   cr_assert(ok, "no SSE frame for node-1");
   cr_assert(file_has(out, "id: "));
+}
+
+/* The audit tail and a Job's logs, as routes: what they stream is
+ * test_gateway_feeds's. */
+Test(gateway_http, events_and_logs) {
+  apply_job("talk", 0);
+  char want[128];
+  snprintf(want, sizeof want, "talk-main-0 hello");
+  int ok = 0;
+  for (int i = 0; i < 200 && !ok; i++, lt_sleep_ms(100))
+    ok = bearer("'%s" API "/jobs/talk/logs?tail=5'", base) == 200 &&
+         strstr(body, want);
+  cr_assert(ok, "no log line \"%s\": %s", want, body);
+  cr_assert_eq(bearer("'%s" API "/jobs/talk/logs?tail=5&o=json'", base), 200);
+  cr_assert(strstr(body, "\"line\":\"hello\""), "%s", body);
+  cr_assert_eq(bearer("'%s/api/v1/events?subject=lark.ev.job.talk'", base), 200,
+               "%s", body);
+  cr_assert(strstr(body, "\"type\":\"job.submitted\"") &&
+                strstr(body, "\"actor\":\"admin\""),
+            "%s", body);
+  cr_assert_eq(bearer("-H 'Accept: text/event-stream' "
+                      "'%s/api/v1/events?subject=lark.ev.job.talk&limit=1'",
+                      base),
+               200, "%s", body);
+  cr_assert(strstr(body, "id: ") && strstr(body, "\ndata: {"), "%s", body);
+  cr_assert_eq(bearer("'%s/api/v1/events?since=never'", base), 400);
+  cr_assert_eq(bearer("'%s/api/v1/status'", base), 200);
+  cr_assert(strstr(body, "\"name\":\"scheduler\",\"state\":\"up\""), "%s",
+            body);
+  cr_assert_eq(bearer("%s/metrics", base), 200);
+  cr_assert(strstr(body, "lark_"), "%.300s", body);
 }
 
 /* The changes of a watch output, one "rv type name" line each. */
