@@ -330,3 +330,33 @@ bench_loop_stop(bench_loop *l) {
   atomic_store(&l->stop, 1);
   pthread_join(l->th, NULL);
 }
+
+long
+bench_wait_bindings(bus_conn *c, long want, double deadline,
+                    bench_binding_fn *each, void *ud) {
+  bus_reader_opts o;
+  bus_reader_opts_init(&o);
+  o.stream = "LARK_EVENTS";
+  o.filter = "lark.ev.placement.default";
+  o.follow = 1;
+  bus_reader *r;
+  bus_batch *b;
+  long n = 0;
+  if (bus_reader_open(c, &o, &r) || bus_batch_new(&b))
+    bench_die("reader", bus_last_error());
+  while (n < want && bench_now_s() < deadline) {
+    bus_reader_next(r, b, 200);
+    for (size_t i = 0; i < bus_batch_len(b); i++) {
+      const bus_event *ev = bus_batch_event(b, i);
+      const msgpack_object *bs = ev ? bus_obj_get(&ev->data, "bindings") : 0;
+      if (!bs || bs->type != MSGPACK_OBJECT_ARRAY)
+        continue;
+      for (uint32_t k = 0; k < bs->via.array.size; k++, n++)
+        if (each && n < want)
+          each(ev, &bs->via.array.ptr[k], n, ud);
+    }
+  }
+  bus_batch_free(b);
+  bus_reader_close(r);
+  return n;
+}

@@ -129,6 +129,17 @@ void bench_add_job(bus_conn *c, const char *name, int pods,
                    const char *strategy);
 
 /*
+ * Follow the placement log (lark.ev.placement.default; one reader, as a
+ * consumer per poll would load the broker measured) until it holds want
+ * bindings or deadline (bench_now_s) passes; each (may be NULL) gets the
+ * n-th binding with its job.placed event. The count of bindings read.
+ */
+typedef void bench_binding_fn(const bus_event *placed,
+                              const msgpack_object *binding, long n, void *ud);
+long bench_wait_bindings(bus_conn *c, long want, double deadline,
+                         bench_binding_fn *each, void *ud);
+
+/*
  * Start service binary name from the benchmark's own folder (argv0's)
  * with --url url --data <dir>/view, its stderr into <dir>/<name>.log.
  * Returns its pid (-1 when fork failed).

@@ -29,34 +29,6 @@
 #include "bus.h"
 #include "natsd.h"
 
-/* Wait until the placement log holds want bindings; one reader follows
- * the log (a consumer per poll would load the broker we measure). */
-static long
-wait_bound(bus_conn *c, long want, double deadline) {
-  bus_reader_opts o;
-  bus_reader_opts_init(&o);
-  o.stream = "LARK_EVENTS";
-  o.filter = "lark.ev.placement.default";
-  o.follow = 1;
-  bus_reader *r;
-  bus_batch *b;
-  long n = 0;
-  if (bus_reader_open(c, &o, &r) || bus_batch_new(&b))
-    bench_die("reader", bus_last_error());
-  while (n < want && bench_now_s() < deadline) {
-    bus_reader_next(r, b, 200);
-    for (size_t i = 0; i < bus_batch_len(b); i++) {
-      const bus_event *ev = bus_batch_event(b, i);
-      const msgpack_object *bs = ev ? bus_obj_get(&ev->data, "bindings") : 0;
-      if (bs && bs->type == MSGPACK_OBJECT_ARRAY)
-        n += bs->via.array.size;
-    }
-  }
-  bus_batch_free(b);
-  bus_reader_close(r);
-  return n;
-}
-
 /* The floor: J checked appends of a P-binding event, one after another. */
 static double
 baseline(bus_conn *c, int jobs, int pods) {
@@ -109,7 +81,7 @@ run(const char *argv0, int always, int nodes, int jobs, int pods) {
     bench_add_job(c, name, pods, i % 2 ? "spread" : "pack");
   }
   long want = (long)jobs * pods;
-  long got = wait_bound(c, want, t0 + 120);
+  long got = bench_wait_bindings(c, want, t0 + 120, NULL, NULL);
   double dt = bench_now_s() - t0;
   if (got < want)
     bench_die("timeout", "not every pod was bound within 120 s");
