@@ -371,6 +371,9 @@ def main():
         print("FAIL: LARK_BIN_DIR does not hold larkctl")
         return 1
     os.makedirs(ART, exist_ok=True)
+    for f in os.listdir(ART):  # the artifacts are this run's alone
+        if f.endswith(".png"):
+            os.remove(os.path.join(ART, f))
     p = Platform()
     port = free_port()
     drv = subprocess.Popen([driver, "--port=%d" % port], stdout=subprocess.DEVNULL,
