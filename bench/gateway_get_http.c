@@ -76,7 +76,8 @@ start_gateway(const char *argv0, const char *url, const char *dir) {
   snprintf(tok, sizeof tok, "%s/token", dir);
   snprintf(port, sizeof port, "%s/port", dir);
   FILE *f = fopen(tok, "w");
-  if (!f || fputs("bench-token-0123456789\n", f) < 0 || fclose(f) || chmod(tok, 0600))
+  if (!f || fputs("bench-token-0123456789\n", f) < 0 || fclose(f) ||
+      chmod(tok, 0600))
     bench_die("token file", tok);
   pid_t pid = fork();
   if (pid == 0) {

@@ -40,7 +40,7 @@ typedef struct logs {
   char filter[BUS_SUBJECT_MAX];
   char job[BUS_NAME_MAX + 1]; /* the Job whose end ends -f; "" unknown */
   int follow, json, timestamps, prefix;
-  long tail;       /* -1: all */
+  long tail;        /* -1: all */
   bus_log_lines ll; /* its since_ns is the --since */
 } logs;
 

@@ -162,8 +162,8 @@ streams_json(bus_conn *c) {
   for (size_t i = 0; bus_stream_names[i]; i++) {
     unsigned long long msgs = 0;
     int replicas = 0;
-    int rc = lark_stream_info(c, bus_stream_names[i], &msgs, &replicas, NULL,
-                              NULL);
+    int rc =
+        lark_stream_info(c, bus_stream_names[i], &msgs, &replicas, NULL, NULL);
     json_array_append_new(
         a, rc < 0 ? json_pack("{s:s, s:b, s:s}", "name", bus_stream_names[i],
                               "exists", 0, "error", lark_cfg_error())

@@ -42,8 +42,8 @@ lark_stream_info(bus_conn *c, const char *name, unsigned long long *messages,
     *messages = (unsigned long long)json_integer_value(
         json_object_get(state, "messages"));
   if (bytes)
-    *bytes = (unsigned long long)json_integer_value(
-        json_object_get(state, "bytes"));
+    *bytes =
+        (unsigned long long)json_integer_value(json_object_get(state, "bytes"));
   if (replicas)
     *replicas = (int)json_integer_value(json_object_get(cfg, "num_replicas"));
   if (config_json)
@@ -76,8 +76,7 @@ lark_streams_init(bus_conn *c, const bus_streams_opts *o,
     lark_stream_report *r = &reports[i];
     memset(r, 0, sizeof *r);
     r->name = bus_stream_names[i];
-    rc = lark_stream_info(c, r->name, &r->messages, &r->replicas, &after,
-                          NULL);
+    rc = lark_stream_info(c, r->name, &r->messages, &r->replicas, &after, NULL);
     if (rc < 0)
       goto out;
     r->outcome = !before[i]                 ? LARK_STREAM_CREATED

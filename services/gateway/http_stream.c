@@ -152,8 +152,8 @@ on_change(void *ud, uint64_t seq, const char *type, const char *json,
           size_t len) {
   stream *st = ud;
   if (st->sse)
-    gw_buf_printf(&st->out, "id: %llu\nevent: %s\ndata: ",
-                  (unsigned long long)seq, type);
+    gw_buf_printf(&st->out,
+                  "id: %llu\nevent: %s\ndata: ", (unsigned long long)seq, type);
   gw_buf_add(&st->out, json, len);
   return gw_buf_add(&st->out, st->sse ? "\n\n" : "\n", st->sse ? 2 : 1);
 }
