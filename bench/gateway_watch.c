@@ -7,10 +7,10 @@
  * measured path works on the machine. One thread churns: pod.phase events
  * (Running, its reason naming the change) of pods picked round-robin,
  * appended directly to LARK_EVENTS as the scheduler would, at R changes a
- * second, each stamped with the time just before its append. Each pod
- * changes at most once while the gateway is watched (R x S <= P): a
- * second pod.phase of a Running pod shows as no change in the gateway's
- * watch, which the first measured phase therefore avoids.
+ * second, each stamped with the time just before its append. Each event's
+ * prev is its pod's last sequence (checked by the broker), as a writer of
+ * the aggregate must give it, so a pod may change any number of times: an
+ * event with another prev would be stale and ignored by every view.
  *
  *   baseline  W core-NATS subscriptions on lark.ev.pod.> (the broker
  *             delivers the appended messages to them as published), each
@@ -45,6 +45,7 @@
 
 typedef struct pod {
   char name[64], node[32], job[32];
+  uint64_t last; /* the sequence of its subject's last event (0: none) */
 } pod;
 
 typedef struct bench {
@@ -130,7 +131,7 @@ churn(bench *b) {
     if (due > now)
       usleep((useconds_t)((due - now) * 1e6));
     long g = b->done + k;
-    const pod *p = &b->pods[g % b->npods];
+    pod *p = &b->pods[g % b->npods];
     char subject[128], id[33], reason[32];
     snprintf(reason, sizeof reason, "%ld %ld", k, g);
     msgpack_sbuffer_clear(&pb.sb);
@@ -143,11 +144,13 @@ churn(bench *b) {
     snprintf(subject, sizeof subject, "lark.ev.pod.%s", p->name);
     bus_event ev;
     bench_event_init(&ev, id, "pod.phase", "lark-scheduler", &pb.sb);
+    ev.prev = p->last;
     uint64_t seq = 0;
     b->stamp[k] = bench_now_s();
     atomic_store(&b->nchanges, k + 1);
-    if (bus_append(b->c, subject, &ev, BUS_APPEND_NOCHECK, &seq, NULL))
+    if (bus_append(b->c, subject, &ev, BUS_APPEND_CHECK, &seq, NULL))
       bench_die("append", bus_last_error());
+    p->last = seq;
     if (seq != b->first_seq + (uint64_t)k)
       bench_die("append", "another writer on LARK_EVENTS during the churn");
   }
