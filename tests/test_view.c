@@ -1,7 +1,8 @@
 /*
  * test_view.c - LMDB views without a broker: batches, the applied
- * sequence, `prev` checks, generations, refusals, digest, snapshot, and
- * decisions written to the outbox.
+ * sequence, `prev` checks, generations, refusals, digest, snapshot,
+ * decisions written to the outbox, write transactions held across calls
+ * and the definition's commit and abort hooks.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -281,4 +282,74 @@ Test(view, derived_ids_are_deterministic) {
   bus_event_derive_id("cause-1", 1, c);
   cr_expect_str_eq(a, b);
   cr_expect_str_neq(a, c);
+}
+
+/* A write transaction held across calls: events applied one at a time,
+ * read through it before it commits, nothing seen outside until then;
+ * one dropped whole keeps nothing. */
+Test(view, held_write_transaction) {
+  bus_view *v = open_view("a", 0);
+  bus_event e[] = {ev_at("lark.ev.sample.a", "sample.created", 1, 0),
+                   ev_at("lark.ev.sample.a", "sample.updated", 2, 1),
+                   ev_at("lark.ev.sample.a", "sample.updated", 3, 1),
+                   ev_at("lark.ev.sample.b", "sample.created", 4, 0)};
+  bus_txn *w;
+  cr_assert_eq(bus_view_write(v, &w), 0, "%s", bus_last_error());
+  for (int i = 0; i < 3; i++)
+    cr_assert_eq(bus_txn_apply(w, &e[i]), 0, "%s", bus_last_error());
+  cr_assert_eq(bus_txn_apply(w, &e[0]), 0, "a redelivery is skipped");
+  const void *val;
+  size_t len;
+  cr_assert_eq(bus_txn_get(w, "items", "lark.ev.sample.a", 16, &val, &len), 0);
+  cr_expect(len == 14 && !memcmp(val, "sample.updated", len));
+  cr_expect_eq(stats(v).applied_seq, 0, "nothing outside before commit");
+  cr_assert_eq(bus_txn_commit(w), 0, "%s", bus_last_error());
+  bus_view_stats s = stats(v);
+  cr_expect_eq(s.applied_seq, 3);
+  cr_expect_eq(s.applied, 2);
+  cr_expect_eq(s.stale, 1, "seq 3's prev 1 is not the version 2");
+  cr_assert_eq(bus_view_write(v, &w), 0);
+  cr_assert_eq(bus_txn_apply(w, &e[3]), 0);
+  bus_txn_end(w);
+  cr_expect_eq(stats(v).applied_seq, 3, "a dropped one keeps nothing");
+  cr_expect_eq(version_of(v, "lark.ev.sample.b").seq, 0);
+  bus_view_close(v);
+}
+
+/* def.commit runs once per batch before its commit, and its error aborts
+ * the batch; def.abort runs after the abort. */
+static int hook_commits, hook_aborts, hook_fail;
+
+static int
+count_commit(bus_txn *t, void *ud) {
+  (void)t, (void)ud;
+  hook_commits++;
+  return hook_fail ? BUS_ESTORE : 0;
+}
+
+static void
+count_abort(bus_view *v, void *ud) {
+  (void)v, (void)ud;
+  hook_aborts++;
+}
+
+Test(view, commit_and_abort_hooks) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/h", dir);
+  bus_view_def d = def_items();
+  d.commit = count_commit;
+  d.abort = count_abort;
+  bus_view *v = lt_must_open_view(&d, path, 0);
+  bus_event e[] = {ev_at("lark.ev.sample.a", "sample.created", 1, 0),
+                   ev_at("lark.ev.sample.b", "sample.created", 2, 0)};
+  apply_all(v, e, 2);
+  cr_expect_eq(hook_commits, 1, "once per batch");
+  cr_expect_eq(hook_aborts, 0);
+  hook_fail = 1;
+  bus_event more = ev_at("lark.ev.sample.c", "sample.created", 3, 0);
+  const bus_event *p[1] = {&more};
+  cr_expect_neq(bus_view_apply(v, p, 1), 0, "the hook's error aborts");
+  cr_expect_eq(hook_aborts, 1);
+  cr_expect_eq(stats(v).applied_seq, 2, "nothing of the aborted batch");
+  bus_view_close(v);
 }

@@ -1273,6 +1273,13 @@ typedef struct bus_view_def {
    * that keeps history grows beyond the 1 GiB default. Address space
    * only: the file grows as it is used. */
   size_t map_size;
+  /* May be NULL. commit(t) runs in a batch's write transaction after its
+   * last event, just before it commits (an error aborts the batch);
+   * abort(v) after a batch's transaction was aborted. A view whose apply
+   * holds other views' write transactions open across the batch (see
+   * bus_view_write) commits or drops them there. */
+  int (*commit)(bus_txn *t, void *ud);
+  void (*abort)(bus_view *v, void *ud);
 } bus_view_def;
 
 typedef struct bus_view_opts {
@@ -1306,6 +1313,20 @@ int bus_view_apply(bus_view *v, const bus_event *const *evs, size_t n);
 int bus_view_apply_batch(bus_view *v, const bus_batch *b);
 /* Run decide with cause NULL (a timer tick) in its own transaction. */
 int bus_view_tick(bus_view *v, int64_t now_ns);
+
+/*
+ * A write transaction the caller holds open across calls, so that events
+ * given one at a time cost one commit: bus_view_write begins it (one per
+ * view at a time, used and ended on one thread), bus_txn_apply applies an
+ * event into it exactly as bus_view_apply would (seq <= the applied
+ * sequence skipped, prev checked, decide run), reads go through it as
+ * through any transaction and see what it applied, and bus_txn_commit
+ * commits it (runs decide's end of batch first) and frees it, or
+ * bus_txn_end drops it whole. After an error from bus_txn_apply, end it.
+ */
+int bus_view_write(bus_view *v, bus_txn **out);
+int bus_txn_apply(bus_txn *t, const bus_event *ev);
+int bus_txn_commit(bus_txn *t);
 
 typedef struct bus_view_stats {
   uint64_t applied_seq; /* last stream sequence applied */

@@ -58,6 +58,7 @@ struct bus_txn {
   const char *cur_subject; /* apply: the event's subject, and */
   bus_version cur_ver;     /* its version as apply sees it */
   int64_t now_ns;
+  uint64_t applied_before; /* bus_view_write: c.applied when begun */
 };
 
 /* Translate an LMDB return code to ours (-errno or BUS_ESTORE). */

@@ -18,7 +18,12 @@
  *   winner (docs/design.md section 3).
  * - apply and decide see the version as it is after the event: the record
  *   is updated before apply runs and restored when apply refuses the event.
+ * - A batch's def.commit runs inside its transaction before the commit, and
+ *   def.abort after any abort (its commit's failure too), so what a view
+ *   holds beside its own store ends with the batch either way.
  */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "view-int.h"
@@ -195,11 +200,16 @@ apply_n(bus_view *v, const bus_event *const *evs, const bus_batch *b,
   }
   if (!rc)
     rc = end_batch(&t, before);
+  if (!rc && v->def.commit)
+    rc = v->def.commit(&t, v->def.ud);
+  if (!rc)
+    rc = bus__txn_commit(&t);
   if (rc) {
     bus__txn_abort(&t);
-    return rc;
+    if (v->def.abort)
+      v->def.abort(v, v->def.ud);
   }
-  return bus__txn_commit(&t);
+  return rc;
 }
 
 int
@@ -211,6 +221,36 @@ int
 bus_view_apply_batch(bus_view *v, const bus_batch *b) {
   size_t n = bus_batch_len(b);
   return n ? apply_n(v, NULL, b, n) : 0;
+}
+
+int
+bus_view_write(bus_view *v, bus_txn **out) {
+  bus_txn *t = calloc(1, sizeof *t);
+  if (!t)
+    return BUS_ERR(-ENOMEM, "out of memory writing view %s", v->def.name);
+  int rc = bus__txn_begin_write(v, t);
+  if (rc) {
+    free(t);
+    return rc;
+  }
+  t->now_ns = v->opts.effects ? bus_wall_ns() : 0;
+  t->applied_before = t->c.applied;
+  *out = t;
+  return 0;
+}
+
+int
+bus_txn_apply(bus_txn *t, const bus_event *ev) {
+  return apply_seq(t, ev, ev->seq, ev->stored_ns);
+}
+
+int
+bus_txn_commit(bus_txn *t) {
+  int rc = end_batch(t, t->applied_before);
+  if (!rc)
+    rc = bus__txn_commit(t);
+  bus_txn_end(t); /* aborts what did not commit */
+  return rc;
 }
 
 int

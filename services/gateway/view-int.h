@@ -55,12 +55,17 @@ enum { GW_EMB_SCHED, GW_EMB_DAG, GW_EMB_IPAM, GW_NEMB };
 /* The embedded views of the gateway view t belongs to, opened (and
  * checked against its applied sequence) on first use. */
 int gw_embed_of(bus_txn *t, gw_embed **out);
-/* Give ev to each embedded view; BUS_ECORRUPT when one is past it (a
- * batch of the gateway's was rolled back after they applied). */
+/* Give ev to each embedded view, in the batch's write transaction on it
+ * (begun at the batch's first event); BUS_ECORRUPT when they may be past
+ * it (the gateway's commit failed after theirs). */
 int gw_embed_feed(gw_embed *e, const bus_event *ev);
-/* Read transactions on the embedded views, for one event's renders. */
-int gw_embed_read(gw_embed *e, bus_txn *out[GW_NEMB]);
-void gw_embed_end(bus_txn *rt[GW_NEMB]);
+/* The batch's transactions on the embedded views, as fed so far: the
+ * renders read through them. Valid after a gw_embed_feed, until the
+ * batch ends. */
+void gw_embed_txns(gw_embed *e, bus_txn *out[GW_NEMB]);
+/* Set def's commit and abort hooks: the embedded views' transactions
+ * commit just before the gateway's, and are dropped when it aborts. */
+void gw_embed_hooks(bus_view_def *def);
 
 /* --- touched objects (view_touch.c) and rendering (view_render.c) */
 typedef struct gw_touch {

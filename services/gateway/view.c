@@ -1,11 +1,13 @@
 /*
  * view.c - the gateway view's definition and apply (gateway.h).
  *
- * apply, for each event: feed it to the embedded views (view_embed.c),
- * note its time (for ?at=) and the counters (view_counts.c), then render
- * again every object it touched (view_touch.c, view_render.c). apply
- * reads no clock and renders from views applied to the same sequence, so
- * a replay gives the same tables as the live view.
+ * apply, for each event: feed it to the embedded views (view_embed.c:
+ * one write transaction on each per batch, committed by the def's commit
+ * hook just before the gateway's own), note its time (for ?at=) and the
+ * counters (view_counts.c), then render again every object it touched
+ * (view_touch.c, view_render.c) through those transactions. apply reads
+ * no clock and renders from views applied to the same sequence, so a
+ * replay gives the same tables as the live view.
  */
 #include <string.h>
 
@@ -118,12 +120,12 @@ gw_apply(bus_txn *t, const bus_event *ev, void *ud) {
     rc = note_time(t, ev);
   if (!rc)
     rc = gw_counts_apply(t, ev);
-  if (rc || (rc = gw_embed_read(e, rt)))
+  if (rc)
     return rc;
+  gw_embed_txns(e, rt);
   rc = gw_touches(t, rt, ev, &s);
   if (!rc)
     rc = gw_render_all(t, rt, ev, &s);
-  gw_embed_end(rt);
   gw_touched_free(&s);
   return rc;
 }
@@ -137,6 +139,7 @@ gw_view_def(bus_view_def *def) {
                         .filter = "lark.ev.>",
                         /* objects' history: ~1.5 KB per changed object */
                         .map_size = (size_t)64 << 30};
+  gw_embed_hooks(def);
 }
 
 void

@@ -4,15 +4,24 @@
  * the gateway applies (decide off), so an object is rendered by its
  * owner's own query code at exactly the event that changed it.
  *
+ * A batch of the gateway's is one write transaction on each embedded view
+ * too: opened at the batch's first event, each event applied into it and
+ * the renders read through it (they see exactly the events fed so far),
+ * committed by the gateway view's commit hook just before the gateway's
+ * own commit, dropped by its abort hook. One commit per view per batch,
+ * not per event.
+ *
  * Invariant: each embedded view has applied exactly the events the
  * gateway's apply was given, no more. They commit on their own (LMDB
  * environments of their own, without fsync: the check below catches what
- * a crash loses), so the invariant is checked when they are opened (their
- * applied sequence equals the gateway's "seq") and while feeding (an event
- * at or below the last one fed means the gateway rolled a batch back after
- * they committed it). Broken, the gateway view reports BUS_ECORRUPT;
- * gw_view_prepare, run before the view is opened, removes both stores
- * (nothing else of the directory) so the service rebuilds from sequence 1.
+ * a crash loses), just before the gateway does, so the invariant is
+ * checked when they are opened (their applied sequence equals the
+ * gateway's "seq") and while feeding (an event at or below the last one
+ * they may have committed means the gateway's commit failed after theirs:
+ * the hook counts a batch as theirs before it commits them). Broken, the
+ * gateway view reports BUS_ECORRUPT; gw_view_prepare, run before the view
+ * is opened, removes both stores (nothing else of the directory) so the
+ * service rebuilds from sequence 1.
  */
 #include <ftw.h>
 #include <stdio.h>
@@ -28,16 +37,30 @@
 
 struct gw_embed {
   bus_view *v[GW_NEMB];
-  uint64_t fed; /* the last sequence given to them */
+  bus_txn *w[GW_NEMB]; /* the batch's write transactions, or all NULL */
+  uint64_t fed;        /* the last sequence given to them */
+  uint64_t kept;       /* the last they may have committed */
 };
 
 static void (*const defs[GW_NEMB])(bus_view_def *) = {
     sched_view_def, dag_view_def, ipam_view_def};
 static const char *const names[GW_NEMB] = {"scheduler", "dag", "ipam"};
 
+/* The batch's transactions dropped, the feed back at what they kept. */
+static void
+drop(gw_embed *e) {
+  for (int i = 0; i < GW_NEMB; i++) {
+    bus_txn_end(e->w[i]);
+    e->w[i] = NULL;
+  }
+  e->fed = e->kept;
+}
+
 static void
 embed_free(void *p) {
   gw_embed *e = p;
+  if (e)
+    drop(e);
   for (int i = 0; e && i < GW_NEMB; i++)
     bus_view_close(e->v[i]);
   free(e);
@@ -140,7 +163,7 @@ gw_embed_of(bus_txn *t, gw_embed **out) {
   if (!e) {
     if (!(e = calloc(1, sizeof *e)))
       return -ENOMEM;
-    e->fed = gw_meta_u64(t, "seq");
+    e->fed = e->kept = gw_meta_u64(t, "seq");
     int rc = embed_open(bus_view_dir(gv), e->fed, e);
     if (rc) {
       embed_free(e);
@@ -152,6 +175,21 @@ gw_embed_of(bus_txn *t, gw_embed **out) {
   return 0;
 }
 
+/* The batch's write transactions, begun at its first event. */
+static int
+begin(gw_embed *e) {
+  if (e->w[0])
+    return 0;
+  for (int i = 0; i < GW_NEMB; i++) {
+    int rc = bus_view_write(e->v[i], &e->w[i]);
+    if (rc) {
+      drop(e);
+      return rc;
+    }
+  }
+  return 0;
+}
+
 int
 gw_embed_feed(gw_embed *e, const bus_event *ev) {
   if (ev->seq <= e->fed)
@@ -160,37 +198,53 @@ gw_embed_feed(gw_embed *e, const bus_event *ev) {
                      "views applied: the gateway view is rebuilt at the "
                      "next start",
                      (unsigned long long)ev->seq, (unsigned long long)e->fed);
-  const bus_event *one[1] = {ev};
-  for (int i = 0; i < GW_NEMB; i++) {
-    int rc = bus_view_apply(e->v[i], one, 1);
-    if (rc)
-      return rc;
-  }
-  e->fed = ev->seq;
-  return 0;
-}
-
-int
-gw_embed_read(gw_embed *e, bus_txn *out[GW_NEMB]) {
-  for (int i = 0; i < GW_NEMB; i++)
-    out[i] = NULL;
-  for (int i = 0; i < GW_NEMB; i++) {
-    int rc = bus_view_read(e->v[i], &out[i]);
-    if (rc) {
-      gw_embed_end(out);
-      return rc;
-    }
-  }
-  return 0;
+  int rc = begin(e);
+  for (int i = 0; !rc && i < GW_NEMB; i++)
+    rc = bus_txn_apply(e->w[i], ev);
+  if (!rc)
+    e->fed = ev->seq;
+  return rc; /* on error the gateway's batch aborts: the hook drops them */
 }
 
 void
-gw_embed_end(bus_txn *rt[GW_NEMB]) {
+gw_embed_txns(gw_embed *e, bus_txn *out[GW_NEMB]) {
+  for (int i = 0; i < GW_NEMB; i++)
+    out[i] = e->w[i];
+}
+
+/* def.commit: theirs just before the gateway's. Counted as kept before
+ * committing, so a failure of any commit from here on (theirs or the
+ * gateway's) leaves a feed check that reports the disagreement. */
+static int
+embed_commit(bus_txn *t, void *ud) {
+  (void)ud;
+  gw_embed *e = bus_view_attached(bus_txn_view(t));
+  int rc = 0;
+  if (!e || !e->w[0])
+    return 0;
+  e->kept = e->fed;
   for (int i = 0; i < GW_NEMB; i++) {
-    if (rt[i])
-      bus_txn_end(rt[i]);
-    rt[i] = NULL;
+    int r = bus_txn_commit(e->w[i]);
+    e->w[i] = NULL;
+    if (r && !rc)
+      rc = r;
   }
+  return rc;
+}
+
+/* def.abort: the batch's transactions dropped. */
+static void
+embed_abort(bus_view *v, void *ud) {
+  (void)ud;
+  gw_embed *e = bus_view_attached(v);
+  if (e)
+    drop(e);
+}
+
+void
+gw_embed_hooks(bus_view_def *def) {
+  def->commit = embed_commit;
+  def->abort = embed_abort;
 }
 
 int
