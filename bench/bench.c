@@ -15,6 +15,19 @@ bench_now_s(void) {
   return (double)bus_mono_ns() / 1e9;
 }
 
+static int
+dcmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+double
+bench_pct(double *v, int n, double p) {
+  qsort(v, (size_t)n, sizeof *v, dcmp);
+  int i = (int)(p * (n - 1) + 0.5);
+  return v[i];
+}
+
 void
 bench_die(const char *what, const char *detail) {
   fprintf(stderr, "%s: %s: %s\n", program_invocation_short_name, what, detail);

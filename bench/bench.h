@@ -1,10 +1,10 @@
 /*
  * bench.h - what every benchmark shares (bench.c, the larkbench library):
- * a monotonic clock, a fatal error line naming the benchmark, its flags
- * from a table, a connection, brokers with the server's lazy sync or
- * `sync_interval: always`, events built the same way, Nodes and Jobs
- * applied through the command path, a service next to the benchmark
- * (its binary, or its loop on a thread of ours), a sample event of a
+ * a monotonic clock, a quantile of timings, a fatal error line naming
+ * the benchmark, its flags from a table, a connection, brokers with the
+ * server's lazy sync or `sync_interval: always`, events built the same way,
+ * Nodes and Jobs applied through the command path, a service next to the
+ * benchmark (its binary, or its loop on a thread of ours), a sample event of a
  * chosen size, and the rate the NATS CLI's own benchmark reports.
  */
 #ifndef LARK_BENCH_H
@@ -28,6 +28,8 @@
 #include "natsd.h"
 
 double bench_now_s(void);
+/* The p-th quantile (0..1) of the n values of v, which it sorts. */
+double bench_pct(double *v, int n, double p);
 
 /* Print "<benchmark>: what: detail" and exit 1. */
 void bench_die(const char *what, const char *detail) __attribute__((noreturn));

@@ -1,7 +1,8 @@
 /*
- * gateway_get.h - the two halves of bench_gateway_get: the events that
- * make its pods (gateway_get.c), fed to an in-process view or appended to
- * a broker, and the HTTP half (gateway_get_http.c).
+ * gateway_get.h - the pieces of bench_gateway_get: the events that make
+ * its pods (gateway_events.c), fed to an in-process view or appended to a
+ * broker, and the HTTP half (gateway_get_http.c) that the in-process half
+ * (gateway_get.c, main) runs last. Each file calls only the ones below it.
  */
 #ifndef LARK_BENCH_GATEWAY_GET_H
 #define LARK_BENCH_GATEWAY_GET_H
@@ -25,8 +26,6 @@ uint64_t bench_gw_append(void *ud, const char *subject, const char *type,
                          uint64_t prev, const msgpack_sbuffer *data);
 /* Pods in a list's JSON. */
 size_t bench_gw_items(const char *json);
-/* The p-th quantile of v (sorted here). */
-double bench_pct(double *v, int n, double p);
 
 /* GET of every pod from a real lark-gateway beside a static body. */
 void bench_gateway_http(const char *argv0, int jobs, int pods, int rounds);
