@@ -1,9 +1,11 @@
 /*
  * http.h - lark-gateway's HTTP side (libmicrohttpd, a thread per
- * connection): the server and its settings (http.c), authentication
- * (http_auth.c, http_tls.c), replies and static files (http_reply.c),
- * REST reads and writes (http_rest.c, http_write.c), streams (http_stream.c)
- * and the platform routes (http_misc.c).
+ * connection): the request's arguments and headers (http.c, the bottom),
+ * authentication (http_auth.c, http_tls.c), replies and static files
+ * (http_reply.c), REST reads and writes (http_rest.c, http_write.c),
+ * streams (http_stream.c), the platform routes (http_misc.c), and on top
+ * the server and its dispatcher (http_server.c). A file calls only files
+ * below it.
  *
  * A request is read whole (its body at most max_body bytes) before it is
  * routed; every route then answers from the view the service loop keeps
@@ -80,12 +82,21 @@ typedef struct gw_req {
   char serial[80]; /* the client certificate's, lower-case hex */
 } gw_req;
 
-/* --- http.c */
+/* --- http_server.c */
 int gw_http_start(gw_http *h, svc *s, bus_view *v);
 void gw_http_stop(gw_http *h);
+
+/* --- http.c: the request's basics */
 /* A query argument, or NULL. */
 const char *gw_arg(gw_req *r, const char *key);
 const char *gw_header(gw_req *r, const char *key);
+/* A whole-number argument into *out (left alone when absent); -1 when
+ * given but not one. */
+int gw_arg_count(gw_req *r, const char *key, uint64_t *out);
+/* ?at= into *ns (0 when absent); -1 when given but not a time. */
+int gw_arg_time(gw_req *r, const char *key, int64_t *ns);
+/* Whether the client asked for Server-Sent Events. */
+int gw_wants_sse(gw_req *r);
 
 /* --- http_reply.c: every answer goes out through these. */
 /* resp (destroyed here; NULL: MHD_NO) with status, content type and the
@@ -139,12 +150,5 @@ enum MHD_Result gw_status(gw_req *r);
 enum MHD_Result gw_metrics(gw_req *r);
 enum MHD_Result gw_readyz(gw_req *r);
 enum MHD_Result gw_certificates(gw_req *r, const char *serial);
-/* A whole-number argument into *out (left alone when absent); -1 when
- * given but not one. */
-int gw_arg_count(gw_req *r, const char *key, uint64_t *out);
-/* ?at= into *ns (0 when absent); -1 when given but not a time. */
-int gw_arg_time(gw_req *r, const char *key, int64_t *ns);
-/* Whether the client asked for Server-Sent Events. */
-int gw_wants_sse(gw_req *r);
 
 #endif

@@ -9,41 +9,12 @@
  * copying it costs. ?at= reads the platform as it was then; ?watch=1
  * streams the changes (http_stream.c).
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "http.h"
-#include "timearg.h"
 
 #define API_PREFIX "/api/v1/rlinf.io/v1alpha1/"
-
-int
-gw_arg_time(gw_req *r, const char *key, int64_t *ns) {
-  const char *v = gw_arg(r, key);
-  *ns = 0;
-  return v && *v ? lark_time_parse(v, ns) : 0;
-}
-
-int
-gw_wants_sse(gw_req *r) {
-  const char *a = gw_header(r, MHD_HTTP_HEADER_ACCEPT);
-  return a && strstr(a, "text/event-stream") != NULL;
-}
-
-int
-gw_arg_count(gw_req *r, const char *key, uint64_t *out) {
-  const char *v = gw_arg(r, key);
-  char *end;
-  if (!v || !*v)
-    return 0;
-  errno = 0;
-  unsigned long long n = strtoull(v, &end, 10);
-  if (errno || *end || *v == '-')
-    return -1;
-  *out = n;
-  return 0;
-}
 
 static enum MHD_Result
 bad_arg(gw_req *r, const char *key, const char *reason) {
