@@ -15,7 +15,6 @@
  * principal a relay's sshd maps to its user). The same values travel in
  * <k>@larkbus extensions for programs.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,36 +74,6 @@ opt_ok(const char *s) {
   return !s || !*s || bus_name_valid(s, BUS_NAME_MAX);
 }
 
-/* A DNS name: labels of [a-z0-9-], 1 to 63, not starting or ending with
- * '-', joined by single dots, at most 253 in all. */
-static int
-dns_ok(const char *s) {
-  size_t n = strlen(s), label = 0;
-  if (!n || n > SIGNER_HOST_MAX)
-    return 0;
-  for (size_t i = 0; i <= n; i++) {
-    char ch = s[i];
-    if (ch == '.' || !ch) {
-      if (!label || s[i - 1] == '-' || s[i - label] == '-')
-        return 0;
-      label = 0;
-    } else if ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
-               ch == '-') {
-      if (++label > 63)
-        return 0;
-    } else {
-      return 0;
-    }
-  }
-  return 1;
-}
-
-int
-signer_host_is_ip(const char *s) {
-  unsigned char a[16];
-  return inet_pton(AF_INET, s, a) == 1 || inet_pton(AF_INET6, s, a) == 1;
-}
-
 /* A gateway's hosts: addresses or DNS names, at most SIGNER_MAX_HOSTS;
  * no other role names hosts. */
 static int
@@ -119,7 +88,8 @@ hosts_ok(const signer_req *r, char *err, size_t cap) {
   }
   for (int i = 0; i < r->nhosts; i++)
     if (!r->hosts[i] || strlen(r->hosts[i]) > SIGNER_HOST_MAX ||
-        (!signer_host_is_ip(r->hosts[i]) && !dns_ok(r->hosts[i]))) {
+        (!signer_host_is_ip(r->hosts[i]) &&
+         !signer__host_is_dns(r->hosts[i]))) {
       snprintf(err, cap,
                "hosts: an IP address or a DNS name ([a-z0-9-] "
                "labels joined by dots)");

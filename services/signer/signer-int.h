@@ -29,6 +29,11 @@ int signer__x509_issue(const signer_ca *ca, const signer_req *req,
 /* PEM of an object into a malloc'd string. */
 char *signer__x509_pem(X509 *x);
 
+/* host.c: 1 when s is a DNS name: labels of [a-z0-9-], 1 to 63, not
+ * starting or ending with '-', joined by single dots, at most
+ * SIGNER_HOST_MAX in all (signer_host_is_ip is the address half). */
+int signer__host_is_dns(const char *s);
+
 /* serial.c: n bytes as 2n lower-case hex digits and a NUL. */
 void signer__serial_hex(const uint8_t *b, size_t n, char *out);
 /* A random SSH serial (never 0, never above INT64_MAX) and its 16 hex
