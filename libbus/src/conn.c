@@ -137,6 +137,28 @@ on_async_error(natsConnection *nc, natsSubscription *sub, natsStatus err,
 }
 
 static void
+on_closed(natsConnection *nc, void *ud) {
+  (void)nc;
+  bus_conn *c = ud;
+  pthread_mutex_lock(&c->closed_mu);
+  c->closed++;
+  pthread_cond_broadcast(&c->closed_cv);
+  pthread_mutex_unlock(&c->closed_mu);
+}
+
+/* Wait (up to 5 s) for every connection made to have had its "closed"
+ * call: after it, nats.c calls none of this connection's handlers. */
+static void
+wait_closed(bus_conn *c) {
+  struct timespec until = bus_deadline_ms(CLOCK_REALTIME, 5000);
+  pthread_mutex_lock(&c->closed_mu);
+  while (c->closed < c->made &&
+         pthread_cond_timedwait(&c->closed_cv, &c->closed_mu, &until) == 0)
+    ;
+  pthread_mutex_unlock(&c->closed_mu);
+}
+
+static void
 on_connected(natsConnection *nc, void *ud) {
   (void)nc;
   (void)ud;
@@ -221,6 +243,8 @@ make_options(bus_conn *c, const bus_conn_opts *o, natsOptions **out) {
     s = natsOptions_SetErrorHandler(no, on_async_error, c);
   if (s == NATS_OK)
     s = natsOptions_SetReconnectedCB(no, on_reconnected, c);
+  if (s == NATS_OK)
+    s = natsOptions_SetClosedCB(no, on_closed, c);
   if (s == NATS_OK && o->retry_on_failed_connect)
     s = natsOptions_SetRetryOnFailedConnect(no, true, on_connected, NULL);
   if (s == NATS_OK && strcmp(c->inbox_prefix, "_INBOX"))
@@ -279,6 +303,8 @@ bus_conn_open(bus_conn **out, const bus_conn_opts *o) {
            o->inbox_prefix ? o->inbox_prefix : "_INBOX");
   pthread_mutex_init(&c->enc_mu, NULL);
   pthread_mutex_init(&c->serve_mu, NULL);
+  pthread_mutex_init(&c->closed_mu, NULL);
+  pthread_cond_init(&c->closed_cv, NULL);
   msgpack_sbuffer_init(&c->enc);
   if (o->creds && snprintf(c->creds, sizeof c->creds, "%s", o->creds) >=
                       (int)sizeof c->creds) {
@@ -298,6 +324,11 @@ bus_conn_open(bus_conn **out, const bus_conn_opts *o) {
   for (int tries = 1;; tries++) {
     unsigned long zero = atomic_load(&c->zero_sigs);
     s = natsConnection_Connect(&c->nc, no);
+    if (c->nc) {
+      pthread_mutex_lock(&c->closed_mu);
+      c->made++;
+      pthread_mutex_unlock(&c->closed_mu);
+    }
     /* A signature nats.c would drop (sign_nonce): a new connection, so a
      * new nonce. This comes first: with retry_on_failed_connect nats.c
      * answers NATS_NOT_YET_CONNECTED to it too, and then closes the
@@ -357,9 +388,12 @@ bus_conn_close(bus_conn *c) {
     natsSubscription_Destroy(c->retired[i]);
   if (c->nc)
     natsConnection_Destroy(c->nc);
+  wait_closed(c);
   msgpack_sbuffer_destroy(&c->enc);
   pthread_mutex_destroy(&c->enc_mu);
   pthread_mutex_destroy(&c->serve_mu);
+  pthread_mutex_destroy(&c->closed_mu);
+  pthread_cond_destroy(&c->closed_cv);
   sodium_memzero(c, sizeof *c);
   free(c);
 }

@@ -45,6 +45,14 @@ struct bus_conn {
   pthread_mutex_t serve_mu;
   struct bus_serve *serves; /* live serve handles, freed on close */
 
+  /* nats.c calls the handlers above on a thread of its own, from a queue,
+   * in order: close waits for the connection's "closed" call, which comes
+   * after every call queued before it, so none runs on freed memory.
+   * made counts the connections made, closed the "closed" calls come. */
+  pthread_mutex_t closed_mu;
+  pthread_cond_t closed_cv;
+  unsigned made, closed;
+
   /* closed consumers' subscriptions, destroyed later (bus__retire_sub) */
   natsSubscription *retired[BUS__RETIRED];
   size_t nretired; /* how many were ever retired; the ring is mod the size */
