@@ -66,6 +66,8 @@ void gw_embed_txns(gw_embed *e, bus_txn *out[GW_NEMB]);
 /* Set def's commit and abort hooks: the embedded views' transactions
  * commit just before the gateway's, and are dropped when it aborts. */
 void gw_embed_hooks(bus_view_def *def);
+/* gw_view_prepare's work, with the gateway view's def (view.c). */
+int gw_embed_prepare(const char *dir, const bus_view_def *def);
 
 /* --- touched objects (view_touch.c) and rendering (view_render.c) */
 typedef struct gw_touch {

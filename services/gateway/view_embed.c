@@ -248,17 +248,15 @@ gw_embed_hooks(bus_view_def *def) {
 }
 
 int
-gw_view_prepare(const char *dir) {
+gw_embed_prepare(const char *dir, const bus_view_def *def) {
   bus_view *gv = NULL;
-  bus_view_def def;
   bus_view_opts o;
   struct stat st;
   if (stat(dir, &st) < 0)
     return 0; /* a new view: nothing to check */
-  gw_view_def(&def);
   bus_view_opts_init(&o);
   o.dir = dir;
-  int rc = bus_view_open(&gv, &def, &o);
+  int rc = bus_view_open(&gv, def, &o);
   if (rc)
     return rc;
   bus_txn *t = NULL;
