@@ -38,6 +38,12 @@ int dpl_read_all(const char *path, char **out, size_t *len);
 
 /* nodecerts.c: run `larkctl --data <data> args...` (NULL-terminated), its
  * output appended to <data>/logs/<logname>; 0 when it exited 0. */
+/* A process of `up` started as every service is: <bin_dir>/bin --url
+ * --creds <name's creds> --data <data>/views/<name> [--node node],
+ * supervised as name with its output in log's file; the caller may add
+ * arguments. NULL when the supervisor is full. */
+lark_proc *lark_up_add_service(lark_up *u, const char *name, const char *log,
+                               const char *bin, const char *node);
 int lark_up_larkctl(lark_up *u, const char *const *args, const char *logname);
 /* Node i's TLS directory, <data>/tls/node-<i>. */
 void lark_up_tls_dir(const lark_up *u, int node, char *out, size_t cap);

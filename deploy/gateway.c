@@ -78,19 +78,10 @@ lark_up_gateway_start(lark_up *u, char *list, size_t cap) {
   /* named as its principal, not lark-*: lark_up_wait_ready asks the
    * lark-* services for their status; the gateway is ready when it has
    * bound its port (lark_up_gateway_url) */
-  lark_proc *k = lark_sup_add(&u->sup, LARK_GATEWAY_NAME, LARK_GATEWAY_BINARY);
+  lark_proc *k = lark_up_add_service(u, LARK_GATEWAY_NAME, LARK_GATEWAY_BINARY,
+                                     LARK_GATEWAY_BINARY, NULL);
   if (!k)
     return dpl_fail(BUS_EINVAL, "too many processes to supervise");
-  snprintf(path, sizeof path, "%s/%s", u->bin_dir, LARK_GATEWAY_BINARY);
-  lark_proc_arg(k, path);
-  lark_proc_arg(k, "--url");
-  lark_proc_arg(k, u->url);
-  lark_proc_arg(k, "--creds");
-  lark_creds_path(u->data, LARK_GATEWAY_NAME, path, sizeof path);
-  lark_proc_arg(k, path);
-  lark_proc_arg(k, "--data");
-  snprintf(path, sizeof path, "%s/views/%s", u->data, LARK_GATEWAY_NAME);
-  lark_proc_arg(k, path);
   lark_proc_arg(k, "--http");
   snprintf(v, sizeof v, "127.0.0.1:%d", u->gateway_port);
   lark_proc_arg(k, v);

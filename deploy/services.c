@@ -29,10 +29,11 @@ const char *const lark_up_services[] = {"lark-catalog", "lark-scheduler",
                                         "lark-reports", "lark-devices",
                                         "lark-engine",  NULL};
 
-static lark_proc *
-add_service(lark_up *u, const char *name, const char *bin, const char *node) {
+lark_proc *
+lark_up_add_service(lark_up *u, const char *name, const char *log,
+                    const char *bin, const char *node) {
   char path[PATH_MAX + 64];
-  lark_proc *k = lark_sup_add(&u->sup, name, name);
+  lark_proc *k = lark_sup_add(&u->sup, name, log);
   if (!k)
     return NULL;
   snprintf(path, sizeof path, "%s/%s", u->bin_dir, bin);
@@ -150,7 +151,7 @@ start_edges(lark_up *u, size_t first, char *out, size_t cap, size_t *len) {
   }
   for (int i = 1; i <= u->nodes; i++) {
     snprintf(node, sizeof node, "node-%d", i);
-    lark_proc *k = add_service(u, node, LARK_EDGE_BINARY, node);
+    lark_proc *k = lark_up_add_service(u, node, node, LARK_EDGE_BINARY, node);
     edge_pod_network(u, k, i);
     edge_devices(u, k, i);
     edge_tls(u, k, i, certs);
@@ -165,7 +166,8 @@ lark_up_services_start(lark_up *u, char *out, size_t cap) {
   size_t first = u->sup.n, len = 0;
   for (size_t i = 0; lark_up_services[i]; i++)
     if (lark_bin_exists(u->bin_dir, lark_up_services[i]))
-      add_service(u, lark_up_services[i], lark_up_services[i], NULL);
+      lark_up_add_service(u, lark_up_services[i], lark_up_services[i],
+                          lark_up_services[i], NULL);
   snprintf(out, cap, "none");
   int rc = start_from(u, first, first, out, cap, &len);
   return rc ? rc : start_edges(u, first, out, cap, &len);
