@@ -12,7 +12,8 @@
  * on the placement log; its time is the broker's stored time of that
  * event. Each node records when it fetched each pod's desired state; the
  * figure is p50/p99 of the difference, beside the core-NATS floor of the
- * same count in the same run.
+ * same count in the same run, and split at the node stream's stored time
+ * of the desired state: the scheduler's part and the delivery's.
  *
  *   bench_edge_fleet_e2e [--nodes N] [--jobs J] [--pods P] [--rate R]
  */
@@ -29,9 +30,11 @@
 #include "fleet.h"
 #include "natsd.h"
 
+/* A desired state a node fetched: its Job, when the node stream stored
+ * it and when the node had it. */
 typedef struct seen {
   int job;
-  int64_t ns;
+  int64_t stored, ns;
 } seen;
 
 static seen *got_at;
@@ -55,7 +58,7 @@ got(const bus_event *ev, int64_t now, void *ud) {
     return;
   long i = atomic_fetch_add(&got_n, 1);
   if (i < want)
-    got_at[i] = (seen){j, now};
+    got_at[i] = (seen){j, ev->stored_ns, now};
 }
 
 /* The stored time of each Job's job.placed, by Job index. */
@@ -96,9 +99,28 @@ submit(bus_conn *c, int jobs, int pods, int rate) {
   }
 }
 
-/* Latencies from each pod's binding, into the fleet's array. */
-static long
+/* Which leg of a desired state's way fleet_lat_* is given. */
+enum { LEG_ALL, LEG_STORE, LEG_FETCH };
+
+/* The leg's time of s, its Job placed at placed. */
+static int64_t
+leg(const seen *s, int64_t placed, int which) {
+  if (which == LEG_STORE)
+    return s->stored - placed;
+  if (which == LEG_FETCH)
+    return s->ns - s->stored;
+  return s->ns - placed;
+}
+
+/*
+ * Latencies from each pod's binding, reported whole and in its two legs:
+ * binding -> stored in the node's stream (the scheduler: apply, decide,
+ * outbox; the broker's write) and stored -> fetched by the node.
+ */
+static void
 latencies(bus_conn *c, int jobs) {
+  static const char *const what[] = {
+      "binding -> node", "  binding -> node stream", "  node stream -> node"};
   int64_t *placed = calloc((size_t)jobs, sizeof *placed);
   if (!placed)
     bench_die("memory", "out of memory");
@@ -106,18 +128,22 @@ latencies(bus_conn *c, int jobs) {
   long n = atomic_load(&got_n), missing = 0;
   if (n > want)
     n = want;
-  fleet_lat_reset();
-  for (long i = 0; i < n; i++) {
-    if (got_at[i].job < jobs && placed[got_at[i].job])
-      fleet_lat_add(got_at[i].ns - placed[got_at[i].job]);
-    else
-      missing++;
+  for (int which = LEG_ALL; which <= LEG_FETCH; which++) {
+    fleet_lat_reset();
+    missing = 0;
+    for (long i = 0; i < n; i++) {
+      const seen *s = &got_at[i];
+      if (s->job < jobs && placed[s->job])
+        fleet_lat_add(leg(s, placed[s->job], which));
+      else
+        missing++;
+    }
+    fleet_lat_report(what[which]);
   }
   free(placed);
   if (missing)
     printf("edge_fleet_e2e: %ld desired states without a job.placed\n",
            missing);
-  return n;
 }
 
 int
@@ -167,7 +193,6 @@ main(int argc, char **argv) {
          want, bench_now_s() - t0);
   fleet_stop(f);
   latencies(c, jobs);
-  fleet_lat_report("binding -> node");
   fleet_baseline(c, sub, want, rate);
   kill(sched, SIGTERM);
   waitpid(sched, NULL, 0);

@@ -277,3 +277,70 @@ Test(outbox, unchecked_entries_go_out_together_and_once) {
   cr_expect_eq(stream_count(), 2);
   bus_view_close(v);
 }
+
+/*
+ * More decisions than a drain sends at once (its chunk), all checked and
+ * all in flight together: each is settled by its own answer. Another
+ * writer got to one subject first: that decision alone is dropped, and
+ * every decision after it in the same chunk still lands, once, on the
+ * version it was decided from.
+ */
+Test(outbox, pipelined_decisions_are_settled_one_by_one) {
+  enum { N = 1500, TAKEN = 700 };
+  char subject[64], id[32];
+  uint64_t seqs[N];
+  bus_view *v = open_view("many");
+  for (int i = 0; i < N; i++) {
+    snprintf(subject, sizeof subject, "lark.ev.sample.m%d", i);
+    snprintf(id, sizeof id, "create-m%d", i);
+    seqs[i] = append_create(subject, id);
+  }
+  catch_up(v);
+  bus_event other;
+  char fresh_id[33];
+  lt_event(&other, fresh_id, "sample.updated", "someone", 7, seqs[TAKEN], NULL);
+  snprintf(subject, sizeof subject, "lark.ev.sample.m%d", TAKEN);
+  cr_assert_eq(bus_append(conn, subject, &other, BUS_APPEND_CHECK, NULL, NULL),
+               0);
+  uint64_t pub = 0, drop = 0;
+  cr_assert_eq(bus_outbox_drain(v, conn, "LARK_EVENTS", &pub, &drop), 0, "%s",
+               bus_last_error());
+  cr_expect_eq(pub, N - 1);
+  cr_expect_eq(drop, 1);
+  cr_expect_eq(stream_count(), 2 * N, "each decision landed once");
+  int probe[] = {0, TAKEN - 1, TAKEN + 1, 1023, 1024, N - 1};
+  for (size_t i = 0; i < sizeof probe / sizeof *probe; i++) {
+    snprintf(subject, sizeof subject, "lark.ev.sample.m%d", probe[i]);
+    expect_last_is_update(subject, seqs[probe[i]]);
+  }
+  bus_view_stats st;
+  bus_view_stats_get(v, &st);
+  cr_expect_eq(st.outbox, 0);
+  bus_view_close(v);
+}
+
+/*
+ * A decision whose subject has no stream stops the drain there: what came
+ * before it is published, it and what follows stay in the outbox, and go
+ * out once the stream is back.
+ */
+Test(outbox, missing_stream_keeps_the_rest_for_the_next_drain) {
+  bus_view *v = open_view("nostream");
+  append_create("lark.ev.sample.r1", "create-r1");
+  catch_up(v);
+  cr_assert_eq(bus_stream_delete(conn, "LARK_RUNS"), 0, "%s", bus_last_error());
+  uint64_t pub = 0;
+  int rc = bus_outbox_drain(v, conn, "LARK_EVENTS", &pub, NULL);
+  cr_expect_eq(rc, BUS_ENO_STREAM, "%s", bus_last_error());
+  cr_expect_eq(pub, 1, "the checked decision before the reports went out");
+  bus_view_stats st;
+  bus_view_stats_get(v, &st);
+  cr_expect_eq(st.outbox, 3);
+  cr_assert_eq(lt_streams(conn, 1000), 0);
+  cr_assert_eq(bus_outbox_drain(v, conn, "LARK_EVENTS", &pub, NULL), 0, "%s",
+               bus_last_error());
+  cr_expect_eq(pub, 3);
+  cr_expect_eq(runs_count(), 3);
+  cr_expect_eq(stream_count(), 2);
+  bus_view_close(v);
+}

@@ -13,6 +13,13 @@
  *   view decides again when it applies the newer event;
  * - a timeout or lost connection stops the drain; the entry stays and is
  *   tried again, with the same id.
+ * A chunk of entries goes out at once, without waiting for each answer
+ * (pipe.c); their answers are then taken in emit order and each entry is
+ * settled by its own, as above. The broker stores one stream's appends
+ * in the order they were sent, so a check meets the same log as it would
+ * have one at a time. The first entry kept or failed stops the drain: it
+ * and those after it stay in the outbox, and those of them that did land
+ * are duplicates the next time (same id), or found landed by the check.
  *
  * bus_txn_emit_decided and bus_txn_emit_once are decide's usual emit: the
  * id derived from what was decided, so a second decision is the same one.
@@ -24,9 +31,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pipe.h"
 #include "view-int.h"
 
-#define DRAIN_CHUNK 512
+#define DRAIN_CHUNK 1024
 
 int
 bus_txn_emit(bus_txn *t, const char *subject, const bus_event *ev, int flags) {
@@ -102,12 +110,14 @@ bus_txn_emit_once(bus_txn *t, const bus_decider *by, const char *subject,
   return rc ? rc : bus_txn_mark(t, id, strlen(id));
 }
 
+/* An entry as read: its value copied once, subject and id NUL-ended in
+ * the copy, the event after them. */
 typedef struct entry {
   unsigned char key[8];
   int flags;
-  char subject[BUS_SUBJECT_MAX];
-  char id[256];
-  void *body;
+  char *copy; /* subject \0 id \0 event */
+  const char *subject, *id;
+  const void *body;
   size_t len;
 } entry;
 
@@ -127,17 +137,19 @@ take_entry(const void *key, size_t klen, const void *val, size_t vlen,
   if (4 + slen + idlen > vlen || slen >= BUS_SUBJECT_MAX)
     return BUS_ERR(BUS_ECORRUPT, "outbox entry malformed");
   entry *e = &c->e[c->n];
+  if (!(e->copy = malloc(vlen - 4 + 2)))
+    return BUS_ERR(-ENOMEM, "out of memory reading the outbox");
   memcpy(e->key, key, 8);
   e->flags = p[0];
-  memcpy(e->subject, p + 4, slen);
-  e->subject[slen] = 0;
-  memcpy(e->id, p + 4 + slen, idlen);
-  e->id[idlen] = 0;
+  memcpy(e->copy, p + 4, slen);
+  e->copy[slen] = 0;
+  memcpy(e->copy + slen + 1, p + 4 + slen, idlen);
+  e->copy[slen + 1 + idlen] = 0;
   e->len = vlen - 4 - slen - idlen;
-  e->body = malloc(e->len ? e->len : 1);
-  if (!e->body)
-    return BUS_ERR(-ENOMEM, "out of memory reading the outbox");
-  memcpy(e->body, p + 4 + slen + idlen, e->len);
+  memcpy(e->copy + slen + idlen + 2, p + 4 + slen + idlen, e->len);
+  e->subject = e->copy;
+  e->id = e->copy + slen + 1;
+  e->body = e->copy + slen + idlen + 2;
   return ++c->n == DRAIN_CHUNK ? 1 : 0;
 }
 
@@ -172,27 +184,29 @@ landed(bus_conn *c, const char *stream, const entry *e) {
   return rc;
 }
 
-/* Append an entry's event: synchronously with its flags, or (async) as an
- * unchecked async append. */
+/* Send an entry's event as it was encoded at emit, with its check: its
+ * slot in the pipe, or < 0. */
 static int
-append_entry(bus_conn *c, const entry *e, int async) {
+send_entry(bus__pipe *p, const entry *e) {
   msgpack_zone zone;
   bus_event ev;
   memset(&ev, 0, sizeof ev);
   msgpack_zone_init(&zone, 1024);
   int rc = bus_event_decode(e->body, e->len, &ev, &zone);
-  if (rc == 0 && async)
-    rc = bus_append_async(c, e->subject, &ev, BUS_APPEND_NOCHECK);
-  else if (rc == 0)
-    rc = bus_append(c, e->subject, &ev, e->flags, NULL, NULL);
+  const char *type = ev.type ? ev.type : bus_type_name(ev.t);
+  if (rc == 0 && !type)
+    rc = BUS_ERR(BUS_ECORRUPT, "outbox entry %s has no type", e->id);
+  if (rc == 0)
+    rc = bus__pipe_send(p, e->subject, e->id, type, e->body, e->len, e->flags,
+                        ev.prev);
   msgpack_zone_destroy(&zone);
   return rc;
 }
 
-/* Publish one entry. 1: done (delete it), 2: dropped, 0: keep, <0 error. */
+/* An entry's fate from its answer: 1 done (delete it), 2 dropped (the
+ * world moved on), 0 keep (tried again, same id), < 0 an error. */
 static int
-publish(bus_conn *c, const char *stream, const entry *e) {
-  int rc = append_entry(c, e, 0);
+settle(bus_conn *c, const char *stream, const entry *e, int rc) {
   if (rc == 0)
     return 1;
   if (rc == BUS_ECONFLICT) {
@@ -205,49 +219,35 @@ publish(bus_conn *c, const char *stream, const entry *e) {
 }
 
 /*
- * Entries without a version check (desired states on the node streams,
- * latest wins) cannot conflict, so a run of them goes out asynchronously
- * and is flushed once: all landed, or all are kept and sent again with
- * the same ids. Fills fate[from..to) and returns the first index not
- * done; *err is BUS_ENO_STREAM when a subject had no stream (the service
- * may make it, bus_service_opts.repair).
+ * Publish ch at once, then settle its entries in order from their
+ * answers, each as a synchronous append would be (see the top). Stops at
+ * the first entry kept or failed: it and every entry after it stay, and
+ * are sent again with the same ids (duplicates of those that landed are
+ * dropped by the broker, or found landed by the check). Returns how many
+ * entries are settled; *err is the failure that stopped it
+ * (BUS_ENO_STREAM when a subject had no stream: the service may make it,
+ * bus_service_opts.repair).
  */
 static int
-publish_unchecked(bus_conn *c, const chunk *ch, int from, int *fate, int *err) {
-  int to = from;
-  for (; to < ch->n && ch->e[to].flags == BUS_APPEND_NOCHECK; to++)
-    if (append_entry(c, &ch->e[to], 1))
-      break;
-  int rc = bus_append_flush(c, 0, NULL), ok = rc == 0;
-  for (int i = from; i < to; i++)
-    fate[i] = ok ? 1 : 0;
-  if (rc == BUS_ENO_STREAM)
-    *err = rc;
-  return ok ? to : from;
-}
-
-/* Publish ch in order; returns how many entries are settled. */
-static int
-publish_chunk(bus_conn *c, const char *stream, const chunk *ch, int *fate,
-              uint64_t *pub, uint64_t *drop, int *err) {
-  int done = 0;
-  while (done < ch->n) {
-    if (ch->e[done].flags == BUS_APPEND_NOCHECK) {
-      int next = publish_unchecked(c, ch, done, fate, err);
-      *pub += (uint64_t)(next - done);
-      if (next == done)
-        return done; /* kept for the next drain */
-      done = next;
-      continue;
-    }
-    fate[done] = publish(c, stream, &ch->e[done]);
+publish_chunk(bus__pipe *p, bus_conn *c, const char *stream, const chunk *ch,
+              int *fate, uint64_t *pub, uint64_t *drop, int *err) {
+  int sent = 0, done = 0;
+  bus__ack a;
+  bus__pipe_round(p);
+  while (sent < ch->n && (*err = send_entry(p, &ch->e[sent])) >= 0)
+    sent++;
+  if (sent == ch->n)
+    *err = 0;
+  for (; done < sent; done++) {
+    fate[done] = settle(c, stream, &ch->e[done], bus__pipe_ack(p, done, &a));
     if (fate[done] <= 0) {
       *err = fate[done];
       return done;
     }
     fate[done] == 1 ? (*pub)++ : (*drop)++;
-    done++;
   }
+  if (*err == BUS_ECONN || *err == BUS_ETIMEOUT)
+    *err = 0; /* not sent: kept for the next drain */
   return done;
 }
 
@@ -273,22 +273,26 @@ bus_outbox_drain(bus_view *v, bus_conn *c, const char *stream,
   uint64_t pub = 0, drop = 0;
   chunk *ch = calloc(1, sizeof *ch);
   int *fate = calloc(DRAIN_CHUNK, sizeof *fate);
+  bus__pipe *p = NULL;
   int rc = ch && fate ? 0 : BUS_ERR(-ENOMEM, "out of memory draining"),
       more = 1;
   while (!rc && more) {
     if ((rc = read_chunk(v, ch)) || ch->n == 0)
       break;
+    if (!p && (rc = bus__pipe_open(c, &p)))
+      break;
     int err = 0;
-    int done = publish_chunk(c, stream ? stream : "LARK_EVENTS", ch, fate, &pub,
-                             &drop, &err);
+    int done = publish_chunk(p, c, stream ? stream : "LARK_EVENTS", ch, fate,
+                             &pub, &drop, &err);
     more = done == ch->n;
     rc = err < 0 ? err : 0;
     int drc = done ? delete_done(v, ch, fate, done) : 0;
     if (!rc)
       rc = drc;
     for (int i = 0; i < ch->n; i++)
-      free(ch->e[i].body);
+      free(ch->e[i].copy);
   }
+  bus__pipe_close(p);
   free(fate);
   free(ch);
   if (published)
