@@ -146,6 +146,10 @@ void cli_print_outcome_json(const char *kind, const char *name,
                             const char *key);
 /* larkctl VERB KIND NAME...: <kind>.<verb> {key, name} for each NAME. */
 int cli_name_verb(lark_cli *cli, int argc, char **argv, const cli_verb *v);
+/* larkctl delete node NAME (cmd_node.c): node.deleted through
+ * lark-scheduler, then the node's key out of the registry and the brokers
+ * (accounts regenerated, servers reloaded). */
+int cli_node_delete(lark_cli *cli, const char *name);
 
 /*
  * get -w (watch.c): after the table of items, follow LARK_EVENTS and print

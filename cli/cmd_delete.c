@@ -7,8 +7,10 @@
  *
  * Each object is one `<kind>.delete {key, name}` command to the service
  * that owns its kind (job, workflow, node, domain); a later apply of the
- * same name starts a new generation. With -f every document must parse,
- * but its spec is not checked: deleting only needs kind and name.
+ * same name starts a new generation. A node is decommissioned: after its
+ * node.deleted its key leaves the brokers too (cli_node_delete). With -f
+ * every document must parse, but its spec is not checked: deleting only
+ * needs kind and name.
  */
 #include <string.h>
 
@@ -34,7 +36,22 @@ delete_doc(lark_cli *cli, const lark_manifest *m, const lark_doc *d) {
                     m->file, d->index, d->line,
                     "Job, Workflow, Node or Domain");
   char *argv[] = {(char *)"delete", (char *)k->cmd, (char *)d->name, NULL};
+  if (!strcmp(k->cmd, "node"))
+    return cli_node_delete(cli, d->name);
   return cli_name_verb(cli, 3, argv, &delete_verb);
+}
+
+/* delete node NAME...: each through cli_node_delete. */
+static int
+delete_nodes(lark_cli *cli, int argc, char **argv) {
+  int rc = CLI_OK;
+  for (int i = 2; i < argc; i++)
+    if (argv[i][0] == '-')
+      return cli_usage(USAGE);
+  for (int i = 2; i < argc; i++)
+    if (cli_node_delete(cli, argv[i]) != CLI_OK)
+      rc = CLI_ERR;
+  return rc;
 }
 
 static int
@@ -55,6 +72,9 @@ delete_file(lark_cli *cli, const char *path) {
 
 int
 cmd_delete(int argc, char **argv, lark_cli *cli) {
+  const lark_kind *k = argc >= 3 ? lark_kind_find(argv[1]) : NULL;
+  if (k && !strcmp(k->cmd, "node"))
+    return delete_nodes(cli, argc, argv);
   if (argc < 2 || (strcmp(argv[1], "-f") && strcmp(argv[1], "--filename")))
     return cli_name_verb(cli, argc, argv, &delete_verb);
   for (int i = 1; i < argc; i += 2)

@@ -1,10 +1,21 @@
 /*
- * cmd_node.c - `larkctl node add NAME | list`: edge node credentials.
+ * cmd_node.c - `larkctl node add NAME | list | rotate NAME`: edge node
+ * credentials, and the node's half of `larkctl delete node NAME`.
  *
  * Adding a node creates its seed (never replacing one that exists),
  * regenerates the accounts file and asks a running broker to reload, so
  * the node can connect at once with exactly its own rights (docs/design.md
  * section 6). The broker keeps running; existing connections stay.
+ *
+ * Rotating gives the node a new seed in place of its old one; deleting
+ * it first asks lark-scheduler (admin only) to append node.deleted, and
+ * only when it did, or knows no such node, removes the node's key. Both
+ * then regenerate the accounts and reload the brokers: the broker closes
+ * a connection whose key it no longer has, so the old key is refused from
+ * then on. The order matters for delete: a user the scheduler refuses
+ * changes nothing, and the node cannot register again once its key is
+ * gone (a registration the scheduler takes before that is answered by
+ * the event's version check).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,25 +23,23 @@
 
 #include <jansson.h>
 
+#include "command_send.h"
 #include "deploy.h"
 #include "cli.h"
 
-static const char usage_line[] = "larkctl node add NAME | larkctl node list";
+static const char usage_line[] =
+    "larkctl node add NAME | node list | node rotate NAME";
 
+/* Accounts rendered again from the registry and every running server of
+ * data reloaded; prints what happened. */
 static int
-node_add(const char *name, lark_cli *cli) {
-  lark_principal p;
-  int created = 0, reloaded = 0;
-  char path[1024];
-  int rc = lark_creds_ensure(cli->data, name, LARK_ROLE_NODE, &p, &created);
-  if (rc < 0)
-    return cli_fail("node add", 0, "%s", lark_cfg_error());
-  if ((rc = lark_regen_accounts(cli->data)) < 0 ||
-      (rc = lark_reload_servers(cli->data, &reloaded)) < 0)
-    return cli_fail("node add", 0, "%s", lark_cfg_error());
-  lark_creds_path(cli->data, name, path, sizeof path);
-  printf("node %s %s: %s (%s)\n", name, created ? "added" : "exists", path,
-         p.pub);
+regen_reload(const char *cmd, lark_cli *cli) {
+  int reloaded = 0;
+  if (lark_regen_accounts(cli->data) < 0 ||
+      lark_reload_servers(cli->data, &reloaded) < 0)
+    return cli_fail(cmd, 0, "%s", lark_cfg_error());
+  if (cli->output == CLI_OUT_JSON)
+    return CLI_OK;
   if (reloaded)
     printf("broker reloaded (%d server%s)\n", reloaded,
            reloaded > 1 ? "s" : "");
@@ -39,6 +48,104 @@ node_add(const char *name, lark_cli *cli) {
            "`larkctl up`\n",
            cli->data);
   return CLI_OK;
+}
+
+static int
+node_add(const char *name, lark_cli *cli) {
+  lark_principal p;
+  int created = 0;
+  char path[1024];
+  int rc = lark_creds_ensure(cli->data, name, LARK_ROLE_NODE, &p, &created);
+  if (rc < 0)
+    return cli_fail("node add", 0, "%s", lark_cfg_error());
+  lark_creds_path(cli->data, name, path, sizeof path);
+  printf("node %s %s: %s (%s)\n", name, created ? "added" : "exists", path,
+         p.pub);
+  return regen_reload("node add", cli);
+}
+
+/* A new key for the node; the old one is refused once the servers have
+ * reloaded. The node needs the new seed file: where it runs elsewhere,
+ * copy it there (its agent reads the file again at each connect). */
+static int
+node_rotate(const char *name, lark_cli *cli) {
+  lark_principal p;
+  char old[BUS_NKEY_PUB_LEN + 1], path[1024];
+  if (lark_creds_rotate(cli->data, name, LARK_ROLE_NODE, &p, old) < 0)
+    return cli_fail("node rotate", 0, "%s", lark_cfg_error());
+  lark_creds_path(cli->data, name, path, sizeof path);
+  printf("node %s rotated: %s (%s); key %s retired\n", name, path, p.pub, old);
+  return regen_reload("node rotate", cli);
+}
+
+/* Ask lark-scheduler for node.deleted: 1 deleted, 0 it knows no such
+ * node, -1 refused (printed) or no answer. */
+static int
+node_delete_event(lark_cli *cli, const char *name, char key[33]) {
+  char what[BUS_NAME_MAX + 32], code[32] = "";
+  snprintf(what, sizeof what, "node.rlinf.io/%s", name);
+  bus_conn *c = cli_connect(cli);
+  if (!c)
+    return -1;
+  bus_packbuf b;
+  bus_packbuf_init(&b);
+  bus_event_new_id(key);
+  lark_name_body(&b.sb, key, name);
+  msgpack_zone zone;
+  msgpack_zone_init(&zone, 2048);
+  msgpack_object reply;
+  int rc = cli_command(cli, c, "node", "delete", &b.sb, &zone, &reply);
+  const msgpack_object *err = rc ? NULL : bus_obj_get(&reply, "error");
+  if (rc) {
+    cli_command_fail(cli, "delete", rc, "node", "delete");
+    rc = -1;
+  } else if (err &&
+             strcmp(bus_obj_str(err, "code", code, sizeof code) ? code : "",
+                    "NOT_FOUND")) {
+    cli_print_refusal("delete", what, err);
+    rc = -1;
+  } else
+    rc = err ? 0 : 1;
+  msgpack_zone_destroy(&zone);
+  bus_packbuf_destroy(&b);
+  bus_conn_close(c);
+  return rc;
+}
+
+int
+cli_node_delete(lark_cli *cli, const char *name) {
+  char key[33];
+  int removed = 0;
+  if (!bus_name_valid(name, BUS_NAME_MAX))
+    return cli_fail("delete", 0,
+                    "node.rlinf.io/%s: not a valid name "
+                    "([a-z0-9-])",
+                    name);
+  int ev = node_delete_event(cli, name, key);
+  if (ev < 0)
+    return CLI_ERR;
+  if (lark_creds_remove(cli->data, name, LARK_ROLE_NODE, &removed) < 0)
+    return cli_fail("delete", 0, "%s", lark_cfg_error());
+  if (!ev && !removed)
+    return cli_fail("delete", 0,
+                    "node.rlinf.io/%s: no such node, in the "
+                    "scheduler or in %s/creds",
+                    name, cli->data);
+  if (cli->output == CLI_OUT_JSON) {
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:b}", "kind", "node", "name",
+                          name, "result", ev ? "deleted" : "unchanged", "key",
+                          key, "credentialsRemoved", removed);
+    cli_put_json(o, "{}");
+    json_decref(o);
+  } else {
+    printf("node.rlinf.io/%s %s\n", name,
+           ev ? "deleted" : "unknown to the scheduler");
+    printf(removed ? "credentials of %s removed from %s/creds\n"
+                   : "no credentials of %s in %s/creds: remove them where "
+                     "the broker's accounts are made\n",
+           name, cli->data);
+  }
+  return removed ? regen_reload("delete", cli) : CLI_OK;
 }
 
 static int
@@ -70,5 +177,7 @@ cmd_node(int argc, char **argv, lark_cli *cli) {
     return node_add(argv[2], cli);
   if (argc == 2 && !strcmp(argv[1], "list"))
     return node_list(cli);
+  if (argc == 3 && !strcmp(argv[1], "rotate"))
+    return node_rotate(argv[2], cli);
   return cli_usage(usage_line);
 }

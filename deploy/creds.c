@@ -5,7 +5,9 @@
  *
  * Invariants:
  * - A seed file, once written, is never replaced: re-running `larkctl up`
- *   or `node add` keeps every key. The registry (creds/users) is rewritten
+ *   or `node add` keeps every key. Only `node rotate` (lark_creds_rotate)
+ *   writes a new one, and `delete node` (lark_creds_remove) removes it
+ *   after its registry line. The registry (creds/users) is rewritten
  *   whole through a temporary file and rename, under an flock on
  *   creds/.lock, so concurrent larkctl runs never lose a line.
  * - A line is read only when its name is a name, its role known, its key
@@ -289,5 +291,100 @@ creds_ensure(const char *data, const char *name, lark_role role,
     *out = p;
   if (created)
     *created = made;
+  return rc;
+}
+
+/* ------------------------------------------------ decommission, rotate */
+
+/* The index of name in v[0..n) as a principal of role; BUS_ENOT_FOUND
+ * when absent, BUS_EINVAL when it is another role's. */
+static int
+find_as(const lark_principal *v, size_t n, const char *name, lark_role role,
+        size_t *at) {
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(v[i].name, name))
+      continue;
+    if (v[i].role != role)
+      return dpl_fail(BUS_EINVAL, "%s is a %s, not a %s", name,
+                      lark_role_name(v[i].role), lark_role_name(role));
+    *at = i;
+    return 0;
+  }
+  return dpl_fail(BUS_ENOT_FOUND, "no %s %s in the registry",
+                  lark_role_name(role), name);
+}
+
+/* The registry locked and loaded, one principal found in it. */
+typedef struct held {
+  char path[PATH_MAX]; /* its seed file */
+  lark_principal *v;   /* the registry */
+  size_t n, at;        /* v[at] is the principal */
+  int lock;            /* creds/.lock's descriptor, or negative */
+} held;
+
+/* Lock the registry and find name as role in it; release h in every
+ * case. */
+static int
+hold(const char *data, const char *name, lark_role role, held *h) {
+  memset(h, 0, sizeof *h);
+  h->lock = -1;
+  if (!bus_name_valid(name, BUS_NAME_MAX))
+    return dpl_fail(BUS_ENAME, "invalid name '%s': use a-z, 0-9 and '-'", name);
+  int rc = lark_creds_path(data, name, h->path, sizeof h->path);
+  if (rc < 0 || (h->lock = lock_creds(data)) < 0)
+    return rc < 0 ? rc : h->lock;
+  rc = lark_creds_load(data, &h->v, &h->n);
+  return rc ? rc : find_as(h->v, h->n, name, role, &h->at);
+}
+
+static void
+release(held *h) {
+  if (h->lock >= 0)
+    close(h->lock);
+  free(h->v);
+}
+
+int
+lark_creds_remove(const char *data, const char *name, lark_role role,
+                  int *removed) {
+  held h;
+  *removed = 0;
+  int rc = hold(data, name, role, &h);
+  if (rc == 0) {
+    memmove(&h.v[h.at], &h.v[h.at + 1], (h.n - h.at - 1) * sizeof *h.v);
+    rc = registry_write(data, h.v, h.n - 1);
+    *removed = rc == 0;
+  }
+  /* the line first: a seed left behind gives nothing, a line without
+   * its seed would still let its key in */
+  if ((rc == 0 || rc == BUS_ENOT_FOUND) && unlink(h.path) < 0 &&
+      errno != ENOENT)
+    rc = dpl_fail(-errno, "cannot remove %s: %s", h.path, strerror(errno));
+  release(&h);
+  return rc == BUS_ENOT_FOUND ? 0 : rc;
+}
+
+int
+lark_creds_rotate(const char *data, const char *name, lark_role role,
+                  lark_principal *out, char old_pub[BUS_NKEY_PUB_LEN + 1]) {
+  char seed[BUS_NKEY_SEED_LEN + 1];
+  held h;
+  int rc = hold(data, name, role, &h);
+  lark_principal *p = rc ? NULL : &h.v[h.at];
+  if (p && old_pub)
+    memcpy(old_pub, p->pub, BUS_NKEY_PUB_LEN + 1);
+  if (p && (rc = bus_nkey_create(seed, p->pub)) < 0)
+    dpl_fail(rc, "cannot create a nkey: %s", bus_last_error());
+  /* the seed replaced whole (written aside, renamed), then its line: a
+   * crash between them is mended by the next ensure, which derives the
+   * key from the seed file */
+  if (p && rc == 0 && (rc = bus_nkey_write(h.path, seed)) < 0)
+    dpl_fail(rc, "cannot write %s: %s", h.path, bus_last_error());
+  if (p && rc == 0)
+    rc = registry_write(data, h.v, h.n);
+  if (p && rc == 0 && out)
+    *out = *p;
+  sodium_memzero(seed, sizeof seed);
+  release(&h);
   return rc;
 }

@@ -33,11 +33,12 @@
  *   views/<service>/  each service's view; store/lark-<i>/ JetStream's
  *   url               the client URL larkctl reads when given none
  *
- * Keys are never rotated by these functions: a principal whose seed file
- * exists keeps it. Functions return 0 or a negative code (-errno, BUS_E*);
- * lark_cfg_error() holds a sentence on the last failure of this thread,
- * ready to print. Nothing here exits; only the supervisor and `up` print,
- * the lines of `larkctl up` that tell about processes and credentials.
+ * Keys are never rotated by these functions but lark_creds_rotate: a
+ * principal whose seed file exists keeps it. Functions return 0 or a negative
+ * code (-errno, BUS_E*); lark_cfg_error() holds a sentence on the last failure
+ * of this thread, ready to print. Nothing here exits; only the supervisor and
+ * `up` print, the lines of `larkctl up` that tell about processes and
+ * credentials.
  */
 #ifndef LARK_DEPLOY_H
 #define LARK_DEPLOY_H
@@ -147,6 +148,25 @@ int lark_creds_ensure(const char *data, const char *name, lark_role role,
 int lark_creds_ensure_relay(const char *data, const char *name,
                             const char *cluster, lark_principal *out,
                             int *created);
+
+/*
+ * Decommission principal name of role: its registry line and its seed
+ * file go (the line first). *removed is 1 when the line was there; a name
+ * not in the registry is no error (0, *removed 0), one of another role is
+ * BUS_EINVAL. Regenerate the accounts and reload the servers after it.
+ */
+int lark_creds_remove(const char *data, const char *name, lark_role role,
+                      int *removed);
+
+/*
+ * A new nkey for principal name of role: its seed file is replaced (a new
+ * file renamed over the old one) and its registry line takes the new
+ * public key; the old key (into old_pub, may be NULL) is let in until the
+ * accounts are regenerated and the servers reloaded. BUS_ENOT_FOUND when
+ * name is not registered, BUS_EINVAL when it is another role's.
+ */
+int lark_creds_rotate(const char *data, const char *name, lark_role role,
+                      lark_principal *out, char old_pub[BUS_NKEY_PUB_LEN + 1]);
 
 /* The registry, in file order. *out is malloc'd (free it); *n may be 0. */
 int lark_creds_load(const char *data, lark_principal **out, size_t *n);

@@ -69,7 +69,8 @@ on_flush(uv_timer_t *t) {
   if (!a->conn_lost && a->conn && bus_conn_closed(a->conn)) {
     /* nats.c gave up (credentials refused twice): exit non-zero, so the
      * supervisor starts a fresh agent, which re-adopts the pods */
-    edge_logf("error", "-", "the broker connection closed for good");
+    edge_logf("error", "-", "the broker connection closed for good: %s",
+              bus_conn_last_error(a->conn)); /* refused: the key is gone */
     a->conn_lost = 1;
     uv_stop(a->loop);
   }

@@ -727,6 +727,10 @@ int bus_conn_open(bus_conn **out, const bus_conn_opts *o);
  * its supervisor starts it again with a fresh connection.
  */
 int bus_conn_closed(const bus_conn *c);
+/* The last error the broker or nats.c gave this connection, as nats.c
+ * words it ("Authorization Violation" for credentials refused); "" when
+ * none. Valid until the connection's next error or its close. */
+const char *bus_conn_last_error(const bus_conn *c);
 void bus_conn_close(bus_conn *c);
 
 /* Core-NATS request/reply. *reply is malloc'd; the caller frees it.

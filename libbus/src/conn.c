@@ -358,6 +358,14 @@ bus_conn_closed(const bus_conn *c) {
   return c && c->nc && natsConnection_IsClosed(c->nc);
 }
 
+const char *
+bus_conn_last_error(const bus_conn *c) {
+  const char *text = NULL;
+  if (c && c->nc)
+    natsConnection_GetLastError(c->nc, &text);
+  return text ? text : "";
+}
+
 void
 bus__retire_sub(bus_conn *c, natsSubscription *sub) {
   natsSubscription *old;

@@ -180,12 +180,6 @@ svc_log_applied(const svc *s, const bus_view_stats *st, uint64_t *logged) {
           (unsigned long long)st->rejected, (unsigned long long)st->outbox);
 }
 
-static void
-log_batch(const bus_view_stats *st, void *ud) {
-  svc *s = ud;
-  svc_log_applied(s, st, &s->logged_seq);
-}
-
 void
 svc_on_state(int state, const char *why, void *ud) {
   svc *s = ud;
@@ -214,16 +208,24 @@ serve_kinds(svc *s, const svc_view_opts *o, bus_serve **serves) {
   return rc;
 }
 
-typedef struct repairer {
+typedef struct loop_ctx {
   svc *s;
   bus_view *v;
   const svc_view_opts *o;
-} repairer;
+} loop_ctx;
+
+static void
+log_batch(const bus_view_stats *st, void *ud) {
+  loop_ctx *r = ud;
+  svc_log_applied(r->s, st, &r->s->logged_seq);
+  if (r->o->after_batch)
+    r->o->after_batch(r->s, r->v, st, r->o->ud);
+}
 
 static int
 repair(bus_conn *c, void *ud) {
   (void)c;
-  repairer *r = ud;
+  loop_ctx *r = ud;
   int rc = r->o->repair(r->s, r->v, r->o->ud);
   if (rc)
     SVC_LOG(r->s, SVC_WARN, "-", 0, "a stream is missing: %s (%s)",
@@ -243,12 +245,12 @@ svc_service_opts(svc *s, bus_service_opts *so, const bus_view_def *def) {
 
 static int
 loop(svc *s, bus_view *v, const svc_view_opts *o) {
-  repairer r = {s, v, o};
+  loop_ctx r = {s, v, o};
   bus_service_opts so;
   svc_service_opts(s, &so, &o->def);
   so.tick_ms = o->tick_ms;
   so.on_batch = log_batch;
-  so.ud = s;
+  so.ud = &r;
   if (o->repair) {
     so.repair = repair;
     so.repair_ud = &r;

@@ -111,6 +111,10 @@ typedef struct svc_view_opts {
   void (*stop)(svc *s, bus_view *v, void *ud);
   /* the outbox found a stream missing: make it (bus_service_opts.repair) */
   int (*repair)(svc *s, bus_view *v, void *ud);
+  /* after each batch and tick, once the outbox was drained (st: the
+   * view's counters then): work on the broker that must follow what the
+   * outbox sent; may be NULL */
+  void (*after_batch)(svc *s, bus_view *v, const bus_view_stats *st, void *ud);
 } svc_view_opts;
 
 int svc_run_view(svc *s, const svc_view_opts *o);

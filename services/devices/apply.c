@@ -235,12 +235,14 @@ end_pods(bus_txn *t, const char *job, const char *node, int64_t ts) {
 
 /* A node NotReady: its devices' state is unknown, and its pods lose what
  * they hold, as the scheduler fails them (NodeLost) and gives their
- * capacity back. */
+ * capacity back. A deleted node the same, for good: its row stays, so
+ * what the outbox still has for its stream finds it made again (the
+ * scheduler removes it again). */
 static int
 apply_readiness(bus_txn *t, const bus_event *ev, const void *data, void *ud) {
   (void)data, (void)ud;
   const char *node = subject_id(ev->subject);
-  int down = ev->t == BUS_T_NODE_NOTREADY;
+  int down = ev->t == BUS_T_NODE_NOTREADY || ev->t == BUS_T_NODE_DELETED;
   if (!bus_name_valid(node, BUS_NAME_MAX))
     return 0;
   int rc = bus_txn_put(t, "nodes", node, strlen(node), down ? "N" : "R", 1);
@@ -273,6 +275,7 @@ static const bus_apply_table apply_table = {
         [BUS_T_JOB_DELETED] = apply_job_deleted,
         [BUS_T_JOB_PLACED] = apply_placed,
         [BUS_T_JOB_UNPLACED] = apply_unplaced,
+        [BUS_T_NODE_DELETED] = apply_readiness,
         [BUS_T_NODE_NOTREADY] = apply_readiness,
         [BUS_T_NODE_READY] = apply_readiness,
         [BUS_T_NODE_REGISTERED] = apply_registered,

@@ -39,12 +39,15 @@ const char *sched_subject_id(const bus_event *ev);
  * data), by the kind of what they follow. */
 
 /* apply_node.c: book (sign > 0) or give back a pod's capacity on its
- * node; the node events. */
+ * node; the node events (node_state: ready, notready, cordoned,
+ * uncordoned, deleted). */
 int sched_node_book(bus_txn *t, const pod_rec *p, int sign);
 int sched_apply_node_registered(bus_txn *t, const bus_event *ev,
                                 const void *data, void *ud);
 int sched_apply_node_state(bus_txn *t, const bus_event *ev, const void *data,
                            void *ud);
+int sched_apply_node_deleted(bus_txn *t, const bus_event *ev, const void *data,
+                             void *ud);
 
 /* apply_job.c: the Job events. */
 int sched_apply_job_submitted(bus_txn *t, const bus_event *ev, const void *data,

@@ -78,6 +78,7 @@ static const bus_apply_table apply_table = {
         [BUS_T_JOB_SUBMITTED] = sched_apply_job_submitted,
         [BUS_T_JOB_UNPLACED] = sched_apply_job_unplaced,
         [BUS_T_NODE_CORDONED] = sched_apply_node_state,
+        [BUS_T_NODE_DELETED] = sched_apply_node_state,
         [BUS_T_NODE_HEARTBEAT] = sched_apply_node_state,
         [BUS_T_NODE_NOTREADY] = sched_apply_node_state,
         [BUS_T_NODE_READY] = sched_apply_node_state,

@@ -1,7 +1,13 @@
 /*
  * apply_node.c - the scheduler's view follows its Nodes: node.registered
  * keeps the node's spec and record, node.ready / notready / cordoned /
- * uncordoned its state (a node gone notready fails its running pods).
+ * uncordoned its state (a node gone notready fails its running pods), and
+ * node.deleted ends it: its running pods fail (placed again elsewhere by
+ * their retry rules), those told to stop are taken as stopped, and its
+ * record and spec go, so nothing is placed or sent there again. Its name
+ * is left in `gone` for the scheduler to remove the node's stream
+ * (gone.c); a node registered again under the name leaves `gone` and
+ * starts afresh, a new generation.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -40,6 +46,8 @@ sched_apply_node_registered(bus_txn *t, const bus_event *ev, const void *data,
   sched_node_clear(&sn);
   if (!rc)
     rc = sched_put_object(t, "nodespecs", name, &ev->data);
+  if (!rc) /* a new generation of a deleted node keeps its new stream */
+    rc = bus_txn_del(t, SCHED_GONE, name, strlen(name));
   return rc ? rc : sched_noderec_put(t, &r);
 }
 
@@ -61,6 +69,8 @@ lose_pod(void *rec, void *ud) {
                         l->seq);
 }
 
+static int node_deleted(bus_txn *t, const char *name, uint64_t seq);
+
 int
 sched_apply_node_state(bus_txn *t, const bus_event *ev, const void *data,
                        void *ud) {
@@ -69,9 +79,11 @@ sched_apply_node_state(bus_txn *t, const bus_event *ev, const void *data,
   node_rec r;
   int rc = sched_noderec_get(t, name, &r);
   if (rc == BUS_ENOT_FOUND)
-    return BUS_EINVAL; /* a state change for a node never registered */
+    return BUS_EINVAL; /* a node never registered, or deleted */
   if (rc)
     return rc;
+  if (ev->t == BUS_T_NODE_DELETED) /* admin only: the command checked */
+    return node_deleted(t, name, ev->seq);
   if (ev->t == BUS_T_NODE_READY)
     r.ready = 1;
   else if (ev->t == BUS_T_NODE_NOTREADY)
@@ -86,4 +98,52 @@ sched_apply_node_state(bus_txn *t, const bus_event *ev, const void *data,
     return 0;
   lost l = {t, name, ev->seq};
   return sched_each_rec(t, "pods", NULL, sizeof(pod_rec), 1, lose_pod, &l);
+}
+
+/* ------------------------------------------------------------- deleted */
+
+/* A pod told to stop on a deleted node, which will never say it did:
+ * stopped now, its capacity given back. */
+static int
+stop_pod(bus_txn *t, pod_rec *p, const char *reason) {
+  job_rec j;
+  int rc = sched_pod_release(t, p);
+  if (!rc && !sched_terminal(p->phase)) {
+    strcpy(p->phase, "Stopped");
+    sched_copy(p->reason, sizeof p->reason, reason, strlen(reason));
+    if (!(rc = sched_job_get(t, p->job, &j))) {
+      j.ended++;
+      rc = sched_job_put(t, &j);
+    }
+  }
+  if (!rc)
+    rc = sched_pod_put(t, p);
+  return rc ? rc : sched_touch(t, p->job);
+}
+
+static int
+drop_pod(void *rec, void *ud) {
+  static const char why[] = "NodeDeleted: the node was decommissioned";
+  lost *l = ud;
+  pod_rec *p = rec;
+  if (!p->bound || p->released || strcmp(p->node, l->node))
+    return 0;
+  if (!strcmp(p->desired, "Running"))
+    return sched_fail_pod(l->t, p, why, l->seq);
+  return stop_pod(l->t, p, why);
+}
+
+/* The node's pods first (giving capacity back reads its record), then
+ * the node itself; its name is left for its stream's removal. */
+static int
+node_deleted(bus_txn *t, const char *name, uint64_t seq) {
+  lost l = {t, name, seq};
+  unsigned char key[8];
+  int rc = sched_each_rec(t, "pods", NULL, sizeof(pod_rec), 1, drop_pod, &l);
+  if (!rc)
+    rc = bus_txn_del(t, "nodes", name, strlen(name));
+  if (!rc)
+    rc = bus_txn_del(t, "nodespecs", name, strlen(name));
+  sched_seq_key(key, seq, "");
+  return rc ? rc : bus_txn_put(t, SCHED_GONE, name, strlen(name), key, 8);
 }

@@ -1,6 +1,7 @@
 /*
  * commands.c - what users ask the scheduler: apply, stop, resume and
- * delete Jobs; register, cordon and uncordon Nodes; and read them.
+ * delete Jobs; register, cordon, uncordon and delete Nodes; and read
+ * them.
  *
  * A command is checked against the view (read transaction), then its
  * event is appended with the broker's version check (prev = the version
@@ -377,6 +378,10 @@ node_plan(const bus_cmd *cmd, const char *name, const void *rec, bus_type *type,
   const node_rec *r = rec;
   int cordon = !strcmp(cmd->verb, "cordon");
   (void)name;
+  if (!strcmp(cmd->verb, "delete")) { /* admin only: the verbs' table */
+    *type = BUS_T_NODE_DELETED, *what = "deleted";
+    return 0;
+  }
   *what = cordon ? "cordoned" : "uncordoned";
   if (r->cordoned == cordon)
     *what = "unchanged";
@@ -385,7 +390,7 @@ node_plan(const bus_cmd *cmd, const char *name, const void *rec, bus_type *type,
   return 0;
 }
 
-/* job stop, resume, delete; node cordon, uncordon: {name}. */
+/* job stop, resume, delete; node cordon, uncordon, delete: {name}. */
 static int
 record_verb(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
   (void)ud;
@@ -461,6 +466,7 @@ static const bus_verb verbs[] = {
     {"node", "apply", node_apply, NULL, W},
     {"node", "cordon", record_verb, NULL, W},
     {"node", "uncordon", record_verb, NULL, W},
+    {"node", "delete", record_verb, NULL, W | BUS_VERB_ADMIN},
     {0},
 };
 

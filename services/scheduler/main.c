@@ -8,7 +8,8 @@
  * Three things run at once: the service loop over LARK_EVENTS (apply,
  * decide, outbox), the command and query handlers (nats.c's threads,
  * reading the view), and the ingress thread (nodes' reports). Each node's
- * desired states go to its own stream, made here (slices.c).
+ * desired states go to its own stream, made here (slices.c) and removed
+ * here when the node is deleted (gone.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@ typedef struct app {
   svc s;
   bus_view *view;
   sched_ingress *in;
+  sched_gone_state gone; /* deleted nodes' streams (gone.c) */
 } app;
 
 /* Every known node's own stream, made where it is missing. */
@@ -37,6 +39,21 @@ ensure_slices(svc *s, bus_view *v, void *ud) {
             "desired state again at its next change",
             made, made > 1 ? "s" : "");
   return rc;
+}
+
+/* Deleted nodes' streams, once nothing is left to send into them. */
+static void
+remove_gone(svc *s, bus_view *v, const bus_view_stats *st, void *ud) {
+  app *a = ud;
+  int removed = 0;
+  int rc = sched_gone_sweep(s->conn, v, st->outbox, &a->gone, &removed);
+  if (removed)
+    SVC_LOG(s, SVC_INFO, "lark.node.>", 0, "removed %d deleted node%s stream%s",
+            removed, removed > 1 ? "s'" : "'s", removed > 1 ? "s" : "");
+  if (rc)
+    SVC_LOG(s, SVC_WARN, "lark.node.>", 0,
+            "a deleted node's stream stays until the next pass: %s (%s)",
+            bus_strerror(rc), bus_last_error());
 }
 
 static int
@@ -70,7 +87,8 @@ main(int argc, char **argv) {
                      .tick_ms = 1000,
                      .start = start_ingress,
                      .stop = stop_ingress,
-                     .repair = ensure_slices};
+                     .repair = ensure_slices,
+                     .after_batch = remove_gone};
   sched_view_def(&o.def);
   return svc_main(&a.s, "scheduler", argc, argv, streams, &o);
 }

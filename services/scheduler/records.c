@@ -179,8 +179,8 @@ sched_each_pod(bus_txn *t, const char *job, sched_pod_cb cb, void *ud) {
 }
 
 static const char *const tables[] = {
-    "jobs",  "specs",    "tasks", "pods", "why",     "nodes", "nodespecs",
-    "queue", "outgoing", "todo",  "held", "rayhead", NULL};
+    "jobs",  "specs",    "tasks", "pods", "why",     "nodes",    "nodespecs",
+    "queue", "outgoing", "todo",  "held", "rayhead", SCHED_GONE, NULL};
 
 void
 sched_view_def(bus_view_def *def) {

@@ -21,6 +21,8 @@
  *   held      <node>/<device>        the pod holding a named device (holds.c)
  *   rayhead   <job>                  its Ray head pod's virtual address
  *                                    (domain.allocated; Jobs with a head)
+ *   gone      <node>                 u64be(seq of its node.deleted): a
+ *                                    deleted node whose stream goes (gone.c)
  *
  * decide remembers in _effects: "p:<version>" (a placement emitted at that
  * placement-log version), "o" (the outgoing key sent last), "h<pod>" (a
@@ -37,6 +39,7 @@
 #define SCHED_POOL "default"
 #define SCHED_PLACEMENT_SUBJECT "lark.ev.placement." SCHED_POOL
 #define SCHED_REC_VERSION 2
+#define SCHED_GONE "gone"
 #define SCHED_PHASE_SZ 16
 #define SCHED_REASON_SZ 256
 #define SCHED_POD_DEVICES 4
@@ -248,6 +251,28 @@ int sched_slice_ensure(bus_conn *c, const char *node);
 /* The same for every node in v; *created (may be NULL) counts the ones
  * made now. Stops at the first failure. */
 int sched_slices_ensure(bus_conn *c, bus_view *v, int *created);
+
+/*
+ * gone.c: remove the streams of the nodes in `gone` (deleted nodes), once
+ * the outbox is empty (outbox: the view's count), so nothing queued for
+ * such a stream is left to send into it; then, for SCHED_GONE_WATCH_MS,
+ * remove it again should another writer's outbox make it anew (lark-engine
+ * and lark-devices make a node stream their outbox misses). *removed (may
+ * be NULL) counts the streams that were there.
+ */
+#define SCHED_GONE_WATCH_MS 60000
+enum { SCHED_GONE_WATCHED = 32 };
+typedef struct sched_gone_state {
+  uint64_t done; /* node.deleted sequences handled up to this one */
+  struct {
+    char node[SCHED_NAME_SZ];
+    int64_t until_ms;
+  } watch[SCHED_GONE_WATCHED];
+  int nwatch;
+  int64_t checked_ms;
+} sched_gone_state;
+int sched_gone_sweep(bus_conn *c, bus_view *v, uint64_t outbox,
+                     sched_gone_state *g, int *removed);
 
 /* -------------------------------------------------- commands, queries */
 
