@@ -10,7 +10,8 @@
  * node leaves `get nodes`, its stream and its key go; its agent is cut off
  * and says it was refused for authorization, and its seed no longer
  * opens a connection. Added again under the same name, the node comes
- * back with a new key and a new stream, and takes pods.
+ * back with a new key and a new stream, and takes pods; replaying the
+ * scheduler's and lark-devices' views gives what they hold.
  *
  * rotate: the old seed is refused, the new one connects; the running
  * agent is cut off with its old key, and started again (as its unit
@@ -305,6 +306,9 @@ Test(node_delete, pods_move_stream_and_key_go_agent_refused, .timeout = 240) {
   apply_job(b, "again", 0);
   cr_assert(row_has(b, "pods", "again-w-0", 1, "Running", 30), "%s", out);
   cr_assert(row_has(b, "pods", "again-w-0", 2, "node-a", 1), "%s", out);
+  /* the views the deletion changed are what their events make */
+  cr_assert_eq(ctl("replay scheduler --verify"), 0, "%s%s", out, err);
+  cr_assert_eq(ctl("replay devices --verify"), 0, "%s%s", out, err);
   bed_down(b);
 }
 
