@@ -27,6 +27,9 @@
 #include "deploy.h"
 #include "cli.h"
 
+/* lark-scheduler's consumer of the nodes' ingress. */
+#define INGRESS_CONSUMER "LARK_INGRESS.scheduler-ingress"
+
 static const char usage_line[] =
     "larkctl node add NAME | node list | node rotate NAME";
 
@@ -112,6 +115,51 @@ node_delete_event(lark_cli *cli, const char *name, char key[33]) {
   return rc;
 }
 
+/* How far in LARK_INGRESS lark-scheduler has handled everything (its
+ * ingress consumer's ack floor), or -1 when it does not say. */
+static int64_t
+ingress_handled(bus_conn *c) {
+  void *r = NULL;
+  size_t n = 0;
+  if (bus_conn_request(c, "$JS.API.CONSUMER.INFO." INGRESS_CONSUMER, "", 0,
+                       2000, &r, &n))
+    return -1;
+  json_t *j = json_loadb(r, n, 0, NULL);
+  json_t *seq = json_object_get(json_object_get(j, "ack_floor"), "stream_seq");
+  int64_t at = json_is_integer(seq) ? (int64_t)json_integer_value(seq) : -1;
+  json_decref(j);
+  free(r);
+  return at;
+}
+
+/*
+ * A registration the node sent just before its key went, and still
+ * unread in the ingress when node.deleted was applied, registers the node
+ * again. Once the scheduler has handled everything the ingress held when
+ * the brokers reloaded (up to 10 s), the node is deleted again if it is
+ * back; nothing can come from it after that.
+ */
+static int
+settle(lark_cli *cli, const char *name) {
+  char key[33];
+  uint64_t cut = 0;
+  bus_conn *c = cli_connect(cli);
+  if (!c)
+    return CLI_ERR;
+  int64_t at = bus_stream_last_seq(c, "LARK_INGRESS", &cut) ? -1 : 0;
+  for (int64_t until = bus_mono_ms() + 10000;
+       at >= 0 && (uint64_t)at < cut && bus_mono_ms() < until;
+       bus_sleep_ms(100))
+    at = ingress_handled(c);
+  bus_conn_close(c);
+  int again = node_delete_event(cli, name, key);
+  if (again > 0 && cli->output != CLI_OUT_JSON)
+    printf("node.rlinf.io/%s registered again from before its deletion: "
+           "deleted again\n",
+           name);
+  return again < 0 ? CLI_ERR : CLI_OK;
+}
+
 int
 cli_node_delete(lark_cli *cli, const char *name) {
   char key[33];
@@ -145,7 +193,10 @@ cli_node_delete(lark_cli *cli, const char *name) {
                      "the broker's accounts are made\n",
            name, cli->data);
   }
-  return removed ? regen_reload("delete", cli) : CLI_OK;
+  if (!removed)
+    return CLI_OK;
+  int rc = regen_reload("delete", cli);
+  return rc == CLI_OK ? settle(cli, name) : rc;
 }
 
 static int

@@ -40,8 +40,14 @@ sched_apply_node_registered(bus_txn *t, const bus_event *ev, const void *data,
     sched_copy(r.name, sizeof r.name, name, strlen(name));
     rc = 0;
   }
-  r.ready = 1;
+  /* a deleted node back through its own registration is Ready at its
+   * first heartbeat: a registration it sent before its deletion and read
+   * after it (its key gone, it beats no more) then takes no pods */
+  const void *g;
+  size_t gl;
+  int back = bus_txn_get(t, SCHED_GONE, name, strlen(name), &g, &gl) == 0;
   r.heartbeats = !strncmp(ev->actor, "node:", 5);
+  r.ready = !(back && r.heartbeats);
   sched_copy(r.cluster, sizeof r.cluster, sn.cluster, strlen(sn.cluster));
   sched_node_clear(&sn);
   if (!rc)

@@ -466,7 +466,8 @@ static const bus_verb verbs[] = {
     {"node", "apply", node_apply, NULL, W},
     {"node", "cordon", record_verb, NULL, W},
     {"node", "uncordon", record_verb, NULL, W},
-    {"node", "delete", record_verb, NULL, W | BUS_VERB_ADMIN},
+    {"node", "delete", record_verb, NULL,
+     W | BUS_VERB_ADMIN | BUS_VERB_CATCH_UP},
     {0},
 };
 

@@ -20,9 +20,11 @@
  * What is removed is remembered in the running process only: after a
  * restart every node in `gone` is tried once more, and a stream already
  * missing is no error. A node registered again leaves `gone` when its
- * node.registered is applied; a sweep between its registration (which
- * made its stream) and that apply removes the new stream, and the outbox
- * repair makes it again at the node's first desired state.
+ * node.registered is applied, and its watch ends then: its new stream
+ * stays. A sweep between its registration (which made the stream) and
+ * that apply removes the stream while it holds nothing yet (nothing is
+ * sent to a node the view does not have), and the outbox repair makes it
+ * again at the node's first desired state.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -72,13 +74,29 @@ watch(sched_gone_state *g, const char *node, int64_t now) {
   g->watch[g->nwatch++].until_ms = now + SCHED_GONE_WATCH_MS;
 }
 
-/* The streams removed lately, removed again when something made them. */
+/* Whether node is still in `gone` (not registered again since). */
 static int
-rewatch(bus_conn *c, sched_gone_state *g, int64_t now, int *made) {
+still_gone(bus_txn *t, const char *node) {
+  const void *v;
+  size_t n;
+  return bus_txn_get(t, SCHED_GONE, node, strlen(node), &v, &n) == 0;
+}
+
+/* The streams removed lately, removed again when something made them,
+ * unless their node was registered again meanwhile (its new stream). */
+static int
+rewatch(bus_conn *c, bus_view *v, sched_gone_state *g, int64_t now, int *made) {
   int rc = 0, kept = 0;
-  if (now - g->checked_ms < 2000)
+  bus_txn *t;
+  if (now - g->checked_ms < 2000 || !g->nwatch)
     return 0;
   g->checked_ms = now;
+  if ((rc = bus_view_read(v, &t)))
+    return rc;
+  for (int i = 0; i < g->nwatch; i++)
+    if (!still_gone(t, g->watch[i].node))
+      g->watch[i].until_ms = now; /* back: its stream stays */
+  bus_txn_end(t); /* no read transaction open across network calls */
   for (int i = 0; i < g->nwatch; i++) {
     if (now >= g->watch[i].until_ms)
       continue;
@@ -99,7 +117,7 @@ sched_gone_sweep(bus_conn *c, bus_view *v, uint64_t outbox, sched_gone_state *g,
   gone_list l = {.after = g->done};
   bus_txn *t;
   int64_t now = bus_mono_ms();
-  int made = 0, rc = rewatch(c, g, now, &made);
+  int made = 0, rc = rewatch(c, v, g, now, &made);
   if (!outbox && !rc && !(rc = bus_view_read(v, &t))) {
     rc = bus_txn_scan(t, SCHED_GONE, NULL, 0, take, &l);
     bus_txn_end(t); /* no read transaction open across network calls */
