@@ -13,9 +13,11 @@
  * then regenerate the accounts and reload the brokers: the broker closes
  * a connection whose key it no longer has, so the old key is refused from
  * then on. The order matters for delete: a user the scheduler refuses
- * changes nothing, and the node cannot register again once its key is
- * gone (a registration the scheduler takes before that is answered by
- * the event's version check).
+ * changes nothing. A registration the node sent before its key went can
+ * still be read after the deletion and bring it back (not Ready: it never
+ * beats again); once the scheduler has read the ingress past the reload,
+ * such a node is deleted again (settle), and nothing more can come from
+ * it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,14 +36,14 @@ static const char usage_line[] =
     "larkctl node add NAME | node list | node rotate NAME";
 
 /* Accounts rendered again from the registry and every running server of
- * data reloaded; prints what happened. */
+ * data reloaded; prints what happened unless quiet. */
 static int
-regen_reload(const char *cmd, lark_cli *cli) {
+regen_reload(const char *cmd, lark_cli *cli, int quiet) {
   int reloaded = 0;
   if (lark_regen_accounts(cli->data) < 0 ||
       lark_reload_servers(cli->data, &reloaded) < 0)
     return cli_fail(cmd, 0, "%s", lark_cfg_error());
-  if (cli->output == CLI_OUT_JSON)
+  if (quiet)
     return CLI_OK;
   if (reloaded)
     printf("broker reloaded (%d server%s)\n", reloaded,
@@ -64,7 +66,7 @@ node_add(const char *name, lark_cli *cli) {
   lark_creds_path(cli->data, name, path, sizeof path);
   printf("node %s %s: %s (%s)\n", name, created ? "added" : "exists", path,
          p.pub);
-  return regen_reload("node add", cli);
+  return regen_reload("node add", cli, 0);
 }
 
 /* A new key for the node; the old one is refused once the servers have
@@ -78,7 +80,7 @@ node_rotate(const char *name, lark_cli *cli) {
     return cli_fail("node rotate", 0, "%s", lark_cfg_error());
   lark_creds_path(cli->data, name, path, sizeof path);
   printf("node %s rotated: %s (%s); key %s retired\n", name, path, p.pub, old);
-  return regen_reload("node rotate", cli);
+  return regen_reload("node rotate", cli, 0);
 }
 
 /* Ask lark-scheduler for node.deleted: 1 deleted, 0 it knows no such
@@ -195,7 +197,7 @@ cli_node_delete(lark_cli *cli, const char *name) {
   }
   if (!removed)
     return CLI_OK;
-  int rc = regen_reload("delete", cli);
+  int rc = regen_reload("delete", cli, cli->output == CLI_OUT_JSON);
   return rc == CLI_OK ? settle(cli, name) : rc;
 }
 
