@@ -68,6 +68,9 @@ remove_stream(bus_conn *c, const char *node) {
 
 static void
 watch(sched_gone_state *g, const char *node, int64_t now) {
+  for (int i = 0; i < g->nwatch; i++)
+    if (!strcmp(g->watch[i].node, node))
+      return; /* removed once more after a failure: watched already */
   if (g->nwatch == SCHED_GONE_WATCHED)
     return; /* so many at once: the oldest watches end first */
   sched_copy(g->watch[g->nwatch].node, SCHED_NAME_SZ, node, strlen(node));
@@ -122,21 +125,21 @@ sched_gone_sweep(bus_conn *c, bus_view *v, uint64_t outbox, sched_gone_state *g,
     rc = bus_txn_scan(t, SCHED_GONE, NULL, 0, take, &l);
     bus_txn_end(t); /* no read transaction open across network calls */
   }
-  uint64_t upto = g->done, failed = UINT64_MAX;
-  for (size_t i = 0; !rc && i < l.n; i++) {
-    int r = remove_stream(c, l.v[i].name);
+  /* in name order; after a failure the rest wait for the next pass, so
+   * done stays below every one not removed */
+  uint64_t upto = g->done, left = UINT64_MAX;
+  for (size_t i = 0; i < l.n; i++) {
+    int r = rc ? rc : remove_stream(c, l.v[i].name);
     if (r >= 0) {
       made += r;
       upto = l.v[i].seq > upto ? l.v[i].seq : upto;
       watch(g, l.v[i].name, now);
-    } else if (l.v[i].seq < failed) {
-      failed = l.v[i].seq, rc = r;
+    } else {
+      rc = r;
+      left = l.v[i].seq < left ? l.v[i].seq : left;
     }
   }
-  /* one that failed is tried again: nothing at or past it counts done */
-  g->done = failed <= upto ? failed - 1 : upto;
-  if (g->done < l.after)
-    g->done = l.after;
+  g->done = left <= upto ? left - 1 : upto;
   free(l.v);
   if (removed)
     *removed = made;
