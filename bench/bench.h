@@ -28,6 +28,9 @@
 #include "natsd.h"
 
 double bench_now_s(void);
+/* The load averages as /proc/loadavg has them ("1.02 0.98 0.91 ..."), for
+ * the line of a figure measured on a shared machine; "?" when unread. */
+void bench_load(char *out, size_t cap);
 /* The p-th quantile (0..1) of the n values of v, which it sorts. */
 double bench_pct(double *v, int n, double p);
 

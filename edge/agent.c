@@ -43,7 +43,8 @@ edge_config_init(edge_config *c) {
   c->url = "nats://127.0.0.1:4222";
   c->artifact_max = EDGE_ARTIFACT_MAX_DEFAULT;
   c->artifact_timeout_s = EDGE_ARTIFACT_TIMEOUT_DEFAULT;
-  c->heartbeat_ms = 2000;
+  c->heartbeat_ms = EDGE_HEARTBEAT_MS;
+  c->slice_wait_ms = EDGE_SLICE_WAIT_MS;
   c->grace_ms = 10000;
   c->log_flush_ms = 200;
   c->log_lines = 512;
@@ -202,6 +203,10 @@ shutdown_agent(edge_agent *a) {
   edge_weights_stop(a); /* no callback to a pod's socket from here on */
   atomic_store(&a->stop, 1);
   edge_sender_wake(a);
+  /* the slice thread may be in a pull the broker holds for up to
+   * --slice-wait: closing the connection ends it now (queued messages
+   * stay queued; nothing sent is lost) */
+  bus_conn_shutdown(a->conn);
   if (a->slice_started)
     pthread_join(a->slice_th, NULL);
   if (a->sender_started)

@@ -50,6 +50,21 @@
 #include "bus.h"
 
 #define EDGE_VERSION "0.1.0"
+
+/*
+ * An idle node's timing, which sets what it costs the broker (docs/design.md
+ * "Idle nodes"; bench_fleet_idle measures it): a heartbeat every
+ * EDGE_HEARTBEAT_MS (--heartbeat; each costs the broker about 800 bytes
+ * with its ack and the scheduler's read of it), and a pull of its own
+ * stream that the broker holds EDGE_SLICE_WAIT_MS before ending it empty
+ * (--slice-wait; about 270 bytes each). Desired states never wait for
+ * either: a pull returns as soon as one is there. What the long pull costs
+ * is the time to notice a broker that forgot the node's consumer (a
+ * restart): up to one wait. The scheduler's NotReady timeout spans three
+ * heartbeats (SCHED_NODE_TIMEOUT_MS).
+ */
+#define EDGE_HEARTBEAT_MS 60000
+#define EDGE_SLICE_WAIT_MS 30000
 #define EDGE_POD_SZ (BUS_DERIVED_NAME_MAX + 1)
 #define EDGE_NAME_SZ (BUS_NAME_MAX + 1)
 #define EDGE_LINE_MAX 16384 /* LogLine.text's max_len */
@@ -74,11 +89,12 @@ typedef struct edge_config {
   const char *url;
   const char *creds;
   const char *data;
-  int heartbeat_ms; /* default 2000 */
-  int grace_ms;     /* SIGTERM to SIGKILL; default 10000 */
-  int log_flush_ms; /* default 200 */
-  int log_lines;    /* lines per batch at most; default 512 */
-  int js_wait_ms;   /* default 2000 */
+  int heartbeat_ms;  /* default EDGE_HEARTBEAT_MS */
+  int slice_wait_ms; /* default EDGE_SLICE_WAIT_MS */
+  int grace_ms;      /* SIGTERM to SIGKILL; default 10000 */
+  int log_flush_ms;  /* default 200 */
+  int log_lines;     /* lines per batch at most; default 512 */
+  int js_wait_ms;    /* default 2000 */
   /* pods' artifacts: a CA file trusted for https beside the system's CAs
    * (an absolute path; NULL: none), the most bytes one may have (default
    * 4 GiB) and the most seconds a fetch may take (default 1800) */

@@ -5,7 +5,8 @@
  *             [--cluster C] [--labels k=v,...] [--capacity cpu=8,...]
  *             [--devices rlinf.io/device=2] [--runtimes raw]
  *             [--pod-cidr 10.88.1.0/24]
- *             [--heartbeat SECONDS] [--grace SECONDS]
+ *             [--heartbeat SECONDS] [--slice-wait SECONDS]
+ *             [--grace SECONDS]
  *             [--artifact-ca FILE] [--artifact-max SIZE]
  *             [--artifact-timeout SECONDS]
  *             [--device-file FILE [--device-share I/N]]
@@ -44,7 +45,8 @@ static const char usage[] =
     "                 [--cluster C] [--labels k=v,...] "
     "[--capacity cpu=N,memory=MiB,gpu=N]\n"
     "                 [--devices name=N,...] [--runtimes raw] "
-    "[--heartbeat S] [--grace S]\n"
+    "[--heartbeat S] [--slice-wait S]\n"
+    "                 [--grace S]\n"
     "                 [--pod-cidr a.b.c.d/len]  (raw+netns pods; root)\n"
     "                 [--artifact-ca FILE] [--artifact-max SIZE] "
     "[--artifact-timeout S]\n"
@@ -119,6 +121,7 @@ static const struct flag {
     {"creds", STR, offsetof(edge_config, creds)},
     {"data", STR, offsetof(edge_config, data)},
     {"heartbeat", MS, offsetof(edge_config, heartbeat_ms)},
+    {"slice-wait", MS, offsetof(edge_config, slice_wait_ms)},
     {"grace", MS, offsetof(edge_config, grace_ms)},
     {"pod-cidr", STR, offsetof(edge_config, pod_cidr)},
     {"artifact-ca", STR, offsetof(edge_config, artifact_ca)},

@@ -25,15 +25,6 @@
 #include "log.h"
 #include "slice.h"
 
-/*
- * A fetch returns as soon as desired states are there; this is how long
- * it waits when none come. Each wait that ends empty costs the broker a
- * request and a status: at 250 ms a thousand idle nodes kept it busy
- * enough to delay deliveries by seconds (bench_edge_fleet). Stopping
- * waits out at most one.
- */
-#define SLICE_WAIT_MS 1000
-
 typedef int (*put_fn)(edge_store *s, const char *key, uint64_t seq,
                       const void *data, size_t len, int *stored);
 
@@ -212,7 +203,9 @@ edge_slice_main(void *arg) {
         usleep(100 * 1000);
       continue;
     }
-    int rc = bus_consumer_fetch(k, 256, SLICE_WAIT_MS, b);
+    /* returns as soon as desired states are there; each wait that ends
+     * empty costs the broker a request and a status (edge.h) */
+    int rc = bus_consumer_fetch(k, 256, a->cfg.slice_wait_ms, b);
     if (rc && rc != BUS_ETIMEOUT) {
       /* out of reach, or the consumer is gone: open it again */
       if (rc == BUS_ENOT_FOUND)

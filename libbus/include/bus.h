@@ -696,6 +696,23 @@ int bus_cidr_nth(const bus_cidr *c, uint64_t n, bus_cidr *out);
 
 typedef struct bus_conn bus_conn;
 
+/*
+ * An event loop a connection runs on instead of nats.c's own threads (a
+ * reader and a flusher per connection): loop and nats.c's adapter for
+ * it, e.g. natsLibuv_Attach/Read/Write/Detach of <nats/adapters/libuv.h>,
+ * each cast to bus_fn (libbus itself links no event library). Such a
+ * connection is opened on the loop's thread (the adapter attaches it
+ * there); its subscriptions' messages come from nats.c's shared delivery
+ * threads, so one process holds thousands of connections on a few
+ * threads. Calls that wait for a reply must not be made on the loop's
+ * thread: the reply would be read there.
+ */
+typedef void (*bus_fn)(void);
+typedef struct bus_conn_loop {
+  void *loop;
+  bus_fn attach, read, write, detach;
+} bus_conn_loop;
+
 typedef struct bus_conn_opts {
   const char *url;          /* "nats://127.0.0.1:4222"; a comma list too */
   const char *creds;        /* nkey seed file written by larkctl; NULL: none */
@@ -709,6 +726,7 @@ typedef struct bus_conn_opts {
   int max_async_pending;  /* async appends in flight; default 4000 */
   int retry_on_failed_connect; /* keep trying in the background if the
                                   first connect fails; default 0 */
+  const bus_conn_loop *loop;   /* NULL: nats.c's threads (bus_conn_loop) */
 } bus_conn_opts;
 
 void bus_conn_opts_init(bus_conn_opts *o);
@@ -732,6 +750,11 @@ int bus_conn_closed(const bus_conn *c);
  * none. Valid until the connection's next error or its close. */
 const char *bus_conn_last_error(const bus_conn *c);
 void bus_conn_close(bus_conn *c);
+/* Close the connection and keep the handle: every call waiting on the
+ * broker (a held pull, an append awaiting its ack) returns an error now
+ * and no other starts; bus_conn_close frees it after. For a process that
+ * stops threads waiting on the broker. */
+void bus_conn_shutdown(bus_conn *c);
 
 /* Core-NATS request/reply. *reply is malloc'd; the caller frees it.
  * BUS_EDENIED when the broker refused the publish (the principal may not
@@ -753,6 +776,10 @@ int bus_conn_gather(bus_conn *c, const char *subject, const void *data,
 /* Core-NATS publish (no JetStream), e.g. a reply. */
 int bus_conn_publish(bus_conn *c, const char *subject, const void *data,
                      size_t len);
+/* The same with a reply subject: the answer comes to a bus_conn_serve of
+ * it, without waiting on this thread (a connection on an event loop). */
+int bus_conn_publish_reply(bus_conn *c, const char *subject, const char *reply,
+                           const void *data, size_t len);
 
 /*
  * Serve requests on subject (queue group queue, or NULL) from nats.c's
@@ -996,6 +1023,13 @@ void bus_consumer_opts_init(bus_consumer_opts *o);
  * The broker's rules for a node allow exactly this consumer (docs/design.md
  * section 6). opts points into the struct; change a field to try another.
  */
+/* How often a consumer that keeps fetching nothing asks whether it is
+ * still there (bus_consumer_fetch): an idle node's one periodic request
+ * besides its pull and its heartbeat, and its dearest (the answer is a
+ * kilobyte). Only a backstop: server 2.10+ answers a pull to a consumer
+ * that is gone with 503, which forces the check at once. */
+#define BUS_CONSUMER_CHECK_MS 600000
+
 typedef struct bus_slice {
   char stream[BUS_NODE_STREAM_MAX];
   char durable[BUS_NAME_MAX + 6];

@@ -224,6 +224,17 @@ set_servers(natsOptions *no, const char *url) {
   return natsOptions_SetServers(no, list, n);
 }
 
+/* The caller's event loop drives the connection; its subscriptions share
+ * nats.c's delivery threads instead of a thread each. */
+static natsStatus
+use_loop(natsOptions *no, const bus_conn_loop *l) {
+  natsStatus s = natsOptions_SetEventLoop(
+      no, l->loop, (natsEvLoop_Attach)l->attach,
+      (natsEvLoop_ReadAddRemove)l->read, (natsEvLoop_WriteAddRemove)l->write,
+      (natsEvLoop_Detach)l->detach);
+  return s == NATS_OK ? natsOptions_UseGlobalMessageDelivery(no, true) : s;
+}
+
 static int
 make_options(bus_conn *c, const bus_conn_opts *o, natsOptions **out) {
   natsOptions *no = NULL;
@@ -251,6 +262,8 @@ make_options(bus_conn *c, const bus_conn_opts *o, natsOptions **out) {
     s = natsOptions_SetCustomInboxPrefix(no, c->inbox_prefix);
   if (s == NATS_OK && o->creds)
     s = natsOptions_SetNKey(no, c->pub, sign_nonce, c);
+  if (s == NATS_OK && o->loop)
+    s = use_loop(no, o->loop);
   if (s != NATS_OK) {
     natsOptions_Destroy(no);
     return bus__nats_err(s, 0, "connection options");
@@ -318,6 +331,7 @@ bus_conn_open(bus_conn **out, const bus_conn_opts *o) {
    * subscribed to _INBOX.>. Only an explicit prefix overrides it. */
   if (o->creds && !o->inbox_prefix)
     snprintf(c->inbox_prefix, sizeof c->inbox_prefix, "_INBOX_%s", c->pub);
+  c->on_loop = o->loop != NULL;
   if ((rc = make_options(c, o, &no)) < 0)
     goto out;
   natsStatus s;
@@ -404,6 +418,12 @@ bus_conn_close(bus_conn *c) {
   pthread_cond_destroy(&c->closed_cv);
   sodium_memzero(c, sizeof *c);
   free(c);
+}
+
+void
+bus_conn_shutdown(bus_conn *c) {
+  if (c && c->nc)
+    natsConnection_Close(c->nc);
 }
 
 int
@@ -496,6 +516,14 @@ bus_conn_publish(bus_conn *c, const char *subject, const void *data,
   return s == NATS_OK ? 0 : bus__nats_err(s, 0, subject);
 }
 
+int
+bus_conn_publish_reply(bus_conn *c, const char *subject, const char *reply,
+                       const void *data, size_t len) {
+  natsStatus s =
+      natsConnection_PublishRequest(c->nc, subject, reply, data, (int)len);
+  return s == NATS_OK ? 0 : bus__nats_err(s, 0, subject);
+}
+
 struct bus_serve {
   bus_conn *c;
   natsSubscription *sub;
@@ -534,8 +562,12 @@ bus_conn_serve(bus_conn *c, const char *subject, const char *queue,
   }
   /* The broker knows the subscription when this returns (a request sent
    * right after, from any connection, finds it); while reconnecting the
-   * flush fails and the subscription goes out with the reconnection. */
-  natsConnection_FlushTimeout(c->nc, 2000);
+   * flush fails and the subscription goes out with the reconnection.
+   * On an event loop the flush's answer would be read by this very
+   * thread: there the subscription only goes ahead of whatever this
+   * connection publishes next, which is what its own requests need. */
+  if (!c->on_loop)
+    natsConnection_FlushTimeout(c->nc, 2000);
   pthread_mutex_lock(&c->serve_mu);
   s->next = c->serves;
   c->serves = s;

@@ -337,24 +337,21 @@ bus__fetch(natsSubscription *sub, int max, int timeout_ms, natsMsgList *list) {
   return s == NATS_OK || quiet(s) ? 0 : bus__nats_err(s, 0, "fetch");
 }
 
-/* How often a consumer that keeps fetching nothing asks whether it is
- * still there. */
-#define CHECK_IDLE_MS 30000
-
 /*
  * Server 2.9 took a pull request to a consumer that is gone and said
  * nothing, so every fetch just timed out; 2.10 and later answer "503 no
  * responders", which a cluster electing its JetStream leader also says.
  * So after a reconnection (a restarted broker forgets consumers kept in
- * memory), after a 503 (forced) and every CHECK_IDLE_MS of empty fetches,
- * ask: BUS_ENOT_FOUND when the consumer or its stream is gone, 0
+ * memory), after a 503 (forced) and every BUS_CONSUMER_CHECK_MS of empty
+ * fetches, ask: BUS_ENOT_FOUND when the consumer or its stream is gone, 0
  * otherwise (a failure to ask is not an answer).
  */
 static int
 still_there(bus_consumer *k, int forced) {
   unsigned long now_rc = atomic_load(&k->c->reconnects);
   int64_t now = bus_mono_ms();
-  if (!forced && now_rc == k->reconnects && now - k->checked_ms < CHECK_IDLE_MS)
+  if (!forced && now_rc == k->reconnects &&
+      now - k->checked_ms < BUS_CONSUMER_CHECK_MS)
     return 0;
   jsConsumerInfo *ci = NULL;
   jsErrCode jerr = 0;

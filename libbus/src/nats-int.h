@@ -26,6 +26,7 @@ struct bus_conn {
   char pub[BUS_NKEY_PUB_LEN + 1];
   char creds[4096];       /* the seed file, read again for each signature */
   atomic_ulong zero_sigs; /* signatures refused for their zero first byte */
+  int on_loop; /* driven by the caller's event loop (bus_conn_loop) */
 
   /* async appends: one reused encode buffer, failures counted by the
    * publish-ack error handler on nats.c's thread */

@@ -22,32 +22,63 @@
 #include "ingress-int.h"
 #include "queue.h"
 
-#define MAX_NODES 4096
-
 typedef struct seen {
   char node[SCHED_NAME_SZ];
   int64_t last_ms;
 } seen;
 
+/* When each node was last heard of: an array in arrival order (the scan
+ * for silent ones walks it) and an open-addressed index of it by name
+ * (slots hold position + 1; 0 is empty), at most half full, for the
+ * heartbeats of a fleet of any size. */
 struct sched_ingress {
   svc_ingress s; /* first: the worker's ud */
   int timeout_ms;
   sched_runs runs;
-  seen nodes[MAX_NODES];
-  int nnodes;
+  seen *nodes;
+  size_t nnodes, cap;
+  uint32_t *slots;
+  size_t nslots; /* a power of two */
   int64_t started_ms, last_scan_ms;
 };
 
+static size_t
+slot_of(const sched_ingress *in, const char *node) {
+  uint32_t h = 2166136261u; /* FNV-1a */
+  for (const char *p = node; *p; p++)
+    h = (h ^ (unsigned char)*p) * 16777619u;
+  size_t i = h & (in->nslots - 1);
+  while (in->slots[i] && strcmp(in->nodes[in->slots[i] - 1].node, node))
+    i = (i + 1) & (in->nslots - 1);
+  return i;
+}
+
+/* The index twice as large, filled again from the array. */
+static int
+reindex(sched_ingress *in) {
+  size_t n = in->nslots ? in->nslots * 2 : 1024;
+  uint32_t *slots = calloc(n, sizeof *slots);
+  if (!slots)
+    return -1;
+  free(in->slots);
+  in->slots = slots, in->nslots = n;
+  for (size_t k = 0; k < in->nnodes; k++)
+    in->slots[slot_of(in, in->nodes[k].node)] = (uint32_t)k + 1;
+  return 0;
+}
+
+/* node's entry, made (heard of now) when new; NULL when out of memory. */
 static seen *
 seen_of(sched_ingress *in, const char *node) {
-  for (int i = 0; i < in->nnodes; i++)
-    if (!strcmp(in->nodes[i].node, node))
-      return &in->nodes[i];
-  if (in->nnodes == MAX_NODES)
+  if (in->nslots && in->slots[slot_of(in, node)])
+    return &in->nodes[in->slots[slot_of(in, node)] - 1];
+  if ((2 * (in->nnodes + 1) > in->nslots && reindex(in)) ||
+      bus_grow(&in->nodes, in->nnodes, &in->cap, sizeof *in->nodes, 256))
     return NULL;
-  seen *s = &in->nodes[in->nnodes++];
+  seen *s = &in->nodes[in->nnodes];
   snprintf(s->node, sizeof s->node, "%s", node);
   s->last_ms = bus_mono_ms();
+  in->slots[slot_of(in, node)] = (uint32_t)++in->nnodes;
   return s;
 }
 
@@ -324,7 +355,7 @@ silent_nodes(sched_ingress *in) {
   if (bus_view_read(in->s.v, &t))
     return;
   int64_t now = bus_mono_ms();
-  for (int i = 0; i < in->nnodes; i++) {
+  for (size_t i = 0; i < in->nnodes; i++) {
     seen *s = &in->nodes[i];
     node_rec r;
     if (now - s->last_ms < in->timeout_ms ||
@@ -389,7 +420,7 @@ sched_ingress_start(bus_conn *c, bus_view *v, int timeout_ms,
   in->s.c = c;
   in->s.v = v;
   in->runs.c = c;
-  in->timeout_ms = timeout_ms > 0 ? timeout_ms : 15000;
+  in->timeout_ms = timeout_ms > 0 ? timeout_ms : SCHED_NODE_TIMEOUT_MS;
   in->started_ms = bus_mono_ms();
   bus_txn *t;
   if (bus_view_read(v, &t) == 0) {
@@ -405,6 +436,8 @@ sched_ingress_start(bus_conn *c, bus_view *v, int timeout_ms,
   int rc = svc_queue_ingress(&in->s.q, c, &qo, &qo, "lark.in.*.sched.>",
                              handle_batch);
   if (rc) {
+    free(in->nodes);
+    free(in->slots);
     free(in);
     return rc;
   }
@@ -414,5 +447,11 @@ sched_ingress_start(bus_conn *c, bus_view *v, int timeout_ms,
 
 void
 sched_ingress_stop(sched_ingress *in) {
-  svc_ingress_stop(in ? &in->s : NULL);
+  if (!in)
+    return;
+  seen *nodes = in->nodes;
+  uint32_t *slots = in->slots;
+  svc_ingress_stop(&in->s); /* the worker stops, then in is freed */
+  free(nodes);
+  free(slots);
 }

@@ -3,7 +3,7 @@
  * tells each node what to run.
  *
  *   lark-scheduler --url URL --creds FILE --data DIR [--name INSTANCE]
- *   LARK_NODE_TIMEOUT_MS   silence before a node is NotReady (15000)
+ *   LARK_NODE_TIMEOUT_MS   silence before a node is NotReady (180000)
  *
  * Three things run at once: the service loop over LARK_EVENTS (apply,
  * decide, outbox), the command and query handlers (nats.c's threads,
@@ -66,7 +66,8 @@ start_ingress(svc *s, bus_view *v, void *ud) {
             bus_strerror(rc), bus_last_error());
     return rc;
   }
-  return sched_ingress_start(s->conn, v, t ? atoi(t) : 15000, &a->in);
+  return sched_ingress_start(s->conn, v, t ? atoi(t) : SCHED_NODE_TIMEOUT_MS,
+                             &a->in);
 }
 
 static void

@@ -239,6 +239,10 @@ int sched_touch(bus_txn *t, const char *job);
  * then appended as events (pod.phase, node.registered, node.ready,
  * run.reported); silence beyond timeout_ms becomes node.notready. */
 typedef struct sched_ingress sched_ingress;
+/* The silence (LARK_NODE_TIMEOUT_MS) after which a node is NotReady: three
+ * of lark-edge's heartbeats (EDGE_HEARTBEAT_MS, 60 s), so two lost ones
+ * do not fail a node's pods (docs/design.md "Idle nodes"). */
+#define SCHED_NODE_TIMEOUT_MS 180000
 int sched_ingress_start(bus_conn *c, bus_view *v, int timeout_ms,
                         sched_ingress **out);
 void sched_ingress_stop(sched_ingress *in);

@@ -144,7 +144,9 @@ lt_must_start_edge(const char *url, const char *dir, const char *node,
     argv[n++] = "--creds";
     argv[n++] = cr;
   }
-  const char *fixed[] = {"--node", node, "--heartbeat", "0.5", "--grace", "1"};
+  /* a short pull: tests cut and restart brokers, and wait for the node */
+  const char *fixed[] = {"--node",  node, "--heartbeat",  "0.5",
+                         "--grace", "1",  "--slice-wait", "1"};
   for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
     argv[n++] = fixed[i];
   for (int i = 0; extra && extra[i]; i++) {

@@ -1,0 +1,328 @@
+/*
+ * uvfleet.c - bench_uvfleet, simulated edge nodes by the thousand in one
+ * process: every node has its own broker connection under its own nkey
+ * user (<creds>/creds/<node>.nk) and inbox prefix _INBOX_<node>, all on
+ * one libuv loop (nats.c's libuv adapter, bus_conn_loop): no thread per
+ * node, one descriptor per node. bench_fleet_idle and bench_fleet_storm
+ * start several of these.
+ *
+ * --mode edge: each node does on the wire what an idle lark-edge does
+ * (edge/agent.c, edge/sender.c, edge/slice.c, libbus consumer.c):
+ * registers (node.registered on its ingress, sent again until its stream
+ * exists), opens its slice consumer edge-<node> on LARK_NODE_<node>
+ * (retried each second until the scheduler made the stream), then keeps
+ * one pull request waiting (batch 256, no_wait, --expiry-ms) and sends
+ * the next as soon as one ends, asks for the consumer's info after
+ * --check-ms of empty pulls, and sends a node.heartbeat every
+ * --heartbeat-ms (lark-edge's defaults unless given: edge.h, bus.h).
+ * --mode core: each node only subscribes to its device subjects
+ * (lark.dev.<node>.>, which its user may read) with core NATS: the floor.
+ *
+ * Timed work runs on the loop (one 50 ms sweep over the nodes); answers
+ * arrive on nats.c's delivery threads, which publish the next pull at
+ * once. Every second it prints a line the parent reads:
+ *   tick conn=C cons=K pulls=P hb=H got=G err=E
+ * (connected, consumer open (so registered: the scheduler made its
+ * stream), pulls ended, heartbeats sent, messages got, failures). SIGTERM ends
+ * it at once.
+ *
+ *   bench_uvfleet --url URL --creds DIR --first I --count N
+ *                 [--mode edge|core] [--heartbeat-ms H] [--expiry-ms E]
+ *                 [--check-ms C]
+ */
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <nats/adapters/libuv.h>
+
+#include "bench.h"
+#include "bus.h"
+#include "edge.h"
+
+enum { CONNECTING, REGISTERING, PULLING };
+
+typedef struct sim_node {
+  char name[24], stream[64], inbox[48];
+  bus_conn *c;
+  atomic_int state;
+  atomic_llong pull_at;   /* mono ms the next pull is due (0: waiting) */
+  atomic_llong pull_sent; /* mono ms the waiting pull went */
+  int64_t next_hb, next_check, next_reg, next_open;
+} sim_node;
+
+static struct {
+  const char *url, *creds, *mode;
+  int first, count, core;
+  int hb_ms, expiry_ms, check_ms;
+  sim_node *nodes;
+  int next; /* the next node to connect */
+  bus_conn_loop loop;
+  atomic_long conn, cons, pulls, hb, got, err;
+} F;
+
+static void
+pub(sim_node *n, const char *subject, const char *reply, const char *body) {
+  if (bus_conn_publish_reply(n->c, subject, reply, body, strlen(body)))
+    atomic_fetch_add(&F.err, 1);
+}
+
+/* One pull request, as bus__fetch sends it (libbus consumer.c). */
+static void
+pull(sim_node *n) {
+  char subject[160], reply[64], body[96];
+  snprintf(subject, sizeof subject, "$JS.API.CONSUMER.MSG.NEXT.%s.edge-%s",
+           n->stream, n->name);
+  snprintf(reply, sizeof reply, "%s.p", n->inbox);
+  snprintf(body, sizeof body,
+           "{\"expires\":%lld,\"batch\":256,\"no_wait\":true}",
+           (long long)F.expiry_ms * 1000000LL);
+  atomic_store(&n->pull_at, 0);
+  atomic_store(&n->pull_sent, bus_mono_ms());
+  pub(n, subject, reply, body);
+}
+
+/* The slice consumer, with bus_slice's settings (libbus consumer.c). */
+static void
+open_consumer(sim_node *n) {
+  char subject[200], reply[64], body[512];
+  snprintf(subject, sizeof subject,
+           "$JS.API.CONSUMER.CREATE.%s.edge-%s.lark.node.%s.>", n->stream,
+           n->name, n->name);
+  snprintf(reply, sizeof reply, "%s.c", n->inbox);
+  snprintf(body, sizeof body,
+           "{\"stream_name\":\"%s\",\"config\":{\"durable_name\":\"edge-%s\","
+           "\"name\":\"edge-%s\",\"deliver_policy\":\"last_per_subject\","
+           "\"ack_policy\":\"all\",\"ack_wait\":30000000000,"
+           "\"max_ack_pending\":20000,\"filter_subject\":\"lark.node.%s.>\","
+           "\"replay_policy\":\"instant\",\"mem_storage\":true}}",
+           n->stream, n->name, n->name, n->name);
+  pub(n, subject, reply, body);
+}
+
+static void
+append_event(sim_node *n, bus_type t, const void *typed) {
+  char subject[BUS_SUBJECT_MAX], id[33];
+  bus_event_new_id(id);
+  bus_event ev = {.v = BUS_SCHEMA_VERSION,
+                  .t = t,
+                  .typed = typed,
+                  .type = bus_type_name(t),
+                  .id = id,
+                  .ts = bus_wall_ns(),
+                  .actor = n->name,
+                  .cause = ""};
+  if (bus_subj_node_heartbeat(subject, sizeof subject, n->name) ||
+      bus_append_async(n->c, subject, &ev, BUS_APPEND_NOCHECK))
+    atomic_fetch_add(&F.err, 1);
+}
+
+/* node.registered with what lark-edge describes by default, and the
+ * node.heartbeat of a node running nothing. */
+static void
+register_node(sim_node *n) {
+  bus_node_res r = {
+      .apiVersion = BUS_STR("rlinf.io/v1alpha1"),
+      .kind = BUS_STR("Node"),
+      .metadata.name = bus_str_of(n->name),
+      .spec = {.cluster = BUS_STR("local"),
+               .capacity = {
+                   .has_cpu = 1, .cpu = 8, .has_memory = 1, .memory = 16384}}};
+  append_event(n, BUS_T_NODE_REGISTERED, &r);
+}
+
+static void
+heartbeat(sim_node *n) {
+  bus_ev_node_heartbeat d = {.has_pods = 1, .pods = 0};
+  append_event(n, BUS_T_NODE_HEARTBEAT, &d);
+  atomic_fetch_add(&F.hb, 1);
+}
+
+/* Answers on _INBOX_<node>.{c,p,i} and core deliveries, on nats.c's
+ * delivery thread. */
+static void
+on_msg(bus_conn *c, const char *subject, const char *reply, const void *data,
+       size_t len, void *ud) {
+  sim_node *n = ud;
+  (void)c;
+  size_t k = strlen(subject);
+  char what = k > 2 && subject[k - 2] == '.' ? subject[k - 1] : 0;
+  if (F.core || strncmp(subject, "_INBOX_", 7)) {
+    atomic_fetch_add(&F.got, 1);
+  } else if (what == 'c') { /* the consumer, or why not */
+    if (memmem(data, len, "\"error\"", 7))
+      return; /* no stream yet: the sweep asks again */
+    if (atomic_exchange(&n->state, PULLING) != PULLING) {
+      atomic_fetch_add(&F.cons, 1);
+      pull(n);
+    }
+  } else if (what == 'p' && len == 0 && !reply) { /* a pull ended */
+    atomic_fetch_add(&F.pulls, 1);
+    int64_t held = bus_mono_ms() - atomic_load(&n->pull_sent);
+    if (held >= F.expiry_ms / 2) {
+      pull(n);
+    } else { /* refused at once (no consumer, 503): as a failed fetch */
+      atomic_fetch_add(&F.err, 1);
+      atomic_store(&n->pull_at, bus_mono_ms() + 1000);
+    }
+  } else if (what == 'p' && reply) { /* a desired state */
+    atomic_fetch_add(&F.got, 1);
+    bus_conn_publish(n->c, reply, "+ACK", 4);
+  }
+}
+
+static int
+connect_node(sim_node *n) {
+  char creds[512], sub[80];
+  snprintf(creds, sizeof creds, "%s/creds/%s.nk", F.creds, n->name);
+  bus_conn_opts o;
+  bus_conn_opts_init(&o);
+  o.url = F.url;
+  o.creds = creds;
+  o.inbox_prefix = n->inbox;
+  o.name = n->name;
+  o.loop = &F.loop;
+  if (bus_conn_open(&n->c, &o))
+    return -1;
+  if (F.core)
+    snprintf(sub, sizeof sub, "lark.dev.%s.>", n->name);
+  else
+    snprintf(sub, sizeof sub, "%s.>", n->inbox);
+  bus_serve *s;
+  return bus_conn_serve(n->c, sub, NULL, on_msg, n, &s) ? -1 : 0;
+}
+
+/* Connect nodes for up to 20 ms of the loop's time. */
+static void
+connect_some(int64_t now) {
+  while (F.next < F.count && bus_mono_ms() - now < 20) {
+    sim_node *n = &F.nodes[F.next];
+    if (connect_node(n)) {
+      atomic_fetch_add(&F.err, 1);
+      return; /* this one again on the next sweep */
+    }
+    F.next++;
+    atomic_fetch_add(&F.conn, 1);
+    atomic_store(&n->state, REGISTERING);
+    /* the first beat at once, as lark-edge's; the fleet's beats spread
+     * over the period, as nodes started apart would */
+    n->next_hb = now + (int64_t)F.hb_ms * (F.next - 1) / F.count;
+    n->next_reg = n->next_open = now;
+  }
+}
+
+static void
+sweep_node(sim_node *n, int64_t now) {
+  int st = atomic_load(&n->state);
+  if (st == CONNECTING || F.core)
+    return;
+  if (now >= n->next_hb) {
+    n->next_hb = now + F.hb_ms;
+    heartbeat(n);
+  }
+  if (st == REGISTERING) {
+    if (now >= n->next_reg) { /* again (same node, new id) until its stream */
+      n->next_reg = now + 10000;
+      register_node(n);
+    }
+    if (now >= n->next_open) {
+      n->next_open = now + 1000;
+      open_consumer(n);
+    }
+    return;
+  }
+  int64_t due = atomic_load(&n->pull_at);
+  if (due && now >= due)
+    pull(n);
+  else if (!due && now - atomic_load(&n->pull_sent) > F.expiry_ms + 5000)
+    pull(n); /* its answer was lost: as nats.c's fetch timing out */
+  if (now >= n->next_check) {
+    char subject[160], reply[64];
+    n->next_check = now + F.check_ms;
+    snprintf(subject, sizeof subject, "$JS.API.CONSUMER.INFO.%s.edge-%s",
+             n->stream, n->name);
+    snprintf(reply, sizeof reply, "%s.i", n->inbox);
+    pub(n, subject, reply, "");
+  }
+}
+
+static void
+on_sweep(uv_timer_t *t) {
+  (void)t;
+  int64_t now = bus_mono_ms();
+  connect_some(now);
+  for (int i = 0; i < F.next; i++)
+    sweep_node(&F.nodes[i], now);
+}
+
+static void
+on_tick(uv_timer_t *t) {
+  (void)t;
+  printf("tick conn=%ld cons=%ld pulls=%ld hb=%ld got=%ld err=%ld\n",
+         atomic_load(&F.conn), atomic_load(&F.cons), atomic_load(&F.pulls),
+         atomic_load(&F.hb), atomic_load(&F.got), atomic_load(&F.err));
+  fflush(stdout);
+}
+
+static void
+on_term(int sig) {
+  (void)sig;
+  _exit(0); /* the broker sees the connections go */
+}
+
+static void
+init_nodes(void) {
+  if (!(F.nodes = calloc((size_t)F.count, sizeof *F.nodes)))
+    bench_die("nodes", "out of memory");
+  for (int i = 0; i < F.count; i++) {
+    sim_node *n = &F.nodes[i];
+    snprintf(n->name, sizeof n->name, "n%d", F.first + i);
+    snprintf(n->inbox, sizeof n->inbox, "_INBOX_%s", n->name);
+    if (bus_node_stream_name(n->name, n->stream, sizeof n->stream) < 0)
+      bench_die("stream name", bus_last_error());
+    /* spread the periodic work over the period, as nodes started apart */
+    n->next_check = bus_mono_ms() + F.check_ms * (int64_t)i / F.count;
+  }
+}
+
+int
+main(int argc, char **argv) {
+  F.mode = "edge", F.hb_ms = EDGE_HEARTBEAT_MS;
+  F.expiry_ms = EDGE_SLICE_WAIT_MS, F.check_ms = BUS_CONSUMER_CHECK_MS;
+  const bench_opt opts[] = {{"--url", .s = &F.url},
+                            {"--creds", .s = &F.creds},
+                            {"--first", .i = &F.first},
+                            {"--count", .i = &F.count},
+                            {"--mode", .s = &F.mode},
+                            {"--heartbeat-ms", .i = &F.hb_ms},
+                            {"--expiry-ms", .i = &F.expiry_ms},
+                            {"--check-ms", .i = &F.check_ms},
+                            {NULL}};
+  if (bench_opts(argc, argv, opts) || !F.url || !F.creds || F.count < 1 ||
+      F.hb_ms < 1 || F.expiry_ms < 10 || F.check_ms < 1 ||
+      (strcmp(F.mode, "edge") && strcmp(F.mode, "core")))
+    bench_die("usage", "bench_uvfleet --url URL --creds DIR --first I "
+                       "--count N [--mode edge|core] [--heartbeat-ms H] "
+                       "[--expiry-ms E] [--check-ms C]");
+  F.core = !strcmp(F.mode, "core");
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  signal(SIGTERM, on_term);
+  signal(SIGPIPE, SIG_IGN);
+  init_nodes();
+  uv_loop_t *loop = uv_default_loop();
+  nats_SetMessageDeliveryPoolSize(2); /* before the first connection */
+  natsLibuv_Init();
+  natsLibuv_SetThreadLocalLoop(loop);
+  F.loop =
+      (bus_conn_loop){loop, (bus_fn)natsLibuv_Attach, (bus_fn)natsLibuv_Read,
+                      (bus_fn)natsLibuv_Write, (bus_fn)natsLibuv_Detach};
+  uv_timer_t sweep, tick;
+  uv_timer_init(loop, &sweep);
+  uv_timer_init(loop, &tick);
+  uv_timer_start(&sweep, on_sweep, 0, 50);
+  uv_timer_start(&tick, on_tick, 1000, 1000);
+  return uv_run(loop, UV_RUN_DEFAULT);
+}
