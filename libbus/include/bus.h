@@ -867,8 +867,17 @@ int bus_stream_last_seq(bus_conn *c, const char *stream, uint64_t *seq);
 
 enum {
   BUS_APPEND_NOCHECK = 0, /* append-only logs: no version check */
-  BUS_APPEND_CHECK = 1    /* ExpectLastSubjectSeq = prev, or
+  BUS_APPEND_CHECK = 1,   /* ExpectLastSubjectSeq = prev, or
                              ExpectNoMessage when prev == 0 */
+  /* An outbox entry only (bus_txn_emit), after a BUS_APPEND_CHECK entry
+   * on the same subject: a chain. The outbox publishes the head and its
+   * chained entries as one atomic batch, the head checked at its prev and
+   * each next one's prev set to the sequence of the one before (the
+   * batch expects the stream's end, so their sequences are known): all
+   * land or none. A chained entry whose head an earlier drain settled is
+   * dropped as a conflicting entry is (unless it is found stored). Lets
+   * one decide pass put several events on one checked subject. */
+  BUS_APPEND_CHAIN = 2
 };
 
 /*
@@ -1728,6 +1737,25 @@ void bus_cmd_event_id(const bus_cmd *cmd, char out[33]);
 int bus_cmd_append(bus_conn *c, const bus_cmd *cmd, const char *subject,
                    const char *type, uint64_t prev, const void *data,
                    size_t len, uint64_t *seq, int *dup);
+
+/*
+ * The events of several commands at once, each as bus_cmd_append would
+ * append it (its id, its subject checked at its prev): all sent without
+ * waiting, then each settled by its own answer, and one that is refused
+ * or unanswered appended again on its own with bus_cmd_append, so every
+ * item gets the answer it would have had alone. Each item's rc and seq
+ * are set; returns 0.
+ */
+typedef struct bus_cmd_item {
+  const bus_cmd *cmd;
+  const char *subject, *type;
+  uint64_t prev;
+  const void *data; /* NULL: {} */
+  size_t len;
+  int rc;       /* out: as bus_cmd_append's */
+  uint64_t seq; /* out */
+} bus_cmd_item;
+int bus_cmd_append_many(bus_conn *c, bus_cmd_item *items, size_t n);
 
 /*
  * Wait until v has applied everything stream held when this was called

@@ -50,4 +50,16 @@ int bus__creds_seed(const char *path, char seed[BUS_NKEY_SEED_LEN + 1]);
  */
 int bus__nkey_sign(const char *path, const char *nonce, unsigned char sig[64]);
 
+/*
+ * Publish n outbox events (ids, encoded bodies) on one checked subject of
+ * stream as a chain (outbox_chain.c): the first at its own prev, each
+ * next one on top of the one before, all sent at once on pipe p. fate[i]:
+ * 1 landed, 2 dropped, 0 kept. Returns 0 or an error no fate covers.
+ */
+typedef struct bus__pipe bus__pipe;
+int bus__chain_publish(bus__pipe *p, bus_conn *c, const char *stream,
+                       const char *subject, const char *const *ids,
+                       const void *const *bodies, const size_t *lens, size_t n,
+                       int *fate);
+
 #endif

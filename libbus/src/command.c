@@ -13,7 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bus-int.h"
+#include "nats-int.h"
+#include "pipe.h"
 
 /* Copy the dot-separated token at *p into out; advance past the dot. */
 static int
@@ -137,11 +138,10 @@ landed(bus_conn *c, const char *subject, const char *id, uint64_t *seq) {
   return same;
 }
 
-int
-bus_cmd_append(bus_conn *c, const bus_cmd *cmd, const char *subject,
-               const char *type, uint64_t prev, const void *data, size_t len,
-               uint64_t *seq, int *dup) {
-  char id[33], why[512];
+/* The event a command appends (id into id). */
+static bus_event
+cmd_event(const bus_cmd *cmd, const char *type, uint64_t prev, const void *data,
+          size_t len, char id[33]) {
   bus_cmd_event_id(cmd, id);
   bus_event ev = {.v = BUS_SCHEMA_VERSION,
                   .type = type,
@@ -153,6 +153,15 @@ bus_cmd_append(bus_conn *c, const bus_cmd *cmd, const char *subject,
                   .prev = prev,
                   .data_mp = data ? data : "\x80",
                   .data_mp_len = data ? len : 1};
+  return ev;
+}
+
+int
+bus_cmd_append(bus_conn *c, const bus_cmd *cmd, const char *subject,
+               const char *type, uint64_t prev, const void *data, size_t len,
+               uint64_t *seq, int *dup) {
+  char id[33], why[512];
+  bus_event ev = cmd_event(cmd, type, prev, data, len, id);
   int rc = bus_append(c, subject, &ev, BUS_APPEND_CHECK, seq, dup);
   if (rc != BUS_ECONFLICT || !cmd->key[0])
     return rc;
@@ -161,6 +170,47 @@ bus_cmd_append(bus_conn *c, const bus_cmd *cmd, const char *subject,
     return BUS_ERR(rc, "%s", why);
   if (dup)
     *dup = 1;
+  return 0;
+}
+
+/* Send item i on p; its slot, or < 0 when it could not be sent. */
+static int
+send_item(bus__pipe *p, const bus_cmd_item *it, msgpack_sbuffer *sb) {
+  char id[33];
+  bus_event ev = cmd_event(it->cmd, it->type, it->prev, it->data, it->len, id);
+  msgpack_sbuffer_clear(sb);
+  int rc = bus_event_encode(&ev, sb);
+  return rc < 0 ? rc
+                : bus__pipe_send(p, it->subject, id, it->type, sb->data,
+                                 sb->size, BUS_APPEND_CHECK, it->prev);
+}
+
+int
+bus_cmd_append_many(bus_conn *c, bus_cmd_item *items, size_t n) {
+  bus__pipe *p = NULL;
+  msgpack_sbuffer sb;
+  size_t sent = 0;
+  msgpack_sbuffer_init(&sb);
+  if (n > 1 && bus__pipe_open(c, &p) == 0) {
+    bus__pipe_round(p);
+    while (sent < n && send_item(p, &items[sent], &sb) >= 0)
+      sent++;
+  }
+  for (size_t i = 0; i < n; i++) {
+    bus__ack a = {0};
+    if (i < sent && bus__pipe_ack(p, (int)i, &a) == 0) {
+      items[i].rc = 0;
+      items[i].seq = a.seq;
+      continue;
+    }
+    /* refused, unanswered or not sent: alone, as bus_cmd_append settles a
+     * conflict (its own event there, from a retry) or a repeat (same id) */
+    items[i].rc = bus_cmd_append(c, items[i].cmd, items[i].subject,
+                                 items[i].type, items[i].prev, items[i].data,
+                                 items[i].len, &items[i].seq, NULL);
+  }
+  bus__pipe_close(p);
+  msgpack_sbuffer_destroy(&sb);
   return 0;
 }
 

@@ -21,6 +21,11 @@
  * and those after it stay in the outbox, and those of them that did land
  * are duplicates the next time (same id), or found landed by the check.
  *
+ * A chain (a checked entry and the BUS_APPEND_CHAIN entries after it on
+ * its subject: several decisions of one pass on one checked subject) goes
+ * out at once on its own (outbox_chain.c), each entry checked on top of
+ * the one before; what lands of it is done, the rest dropped or kept.
+ *
  * bus_txn_emit_decided and bus_txn_emit_once are decide's usual emit: the
  * id derived from what was decided, so a second decision is the same one.
  *
@@ -219,8 +224,8 @@ settle(bus_conn *c, const char *stream, const entry *e, int rc) {
 }
 
 /*
- * Publish ch at once, then settle its entries in order from their
- * answers, each as a synchronous append would be (see the top). Stops at
+ * Publish ch->e[from..to) at once, then settle its entries in order from
+ * their answers, each as a synchronous append would be (see the top). Stops at
  * the first entry kept or failed: it and every entry after it stay, and
  * are sent again with the same ids (duplicates of those that landed are
  * dropped by the broker, or found landed by the check). Returns how many
@@ -229,17 +234,19 @@ settle(bus_conn *c, const char *stream, const entry *e, int rc) {
  * bus_service_opts.repair).
  */
 static int
-publish_chunk(bus__pipe *p, bus_conn *c, const char *stream, const chunk *ch,
-              int *fate, uint64_t *pub, uint64_t *drop, int *err) {
-  int sent = 0, done = 0;
+publish_run(bus__pipe *p, bus_conn *c, const char *stream, const chunk *ch,
+            int from, int to, int *fate, uint64_t *pub, uint64_t *drop,
+            int *err) {
+  int sent = from, done = from;
   bus__ack a;
   bus__pipe_round(p);
-  while (sent < ch->n && (*err = send_entry(p, &ch->e[sent])) >= 0)
+  while (sent < to && (*err = send_entry(p, &ch->e[sent])) >= 0)
     sent++;
-  if (sent == ch->n)
+  if (sent == to)
     *err = 0;
   for (; done < sent; done++) {
-    fate[done] = settle(c, stream, &ch->e[done], bus__pipe_ack(p, done, &a));
+    fate[done] =
+        settle(c, stream, &ch->e[done], bus__pipe_ack(p, done - from, &a));
     if (fate[done] <= 0) {
       *err = fate[done];
       return done;
@@ -248,6 +255,84 @@ publish_chunk(bus__pipe *p, bus_conn *c, const char *stream, const chunk *ch,
   }
   if (*err == BUS_ECONN || *err == BUS_ETIMEOUT)
     *err = 0; /* not sent: kept for the next drain */
+  return done;
+}
+
+/* Does a chain (BUS_APPEND_CHAIN) start at ch->e[i]: a checked entry with
+ * chained ones after it on its subject, or a chained entry alone? */
+static int
+chain_at(const chunk *ch, int i) {
+  return (ch->e[i].flags & BUS_APPEND_CHAIN) ||
+         (i + 1 < ch->n && (ch->e[i + 1].flags & BUS_APPEND_CHAIN) &&
+          !strcmp(ch->e[i + 1].subject, ch->e[i].subject));
+}
+
+/* The end of the chain at ch->e[from]: its chained entries after it. */
+static int
+chain_end(const chunk *ch, int from) {
+  int to = from + 1;
+  while (to < ch->n && (ch->e[to].flags & BUS_APPEND_CHAIN) &&
+         !strcmp(ch->e[to].subject, ch->e[from].subject))
+    to++;
+  return to;
+}
+
+/*
+ * Publish the chain ch->e[from..to) at once (outbox_chain.c), its fates
+ * into fate. A chained entry whose head is not before it (an earlier
+ * drain settled the head) is settled as a conflict is: found landed, or
+ * dropped.
+ */
+static int
+publish_chain(bus__pipe *p, bus_conn *c, const char *stream, const chunk *ch,
+              int from, int to, int *fate) {
+  const char *ids[DRAIN_CHUNK];
+  const void *bodies[DRAIN_CHUNK];
+  size_t lens[DRAIN_CHUNK];
+  if (ch->e[from].flags & BUS_APPEND_CHAIN) {
+    fate[from] = settle(c, stream, &ch->e[from], BUS_ECONFLICT);
+    return fate[from] < 0 ? fate[from] : 0;
+  }
+  for (int i = from; i < to; i++) {
+    ids[i - from] = ch->e[i].id;
+    bodies[i - from] = ch->e[i].body;
+    lens[i - from] = ch->e[i].len;
+  }
+  return bus__chain_publish(p, c, stream, ch->e[from].subject, ids, bodies,
+                            lens, (size_t)(to - from), fate + from);
+}
+
+/*
+ * Publish ch: runs of entries at once (publish_run), a chain at once on
+ * its own (publish_chain). Returns how many entries are settled,
+ * *err as publish_run's.
+ */
+static int
+publish_chunk(bus__pipe *p, bus_conn *c, const char *stream, const chunk *ch,
+              int *fate, uint64_t *pub, uint64_t *drop, int *err) {
+  int done = 0;
+  *err = 0;
+  while (done < ch->n) {
+    if (!chain_at(ch, done)) {
+      int to = done + 1;
+      while (to < ch->n && !chain_at(ch, to))
+        to++;
+      int at = publish_run(p, c, stream, ch, done, to, fate, pub, drop, err);
+      if (at < to)
+        return at;
+      done = to;
+      continue;
+    }
+    int to =
+        (ch->e[done].flags & BUS_APPEND_CHAIN) ? done + 1 : chain_end(ch, done);
+    if ((*err = publish_chain(p, c, stream, ch, done, to, fate)) < 0)
+      return done;
+    for (; done < to; done++) {
+      if (fate[done] == 0)
+        return done; /* kept, with what follows it */
+      fate[done] == 1 ? (*pub)++ : (*drop)++;
+    }
+  }
   return done;
 }
 

@@ -155,6 +155,14 @@ int
 bus__pipe_send(bus__pipe *p, const char *subject, const char *id,
                const char *type, const void *data, size_t len, int flags,
                uint64_t prev) {
+  return bus__pipe_send_after(p, subject, id, type, data, len, flags, prev,
+                              NULL);
+}
+
+int
+bus__pipe_send_after(bus__pipe *p, const char *subject, const char *id,
+                     const char *type, const void *data, size_t len, int flags,
+                     uint64_t prev, const char *after) {
   char reply[256], num[24];
   natsMsg *m = NULL;
   /* the slot is counted before its publish: its answer may come first */
@@ -178,6 +186,8 @@ bus__pipe_send(bus__pipe *p, const char *subject, const char *id,
     snprintf(num, sizeof num, "%llu", (unsigned long long)prev);
     s = natsMsgHeader_Set(m, "Nats-Expected-Last-Subject-Sequence", num);
   }
+  if (s == NATS_OK && after)
+    s = natsMsgHeader_Set(m, "Nats-Expected-Last-Msg-Id", after);
   if (s == NATS_OK)
     s = natsConnection_PublishMsg(p->c->nc, m);
   natsMsg_Destroy(m);
@@ -222,9 +232,12 @@ answer(slot *sl, natsMsg *m) {
   snprintf(sl->why, sizeof sl->why, "%.*s (jetstream code %llu)",
            d ? (int)strcspn(d + 15, "\"") : 6, d ? d + 15 : "refused",
            (unsigned long long)code);
-  sl->a.rc = code == JSStreamWrongLastSequenceErr ? BUS_ECONFLICT
-             : code == JSStreamNotFoundErr        ? BUS_ENO_STREAM
-                                                  : BUS_EBROKER;
+  /* a check that failed, on the subject or on the message before */
+  int refused =
+      code == JSStreamWrongLastSequenceErr || code == JSStreamWrongLastMsgIDErr;
+  sl->a.rc = refused                       ? BUS_ECONFLICT
+             : code == JSStreamNotFoundErr ? BUS_ENO_STREAM
+                                           : BUS_EBROKER;
 }
 
 /* File one answer by its round and slot ("<prefix>.<round>.<slot>"). */

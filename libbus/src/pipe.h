@@ -40,6 +40,12 @@ int bus__pipe_send(bus__pipe *p, const char *subject, const char *id,
                    const char *type, const void *data, size_t len, int flags,
                    uint64_t prev);
 
+/* The same, refused unless the stream's last message is the one whose id
+ * is after (NULL: no such check): an append that must follow another. */
+int bus__pipe_send_after(bus__pipe *p, const char *subject, const char *id,
+                         const char *type, const void *data, size_t len,
+                         int flags, uint64_t prev, const char *after);
+
 /*
  * The answer of slot (waiting for it: at most the connection's JetStream
  * wait without any answer coming). Returns a->rc; bus_last_error() tells

@@ -1,16 +1,17 @@
 /*
- * decide.c - what the scheduler decides after each batch: one placement
- * (or release) on the placement log, the phases its Jobs and Tasks have
- * reached, and the desired states its nodes must be told.
+ * decide.c - what the scheduler decides after each batch: the placements
+ * (or releases) of the queued Jobs on the placement log, one event per
+ * Job, chained one on top of the other; the phases its Jobs and Tasks have
+ * reached; and the desired states its nodes must be told.
  *
  * Every decision is an event or a message built only from the view, with
  * an id derived from what it was decided from, so deciding again after a
  * crash gives the same ids (the broker drops the copy). What decide has
  * emitted and not yet seen applied is noted in _effects, so the next pass
  * does not emit it twice:
- *   "p:<seq>"  a placement-log event emitted on top of version <seq>;
- *                the log moves on when it is applied (one per version:
- *                two would conflict on the same prev)
+ *   "p:<seq>"  placement-log events emitted on top of version <seq>;
+ *                the log moves on when they are applied (one chain per
+ *                version: two would conflict on the same prev)
  *   "o"        the last `outgoing` key sent
  *   <id>       a phase event, until apply sees it
  *
@@ -26,70 +27,25 @@
 #include "placement.h"
 #include "scheduler.h"
 
+/* The most placement-log events one pass emits: each is published on top
+ * of the one before (BUS_APPEND_CHAIN), one round trip each. */
+#define PLACED_PER_PASS 256
+
 typedef struct pass {
   bus_txn *t;
-  sched_nodes nodes;
-  int loaded;
-  int emitted; /* a placement-log event this pass */
+  sched_nodes *nodes; /* NULL until a Job needs them */
+  int placed;         /* placement-log events emitted this pass */
   uint64_t log_seq;
 } pass;
 
 /* ---------------------------------------------------------------- nodes */
 
-/* A named device held on the node being loaded: taken in the model. */
-static int
-mark_held(const char *device, void *ud) {
-  sched_node *n = ud;
-  for (int d = 0; d < n->capacity.ndevices; d++)
-    if ((n->capacity.devices[d].flags & SCHED_DEV_NAMED) &&
-        !strcmp(n->capacity.devices[d].name, device))
-      n->dev_used[d] = 1;
-  return 0;
-}
-
-static int
-load_node(void *rec, void *ud) {
-  pass *p = ud;
-  const node_rec *r = rec;
-  msgpack_zone z;
-  bus_node_res res;
-  sched_node n;
-  bus_field_err err;
-  int nerr = 0, rc = 0;
-  if (!msgpack_zone_init(&z, 2048))
-    return -ENOMEM;
-  sched_node_init(&n, "");
-  if (sched_spec_read(p->t, BUS_T_NODE_REGISTERED, r->name, &z, &res) ||
-      sched_node_read(&res, &n, &err, 1, &nerr)) {
-    msgpack_zone_destroy(&z);
-    sched_node_clear(&n);
-    return 0; /* a node we cannot read takes no pods */
-  }
-  msgpack_zone_destroy(&z);
-  n.ready = r->ready;
-  n.cordoned = r->cordoned;
-  n.cpu_used_m = r->cpu_used_m;
-  n.memory_used_mib = r->memory_used_mib;
-  n.gpu_taken = r->gpu_taken;
-  n.pods = r->pods;
-  for (int d = 0; d < n.capacity.ndevices; d++)
-    for (uint32_t k2 = 0; k2 < r->ndev; k2++)
-      if (!strcmp(n.capacity.devices[d].name, r->dev_name[k2]))
-        n.dev_used[d] = r->dev_used[k2];
-  if (n.nnamed)
-    rc = sched_each_hold(p->t, r->name, NULL, mark_held, &n);
-  if (!rc)
-    rc = sched_nodes_put(&p->nodes, &n);
-  sched_node_clear(&n);
-  return rc;
-}
-
+/* The model of the nodes, once per pass (decide_nodes.c keeps it). */
 static int
 load_nodes(pass *p) {
-  if (p->loaded)
+  if (p->nodes)
     return 0;
-  p->loaded = 1;
-  return sched_each_rec(p->t, "nodes", NULL, sizeof(node_rec), 1, load_node, p);
+  return sched_nodes_load(p->t, &p->nodes);
 }
 
 /* ----------------------------------------------------------- placement */
@@ -133,7 +89,7 @@ place_one(pass *p, const sched_job *job, const waiting *w,
     *tp = *src; /* shares src's arrays: detached below before clear */
     tp->replicas = 1;
     uint32_t attempt = w->first.attempt;
-    rc = sched_place(&p->nodes, &one, &attempt, pl);
+    rc = sched_place(p->nodes, &one, &attempt, pl);
     memset(tp, 0, sizeof *tp);
   }
   if (!rc && pl->ok && pl->n == 1) {
@@ -144,6 +100,19 @@ place_one(pass *p, const sched_job *job, const waiting *w,
   }
   sched_job_clear(&one);
   return rc;
+}
+
+/*
+ * The first placement-log event of a pass is checked against the version
+ * the pass saw; each next one is chained: the outbox publishes it on top
+ * of the sequence the broker gave the one before (its prev set then), so
+ * every event of the log still carries the version it was decided on and
+ * the broker checks it. A chained event whose predecessor did not land is
+ * dropped, and the Job is placed again on the newer view.
+ */
+static int
+log_flags(const pass *p) {
+  return p->placed ? BUS_APPEND_CHECK | BUS_APPEND_CHAIN : BUS_APPEND_CHECK;
 }
 
 static int
@@ -158,7 +127,7 @@ emit_placed(pass *p, const job_rec *j, const sched_placement *pl) {
            (unsigned long long)p->log_seq);
   if (!rc)
     rc = sched_emit(p->t, SCHED_PLACEMENT_SUBJECT, BUS_T_JOB_PLACED, &d, src,
-                    j->sub_id, p->log_seq, BUS_APPEND_CHECK);
+                    j->sub_id, p->log_seq, log_flags(p));
   msgpack_zone_destroy(&z);
   return rc;
 }
@@ -173,7 +142,7 @@ emit_unplaced(pass *p, const job_rec *j) {
   snprintf(src, sizeof src, "unplaced:%s:%llu", j->name,
            (unsigned long long)p->log_seq);
   return sched_emit(p->t, SCHED_PLACEMENT_SUBJECT, BUS_T_JOB_UNPLACED, &d, src,
-                    j->sub_id, p->log_seq, BUS_APPEND_CHECK);
+                    j->sub_id, p->log_seq, log_flags(p));
 }
 
 /*
@@ -250,7 +219,7 @@ try_job(pass *p, const char *name) {
   if (!rc && w->unbound)
     rc = sched_job_load(p->t, name, &job);
   if (!rc && w->unbound)
-    rc = w->unbound == w->n ? sched_place(&p->nodes, &job, w->attempts, &pl)
+    rc = w->unbound == w->n ? sched_place(p->nodes, &job, w->attempts, &pl)
                             : place_one(p, &job, w, &pl);
   if (!rc && w->unbound)
     rc = pl.ok ? emit_placed(p, &j, &pl) : emit_pending(p, &j, pl.reason);
@@ -276,7 +245,8 @@ visit_queued(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   int rc = try_job(q->p, name);
   if (rc < 0)
     return rc;
-  return rc == 1; /* one placement-log event per pass */
+  q->p->placed += rc;
+  return q->p->placed >= PLACED_PER_PASS;
 }
 
 static int
@@ -294,7 +264,7 @@ decide_placement(pass *p) {
   rc = bus_txn_scan(p->t, "queue", NULL, 0, visit_queued, &q);
   if (rc < 0)
     return rc;
-  return rc == 1 ? bus_txn_mark(p->t, mark, strlen(mark)) : 0;
+  return p->placed ? bus_txn_mark(p->t, mark, strlen(mark)) : 0;
 }
 
 /* -------------------------------------------------------------- phases */
@@ -360,12 +330,10 @@ sched_decide(bus_txn *t, const bus_event *cause, int64_t now, void *ud) {
   if (cause)
     return 0; /* everything is decided on the whole view, once a batch */
   pass p = {.t = t};
-  sched_nodes_init(&p.nodes);
   int rc = decide_placement(&p);
   if (!rc)
     rc = bus_txn_scan(t, "todo", NULL, 0, job_phases, t);
   if (!rc)
     rc = sched_decide_dispatch(t);
-  sched_nodes_clear(&p.nodes);
   return rc;
 }

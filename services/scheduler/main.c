@@ -20,6 +20,10 @@
 static const char *const streams[] = {"LARK_EVENTS", "LARK_INGRESS",
                                       "LARK_RUNS", NULL};
 
+/* Command workers: job.apply commands that come together are checked and
+ * appended as one group (commands.c), as many as there are workers. */
+#define SCHED_CMD_WORKERS 64
+
 typedef struct app {
   svc s;
   bus_view *view;
@@ -83,6 +87,7 @@ main(int argc, char **argv) {
   app a;
   memset(&a, 0, sizeof a);
   svc_view_opts o = {.verbs = &sched_verbs,
+                     .workers = SCHED_CMD_WORKERS,
                      .ud = &a,
                      .view = &a.view,
                      .tick_ms = 1000,

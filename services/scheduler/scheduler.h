@@ -174,6 +174,11 @@ int sched_emit(bus_txn *t, const char *subject, bus_type type, const void *data,
 int sched_emit_once(bus_txn *t, const char *subject, bus_type type,
                     const void *data, const char *id_src, const char *cause,
                     uint64_t prev);
+/* The nodes of the view as placement's model (decide_nodes.c): kept by
+ * the calling thread between passes, each node's facts read again only
+ * when its resource changed, its state from its record every time. *out
+ * is valid until the thread's next call. */
+int sched_nodes_load(bus_txn *t, sched_nodes **out);
 /* Send the desired states queued in `outgoing` (decide_dispatch.c). */
 int sched_decide_dispatch(bus_txn *t);
 
