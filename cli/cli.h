@@ -183,6 +183,7 @@ int cmd_status(int argc, char **argv, lark_cli *cli);
 int cli_status_probe(lark_cli *cli, bus_conn *c, int wait_ms, json_t **broker,
                      json_t **services);
 int cmd_node(int argc, char **argv, lark_cli *cli);
+int cmd_site(int argc, char **argv, lark_cli *cli);
 int cmd_tail(int argc, char **argv, lark_cli *cli);
 int cmd_emit(int argc, char **argv, lark_cli *cli);
 int cmd_logs(int argc, char **argv, lark_cli *cli);

@@ -7,7 +7,9 @@
  * cluster), learn its port, write <data>/url, create the streams
  * in-process, then start every service and edge runtime whose binary
  * sits next to larkctl, with --relay the pod network, and lark-gateway
- * (unless --no-gateway) on 127.0.0.1 behind a fresh login token. Once
+ * (unless --no-gateway) on 127.0.0.1 behind a fresh login token. With
+ * --sites N, the nodes sit behind N local edge sites, each its own leaf
+ * nats-server dialling the hub (deploy/sites_up.c). Once
  * every service answers and the gateway has bound its port, the line
  *   dashboard: http://127.0.0.1:PORT/?token=TOKEN
  * is printed (as notebook servers print theirs: a click opens it), then
@@ -28,7 +30,7 @@ static const char usage_line[] =
     "larkctl up [--data DIR] [--nodes N] [--port P] [--cluster] "
     "[--listen ADDR] [--device-file FILE] "
     "[--relay [--pod-cidr A.B.0.0/16] [--domain D]...] "
-    "[--gateway-port P | --no-gateway]";
+    "[--gateway-port P | --no-gateway] [--sites N]";
 
 /* "A.B.0.0/16" into u->pod_a, u->pod_b. */
 static int
@@ -83,12 +85,14 @@ parse_args(int argc, char **argv, lark_up *u) {
       u->port = (int)v;
     else if (!strcmp(a, "--gateway-port") && v < 65536)
       u->gateway_port = (int)v;
+    else if (!strcmp(a, "--sites") && v <= 16)
+      u->sites = (int)v;
     else
       return -1;
     i++;
   }
-  if (u->no_gateway && u->gateway_port)
-    return -1;
+  if ((u->no_gateway && u->gateway_port) || (u->sites && u->cluster))
+    return -1; /* sites: one hub server (its leaf listener) */
   return (u->ndomains || pod_net) && !u->relay ? -1 : 0;
 }
 

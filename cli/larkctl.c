@@ -23,6 +23,7 @@ static const cli_cmd commands[] = {
     {"init", cmd_init, "create or update the platform's streams"},
     {"status", cmd_status, "each service: up or down, applied sequence, lag"},
     {"node", cmd_node, "node credentials: node add NAME, list, rotate NAME"},
+    {"site", cmd_site, "edge sites (leaf servers): site add SITE, list"},
     {"tail", cmd_tail, "the audit trail of events and run reports"},
     {"emit", cmd_emit, "append a training-script report to a job's run log"},
     {"logs", cmd_logs, "what a job's, task's or pod's processes printed"},

@@ -66,6 +66,7 @@ static int
 render_broker(lark_up *u, int idx, int nservers, const int *routes,
               const char *pw, char *conf, size_t cap) {
   char name[24], store[PATH_MAX], run[PATH_MAX];
+  char cert[PATH_MAX], key[PATH_MAX], ca[PATH_MAX];
   lark_broker_opts o;
   lark_broker_opts_init(&o);
   snprintf(name, sizeof name, "lark-%d", idx + 1);
@@ -81,14 +82,22 @@ render_broker(lark_up *u, int idx, int nservers, const int *routes,
   o.route_ports = routes;
   o.n_routes = routes ? (size_t)nservers : 0;
   o.route_password = pw;
+  if (nservers == 1)
+    dpl_up_hub_leaf(u, &o, cert, key, ca);
   if (lark_render_conf(nservers > 1 ? "cluster" : "single", &o, conf) < 0)
     return dpl_fail(BUS_EINVAL, "cannot render %s: %s", conf, lark_cfg_error());
   return 0;
 }
 
+int
+dpl_up_render_hub(lark_up *u) {
+  char conf[PATH_MAX];
+  return render_broker(u, 0, 1, NULL, "", conf, sizeof conf);
+}
+
 /* nats-server's path: $LARK_NATS_SERVER, else the first one on $PATH. */
-static int
-find_server(char *out, size_t cap) {
+int
+dpl_find_server(char *out, size_t cap) {
   const char *env = getenv("LARK_NATS_SERVER");
   if (env && *env) {
     snprintf(out, cap, "%s", env);
@@ -112,7 +121,7 @@ static int
 start_brokers(lark_up *u, int nservers) {
   int routes[LARK_MAX_SERVERS];
   char pw[33] = "", conf[PATH_MAX], log[32], server[PATH_MAX];
-  if (find_server(server, sizeof server) < 0)
+  if (dpl_find_server(server, sizeof server) < 0)
     return dpl_fail(BUS_EINVAL, "nats-server not found on PATH (install it "
                                 "with ops/setup, or set LARK_NATS_SERVER)");
   for (int i = 0; i < nservers && nservers > 1; i++)

@@ -6,7 +6,7 @@
  * unknown placeholder or a missing value fails the render. A value may
  * hold no quote, backslash or carriage return, so none can end a string
  * of the config early. The rendered text is wiped from memory once
- * written: it holds the route and leaf passwords.
+ * written: it holds the route password and a site's seed.
  */
 #include <errno.h>
 #include <limits.h>
@@ -66,7 +66,7 @@ typedef struct var {
   int optional; /* no value: the line is left out */
 } var;
 
-enum { NVARS = 14 };
+enum { NVARS = 18 };
 
 static int
 safe_value(const char *v) {
@@ -81,18 +81,46 @@ routes_text(const lark_broker_opts *o, sbuf *b) {
                   o->route_ports[i], i + 1 < o->n_routes ? "\n" : "");
 }
 
-static void
+/*
+ * The hub's leaf-node listener for edge sites. No users of its own: a
+ * site logs in as its nkey user of the accounts file (role site), whose
+ * rules confine the connection to the site's nodes. With a certificate,
+ * TLS is required and the site must show a certificate from the platform
+ * CA. no_advertise: a site dials the URL it was given (the hub's public
+ * address, or whatever path the site has) and learns no other from the
+ * hub, whose listen address may be unreachable from it. default_js_domain
+ * maps
+ * LARK to the hub's own (unnamed) JetStream domain: without it the hub
+ * denies $JS.API.> on a leaf connection whose server runs no JetStream,
+ * and the sites' nodes could not reach their streams (nats-server 2.10+
+ * warns that the option is for compatibility; a named domain instead
+ * would change every node's API prefix).
+ */
+static int
 leaf_text(const lark_broker_opts *o, sbuf *b) {
   if (o->leaf_port <= 0) {
     dpl_sb_add(b, "# no leaf-node listener");
-    return;
+    return 0;
   }
+  if (!o->leaf_cert != !o->leaf_key || !o->leaf_cert != !o->leaf_ca)
+    return dpl_fail(BUS_EINVAL, "leaf TLS needs cert, key and CA together");
+  const char *tls[] = {o->leaf_cert, o->leaf_key, o->leaf_ca};
+  for (size_t i = 0; i < 3; i++)
+    if (tls[i] && !safe_value(tls[i]))
+      return dpl_fail(BUS_EINVAL, "leaf TLS path %s has a quote", tls[i]);
   dpl_sb_printf(b,
-                "leafnodes {\n  host: \"%s\"\n  port: %d\n  authorization {\n"
-                "    users: [\n      { user: \"%s\", password: \"%s\", "
-                "account: \"LARK\" }\n    ]\n  }\n}",
-                o->listen, o->leaf_port, o->leaf_user ? o->leaf_user : "",
-                o->leaf_password ? o->leaf_password : "");
+                "default_js_domain: { LARK: \"\" }\n"
+                "leafnodes {\n  host: \"%s\"\n  port: %d\n"
+                "  no_advertise: true\n",
+                o->listen, o->leaf_port);
+  if (o->leaf_cert)
+    dpl_sb_printf(b,
+                  "  tls {\n    cert_file: \"%s\"\n    key_file: \"%s\"\n"
+                  "    ca_file: \"%s\"\n    verify: true\n    timeout: 2\n"
+                  "  }\n",
+                  o->leaf_cert, o->leaf_key, o->leaf_ca);
+  dpl_sb_add(b, "}");
+  return 0;
 }
 
 static const char *
@@ -192,7 +220,8 @@ lark_render_conf(const char *name, const lark_broker_opts *o,
   snprintf(cport, sizeof cport, "%d", o->cluster_port);
   snprintf(payload, sizeof payload, "%ld", o->max_payload);
   routes_text(o, &routes);
-  leaf_text(o, &leaf);
+  if ((rc = leaf_text(o, &leaf)) < 0)
+    goto out;
   const var vars[NVARS] = {
       {"SERVER_NAME", o->server_name, 0},
       {"LISTEN", o->listen, 0},
@@ -208,6 +237,10 @@ lark_render_conf(const char *name, const lark_broker_opts *o,
       {"ROUTE_PASSWORD", o->route_password, 0},
       {"ROUTES", o->n_routes ? routes.p : NULL, 0},
       {"HUB_URL", o->hub_url, 0},
+      {"LEAF_SEED", o->leaf_seed, 0},
+      {"LEAF_CERT", o->leaf_cert, 0},
+      {"LEAF_KEY", o->leaf_key, 0},
+      {"LEAF_CA", o->leaf_ca, 0},
   };
   if ((rc = check_values(vars)) < 0 || (rc = subst(text, vars, &out)) < 0)
     goto out;

@@ -160,6 +160,11 @@ seed_from_file(const char *path, char seed[BUS_NKEY_SEED_LEN + 1]) {
   return rc;
 }
 
+int
+dpl_seed_read(const char *path, char seed[BUS_NKEY_SEED_LEN + 1]) {
+  return seed_from_file(path, seed);
+}
+
 /* The seed file for name: kept if present (its key derived), else new. */
 static int
 seed_ensure(const char *path, char pub[BUS_NKEY_PUB_LEN + 1], int *created) {

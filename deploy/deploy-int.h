@@ -36,6 +36,30 @@ int dpl_write_atomic(const char *path, const char *data, size_t len);
 /* The whole file, malloc'd and NUL-terminated; -errno on failure. */
 int dpl_read_all(const char *path, char **out, size_t *len);
 
+/* accounts.c: the accounts text of p[0..n); with site, the file of that
+ * edge site's server (its nodes only, no JetStream); malloc'd. */
+char *dpl_accounts_text(const lark_principal *p, size_t n, const char *site);
+/* creds.c: the "SU..." seed in an nkey or creds file (wipe it after). */
+int dpl_seed_read(const char *path, char seed[BUS_NKEY_SEED_LEN + 1]);
+/* brokers.c: nats-server's path ($LARK_NATS_SERVER, else $PATH): 0 or -1.
+ * And the first server's config rendered again (its leaf listener's TLS
+ * once the sites' certificates exist). */
+int dpl_find_server(char *out, size_t cap);
+int dpl_up_render_hub(lark_up *u);
+/* sites_up.c: `larkctl up --sites N`. The leaf listener's settings for
+ * the hub's config (none without sites; cert, key, ca of PATH_MAX);
+ * every site made, the hub given TLS and the leaf servers started (after
+ * the signer, before the nodes); and node i's URL (its site's server)
+ * put in k's --url. */
+void dpl_up_hub_leaf(lark_up *u, lark_broker_opts *o, char *cert, char *key,
+                     char *ca);
+int dpl_up_sites_start(lark_up *u);
+void dpl_up_edge_url(lark_up *u, lark_proc *k, int i);
+/* accounts.c: the pid in a pid file (0 when none), and whether a pid is a
+ * live nats-server. */
+pid_t dpl_read_pid(const char *path);
+int dpl_is_nats_server(pid_t pid);
+
 /* nodecerts.c: run `larkctl --data <data> args...` (NULL-terminated), its
  * output appended to <data>/logs/<logname>; 0 when it exited 0. */
 /* A process of `up` started as every service is: <bin_dir>/bin --url

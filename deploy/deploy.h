@@ -57,8 +57,10 @@ typedef enum lark_role {
   LARK_ROLE_NODE = 3,      /* an edge node: its own slice only */
   LARK_ROLE_RELAY = 4,     /* a node relay: reads LARK_ROUTES only */
   LARK_ROLE_RELAY_HUB = 5, /* the relay hub: LARK_ROUTES and LARK_EVENTS */
-  LARK_ROLE_GATEWAY = 6    /* lark-gateway: commands on behalf of the users
+  LARK_ROLE_GATEWAY = 6,   /* lark-gateway: commands on behalf of the users
                               it authenticated, reads for its view and feeds */
+  LARK_ROLE_SITE = 7       /* an edge site's leaf server as the hub sees it:
+                              the subjects of the site's nodes only */
 } lark_role;
 
 typedef struct lark_principal {
@@ -67,6 +69,9 @@ typedef struct lark_principal {
   char pub[BUS_NKEY_PUB_LEN + 1];
   char cluster[BUS_NAME_MAX + 1]; /* a relay: the cluster whose routes it
                                      reads; "" for every other role */
+  char site[BUS_NAME_MAX + 1];    /* a node behind an edge site: the site;
+                                     "" otherwise. Not in the registry: set
+                                     from <data>/sites (lark_sites_mark) */
 } lark_principal;
 
 /* ------------------------------------------------------------ policy */
@@ -83,7 +88,9 @@ typedef enum lark_perm {
 /*
  * One row of the policy. In subject, %s stands for the principal's name,
  * %k for its nkey public key, %c for its cluster; NULL for LARK_PERM_ALL
- * and LARK_RESPONSES. why says what the row is for.
+ * and LARK_RESPONSES. why says what the row is for. A site (role site)
+ * has no rows: it gets the node rows once per node of the site, %s
+ * standing for the node's name (a row without %s once).
  */
 typedef struct lark_rule {
   lark_role role;
@@ -202,9 +209,11 @@ typedef struct lark_broker_opts {
   const char *run_dir;       /* required */
   const char *accounts_file; /* default "accounts.conf" (next to conf) */
   /* single: an optional leaf-node listener for edge sites */
-  int leaf_port;         /* 0: none */
-  const char *leaf_user; /* the sites' login on the hub */
-  const char *leaf_password;
+  int leaf_port; /* 0: none */
+  /* TLS of the leaf connection, both ends (NULL: none): on the hub, its
+   * server certificate, and every site must show one from leaf_ca; on a
+   * site, the site's client certificate, the hub's checked against ca */
+  const char *leaf_cert, *leaf_key, *leaf_ca;
   /* cluster */
   const char *cluster_name; /* default "lark" */
   int cluster_port;
@@ -213,7 +222,8 @@ typedef struct lark_broker_opts {
   const char *route_user;     /* default "lark-route" */
   const char *route_password; /* required for a cluster */
   /* leaf */
-  const char *hub_url; /* nats-leaf://site:pw@hub:7422 */
+  const char *hub_url;   /* the hub's leaf listener, nats-leaf://hub:7422 */
+  const char *leaf_seed; /* the site principal's nkey seed: its login */
 } lark_broker_opts;
 
 void lark_broker_opts_init(lark_broker_opts *o);
@@ -261,10 +271,87 @@ int lark_regen_accounts(const char *data);
 
 /*
  * Ask every nats-server running for data to reload its config (SIGHUP to
- * the pids in <data>/run/lark-*.pid that are nats-server processes).
+ * the pids in <data>/run/lark-*.pid that are nats-server processes, and
+ * to the local sites' leaf servers, run/site-<site>.pid in each site).
  * *count (may be NULL) is how many were signalled; 0 is not an error.
  */
 int lark_reload_servers(const char *data, int *count);
+
+/* ------------------------------------------------------------- sites */
+
+/*
+ * Edge sites (sites.c): a site is a leaf-node nats-server at the edge
+ * that dials the hub's leaf listener over TLS (no inbound port at the
+ * site); its nodes connect to it. Its files, under <data>/sites/<site>/:
+ *
+ *   site        its settings: "hub URL", "listen ADDR", "port P",
+ *               "dir PATH" (where the directory lives at the site)
+ *   nodes       its nodes, one name a line (membership: a node is in one
+ *               site at most; the registry says which nodes exist)
+ *   leaf.conf   the leaf server's config (0600: holds the site's seed)
+ *   accounts.conf  its nodes' users, with the hub's rules for nodes
+ *   creds/<node>.nk  each node's seed, for the nodes at the site
+ *   tls/cert.pem, key.pem, ca.pem  its client certificate (made by
+ *               `larkctl site add` through the signer), the platform CA
+ *   run/        the leaf server's (leaf-<site>) pid and ports files
+ *
+ * The hub knows a site as one principal of role site (its seed in
+ * creds/<site>.nk) whose broker rules are its nodes' subjects only.
+ * Everything but tls/ is rendered again from the registry and the
+ * member lists by lark_regen_accounts: copying the directory to the site
+ * and reloading its server (SIGHUP) carries a change there.
+ */
+typedef struct lark_site_opts {
+  const char *hub_url; /* the hub's leaf listener the site dials; NULL:
+                          keep the site's (required for a new site) */
+  const char *listen;  /* where the site's nodes connect; default
+                          127.0.0.1 (kept when NULL for an existing site) */
+  int port;            /* their port; 0: keep (new: -1, the server picks) */
+  const char *dir;     /* the directory's path at the site; NULL: keep
+                          (new: <data>/sites/<site>) */
+} lark_site_opts;
+
+void lark_site_opts_init(lark_site_opts *o);
+/* <data>/sites/<site>[/sub] into out. */
+int lark_site_path(const char *data, const char *site, const char *sub,
+                   char *out, size_t cap);
+
+/*
+ * Make site (or change its settings) and put nodes (n may be 0) in it:
+ * the site principal and each node's credentials are made when missing,
+ * then the accounts of the hub and every site rendered again
+ * (lark_regen_accounts). A node of another site is BUS_EEXISTS; a bad
+ * name BUS_ENAME. *added (may be NULL): how many nodes joined.
+ */
+int lark_site_add(const char *data, const char *site, const char *const *nodes,
+                  size_t n, const lark_site_opts *o, int *added);
+
+/* The sites of data, sorted; *out malloc'd (free it), names of
+ * BUS_NAME_MAX + 1 bytes. */
+int lark_sites_list(const char *data, char (**out)[BUS_NAME_MAX + 1],
+                    size_t *n);
+/* The nodes of site that the registry p[0..n) holds, in member-list order,
+ * into names (cap of them); their count. */
+size_t lark_site_nodes(const char *data, const char *site,
+                       const lark_principal *p, size_t n,
+                       char (*names)[BUS_NAME_MAX + 1], size_t cap);
+/* Set p[i].site for every node listed by a site (and "" for the rest). */
+int lark_sites_mark(const char *data, lark_principal *p, size_t n);
+/* Every site's accounts.conf, leaf.conf and node seeds from the registry
+ * p (marked); called by lark_regen_accounts. */
+int lark_sites_render(const char *data, const lark_principal *p, size_t n);
+/* SIGHUP to every site leaf server running from <data>/sites; *count. */
+int lark_sites_reload(const char *data, int *count);
+/* A site's client URL, nats://<listen>:<port>, from its settings. */
+int lark_site_client_url(const char *data, const char *site, char *out,
+                         size_t cap);
+/* The hub's leaf listener port, <data>/broker/leaf.port; with make, one
+ * is chosen (a free one) and kept when there is none. 0 when none. */
+int lark_hub_leaf_port(const char *data, int make);
+/* Where the hub's leaf listener keeps its certificate:
+ * <data>/tls/leaf-hub/{cert,key,ca}.pem; 1 if all three exist. */
+int lark_hub_leaf_tls(const char *data, char cert[PATH_MAX], char key[PATH_MAX],
+                      char ca[PATH_MAX]);
 
 /* The directory of the running binary (/proc/self/exe): where `larkctl up`
  * and `larkctl status` look for the services' binaries. */
@@ -349,6 +436,9 @@ typedef struct lark_up {
   const char *device_file; /* absolute; node i of N gets --device-share i/N */
   int gateway_port;        /* lark-gateway's loopback HTTP port; 0: any */
   int no_gateway;          /* do not start lark-gateway */
+  int sites;               /* local edge sites site-1..site-<sites>, each
+                              its own leaf server; node i sits behind
+                              site ((i - 1) mod sites) + 1 */
   /* state */
   char data[LARK_DATA_MAX]; /* absolute path of the data directory */
   char bin_dir[PATH_MAX];   /* where larkctl and the services' binaries are */

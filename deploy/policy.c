@@ -4,7 +4,9 @@
  * accounts file from this table and from nothing else;
  * tests/test_security_hostile.c holds hostile clients of each role against
  * it on a real broker (test_security_*.c: each role's rules), and
- * tests/test_policy.c checks the rendered rules, role by role.
+ * tests/test_policy.c checks the rendered rules, role by role;
+ * tests/test_sites.c holds a site's leaf connection (role site) against
+ * hostile servers at the edge.
  *
  * Reading a row: role, what it grants (ALL: no permissions block at all;
  * PUB_ALLOW / PUB_DENY: publish; SUB_ALLOW: subscribe; RESPONSES: may
@@ -222,6 +224,14 @@ const lark_rule lark_policy[] = {
    "a compacted copy of its view, as a service makes one"},
   {LARK_ROLE_GATEWAY, LARK_RESPONSES, NULL,
    "answers status and snapshot requests on the asker's inbox"},
+
+  /* Edge sites' leaf connections (role site) have no rows of their own:
+   * a site's user gets the node rows above once for each of its nodes,
+   * %s standing for the node (accounts.c). nats-server reads a leaf
+   * user's rules from the leaf's side - publish is what the site may send
+   * to the hub, subscribe what the hub may send to it - so a node's rules
+   * read the same through its site, and a site whose server is taken over
+   * still gets no other node's subject. */
 };
 /* clang-format on */
 
@@ -233,8 +243,9 @@ const char *const lark_service_names[] = {
     "lark-signer",  "lark-logs",      "lark-relay", "lark-reports",
     "lark-devices", "lark-engine",    NULL};
 
-static const char *const role_names[] = {"admin", "service",   "user",   "node",
-                                         "relay", "relay-hub", "gateway"};
+static const char *const role_names[] = {"admin",   "service", "user",
+                                         "node",    "relay",   "relay-hub",
+                                         "gateway", "site"};
 
 const char *
 lark_role_name(lark_role r) {

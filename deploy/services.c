@@ -139,7 +139,6 @@ start_from(lark_up *u, size_t from, size_t first, char *out, size_t cap,
 static int
 start_edges(lark_up *u, size_t first, char *out, size_t cap, size_t *len) {
   char node[32];
-  size_t from = u->sup.n;
   if (u->nodes < 1 || !lark_bin_exists(u->bin_dir, LARK_EDGE_BINARY))
     return 0;
   int certs = lark_up_node_certs(u) == 0;
@@ -149,9 +148,13 @@ start_edges(lark_up *u, size_t first, char *out, size_t cap, size_t *len) {
            lark_cfg_error());
     fflush(stdout);
   }
+  if (u->sites && dpl_up_sites_start(u) < 0) /* the sites' servers first */
+    return -1;
+  size_t from = u->sup.n;
   for (int i = 1; i <= u->nodes; i++) {
     snprintf(node, sizeof node, "node-%d", i);
     lark_proc *k = lark_up_add_service(u, node, node, LARK_EDGE_BINARY, node);
+    dpl_up_edge_url(u, k, i);
     edge_pod_network(u, k, i);
     edge_devices(u, k, i);
     edge_tls(u, k, i, certs);
