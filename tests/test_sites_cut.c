@@ -122,6 +122,7 @@ Test(sites_cut, a_site_cut_off_catches_up_on_return, .timeout = 300) {
   static const char *const extra[] = {"--nodes",      "1", "--sites", "1",
                                       "--no-gateway", NULL};
   setenv("LARK_NODE_TIMEOUT_MS", "8000", 1); /* a cut of 3 s stays under */
+  setenv("LARK_HEARTBEAT", "1", 1);          /* the agents' beat, to match */
   lt_platform_init(&plat, "sitecut");
   cr_assert_eq(lt_platform_start(&plat, extra, 90), 0,
                "larkctl up --sites is not ready (see %s)", plat.up_log);
