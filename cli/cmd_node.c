@@ -162,6 +162,33 @@ settle(lark_cli *cli, const char *name) {
   return again < 0 ? CLI_ERR : CLI_OK;
 }
 
+/* What delete node did: the event, the key, the site it left (NULL:
+ * none), whose directory carries the change to the site. */
+static void
+say_deleted(lark_cli *cli, const char *name, const char *key, int ev,
+            int removed, const char *site) {
+  if (cli->output == CLI_OUT_JSON) {
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:b}", "kind", "node", "name",
+                          name, "result", ev ? "deleted" : "unchanged", "key",
+                          key, "credentialsRemoved", removed);
+    if (site)
+      json_object_set_new(o, "site", json_string(site));
+    cli_put_json(o, "{}");
+    json_decref(o);
+    return;
+  }
+  printf("node.rlinf.io/%s %s\n", name,
+         ev ? "deleted" : "unknown to the scheduler");
+  printf(removed ? "credentials of %s removed from %s/creds\n"
+                 : "no credentials of %s in %s/creds: remove them where "
+                   "the broker's accounts are made\n",
+         name, cli->data);
+  if (site)
+    printf("%s left site %s: copy %s/sites/%s to the site and reload its "
+           "leaf server (a local one is reloaded now)\n",
+           name, site, cli->data, site);
+}
+
 int
 cli_node_delete(lark_cli *cli, const char *name) {
   char key[33];
@@ -174,28 +201,18 @@ cli_node_delete(lark_cli *cli, const char *name) {
   int ev = node_delete_event(cli, name, key);
   if (ev < 0)
     return CLI_ERR;
-  if (lark_creds_remove(cli->data, name, LARK_ROLE_NODE, &removed) < 0)
+  char site[BUS_NAME_MAX + 1];
+  int left = 0;
+  if (lark_creds_remove(cli->data, name, LARK_ROLE_NODE, &removed) < 0 ||
+      (left = lark_site_forget(cli->data, name, site, sizeof site)) < 0)
     return cli_fail("delete", 0, "%s", lark_cfg_error());
-  if (!ev && !removed)
+  if (!ev && !removed && !left)
     return cli_fail("delete", 0,
                     "node.rlinf.io/%s: no such node, in the "
                     "scheduler or in %s/creds",
                     name, cli->data);
-  if (cli->output == CLI_OUT_JSON) {
-    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:b}", "kind", "node", "name",
-                          name, "result", ev ? "deleted" : "unchanged", "key",
-                          key, "credentialsRemoved", removed);
-    cli_put_json(o, "{}");
-    json_decref(o);
-  } else {
-    printf("node.rlinf.io/%s %s\n", name,
-           ev ? "deleted" : "unknown to the scheduler");
-    printf(removed ? "credentials of %s removed from %s/creds\n"
-                   : "no credentials of %s in %s/creds: remove them where "
-                     "the broker's accounts are made\n",
-           name, cli->data);
-  }
-  if (!removed)
+  say_deleted(cli, name, key, ev, removed, left ? site : NULL);
+  if (!removed && !left)
     return CLI_OK;
   int rc = regen_reload("delete", cli, cli->output == CLI_OUT_JSON);
   return rc == CLI_OK ? settle(cli, name) : rc;

@@ -326,6 +326,15 @@ int lark_site_path(const char *data, const char *site, const char *sub,
 int lark_site_add(const char *data, const char *site, const char *const *nodes,
                   size_t n, const lark_site_opts *o, int *added);
 
+/*
+ * Take node out of every site's member list (a node deleted: added again
+ * later, it is in no site until `site add` puts it there). 1 when a site
+ * listed it (that site's name into site, cap bytes; may be NULL), 0 when
+ * none. Render the accounts (lark_regen_accounts) after it.
+ */
+int lark_site_forget(const char *data, const char *node, char *site,
+                     size_t cap);
+
 /* The sites of data, sorted; *out malloc'd (free it), names of
  * BUS_NAME_MAX + 1 bytes. */
 int lark_sites_list(const char *data, char (**out)[BUS_NAME_MAX + 1],

@@ -362,6 +362,33 @@ lark_site_add(const char *data, const char *site, const char *const *nodes,
   return rc;
 }
 
+int
+lark_site_forget(const char *data, const char *node, char *site, size_t cap) {
+  name_t *sites = NULL, *m = NULL;
+  size_t ns = 0, nm = 0;
+  int rc = lark_sites_list(data, &sites, &ns), left = 0;
+  if (site && cap)
+    site[0] = 0;
+  for (size_t i = 0; rc == 0 && i < ns; i++) {
+    if ((rc = members_load(data, sites[i], &m, &nm)) < 0)
+      break;
+    size_t k = 0;
+    for (size_t j = 0; j < nm; j++)
+      if (strcmp(m[j], node))
+        memmove(m[k++], m[j], sizeof(name_t));
+    if (k < nm) {
+      rc = members_save(data, sites[i], m, k);
+      left = 1;
+      if (site && cap)
+        snprintf(site, cap, "%s", sites[i]);
+    }
+    free(m);
+    m = NULL;
+  }
+  free(sites);
+  return rc < 0 ? rc : left;
+}
+
 /* ---------------------------------------------------------- render */
 
 /* node's seed from the registry's creds/ into the site's creds/ (0600). */

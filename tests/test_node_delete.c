@@ -433,6 +433,27 @@ Test(node_delete, registry_remove_and_rotate) {
   cr_assert_neq(access(path, F_OK), 0);
   cr_assert_eq(lark_creds_remove(dir, "gpu-1", LARK_ROLE_NODE, &removed), 0);
   cr_assert_eq(removed, 0);
+  /* a site's node leaves its site's member list too */
+  const char *const members[] = {"gpu-2", "gpu-3"};
+  lark_site_opts so;
+  lark_site_opts_init(&so);
+  so.hub_url = "nats-leaf://127.0.0.1:7422";
+  cr_assert_eq(lark_site_add(dir, "s1", members, 2, &so, NULL), 0, "%s",
+               lark_cfg_error());
+  char site[BUS_NAME_MAX + 1];
+  cr_assert_eq(lark_creds_remove(dir, "gpu-2", LARK_ROLE_NODE, &removed), 0);
+  cr_assert_eq(lark_site_forget(dir, "gpu-2", site, sizeof site), 1);
+  cr_assert_str_eq(site, "s1");
+  cr_assert_eq(lark_regen_accounts(dir), 0, "%s", lark_cfg_error());
+  snprintf(path, sizeof path, "%s/sites/s1/nodes", dir);
+  lt_read_file(path, text, sizeof text);
+  cr_assert_str_eq(text, "gpu-3\n");
+  snprintf(path, sizeof path, "%s/sites/s1/accounts.conf", dir);
+  lt_read_file(path, text, sizeof text);
+  cr_assert(!strstr(text, "gpu-2") && strstr(text, "gpu-3"), "%s", text);
+  snprintf(path, sizeof path, "%s/sites/s1/creds/gpu-2.nk", dir);
+  cr_assert_neq(access(path, F_OK), 0, "the site keeps gpu-2's seed");
+  cr_assert_eq(lark_site_forget(dir, "gpu-2", site, sizeof site), 0);
   /* added again: a key never seen before */
   cr_assert_eq(lark_creds_ensure(dir, "gpu-1", LARK_ROLE_NODE, &again, NULL),
                0);
