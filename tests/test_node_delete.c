@@ -147,7 +147,8 @@ gone_from(bed *b, const char *kind, const char *name, int seconds) {
   return 0;
 }
 
-/* A Job of one pod (task w) running until the bed's alive file goes. */
+/* A Job of one pod (task w) running until the bed's alive file goes, or
+ * for 4 minutes at most (a failed test leaves the file behind). */
 static void
 apply_job(bed *b, const char *name, int retries) {
   char path[PATH_MAX], text[8192];
@@ -157,7 +158,8 @@ apply_job(bed *b, const char *name, int retries) {
            "spec:\n  tasks:\n  - name: w\n    role: Actor\n    replicas: 1\n"
            "    maxRetries: %d\n    resources: {cpu: 1, memory: 64}\n"
            "    runtime:\n      raw:\n        entrypoint: [/bin/sh, -c, "
-           "'while [ -e %s ]; do sleep 0.2; done']\n",
+           "'end=$(($(date +%%s) + 240)); while [ -e %s ] && "
+           "[ $(date +%%s) -lt $end ]; do sleep 0.2; done']\n",
            name, retries, b->alive);
   cr_assert_eq(lt_write_file(path, "%s", text), 0);
   cr_assert_eq(ctl("apply -f %s", path), 0, "%s%s", out, err);
