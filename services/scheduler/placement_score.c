@@ -145,7 +145,8 @@ sched_pl_filter(ctx *x, const sched_template *t, counts *k) {
     if (!sched_selector_match(t, n))
       continue;
     k->selector++;
-    unsigned need = sched_pl_runtime_need(t, n);
+    /* only a node with named devices may ask more than t's runtime */
+    unsigned need = n->nnamed ? sched_pl_runtime_need(t, n) : rt;
     if (!(n->runtimes & need)) {
       k->subnet += need != rt; /* a robot's subnet asks for raw+netns */
       continue;
