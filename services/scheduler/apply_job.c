@@ -266,15 +266,14 @@ sched_apply_job_verb(bus_txn *t, const bus_event *ev, const void *data,
 
 /* ------------------------------------------------------------ placement */
 
+/* The Why of a job.placed, packed once for all its bindings' pods. */
 static int
-store_why(bus_txn *t, const char *pod, const bus_why *why) {
-  bus_packbuf b;
-  bus_packbuf_init(&b);
-  int rc = bus_why_write(&b.pk, why)
-               ? bus_error(-ENOMEM, "out of memory keeping why/%s", pod)
-               : bus_txn_put(t, "why", pod, strlen(pod), b.sb.data, b.sb.size);
-  bus_packbuf_destroy(&b);
-  return rc;
+pack_why(bus_packbuf *b, const bus_why *why) {
+  bus_packbuf_init(b);
+  if (!bus_why_write(&b->pk, why))
+    return 0;
+  bus_packbuf_destroy(b);
+  return bus_error(-ENOMEM, "out of memory packing a placement's why");
 }
 
 static uint64_t
@@ -289,7 +288,7 @@ gpu_mask(const bus_u64_list *gpus) {
 /* One binding of a job.placed. A binding for a pod that is not waiting
  * with that attempt is passed over (it cannot book twice). */
 static int
-bind_one(bus_txn *t, job_rec *j, const bus_binding *b, const bus_why *why,
+bind_one(bus_txn *t, job_rec *j, const bus_binding *b, const bus_packbuf *why,
          uint64_t seq) {
   char pod[SCHED_DNAME_SZ], rt[32] = "raw";
   pod_rec p;
@@ -313,7 +312,8 @@ bind_one(bus_txn *t, job_rec *j, const bus_binding *b, const bus_why *why,
   if (b->has_devices && (rc = sched_hold_devices(t, &p, &b->devices)))
     return rc;
   j->bound++;
-  if (why && (rc = store_why(t, pod, why)))
+  if (why && (rc = bus_txn_put(t, "why", pod, strlen(pod), why->sb.data,
+                               why->sb.size)))
     return rc;
   if (!j->domain[0] || j->addressed)
     rc = sched_outgoing(t, &p, seq);
@@ -331,9 +331,14 @@ sched_apply_job_placed(bus_txn *t, const bus_event *ev, const void *data,
     return rc;
   if (j.stopped || (d->has_generation && d->generation != j.generation))
     return 0; /* placed for a Job that has moved on: books nothing */
+  bus_packbuf why;
+  int has_why = d->has_why;
+  if (has_why && (rc = pack_why(&why, &d->why)))
+    return rc;
   for (uint32_t i = 0; !rc && i < d->bindings.n; i++)
-    rc = bind_one(t, &j, &d->bindings.v[i], d->has_why ? &d->why : NULL,
-                  ev->seq);
+    rc = bind_one(t, &j, &d->bindings.v[i], has_why ? &why : NULL, ev->seq);
+  if (has_why)
+    bus_packbuf_destroy(&why);
   j.reason[0] = 0;
   int waits = 0;
   if (!rc)
