@@ -19,7 +19,8 @@
  *
  *   bench_fleet_idle [--nodes N] [--procs P] [--seconds S] [--rounds R]
  *                    [--heartbeat-ms H] [--expiry-ms E] [--check-ms C]
- *                    [--creds DIR]
+ *                    [--limit S] [--creds DIR]
+ * --limit: how long the nodes may take to come up (600 s).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +32,7 @@
 #include "fleetsim.h"
 
 typedef struct run {
-  int n, procs, seconds, rounds, hb, expiry, check;
+  int n, procs, seconds, rounds, hb, expiry, check, limit;
   const char *creds;
   double cpu, bytes; /* the last phase's broker CPU % and bytes/s */
 } run;
@@ -100,7 +101,7 @@ phase(fleetsim *f, run *r, int edge) {
                          "--expiry-ms", ex,     "--check-ms",     ck,
                          NULL};
   fleetsim_nodes(f, r->n, r->procs, edge ? flags : core);
-  if (wait_up(f, r, edge, 120) == 0) {
+  if (wait_up(f, r, edge, r->limit) == 0) {
     /* past the start: every node's periodic work in its steady phase */
     sleep(3);
     measure(f, r, edge ? "edge" : "floor");
@@ -116,6 +117,7 @@ main(int argc, char **argv) {
            .procs = 0,
            .seconds = 30,
            .rounds = 2,
+           .limit = 600,
            .hb = EDGE_HEARTBEAT_MS,
            .expiry = EDGE_SLICE_WAIT_MS,
            .check = BUS_CONSUMER_CHECK_MS};
@@ -123,19 +125,16 @@ main(int argc, char **argv) {
   const char *tmp = getenv("TMPDIR");
   snprintf(creds, sizeof creds, "%s/larkbench-fleet-creds", tmp ? tmp : "/tmp");
   r.creds = creds;
-  const bench_opt opts[] = {{"--nodes", .i = &r.n},
-                            {"--procs", .i = &r.procs},
-                            {"--seconds", .i = &r.seconds},
-                            {"--rounds", .i = &r.rounds},
-                            {"--heartbeat-ms", .i = &r.hb},
-                            {"--expiry-ms", .i = &r.expiry},
-                            {"--check-ms", .i = &r.check},
-                            {"--creds", .s = &r.creds},
-                            {NULL}};
+  const bench_opt opts[] = {
+      {"--nodes", .i = &r.n},         {"--procs", .i = &r.procs},
+      {"--seconds", .i = &r.seconds}, {"--rounds", .i = &r.rounds},
+      {"--heartbeat-ms", .i = &r.hb}, {"--expiry-ms", .i = &r.expiry},
+      {"--check-ms", .i = &r.check},  {"--limit", .i = &r.limit},
+      {"--creds", .s = &r.creds},     {NULL}};
   if (bench_opts(argc, argv, opts) || r.n < 1 || r.seconds < 1 || r.rounds < 1)
     bench_die("usage", "bench_fleet_idle [--nodes N] [--procs P] [--seconds S]"
                        " [--rounds R] [--heartbeat-ms H] [--expiry-ms E] "
-                       "[--check-ms C] [--creds DIR]");
+                       "[--check-ms C] [--limit S] [--creds DIR]");
   if (r.procs < 1) /* a few thousand nodes a loop */
     r.procs = (r.n + 2499) / 2500;
   fleetsim f;

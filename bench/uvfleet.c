@@ -8,9 +8,10 @@
  *
  * --mode edge: each node does on the wire what an idle lark-edge does
  * (edge/agent.c, edge/sender.c, edge/slice.c, libbus consumer.c):
- * registers (node.registered on its ingress, sent again until its stream
- * exists), opens its slice consumer edge-<node> on LARK_NODE_<node>
- * (retried each second until the scheduler made the stream), then keeps
+ * registers (node.registered on its ingress; sent again with its id every
+ * 30 s until its stream exists, as an unacked queued message would be),
+ * opens its slice consumer edge-<node> on LARK_NODE_<node> (retried after
+ * 1 s doubling to 16 s until the scheduler made the stream), then keeps
  * one pull request waiting (batch 256, no_wait, --expiry-ms) and sends
  * the next as soon as one ends, asks for the consumer's info after
  * --check-ms of empty pulls, and sends a node.heartbeat every
@@ -52,6 +53,8 @@ typedef struct sim_node {
   atomic_llong pull_at;   /* mono ms the next pull is due (0: waiting) */
   atomic_llong pull_sent; /* mono ms the waiting pull went */
   int64_t next_hb, next_check, next_reg, next_open;
+  int open_wait;   /* ms before the next open: 1 s doubling to 16 s */
+  char reg_id[33]; /* the registration's id, kept as lark-edge's queue does */
 } sim_node;
 
 static struct {
@@ -104,9 +107,8 @@ open_consumer(sim_node *n) {
 }
 
 static void
-append_event(sim_node *n, bus_type t, const void *typed) {
-  char subject[BUS_SUBJECT_MAX], id[33];
-  bus_event_new_id(id);
+append_event(sim_node *n, bus_type t, const void *typed, const char *id) {
+  char subject[BUS_SUBJECT_MAX];
   bus_event ev = {.v = BUS_SCHEMA_VERSION,
                   .t = t,
                   .typed = typed,
@@ -131,13 +133,17 @@ register_node(sim_node *n) {
       .spec = {.cluster = BUS_STR("local"),
                .capacity = {
                    .has_cpu = 1, .cpu = 8, .has_memory = 1, .memory = 16384}}};
-  append_event(n, BUS_T_NODE_REGISTERED, &r);
+  if (!n->reg_id[0])
+    bus_event_new_id(n->reg_id);
+  append_event(n, BUS_T_NODE_REGISTERED, &r, n->reg_id);
 }
 
 static void
 heartbeat(sim_node *n) {
   bus_ev_node_heartbeat d = {.has_pods = 1, .pods = 0};
-  append_event(n, BUS_T_NODE_HEARTBEAT, &d);
+  char id[33];
+  bus_event_new_id(id);
+  append_event(n, BUS_T_NODE_HEARTBEAT, &d, id);
   atomic_fetch_add(&F.hb, 1);
 }
 
@@ -211,6 +217,7 @@ connect_some(int64_t now) {
      * over the period, as nodes started apart would */
     n->next_hb = now + (int64_t)F.hb_ms * (F.next - 1) / F.count;
     n->next_reg = n->next_open = now;
+    n->open_wait = 1000;
   }
 }
 
@@ -224,12 +231,13 @@ sweep_node(sim_node *n, int64_t now) {
     heartbeat(n);
   }
   if (st == REGISTERING) {
-    if (now >= n->next_reg) { /* again (same node, new id) until its stream */
-      n->next_reg = now + 10000;
+    if (now >= n->next_reg) { /* again, same id: its ack may have been lost */
+      n->next_reg = now + 30000;
       register_node(n);
     }
-    if (now >= n->next_open) {
-      n->next_open = now + 1000;
+    if (now >= n->next_open) { /* as edge/slice.c retries */
+      n->next_open = now + n->open_wait;
+      n->open_wait = n->open_wait < 16000 ? n->open_wait * 2 : 16000;
       open_consumer(n);
     }
     return;

@@ -15,8 +15,9 @@
  * its position in memory: a broker restart forgets it, and so does a
  * stream made anew. Either way the fetch fails, the thread opens the
  * consumer again, and "last per subject" hands over every pod's current
- * state, which the store takes only where it is newer. Cut off, the
- * thread retries every second; pods run on meanwhile.
+ * state, which the store takes only where it is newer. Cut off, or before
+ * the scheduler made its stream, the thread retries after 1 s, then 2, 4,
+ * up to 16 s; pods run on meanwhile.
  */
 #include <stdio.h>
 #include <string.h>
@@ -194,15 +195,20 @@ edge_slice_main(void *arg) {
   edge_agent *a = arg;
   bus_consumer *k = NULL;
   bus_batch *b = NULL;
-  int again = 0;
+  int again = 0, idle_s = 1;
   if (bus_batch_new(&b))
     return NULL;
   while (!atomic_load(&a->stop)) {
     if (!k && !(k = open_slice(a, again))) {
-      for (int i = 0; i < 10 && !atomic_load(&a->stop); i++)
+      /* 1 s, doubling to 16 s: a fleet registering at once would keep
+       * the broker's JetStream API busy with opens of streams the
+       * scheduler has not made yet, and slow it making them */
+      for (int i = 0; i < idle_s * 10 && !atomic_load(&a->stop); i++)
         usleep(100 * 1000);
+      idle_s = idle_s < 16 ? idle_s * 2 : 16;
       continue;
     }
+    idle_s = 1;
     /* returns as soon as desired states are there; each wait that ends
      * empty costs the broker a request and a status (edge.h) */
     int rc = bus_consumer_fetch(k, 256, a->cfg.slice_wait_ms, b);

@@ -40,6 +40,10 @@ struct sched_ingress {
   uint32_t *slots;
   size_t nslots; /* a power of two */
   int64_t started_ms, last_scan_ms;
+  /* the streams of the nodes registering in the batch at hand, made
+   * before its messages are handled (streams_first) */
+  char made[SCHED_RUNS_MAX][SCHED_NAME_SZ];
+  size_t nmade;
 };
 
 static size_t
@@ -248,8 +252,11 @@ registration(sched_ingress *in, const char *node, const bus_event *ev) {
     return bus_error(BUS_EDENIED, "node %s may not register %s", node, name);
   snprintf(actor, sizeof actor, "node:%s", node);
   bus_version ver;
+  size_t i = 0;
+  while (i < in->nmade && strcmp(in->made[i], node))
+    i++;
   /* the node's stream first: it exists before the node can be placed */
-  int rc = sched_slice_ensure(in->s.c, node);
+  int rc = i < in->nmade ? 0 : sched_slice_ensure(in->s.c, node);
   if (rc >= 0)
     rc = bus_subj_node_registered(subject, sizeof subject, node);
   if (!rc)
@@ -378,12 +385,45 @@ watch_node(void *rec, void *ud) {
   return 0;
 }
 
+/*
+ * The streams of the nodes whose registration is in b, made in one go:
+ * LARK_EVENTS' settings read once for all of them, not once each. In a
+ * storm of registrations every JetStream API call counts (the broker
+ * answers them one at a time). On failure each registration makes its
+ * own, as before.
+ */
+static void
+streams_first(sched_ingress *in, bus_batch *b) {
+  const char *names[SCHED_RUNS_MAX], *what, *subject;
+  char node[SCHED_NAME_SZ], name[SCHED_NAME_SZ];
+  in->nmade = 0;
+  for (size_t i = 0; i < bus_batch_len(b) && in->nmade < SCHED_RUNS_MAX; i++) {
+    bus_batch_meta(b, i, &subject, NULL, NULL);
+    const bus_event *ev = bus_batch_event(b, i);
+    const bus_node_res *res = ev ? bus_as_node_registered(ev) : NULL;
+    if (!res || route(subject, node, &what))
+      continue;
+    bus_str_copy(res->metadata.name, name, sizeof name);
+    if (strcmp(name, node)) /* refused later, with its reason */
+      continue;
+    snprintf(in->made[in->nmade], SCHED_NAME_SZ, "%s", node);
+    names[in->nmade] = in->made[in->nmade];
+    in->nmade++;
+  }
+  if (in->nmade > 1 &&
+      bus_node_streams_ensure(in->s.c, names, in->nmade, NULL) < 0)
+    in->nmade = 0;
+  if (in->nmade == 1)
+    in->nmade = 0; /* one alone: as before */
+}
+
 /* One fetched batch: each message in order, then what is staged; acked
  * unless told to stop meanwhile (then it comes again). */
 static void
 handle_batch(bus_worker *w, bus_batch *b, void *ud) {
   sched_ingress *in = ud;
   in->s.q.w = w;
+  streams_first(in, b);
   int rc = 0;
   for (size_t i = 0; i < bus_batch_len(b) && !sched_ingress_transient(rc); i++)
     rc = take(in, b, i);
