@@ -152,9 +152,11 @@ spawn(lt_natsd *s, const char *const *extra, int port) {
   return pid;
 }
 
+/* 30 s: a broker given the accounts of ten thousand nodes takes several
+ * seconds to read them on a busy machine. */
 static int
 wait_port(lt_natsd *s) {
-  for (int i = 0; i < 200; i++) {
+  for (int i = 0; i < 1200; i++) {
     int st;
     if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
       fprintf(stderr, "natsd: nats-server exited (see %s/server.log)\n",
@@ -170,7 +172,7 @@ wait_port(lt_natsd *s) {
     }
     sleep_ms(25);
   }
-  fprintf(stderr, "natsd: no ports file after 5 s in %s\n", s->dir);
+  fprintf(stderr, "natsd: no ports file after 30 s in %s\n", s->dir);
   return -1;
 }
 
