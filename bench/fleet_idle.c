@@ -19,7 +19,7 @@
  *
  *   bench_fleet_idle [--nodes N] [--procs P] [--seconds S] [--rounds R]
  *                    [--heartbeat-ms H] [--expiry-ms E] [--check-ms C]
- *                    [--limit S] [--creds DIR]
+ *                    [--limit S] [--creds DIR] [--streams file|memory]
  * --limit: how long the nodes may take to come up (600 s).
  */
 #include <stdio.h>
@@ -113,6 +113,7 @@ phase(fleetsim *f, run *r, int edge) {
 int
 main(int argc, char **argv) {
   char creds[256];
+  const char *streams = "file";
   run r = {.n = 1000,
            .procs = 0,
            .seconds = 30,
@@ -125,18 +126,25 @@ main(int argc, char **argv) {
   const char *tmp = getenv("TMPDIR");
   snprintf(creds, sizeof creds, "%s/larkbench-fleet-creds", tmp ? tmp : "/tmp");
   r.creds = creds;
-  const bench_opt opts[] = {
-      {"--nodes", .i = &r.n},         {"--procs", .i = &r.procs},
-      {"--seconds", .i = &r.seconds}, {"--rounds", .i = &r.rounds},
-      {"--heartbeat-ms", .i = &r.hb}, {"--expiry-ms", .i = &r.expiry},
-      {"--check-ms", .i = &r.check},  {"--limit", .i = &r.limit},
-      {"--creds", .s = &r.creds},     {NULL}};
+  const bench_opt opts[] = {{"--nodes", .i = &r.n},
+                            {"--procs", .i = &r.procs},
+                            {"--seconds", .i = &r.seconds},
+                            {"--rounds", .i = &r.rounds},
+                            {"--heartbeat-ms", .i = &r.hb},
+                            {"--expiry-ms", .i = &r.expiry},
+                            {"--check-ms", .i = &r.check},
+                            {"--limit", .i = &r.limit},
+                            {"--creds", .s = &r.creds},
+                            {"--streams", .s = &streams},
+                            {NULL}};
   if (bench_opts(argc, argv, opts) || r.n < 1 || r.seconds < 1 || r.rounds < 1)
     bench_die("usage", "bench_fleet_idle [--nodes N] [--procs P] [--seconds S]"
                        " [--rounds R] [--heartbeat-ms H] [--expiry-ms E] "
-                       "[--check-ms C] [--limit S] [--creds DIR]");
+                       "[--check-ms C] [--limit S] [--creds DIR] "
+                       "[--streams file|memory]");
   if (r.procs < 1) /* a few thousand nodes a loop */
     r.procs = (r.n + 2499) / 2500;
+  fleetsim_memory_streams(!strcmp(streams, "memory"));
   fleetsim f;
   /* NotReady after three silent heartbeats, as the scheduler's default */
   fleetsim_up(&f, argv[0], "fleet_idle", r.creds, r.n, 1, 3 * r.hb);

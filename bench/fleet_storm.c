@@ -16,7 +16,9 @@
  * broker and scheduler.
  *
  *   bench_fleet_storm [--nodes N] [--procs P] [--rounds R] [--limit S]
- *                     [--creds DIR]
+ *                     [--creds DIR] [--streams file|memory]
+ * --streams memory: the platform's streams, node streams among them, in
+ * memory (what bounds the storm with files is the broker making them).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,20 +98,26 @@ phase(fleetsim *f, const run *r, int edge) {
 int
 main(int argc, char **argv) {
   char creds[256];
+  const char *streams = "file";
   run r = {.n = 1000, .procs = 0, .rounds = 1, .limit = 180};
   setvbuf(stdout, NULL, _IOLBF, 0);
   const char *tmp = getenv("TMPDIR");
   snprintf(creds, sizeof creds, "%s/larkbench-fleet-creds", tmp ? tmp : "/tmp");
   r.creds = creds;
-  const bench_opt opts[] = {
-      {"--nodes", .i = &r.n},       {"--procs", .i = &r.procs},
-      {"--rounds", .i = &r.rounds}, {"--limit", .i = &r.limit},
-      {"--creds", .s = &r.creds},   {NULL}};
+  const bench_opt opts[] = {{"--nodes", .i = &r.n},
+                            {"--procs", .i = &r.procs},
+                            {"--rounds", .i = &r.rounds},
+                            {"--limit", .i = &r.limit},
+                            {"--creds", .s = &r.creds},
+                            {"--streams", .s = &streams},
+                            {NULL}};
   if (bench_opts(argc, argv, opts) || r.n < 1 || r.rounds < 1 || r.limit < 1)
     bench_die("usage", "bench_fleet_storm [--nodes N] [--procs P] "
-                       "[--rounds R] [--limit S] [--creds DIR]");
+                       "[--rounds R] [--limit S] [--creds DIR] "
+                       "[--streams file|memory]");
   if (r.procs < 1)
     r.procs = (r.n + 2499) / 2500;
+  fleetsim_memory_streams(!strcmp(streams, "memory"));
   int bad = 0;
   for (int i = 0; i < r.rounds; i++) {
     fleetsim f;

@@ -27,6 +27,8 @@
 #include "secure.h"
 
 static bus_conn *admin;
+static int memory_streams;
+static fleetsim *live; /* what SIGINT/SIGTERM stops */
 static bus_serve *watch;
 static atomic_uchar *seen;
 static atomic_long nseen;
@@ -109,6 +111,26 @@ render_accounts(fleetsim *f) {
 }
 
 void
+fleetsim_memory_streams(int on) {
+  memory_streams = on;
+}
+
+/* Interrupted: the node processes, the scheduler and the broker go too. */
+static void
+on_signal(int sig) {
+  if (live) {
+    for (int p = 0; p < live->nprocs; p++)
+      kill(live->pids[p], SIGKILL);
+    if (live->sched > 0)
+      kill(live->sched, SIGKILL);
+    if (live->srv.pid > 0)
+      kill(live->srv.pid, SIGKILL);
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+void
 fleetsim_up(fleetsim *f, const char *argv0, const char *tag, const char *creds,
             int n, int with_sched, int timeout_ms) {
   char conf[600];
@@ -129,8 +151,15 @@ fleetsim_up(fleetsim *f, const char *argv0, const char *tag, const char *creds,
     bench_die("broker", lark_cfg_error());
   printf("fleetsim: broker with %d node users up in %.1f s\n", n,
          bench_now_s() - t0);
+  live = f;
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
+  bus_streams_opts so;
+  bus_streams_opts_init(&so);
+  so.dedupe_ns = INT64_C(120000000000);
+  so.memory = memory_streams;
   if (lt_connect_as(f->srv.url, f->creds, "admin", 10000, &admin) ||
-      lt_streams(admin, 120000))
+      bus_streams_ensure(admin, &so))
     bench_die("admin", bus_last_error());
   seen_cap = n;
   if (!(seen = calloc((size_t)n, 1)))
@@ -341,6 +370,7 @@ fleetsim_down(fleetsim *f) {
   free((void *)seen);
   seen = NULL;
   lt_natsd_stop(&f->srv);
+  live = NULL;
   if (!getenv("LARK_KEEP"))
     lt_rmtree(f->dir);
 }

@@ -61,6 +61,11 @@ typedef struct fleetsim_broker {
  */
 void fleetsim_up(fleetsim *f, const char *argv0, const char *tag,
                  const char *creds, int n, int with_sched, int timeout_ms);
+/* Node streams (and the platform's) in memory instead of files, for the
+ * next fleetsim_up: what bounds a fleet with file-stored ones is the
+ * broker making them (fleet_storm) and its descriptors. */
+void fleetsim_memory_streams(int on);
+
 /* Stop the nodes, the scheduler and the broker; remove the directory. */
 void fleetsim_down(fleetsim *f);
 

@@ -16,8 +16,8 @@
  *
  * Settings come from flags over the environment (LARK_URL, LARK_CREDS,
  * LARK_DATA, LARK_NODE, LARK_POD_CIDR, LARK_ARTIFACT_CA, LARK_DEVICE_FILE,
- * LARK_TLS_DIR, LARK_WEIGHTS_LISTEN, LARK_WEIGHTS_RELAY, LARK_HEARTBEAT in
- * seconds) over defaults.
+ * LARK_TLS_DIR, LARK_WEIGHTS_LISTEN, LARK_WEIGHTS_RELAY, LARK_HEARTBEAT and
+ * LARK_SLICE_WAIT in seconds) over defaults.
  * The TLS directory (ca.pem, cert.pem, key.pem: the node's certificate
  * from the platform's signer) lets the node serve and fetch Jobs'
  * weights (weights.h). The device file declares the node's robots and cameras
@@ -221,9 +221,11 @@ main(int argc, char **argv) {
   c.weights_listen = env_or("LARK_WEIGHTS_LISTEN", NULL);
   c.weights_relay = env_or("LARK_WEIGHTS_RELAY", NULL);
   const char *ca = env_or("LARK_ARTIFACT_CA", NULL), *share = NULL;
-  /* as --heartbeat; reaches the agents `larkctl up` starts */
+  /* as --heartbeat and --slice-wait; reach the agents `larkctl up` starts */
   const char *hb = env_or("LARK_HEARTBEAT", NULL);
-  if (hb && seconds_ms(hb, &c.heartbeat_ms)) {
+  const char *sw = env_or("LARK_SLICE_WAIT", NULL);
+  if ((hb && seconds_ms(hb, &c.heartbeat_ms)) ||
+      (sw && seconds_ms(sw, &c.slice_wait_ms))) {
     fputs(usage, stderr);
     return 2;
   }
