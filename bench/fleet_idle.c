@@ -123,8 +123,7 @@ main(int argc, char **argv) {
            .expiry = EDGE_SLICE_WAIT_MS,
            .check = BUS_CONSUMER_CHECK_MS};
   setvbuf(stdout, NULL, _IOLBF, 0);
-  const char *tmp = getenv("TMPDIR");
-  snprintf(creds, sizeof creds, "%s/larkbench-fleet-creds", tmp ? tmp : "/tmp");
+  fleetsim_creds_dir(creds, sizeof creds);
   r.creds = creds;
   const bench_opt opts[] = {{"--nodes", .i = &r.n},
                             {"--procs", .i = &r.procs},

@@ -101,8 +101,7 @@ main(int argc, char **argv) {
   const char *streams = "file";
   run r = {.n = 1000, .procs = 0, .rounds = 1, .limit = 180};
   setvbuf(stdout, NULL, _IOLBF, 0);
-  const char *tmp = getenv("TMPDIR");
-  snprintf(creds, sizeof creds, "%s/larkbench-fleet-creds", tmp ? tmp : "/tmp");
+  fleetsim_creds_dir(creds, sizeof creds);
   r.creds = creds;
   const bench_opt opts[] = {{"--nodes", .i = &r.n},
                             {"--procs", .i = &r.procs},

@@ -111,6 +111,12 @@ render_accounts(fleetsim *f) {
 }
 
 void
+fleetsim_creds_dir(char *out, size_t cap) {
+  const char *tmp = getenv("TMPDIR");
+  snprintf(out, cap, "%s/larkbench-fleet-creds", tmp && *tmp ? tmp : "/tmp");
+}
+
+void
 fleetsim_memory_streams(int on) {
   memory_streams = on;
 }

@@ -11,6 +11,7 @@
 #ifndef LARK_BENCH_FLEETSIM_H
 #define LARK_BENCH_FLEETSIM_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -59,6 +60,9 @@ typedef struct fleetsim_broker {
  * started beside it (LARK_NODE_TIMEOUT_MS from timeout_ms when > 0). The
  * benchmark dies when any of it fails.
  */
+/* Where the benchmarks keep the fleet's credentials unless told:
+ * $TMPDIR (or /tmp)/larkbench-fleet-creds. */
+void fleetsim_creds_dir(char *out, size_t cap);
 void fleetsim_up(fleetsim *f, const char *argv0, const char *tag,
                  const char *creds, int n, int with_sched, int timeout_ms);
 /* Node streams (and the platform's) in memory instead of files, for the
