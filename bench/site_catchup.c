@@ -16,7 +16,7 @@
  *   leaf     through the site's live link, no cut
  *   cut      the link cut, the nodes sending into it for --cut-ms, then
  *            mended: from the mend until the last report is stored
- *            (relink: until the first report lands)
+ *            (and until the first batch of 256 is acked)
  *
  * usage: bench_site_catchup [--nodes 20] [--reports 500] [--cut-ms 3000]
  *                           [--rounds 2]
@@ -262,7 +262,7 @@ main(int argc, char **argv) {
     phase c = run_phase(&b, 0, cut_ms);
     load(l, sizeof l);
     printf("round %d (%s): after the cut all in the log %.0f ms after the "
-           "link returned (first report %.0f ms); baseline: the same "
+           "link returned (first batch acked %.0f ms); baseline: the same "
            "reports direct to the hub %.0f ms, through the live leaf "
            "%.0f ms\n",
            r, l, c.all_s * 1e3, c.relink_s * 1e3, d.all_s * 1e3, f.all_s * 1e3);

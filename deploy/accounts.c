@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "deploy-int.h"
 
 /* The role whose rows a principal of role gets: a site its nodes'. */
@@ -134,6 +136,26 @@ add_user(sbuf *b, const lark_principal *p, const lark_principal *all,
   dpl_sb_add(b, "        }\n      }\n");
 }
 
+/* A site's server with no node: its one user is the site's own key with
+ * no rights (a fresh key when the registry has none). nats-server with no
+ * user configured takes anonymous clients, and keeps connections a reload
+ * removed the last user of. */
+static void
+add_site_guard(sbuf *b, const char *site, const lark_principal *p, size_t n) {
+  lark_principal g;
+  char seed[BUS_NKEY_SEED_LEN + 1];
+  memset(&g, 0, sizeof g);
+  for (size_t i = 0; i < n && !g.pub[0]; i++)
+    if (p[i].role == LARK_ROLE_SITE && !strcmp(p[i].name, site))
+      g = p[i];
+  if (!g.pub[0] && bus_nkey_create(seed, g.pub) < 0)
+    return;
+  sodium_memzero(seed, sizeof seed);
+  snprintf(g.name, sizeof g.name, "%s", site);
+  g.role = LARK_ROLE_SITE;
+  add_user(b, &g, &g, 0); /* a site without nodes: deny everything */
+}
+
 char *
 lark_accounts_text(const lark_principal *p, size_t n) {
   return dpl_accounts_text(p, n, NULL);
@@ -156,9 +178,15 @@ dpl_accounts_text(const lark_principal *p, size_t n, const char *site) {
                    "explicit nkey user.\n"
                    "accounts {\n  LARK {\n    jetstream: enabled\n    "
                    "users: [\n");
+  size_t users = 0;
   for (size_t i = 0; i < n; i++)
-    if (!site || (p[i].role == LARK_ROLE_NODE && !strcmp(p[i].site, site)))
+    if (!site || (p[i].role == LARK_ROLE_NODE && !strcmp(p[i].site, site))) {
       add_user(&b, &p[i], p, n);
+      users++;
+    }
+  if (site && !users) /* no user at all would let anyone in: the site's
+                         own key, allowed nothing, holds the door */
+    add_site_guard(&b, site, p, n);
   dpl_sb_add(&b, "    ]\n  }\n}\n");
   if (b.oom) {
     free(b.p);

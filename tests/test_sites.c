@@ -105,6 +105,11 @@ Test(sites, renders_what_a_site_needs, .timeout = 60) {
   hub_user(&x, "east", user, sizeof user);
   cr_assert(strstr(user, "publish: { deny: [\">\"] }"), "%s", user);
   cr_assert(strstr(user, "subscribe: { deny: [\">\"] }"), "%s", user);
+  /* and its server has a user (no user at all would let anyone in) */
+  acc = site_file(&x, "east", "accounts.conf");
+  cr_assert(strstr(acc, "# east (site)") &&
+                strstr(acc, "publish: { deny: [\">\"] }"),
+            "%s", acc);
 
   /* n2 leaves the registry (a decommissioned node): it leaves north's
    * users, its seed there, and the hub's north user. */

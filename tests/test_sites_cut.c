@@ -168,9 +168,11 @@ Test(sites_cut, a_site_cut_off_catches_up_on_return, .timeout = 300) {
       sh("pgrep -f '%s/views/node-1/pods/sleepe[r]-' >/dev/null", plat.dir), 0,
       "the stop reached the node through a cut link");
   cr_assert(wait_field("nodes", "node-1", "status", "Ready", 1));
+  /* The pull the node had waiting died with the link (the hub found no
+   * one behind it); the next comes when that pull's wait ends. */
   lt_cutlink_mend(link);
   int gone = 0;
-  for (int i = 0; i < 200 && !gone; i++)
+  for (int i = 0; i < 600 && !gone; i++) /* 60 s: ample for any pull wait */
     if (!(gone = sh("pgrep -f '%s/views/node-1/pods/sleepe[r]-' >/dev/null",
                     plat.dir) != 0))
       lt_sleep_ms(100);
@@ -199,7 +201,7 @@ Test(sites_cut, a_site_cut_off_catches_up_on_return, .timeout = 300) {
   lt_cutlink_mend(link);
   cr_assert(wait_field("nodes", "node-1", "status", "Ready", 60));
   gone = 0;
-  for (int i = 0; i < 200 && !gone; i++)
+  for (int i = 0; i < 600 && !gone; i++) /* 60 s: ample for any pull wait */
     if (!(gone = sh("kill -0 %s 2>/dev/null", pids) != 0))
       lt_sleep_ms(100);
   cr_assert(gone, "the lost attempt runs on after its node returned");
@@ -220,6 +222,38 @@ Test(sites_cut, a_site_cut_off_catches_up_on_return, .timeout = 300) {
   for (size_t i = 0; views[i]; i++)
     cr_assert_eq(larkctl_run("replay %s --verify", views[i]), 0, "%s: %s",
                  views[i], out);
+
+  /* Decommissioned, the node leaves its site too: its user and seed are
+   * gone from the site's files, and the site's server (reloaded) refuses
+   * its key. */
+  char site_acc[400], seed[400], keep[400], buf[8192], url[64];
+  snprintf(seed, sizeof seed, "%s/sites/site-1/creds/node-1.nk", plat.dir);
+  snprintf(keep, sizeof keep, "%s/node-1.nk.kept", plat.dir);
+  cr_assert_eq(sh("cp %s %s", seed, keep), 0);
+  snprintf(site_acc, sizeof site_acc, "%s/sites/site-1/site", plat.dir);
+  cr_assert(lt_read_file(site_acc, buf, sizeof buf));
+  char *p = strstr(buf, "port ");
+  cr_assert(p, "%s", buf);
+  snprintf(url, sizeof url, "nats://127.0.0.1:%d", atoi(p + 5));
+  cr_assert_eq(larkctl_run("delete node node-1"), 0, "%s", out);
+  snprintf(site_acc, sizeof site_acc, "%s/sites/site-1/accounts.conf",
+           plat.dir);
+  cr_assert(lt_read_file(site_acc, buf, sizeof buf));
+  cr_assert(!strstr(buf, "node-1"), "%s", buf);
+  cr_assert(!lt_read_file(seed, buf, sizeof buf), "the seed stays at the site");
+  bus_conn *c = NULL;
+  bus_conn_opts co;
+  bus_conn_opts_init(&co);
+  co.url = url;
+  co.creds = keep;
+  int rc = 0;
+  for (int i = 0; i < 50 && (rc = bus_conn_open(&c, &co)) == 0; i++) {
+    bus_conn_close(c); /* until the site's server has reloaded */
+    c = NULL;
+    lt_sleep_ms(100);
+  }
+  cr_assert_eq(rc, BUS_EAUTH, "the site's server takes node-1's key: %s",
+               bus_strerror(rc));
   lt_cutlink_stop(link);
   int st = lt_platform_stop(&plat);
   cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "up exit status %d", st);
