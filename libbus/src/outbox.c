@@ -13,11 +13,13 @@
  *   view decides again when it applies the newer event;
  * - a timeout or lost connection stops the drain; the entry stays and is
  *   tried again, with the same id.
- * A chunk of entries goes out at once, without waiting for each answer
+ * Entries go out a flight at a time, without waiting for each answer
  * (pipe.c); their answers are then taken in emit order and each entry is
  * settled by its own, as above. The broker stores one stream's appends
- * in the order they were sent, so a check meets the same log as it would
- * have one at a time. The first entry kept or failed stops the drain: it
+ * in the order they were sent, so a checked entry flies only with
+ * entries of its own stream (publish_run): it meets the same log, and
+ * keeps the same place among the other streams' entries, as one append
+ * at a time gave it. The first entry kept or failed stops the drain: it
  * and those after it stay in the outbox, and those of them that did land
  * are duplicates the next time (same id), or found landed by the check.
  *
@@ -223,15 +225,58 @@ settle(bus_conn *c, const char *stream, const entry *e, int rc) {
   return rc;
 }
 
+/* How much of a subject names its stream, as far as order goes:
+ * "lark.node.<node>" for a node's stream, else its first two tokens
+ * ("lark.ev", "lark.run", ...). */
+static size_t
+stream_part(const char *subject) {
+  int dots = strncmp(subject, "lark.node.", 10) ? 2 : 3;
+  size_t i = 0;
+  while (subject[i] && !(subject[i] == '.' && --dots == 0))
+    i++;
+  return i;
+}
+
 /*
- * Publish ch->e[from..to) at once, then settle its entries in order from
- * their answers, each as a synchronous append would be (see the top). Stops at
- * the first entry kept or failed: it and every entry after it stay, and
- * are sent again with the same ids (duplicates of those that landed are
- * dropped by the broker, or found landed by the check). Returns how many
- * entries are settled; *err is the failure that stopped it
- * (BUS_ENO_STREAM when a subject had no stream: the service may make it,
- * bus_service_opts.repair).
+ * The entries in flight, unanswered: sending one more must not let it
+ * overtake, or be overtaken by, a checked entry. The broker stores one
+ * stream's appends in the order they came, but streams apart, so a
+ * checked entry goes out only behind entries of its own stream, and
+ * nothing of another stream goes out behind it (the order one synchronous
+ * append at a time gave them: a checked decision is in the log before
+ * anything decided after it is sent, and after everything before it).
+ */
+typedef struct flight {
+  const char *subject; /* the first one's */
+  size_t part;         /* stream_part of it */
+  int n, checked, mixed;
+} flight;
+
+static int
+may_join(flight *f, const entry *e) {
+  int checked = e->flags & BUS_APPEND_CHECK;
+  size_t part = stream_part(e->subject);
+  int same = f->n && part == f->part && !strncmp(e->subject, f->subject, part);
+  if (!f->n)
+    *f = (flight){e->subject, part, 0, checked, 0};
+  else if (!(same && !f->mixed) && (checked || f->checked))
+    return 0;
+  f->mixed |= f->n && !same;
+  f->checked |= checked;
+  f->n++;
+  return 1;
+}
+
+/*
+ * Publish ch->e[from..to) a flight at a time (as many entries as may go
+ * out together, above), settling each flight's entries in order from
+ * their answers, each as a synchronous append would be (see the top).
+ * Stops at the first entry kept or failed: it and every entry after it
+ * stay, and are sent again with the same ids (duplicates of those that
+ * landed are dropped by the broker, or found landed by the check).
+ * Returns how many entries are settled; *err is the failure that stopped
+ * it (BUS_ENO_STREAM when a subject had no stream: the service may make
+ * it, bus_service_opts.repair).
  */
 static int
 publish_run(bus__pipe *p, bus_conn *c, const char *stream, const chunk *ch,
@@ -240,18 +285,21 @@ publish_run(bus__pipe *p, bus_conn *c, const char *stream, const chunk *ch,
   int sent = from, done = from;
   bus__ack a;
   bus__pipe_round(p);
-  while (sent < to && (*err = send_entry(p, &ch->e[sent])) >= 0)
-    sent++;
-  if (sent == to)
-    *err = 0;
-  for (; done < sent; done++) {
-    fate[done] =
-        settle(c, stream, &ch->e[done], bus__pipe_ack(p, done - from, &a));
-    if (fate[done] <= 0) {
-      *err = fate[done];
-      return done;
+  *err = 0;
+  while (done < to && *err >= 0) {
+    flight f = {0};
+    while (sent < to && may_join(&f, &ch->e[sent]) &&
+           (*err = send_entry(p, &ch->e[sent])) >= 0)
+      sent++;
+    for (; done < sent; done++) {
+      fate[done] =
+          settle(c, stream, &ch->e[done], bus__pipe_ack(p, done - from, &a));
+      if (fate[done] <= 0) {
+        *err = fate[done];
+        return done;
+      }
+      fate[done] == 1 ? (*pub)++ : (*drop)++;
     }
-    fate[done] == 1 ? (*pub)++ : (*drop)++;
   }
   if (*err == BUS_ECONN || *err == BUS_ETIMEOUT)
     *err = 0; /* not sent: kept for the next drain */
