@@ -18,6 +18,18 @@
  * state, which the store takes only where it is newer. Cut off, or before
  * the scheduler made its stream, the thread retries after 1 s, then 2, 4,
  * up to 16 s; pods run on meanwhile.
+ *
+ * The node stream itself is kept in memory: a broker that restarted has
+ * none until the scheduler (and lark-engine, lark-devices) make it again
+ * and send what it held; meanwhile opening fails ("stream missing") and
+ * is tried again as above. The new stream numbers its messages from 1,
+ * so "newer" is never the stream's sequence: every desired state and
+ * projection carries the version its writer gave it (the sequence of the
+ * event that decided it, which only grows), and what is sent again comes
+ * with the version it had, which the store already holds: taken as
+ * nothing new, nothing is started twice. Only a message without a version
+ * (no writer of the platform sends one) falls back to the stream's
+ * sequence.
  */
 #include <stdio.h>
 #include <string.h>

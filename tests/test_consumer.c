@@ -216,8 +216,10 @@ Test(consumer, denied) {
 
 /* A node's slice consumer: last per subject, one ack per batch, position
  * in the broker's memory. A fetch hands over what is there as soon as
- * something is; a restarted broker forgets the consumer and the next
- * empty fetch says so; opened again, it hands over the current states. */
+ * something is; a restarted broker forgets the consumer (and the node
+ * stream, kept in memory) and the next empty fetch says so; once the
+ * stream is made and filled again, the consumer opened again hands over
+ * the current states. */
 static bus_consumer *
 open_slice(lt_fixture *f) {
   bus_slice sl;
@@ -266,6 +268,19 @@ Test(consumer, slice_acks_once_and_is_found_gone_after_a_restart,
   cr_assert_eq(rc, BUS_ENOT_FOUND, "%s: %s", bus_err_name(rc),
                bus_last_error());
   bus_consumer_close(k);
+  /* the node stream was kept in memory: gone as well, until its writers
+   * make it again and send what it held (bus_view_node_streams_repair) */
+  bus_slice sl;
+  cr_assert_eq(bus_slice_init(&sl, "n1"), 0);
+  k = NULL;
+  rc = bus_consumer_open(f.c, &sl.opts, &k);
+  cr_assert_eq(rc, BUS_ENO_STREAM, "%s: %s", bus_err_name(rc),
+               bus_last_error());
+  cr_assert_eq(bus_node_stream_ensure(f.c, "n1", NULL), 0, "%s",
+               bus_last_error());
+  put(&f, "lark.node.n1.pod.a");
+  put(&f, "lark.node.n1.pod.b");
+  put(&f, "lark.node.n1.pod.c");
   k = open_slice(&f);
   cr_assert_eq(bus_consumer_fetch(k, 100, 2000, f.b), 0);
   cr_assert_eq(bus_batch_len(f.b), 3, "every pod's current state again");

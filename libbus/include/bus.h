@@ -830,12 +830,14 @@ int bus_stream_delete(bus_conn *c, const char *name);
 /*
  * Node streams. Each node's desired states are a stream of the node's
  * own: LARK_NODE_<node>, subjects lark.node.<node>.>, one message per
- * subject (the latest desired state of each pod), with the replicas,
- * storage and duplicate window of LARK_EVENTS. The scheduler makes one
- * when it first knows a node; the node reads it through its pinned
- * consumer and nothing else. (On one stream for the whole fleet, server
- * 2.9 scans every pod subject of the fleet for each delivery to a node;
- * see docs/decisions.md.)
+ * subject (the latest desired state of each pod), with the replicas and
+ * duplicate window of LARK_EVENTS, kept in memory (a projection its
+ * writers send again when a restarted broker lost it:
+ * bus_view_node_streams_repair). The scheduler makes one when it first
+ * knows a node; the node reads it through its pinned consumer and nothing
+ * else. (On one stream for the whole fleet, server 2.9 scans every pod
+ * subject of the fleet for each delivery to a node; see
+ * docs/decisions.md.)
  */
 #define BUS_NODE_STREAM_PREFIX "LARK_NODE_"
 #define BUS_NODE_STREAM_MAX (sizeof BUS_NODE_STREAM_PREFIX + BUS_NAME_MAX)
@@ -852,6 +854,11 @@ int bus_node_stream_ensure(bus_conn *c, const char *node, int *created);
  * counts the streams made now. Stops at the first failure. */
 int bus_node_streams_ensure(bus_conn *c, const char *const *nodes, size_t n,
                             int *created);
+/* The same, and born[i] the creation time of nodes[i]'s stream (the
+ * broker's clock, ns: a stream made anew has another), made_now[i] 1 when
+ * it was made now (either may be NULL). */
+int bus_node_streams_born(bus_conn *c, const char *const *nodes, size_t n,
+                          int64_t *born, unsigned char *made_now, int *created);
 
 /*
  * Check that every stream in names (NULL-terminated) exists. On failure
@@ -1284,6 +1291,22 @@ typedef struct bus_view bus_view;
  */
 int bus_view_node_streams_ensure(bus_conn *c, bus_view *v, const char *table,
                                  int *made);
+/*
+ * The same, and what the streams lack sent again: a node stream is kept
+ * in memory, so a broker that restarted has none, and whoever makes them
+ * again first, the others find them there, empty. So each stream's
+ * creation time is remembered in the view (its _effects, "sc:<node>"); a
+ * stream made now, or born at another time than remembered, has lost
+ * what the service sent into it. Then the service's send queue, the one
+ * bus_txn_sendq walks with the note queue_note, is rewound (the note
+ * deleted) and a decide pass runs (bus_view_tick): every entry of the
+ * queue is sent again, with the ids it had. Where a stream still held
+ * one, the broker drops the copy (inside the duplicate window) or the
+ * node keeps what it has (the same version). *made counts the streams
+ * made now, *anew those found made anew.
+ */
+int bus_view_node_streams_repair(bus_conn *c, bus_view *v, const char *table,
+                                 const char *queue_note, int *made, int *anew);
 typedef struct bus_txn bus_txn;
 
 /*

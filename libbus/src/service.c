@@ -52,6 +52,8 @@ typedef struct service {
   char why[256];                /* set once, before state turns diverged */
   uint64_t next_cseq;           /* the consumer's next first delivery */
   unsigned long reconnects;     /* the count at the last stream check */
+  unsigned long repaired;       /* the count at the last repair */
+  int64_t repair_ms;            /* when repair was last tried */
   bus_serve *serve_all, *serve_one, *serve_snap;
 } service;
 
@@ -315,6 +317,23 @@ after_batch(service *s) {
   return 0;
 }
 
+/*
+ * After a reconnection the broker may be one that restarted and lost what
+ * it kept in memory (node streams): the service's repair makes them again
+ * and has what they lack sent again. Tried once a second until it
+ * succeeds (a broker just up may not answer yet). 1 when it ran now.
+ */
+static int
+repair_after_reconnect(service *s, int64_t now) {
+  unsigned long rc_now = atomic_load(&s->conn->reconnects);
+  if (!s->o->repair || s->repaired == rc_now || now - s->repair_ms < 1000)
+    return 0;
+  s->repair_ms = now;
+  if (s->o->repair(s->conn, s->o->repair_ud) == 0)
+    s->repaired = rc_now;
+  return 1;
+}
+
 /* The lag costs a request to the broker: measured twice a second at
  * most, not once per batch. */
 static void
@@ -355,6 +374,8 @@ run_loop(service *s, bus_consumer **kp, bus_batch *b) {
           s->o->poll_ms); /* status still answers; nothing is decided */
       continue;
     }
+    if (repair_after_reconnect(s, bus_mono_ms()) && (rc = after_batch(s)))
+      break;
     int got = step(s, k, b);
     if (got == REPOSITION)
       atomic_fetch_add(&s->repositions, 1);
@@ -389,6 +410,7 @@ bus_service_run(bus_conn *c, bus_view *v, const bus_service_opts *o) {
     return BUS_ERR(BUS_EINVAL, "a service needs a name");
   service s = {.conn = c, .view = v, .o = &opts};
   s.reconnects = (unsigned long)-1; /* check the stream at start */
+  s.repaired = atomic_load(&c->reconnects);
   bus_consumer *k = NULL;
   bus_batch *b = NULL;
   int rc = serve_status(&s);

@@ -14,8 +14,15 @@
  * platform's streams. One stream for every node would make the broker
  * (2.9) walk every pod subject of the fleet on each delivery to a
  * node's wildcard consumer; a node's own stream holds only its pods. A
- * node stream takes the replicas, storage and duplicate window of
- * LARK_EVENTS, so a cluster's node streams are replicated like the rest.
+ * node stream takes the replicas and duplicate window of LARK_EVENTS, so
+ * a cluster's node streams are replicated like the rest, but is kept in
+ * memory: it holds a projection of what its writers decided (each message
+ * carries the version of the event that decided it), a gang's burst
+ * writes to a thousand node streams at once, and a file-stored stream
+ * takes 4,000-6,000 such writes a second here. A broker that restarts
+ * loses them: whoever writes into them makes them again and sends what
+ * they lack (bus_view_node_streams_repair). A node stream found on file
+ * (made by an earlier version) is made anew in memory, and counted as made.
  */
 #include <stdio.h>
 #include <string.h>
@@ -159,10 +166,28 @@ missing(natsStatus s, jsErrCode jerr) {
   return s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr;
 }
 
-/* Create d or bring it to its settings; *created (may be NULL) tells. */
+/* Make d now; *born its creation time (the broker's clock). */
+static int
+add_one(bus_conn *c, const stream_def *d, jsStreamConfig *cfg, jsOptions *jo,
+        int64_t *born) {
+  jsStreamInfo *si = NULL;
+  jsErrCode jerr = 0;
+  natsStatus s = js_AddStream(&si, c->js, cfg, jo, &jerr);
+  if (s == NATS_OK && born)
+    *born = si->Created;
+  jsStreamInfo_Destroy(si);
+  return s == NATS_OK ? 0 : bus__nats_err(s, jerr, d->name);
+}
+
+/*
+ * Create d or bring it to its settings; *created (may be NULL) tells, and
+ * *born (may be NULL) is the stream's creation time. replace: a stream
+ * found with another storage is deleted and made anew (a node stream:
+ * what it held is sent again by its writers).
+ */
 static int
 ensure_one(bus_conn *c, const stream_def *d, const bus_streams_opts *o,
-           int *created) {
+           int replace, int *created, int64_t *born) {
   jsStreamConfig cfg;
   jsStreamInfo *si = NULL;
   jsOptions jo;
@@ -173,15 +198,22 @@ ensure_one(bus_conn *c, const stream_def *d, const bus_streams_opts *o,
   fill_config(d, o, &cfg);
   bus__js_opts(c, &jo);
   natsStatus s = js_GetStreamInfo(&si, c->js, d->name, &jo, &jerr);
-  if (missing(s, jerr)) {
-    s = js_AddStream(NULL, c->js, &cfg, &jo, &jerr);
-    if (s == NATS_OK && created)
+  if (missing(s, jerr) ||
+      (s == NATS_OK && replace && si->Config->Storage != cfg.Storage)) {
+    if (s == NATS_OK) /* on file, from an earlier version */
+      s = js_DeleteStream(c->js, d->name, &jo, &jerr);
+    jsStreamInfo_Destroy(si);
+    if ((s == NATS_OK || missing(s, jerr)) &&
+        (rc = add_one(c, d, &cfg, &jo, born)) == 0 && created)
       *created = 1;
-    return s == NATS_OK ? 0 : bus__nats_err(s, jerr, d->name);
+    return s == NATS_OK || missing(s, jerr) ? rc
+                                            : bus__nats_err(s, jerr, d->name);
   }
   if (s != NATS_OK)
     return bus__nats_err(s, jerr, d->name);
   const jsStreamConfig *have = si->Config;
+  if (born)
+    *born = si->Created;
   if (have->Retention != cfg.Retention || have->Storage != cfg.Storage) {
     rc = BUS_ERR(BUS_EEXISTS,
                  "stream %s exists with another retention or storage; "
@@ -210,7 +242,7 @@ bus_streams_ensure(bus_conn *c, const bus_streams_opts *o) {
   if (rc < 0 && rc != BUS_ENO_STREAM)
     return rc;
   for (size_t i = 0; i < NSTREAMS; i++) {
-    if ((rc = ensure_one(c, &table[i], o, NULL)) < 0)
+    if ((rc = ensure_one(c, &table[i], o, 0, NULL, NULL)) < 0)
       return rc;
   }
   /* after ensure_one: nats.c's update cannot carry allow_atomic */
@@ -255,7 +287,8 @@ bus_node_stream_name(const char *node, char *out, size_t cap) {
   return 0;
 }
 
-/* Replicas, storage and duplicate window of LARK_EVENTS into o. */
+/* Replicas and duplicate window of LARK_EVENTS into o; storage in
+ * memory (see the top). */
 static int
 settings_of_events(bus_conn *c, bus_streams_opts *o) {
   jsStreamInfo *si = NULL;
@@ -271,15 +304,15 @@ settings_of_events(bus_conn *c, bus_streams_opts *o) {
     return bus__nats_err(s, jerr, "LARK_EVENTS");
   bus_streams_opts_init(o);
   o->replicas = (int)si->Config->Replicas;
-  o->memory = si->Config->Storage == js_MemoryStorage;
+  o->memory = 1;
   o->dedupe_ns = si->Config->Duplicates;
   jsStreamInfo_Destroy(si);
   return 0;
 }
 
 int
-bus_node_streams_ensure(bus_conn *c, const char *const *nodes, size_t n,
-                        int *created) {
+bus_node_streams_born(bus_conn *c, const char *const *nodes, size_t n,
+                      int64_t *born, unsigned char *made_now, int *created) {
   char name[BUS_NODE_STREAM_MAX], subject[BUS_SUBJECT_MAX];
   bus_streams_opts o;
   int rc = settings_of_events(c, &o), made = 0;
@@ -290,12 +323,20 @@ bus_node_streams_ensure(bus_conn *c, const char *const *nodes, size_t n,
     snprintf(subject, sizeof subject, "lark.node.%s.>", nodes[i]);
     stream_def d = {name, subject, js_LimitsPolicy, AGE_NONE,
                     1,    0,       EVENTS_MSG_MAX};
-    rc = ensure_one(c, &d, &o, &one);
+    rc = ensure_one(c, &d, &o, 1, &one, born ? &born[i] : NULL);
     made += one;
+    if (made_now)
+      made_now[i] = (unsigned char)one;
   }
   if (created)
     *created = made;
   return rc < 0 ? rc : 0;
+}
+
+int
+bus_node_streams_ensure(bus_conn *c, const char *const *nodes, size_t n,
+                        int *created) {
+  return bus_node_streams_born(c, nodes, n, NULL, NULL, created);
 }
 
 int

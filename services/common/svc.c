@@ -327,11 +327,14 @@ svc_on_ingress_log(const char *subject, const char *msg, void *ud) {
 
 int
 svc_node_streams_repair(svc *s, bus_view *v, const char *what) {
-  int made = 0, rc = bus_view_node_streams_ensure(s->conn, v, "nodes", &made);
-  if (made)
+  int made = 0, anew = 0;
+  int rc = bus_view_node_streams_repair(s->conn, v, "nodes", SVC_SENDQ_NOTE,
+                                        &made, &anew);
+  if (made || anew)
     SVC_LOG(s, SVC_WARN, "lark.node.>", 0,
-            "made %d missing node stream%s for %s", made, made > 1 ? "s" : "",
-            what);
+            "made %d missing node stream%s for %s; %d found made anew: "
+            "sending %s again",
+            made, made == 1 ? "" : "s", what, anew, what);
   return rc;
 }
 

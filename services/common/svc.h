@@ -129,11 +129,16 @@ void svc_on_cmd_done(const bus_cmd *cmd, int rc, void *ud);
 void svc_on_ingress_log(const char *subject, const char *msg, void *ud);
 
 /*
- * For svc_view_opts.repair of a service that sends to the nodes' streams:
- * the outbox found one missing, so make the stream of every node in the
- * view's `nodes` table where it is missing (idempotent, as the scheduler
- * does for its pods), with a warning naming what they are for.
+ * For svc_view_opts.repair of a service that sends to the nodes' streams
+ * (called when its outbox found one missing, after a reconnection, and by
+ * the scheduler at start): make the stream of every node in the view's
+ * `nodes` table where it is missing (idempotent), and when one was made
+ * anew (a restarted broker lost the streams it kept in memory), send
+ * again everything the service's send queue holds: the queue walked by
+ * bus_txn_sendq with the note SVC_SENDQ_NOTE, as each of these services
+ * does (bus_view_node_streams_repair). A warning names what they are for.
  */
+#define SVC_SENDQ_NOTE "o"
 int svc_node_streams_repair(svc *s, bus_view *v, const char *what);
 
 /*

@@ -31,18 +31,12 @@ typedef struct app {
   sched_gone_state gone; /* deleted nodes' streams (gone.c) */
 } app;
 
-/* Every known node's own stream, made where it is missing. */
+/* Every known node's own stream, made where it is missing; what one made
+ * anew lacks (each pod's desired state) is sent again. */
 static int
 ensure_slices(svc *s, bus_view *v, void *ud) {
   (void)ud;
-  int made = 0;
-  int rc = sched_slices_ensure(s->conn, v, &made);
-  if (made)
-    SVC_LOG(s, SVC_WARN, "lark.node.>", 0,
-            "made %d missing node stream%s: their nodes get each pod's "
-            "desired state again at its next change",
-            made, made > 1 ? "s" : "");
-  return rc;
+  return svc_node_streams_repair(s, v, "pods' desired states");
 }
 
 /* Deleted nodes' streams, once nothing is left to send into them. */

@@ -28,7 +28,8 @@
  * placement-log version), "o" (the outgoing key sent last), "h<pod>" (a
  * Ray worker's desired state held until its head is up: the outgoing
  * seq, then the head pod's name) and each phase event's id until it is
- * applied.
+ * applied; and "sc:<node>", the creation time of the node's stream (a
+ * stream made anew has "o" rewound: svc_node_streams_repair).
  */
 #ifndef LARK_SCHEDULER_H
 #define LARK_SCHEDULER_H
@@ -257,9 +258,6 @@ void sched_ingress_stop(sched_ingress *in);
 /* Make node's own stream (bus_node_stream_ensure): 1 when it was made
  * now, 0 when it was there, negative on failure. */
 int sched_slice_ensure(bus_conn *c, const char *node);
-/* The same for every node in v; *created (may be NULL) counts the ones
- * made now. Stops at the first failure. */
-int sched_slices_ensure(bus_conn *c, bus_view *v, int *created);
 
 /*
  * gone.c: remove the streams of the nodes in `gone` (deleted nodes), once
