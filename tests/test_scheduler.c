@@ -371,6 +371,48 @@ Test(scheduler, silent_node_goes_notready_and_its_pod_runs_elsewhere) {
 }
 
 /*
+ * A pod with no retry left on a node that falls silent: Failed (NodeLost)
+ * and its Job with it, and the node is told to stop it - a node cut off
+ * runs its pods on, and on its return must not keep one no one sees.
+ */
+Test(scheduler, lost_pod_with_no_retry_left_is_stopped_on_its_node) {
+  edge_register("edge-n");
+  edge_beat("edge-n");
+  cr_assert(wait_field("node", "edge-n", "status", "Ready"));
+  job("once", 1, 0, 0);
+  cr_assert(wait_field("pod", "once-a-0", "node", "edge-n"));
+  report("edge-n", "once-a-0", "Running", 0, 0);
+  cr_assert(wait_field("pod", "once-a-0", "phase", "Running"));
+  cr_assert(wait_field("node", "edge-n", "status", "NotReady"));
+  cr_assert(wait_field("pod", "once-a-0", "phase", "Failed"));
+  cr_expect(wait_field("job", "once", "phase", "Failed"));
+  char buf[128];
+  field("pod", "once-a-0", "reason", buf, sizeof buf);
+  cr_expect(strstr(buf, "NodeLost"), "reason: %s", buf);
+  msgpack_zone z;
+  msgpack_zone_init(&z, 4096);
+  bus_event d;
+  int rc = -1;
+  buf[0] = 0;
+  for (int i = 0; i < 50 && strcmp(buf, "Stopped"); i++, usleep(100 * 1000))
+    if (!(rc = bus_last_event(conn, "LARK_NODE_edge-n",
+                              "lark.node.edge-n.pod.once-a-0", &d, &z)))
+      bus_obj_str(&d.data, "desired", buf, sizeof buf);
+  cr_assert_eq(rc, 0, "no desired state for once-a-0: %s", bus_last_error());
+  cr_expect_str_eq(d.type, "pod.desired");
+  cr_expect_str_eq(buf, "Stopped", "the lost pod is not stopped on its node");
+  uint64_t attempt = 1;
+  const msgpack_object *a = bus_obj_get(&d.data, "attempt");
+  if (a && a->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+    attempt = a->via.u64;
+  cr_expect_eq(attempt, 0, "the stop is for attempt 0");
+  msgpack_zone_destroy(&z);
+  field("pod", "once-a-0", "phase", buf, sizeof buf);
+  cr_expect_str_eq(buf, "Failed");
+  lt_expect_replay(conn, "scheduler", 25, 0);
+}
+
+/*
  * A node falls silent with one pod of its Job ended and two running: the
  * two fail for the lost node and wait for attempt 1. The node's queued
  * report of attempt 0 (Succeeded) comes after it was given up on and
