@@ -59,11 +59,13 @@ int sched_apply_job_placed(bus_txn *t, const bus_event *ev, const void *data,
 int sched_apply_job_unplaced(bus_txn *t, const bus_event *ev, const void *data,
                              void *ud);
 
-/* apply_pod.c: a pod failed (retried when it may); the pod and domain
+/* apply_pod.c: a pod failed (retried when it may; stop: its node, which
+ * may run it on, is told to stop that attempt); the pod and domain
  * events: domain.allocated gives the Job's pods (of that generation) their
  * addresses, domain.exhausted makes the Job wait for some, domain.released
  * and domain.deleted wake the Jobs that wait. */
-int sched_fail_pod(bus_txn *t, pod_rec *p, const char *reason, uint64_t seq);
+int sched_fail_pod(bus_txn *t, pod_rec *p, const char *reason, uint64_t seq,
+                   int stop);
 int sched_apply_pod_phase(bus_txn *t, const bus_event *ev, const void *data,
                           void *ud);
 int sched_apply_domain_allocated(bus_txn *t, const bus_event *ev,

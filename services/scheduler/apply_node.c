@@ -2,7 +2,7 @@
  * apply_node.c - the scheduler's view follows its Nodes: node.registered
  * keeps the node's spec and record, node.ready / notready / cordoned /
  * uncordoned its state (a node gone notready fails its running pods, and
- * tells it to stop those not retried, for its return), and
+ * is told to stop them, for its return), and
  * node.deleted ends it: its running pods fail (placed again elsewhere by
  * their retry rules), those told to stop are taken as stopped, and its
  * record and spec go, so nothing is placed or sent there again. Its name
@@ -64,10 +64,10 @@ typedef struct lost {
   uint64_t seq;
 } lost;
 
-/* A pod on a lost node failed (and retries elsewhere when it may). One
- * that may not is told to stop there all the same: a node cut off runs
- * its pods on, and back it must not keep one counted as Failed. (A
- * deleted node is told nothing: its stream is to be removed, gone.c.) */
+/* A pod on a lost node failed (and retries elsewhere when it may), and
+ * the node is told to stop that attempt: a node cut off runs its pods on,
+ * and back it must not keep one the scheduler has given up on. (A deleted
+ * node is told nothing: its stream is to be removed, gone.c.) */
 static int
 lose_pod(void *rec, void *ud) {
   lost *l = ud;
@@ -75,14 +75,8 @@ lose_pod(void *rec, void *ud) {
   if (!p->bound || p->released || strcmp(p->node, l->node) ||
       strcmp(p->desired, "Running"))
     return 0;
-  int rc =
-      sched_fail_pod(l->t, p, "NodeLost: the node stopped responding", l->seq);
-  if (rc || strcmp(p->phase, "Failed"))
-    return rc; /* retried: the next attempt is placed as any pod's */
-  strcpy(p->desired, "Stopped");
-  if (!(rc = sched_outgoing(l->t, p, l->seq)))
-    rc = sched_pod_put(l->t, p);
-  return rc;
+  return sched_fail_pod(l->t, p, "NodeLost: the node stopped responding",
+                        l->seq, 1);
 }
 
 static int node_deleted(bus_txn *t, const char *name, uint64_t seq);
@@ -145,7 +139,7 @@ drop_pod(void *rec, void *ud) {
   if (!p->bound || p->released || strcmp(p->node, l->node))
     return 0;
   if (!strcmp(p->desired, "Running"))
-    return sched_fail_pod(l->t, p, why, l->seq);
+    return sched_fail_pod(l->t, p, why, l->seq, 0);
   return stop_pod(l->t, p, why);
 }
 

@@ -39,8 +39,8 @@ sched_apply_pod_phase(bus_txn *t, const bus_event *ev, const void *data,
   p.exit_code = (int32_t)d->exitCode;
   p.signal = (uint32_t)d->signal;
   if (!strcmp(phase, "Failed"))
-    return sched_fail_pod(t, &p, reason[0] ? reason : "the pod failed",
-                          ev->seq);
+    return sched_fail_pod(t, &p, reason[0] ? reason : "the pod failed", ev->seq,
+                          0);
   sched_copy(p.phase, sizeof p.phase, phase, strlen(phase));
   sched_copy(p.reason, sizeof p.reason, reason, strlen(reason));
   if (sched_terminal(phase)) {

@@ -76,6 +76,23 @@ sched_outgoing(bus_txn *t, pod_rec *p, uint64_t seq) {
   return bus_txn_put(t, "outgoing", key, n, "", 0);
 }
 
+/* The entry is not the pod's out_key: its next attempt's desired state,
+ * queued later, must not take it back. */
+int
+sched_outgoing_stop(bus_txn *t, pod_rec *p, uint64_t seq) {
+  unsigned char key[8 + SCHED_DNAME_SZ], val[4 + SCHED_NAME_SZ];
+  size_t nl = strlen(p->node);
+  int rc = sched_outgoing(t, p, seq); /* its pending one goes */
+  if (rc || !nl)
+    return rc;
+  size_t n = sched_seq_key(key, seq, p->name);
+  for (int i = 0; i < 4; i++)
+    val[i] = (unsigned char)(p->attempt >> (24 - 8 * i));
+  memcpy(val + 4, p->node, nl);
+  memset(p->out_key, 0, sizeof p->out_key);
+  return bus_txn_put(t, "outgoing", key, n, val, 4 + nl);
+}
+
 /* --------------------------------------------------- derived phases */
 
 #define MAX_TASK_PODS 1024
@@ -261,7 +278,8 @@ sched_pod_release(bus_txn *t, pod_rec *p) {
 /* ----------------------------------------------------------- failures */
 
 int
-sched_fail_pod(bus_txn *t, pod_rec *p, const char *reason, uint64_t seq) {
+sched_fail_pod(bus_txn *t, pod_rec *p, const char *reason, uint64_t seq,
+               int stop) {
   job_rec j;
   task_rec tr;
   int rc = sched_job_get(t, p->job, &j);
@@ -275,10 +293,8 @@ sched_fail_pod(bus_txn *t, pod_rec *p, const char *reason, uint64_t seq) {
   p->failures++;
   if (p->failures <= tr.max_retries && !j.stopped) {
     /* retry: same name, next attempt, placed again */
-    if (p->node[0] && strcmp(p->phase, "Failed")) {
-      strcpy(p->desired, "Stopped");
-      sched_outgoing(t, p, seq);
-    }
+    if (stop && (rc = sched_outgoing_stop(t, p, seq)))
+      return rc;
     p->attempt++;
     p->bound = p->released = 0;
     p->node[0] = 0;
@@ -290,6 +306,11 @@ sched_fail_pod(bus_txn *t, pod_rec *p, const char *reason, uint64_t seq) {
       return rc;
   } else {
     strcpy(p->phase, "Failed");
+    if (stop) {
+      strcpy(p->desired, "Stopped");
+      if ((rc = sched_outgoing(t, p, seq)))
+        return rc;
+    }
     j.ended++;
     if ((rc = sched_job_put(t, &j)))
       return rc;

@@ -191,14 +191,13 @@ hold(bus_txn *t, const char *pod, uint64_t seq, const char *head) {
   return kl ? bus_txn_note_put(t, key, kl, val, vl) : 0;
 }
 
-/* Send pod name's desired state decided at seq (its `outgoing` entry), or
+/* Send pod p's desired state decided at seq (its `outgoing` entry), or
  * hold it (a Ray worker whose head is not up). */
 static int
-dispatch_pod(bus_txn *t, const char *name, uint64_t seq) {
+dispatch_rec(bus_txn *t, const pod_rec *p, uint64_t seq) {
   char head[SCHED_DNAME_SZ] = "";
-  pod_rec p;
   job_rec j;
-  if (sched_pod_get(t, name, &p) || !p.node[0] || sched_job_get(t, p.job, &j))
+  if (!p->node[0] || sched_job_get(t, p->job, &j))
     return 0;
   desired *d = malloc(sizeof *d);
   msgpack_zone z;
@@ -207,12 +206,12 @@ dispatch_pod(bus_txn *t, const char *name, uint64_t seq) {
     return -ENOMEM;
   }
   char subject[BUS_SUBJECT_MAX], src[400];
-  int rc = fill_desired(t, &p, &j, seq, &z, d, head);
+  int rc = fill_desired(t, p, &j, seq, &z, d, head);
   if (rc == HELD)
-    rc = hold(t, p.name, seq, head);
-  else if (!rc && !(rc = bus_subj_pod_desired(subject, sizeof subject, p.node,
-                                              p.name))) {
-    snprintf(src, sizeof src, "desired:%s:%llu", p.name,
+    rc = hold(t, p->name, seq, head);
+  else if (!rc && !(rc = bus_subj_pod_desired(subject, sizeof subject, p->node,
+                                              p->name))) {
+    snprintf(src, sizeof src, "desired:%s:%llu", p->name,
              (unsigned long long)seq);
     rc = sched_emit(t, subject, BUS_T_POD_DESIRED, &d->d, src, j.sub_id, 0,
                     BUS_APPEND_NOCHECK);
@@ -222,6 +221,28 @@ dispatch_pod(bus_txn *t, const char *name, uint64_t seq) {
   return rc;
 }
 
+static int
+dispatch_pod(bus_txn *t, const char *name, uint64_t seq) {
+  pod_rec p;
+  return sched_pod_get(t, name, &p) ? 0 : dispatch_rec(t, &p, seq);
+}
+
+/* A stop of an earlier attempt on the node it ran on (sched_outgoing_stop:
+ * v is u32be attempt, node), whatever the pod has become since. */
+static int
+dispatch_stop(bus_txn *t, const char *name, const unsigned char *v, size_t vl,
+              uint64_t seq) {
+  pod_rec p;
+  if (vl <= 4 || vl - 4 >= sizeof p.node || sched_pod_get(t, name, &p))
+    return 0;
+  p.attempt =
+      (uint32_t)v[0] << 24 | (uint32_t)v[1] << 16 | (uint32_t)v[2] << 8 | v[3];
+  sched_copy(p.node, sizeof p.node, (const char *)v + 4, vl - 4);
+  strcpy(p.desired, "Stopped");
+  node_rec n; /* a node deleted since is told nothing (gone.c) */
+  return sched_noderec_get(t, p.node, &n) ? 0 : dispatch_rec(t, &p, seq);
+}
+
 typedef struct out_walk {
   bus_txn *t;
   bus_sendq out; /* outgoing, sent in order */
@@ -229,12 +250,13 @@ typedef struct out_walk {
 
 static int
 send_one(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
-  (void)v, (void)vl;
   out_walk *w = ud;
   char name[SCHED_DNAME_SZ];
   if (kl > 8 + SCHED_DNAME_SZ || !sched_seq_key_name(k, kl, name, sizeof name))
     return 0;
   bus_sendq_sent(&w->out, k, kl);
+  if (vl)
+    return dispatch_stop(w->t, name, v, vl, sched_seq_of(k));
   return dispatch_pod(w->t, name, sched_seq_of(k));
 }
 

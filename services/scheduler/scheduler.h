@@ -237,6 +237,10 @@ int sched_queue_job(bus_txn *t, const job_rec *j, int on);
  * it has one. */
 int sched_pod_waiting(const pod_rec *p);
 int sched_outgoing(bus_txn *t, pod_rec *p, uint64_t seq);
+/* A stop of p's attempt on p's node, queued as an entry of its own (its
+ * value: u32be attempt, node), for a pod that moves on before decide
+ * sends it (its next attempt placed anew). */
+int sched_outgoing_stop(bus_txn *t, pod_rec *p, uint64_t seq);
 int sched_touch(bus_txn *t, const char *job);
 
 /* ------------------------------------------------------------- ingress */
