@@ -285,6 +285,19 @@ open_js(bus_conn *c, const bus_conn_opts *o) {
   return s == NATS_OK ? 0 : bus__nats_err(s, 0, "jetstream context");
 }
 
+/*
+ * A server that closes a new connection before its first PONG (nats.c:
+ * "Expected 'PONG', got ''") was seen doing so while it reloads its
+ * configuration (larkctl node add / delete node / rotate signal it). The
+ * credentials were not refused, so the connect is tried again, a little
+ * later, like a connection nats.c could not sign (zero_sigs).
+ */
+static int
+handshake_cut(natsStatus s) {
+  const char *text = nats_GetLastError(NULL);
+  return s == NATS_PROTOCOL_ERROR && text && strstr(text, "Expected 'PONG'");
+}
+
 static int
 connect_status(natsStatus s, const char *url) {
   const char *text = nats_GetLastError(NULL);
@@ -347,11 +360,14 @@ bus_conn_open(bus_conn **out, const bus_conn_opts *o) {
      * new nonce. This comes first: with retry_on_failed_connect nats.c
      * answers NATS_NOT_YET_CONNECTED to it too, and then closes the
      * connection for good instead of retrying. */
-    if (atomic_load(&c->zero_sigs) == zero || tries == 8 ||
+    int cut = handshake_cut(s);
+    if ((atomic_load(&c->zero_sigs) == zero && !cut) || tries == 8 ||
         (s == NATS_OK && natsConnection_IsClosed(c->nc) == false))
       break;
     natsConnection_Destroy(c->nc);
     c->nc = NULL;
+    if (cut)
+      bus_sleep_ms(100 * tries);
   }
   if (s != NATS_OK && !(s == NATS_NOT_YET_CONNECTED && c->nc)) {
     rc = connect_status(s, o->url ? o->url : "default");
