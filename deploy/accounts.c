@@ -1,7 +1,7 @@
 /*
  * accounts.c - the broker's accounts file, rendered from the policy table
- * (policy.c) and the registry, and the reload that makes running servers
- * read it again.
+ * (policy.c) and the registry, and how a running nats-server is found
+ * from its pid file (regen.c renders everything again and reloads).
  *
  * Invariants:
  * - Every principal becomes an explicit nkey user of the LARK account and
@@ -207,27 +207,6 @@ lark_render_accounts(const lark_principal *p, size_t n, const char *path) {
   return rc;
 }
 
-int
-lark_regen_accounts(const char *data) {
-  char dir[PATH_MAX], path[PATH_MAX];
-  lark_principal *p = NULL;
-  size_t n = 0;
-  int rc = lark_data_path(data, "broker", dir, sizeof dir);
-  if (rc < 0 || (rc = lark_mkdirs(dir, 0700)) < 0)
-    return rc;
-  if (snprintf(path, sizeof path, "%s/accounts.conf", dir) >= (int)sizeof path)
-    return dpl_fail(BUS_EINVAL, "path too long under %s", data);
-  rc = lark_creds_load(data, &p, &n);
-  if (rc == 0)
-    rc = lark_sites_mark(data, p, n);
-  if (rc == 0)
-    rc = lark_render_accounts(p, n, path);
-  if (rc == 0) /* the sites' accounts and their leaf users' nodes agree */
-    rc = lark_sites_render(data, p, n);
-  free(p);
-  return rc;
-}
-
 /* ------------------------------------------------------------- reload */
 
 /* 1 if pid is a live nats-server process. */
@@ -254,28 +233,4 @@ dpl_read_pid(const char *path) {
     pid = 0;
   fclose(f);
   return (pid_t)pid;
-}
-
-int
-lark_reload_servers(const char *data, int *count) {
-  char run[PATH_MAX], path[PATH_MAX + 64];
-  int n = 0;
-  int rc = lark_data_path(data, "run", run, sizeof run);
-  if (rc < 0)
-    return rc;
-  for (int i = 1; i <= LARK_MAX_SERVERS; i++) {
-    snprintf(path, sizeof path, "%s/lark-%d.pid", run, i);
-    pid_t pid = dpl_read_pid(path);
-    if (pid <= 0 || !dpl_is_nats_server(pid))
-      continue;
-    if (kill(pid, SIGHUP) < 0)
-      return dpl_fail(-errno, "cannot signal nats-server %d: %s", (int)pid,
-                      strerror(errno));
-    n++;
-  }
-  int sites = 0;
-  rc = lark_sites_reload(data, &sites);
-  if (count)
-    *count = n + sites;
-  return rc;
 }

@@ -51,6 +51,10 @@ int dpl_up_render_hub(lark_up *u);
  * every site made, the hub given TLS and the leaf servers started (after
  * the signer, before the nodes); and node i's URL (its site's server)
  * put in k's --url. */
+/* A site's members and settings written (lark_site_add without the
+ * rendering that follows it, regen.c). */
+int dpl_site_put(const char *data, const char *site, const char *const *nodes,
+                 size_t n, const lark_site_opts *o, int *added_out);
 void dpl_up_hub_leaf(lark_up *u, lark_broker_opts *o, char *cert, char *key,
                      char *ca);
 int dpl_up_sites_start(lark_up *u);

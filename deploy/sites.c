@@ -329,8 +329,8 @@ add_member(const char *data, const char *site, name_t **m, size_t *nm,
 }
 
 int
-lark_site_add(const char *data, const char *site, const char *const *nodes,
-              size_t n, const lark_site_opts *o, int *added_out) {
+dpl_site_put(const char *data, const char *site, const char *const *nodes,
+             size_t n, const lark_site_opts *o, int *added_out) {
   char dir[PATH_MAX];
   site_cfg c;
   name_t *m = NULL;
@@ -355,8 +355,6 @@ lark_site_add(const char *data, const char *site, const char *const *nodes,
   if (rc == 0)
     rc = cfg_save(data, site, &c);
   free(m);
-  if (rc == 0)
-    rc = lark_regen_accounts(data);
   if (added_out)
     *added_out = added;
   return rc;
@@ -537,4 +535,34 @@ lark_sites_reload(const char *data, int *count) {
   if (count)
     *count = n;
   return rc;
+}
+
+/* ------------------------------------------------ the hub's listener */
+
+/* 1 when the hub should listen for sites: --sites, or sites made before. */
+static int
+wants_leaf(lark_up *u) {
+  char(*names)[BUS_NAME_MAX + 1] = NULL;
+  size_t n = 0;
+  if (u->sites > 0)
+    return 1;
+  int any = lark_sites_list(u->data, &names, &n) == 0 && n > 0;
+  free(names);
+  return any;
+}
+
+void
+dpl_up_hub_leaf(lark_up *u, lark_broker_opts *o, char *cert, char *key,
+                char *ca) {
+  if (!wants_leaf(u))
+    return;
+  int port = lark_hub_leaf_port(u->data, 1);
+  if (port <= 0)
+    return;
+  o->leaf_port = port;
+  if (lark_hub_leaf_tls(u->data, cert, key, ca)) {
+    o->leaf_cert = cert;
+    o->leaf_key = key;
+    o->leaf_ca = ca;
+  }
 }

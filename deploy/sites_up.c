@@ -27,34 +27,6 @@
 
 #include "deploy-int.h"
 
-/* 1 when the hub should listen for sites: --sites, or sites made before. */
-static int
-wants_leaf(lark_up *u) {
-  char(*names)[BUS_NAME_MAX + 1] = NULL;
-  size_t n = 0;
-  if (u->sites > 0)
-    return 1;
-  int any = lark_sites_list(u->data, &names, &n) == 0 && n > 0;
-  free(names);
-  return any;
-}
-
-void
-dpl_up_hub_leaf(lark_up *u, lark_broker_opts *o, char *cert, char *key,
-                char *ca) {
-  if (!wants_leaf(u))
-    return;
-  int port = lark_hub_leaf_port(u->data, 1);
-  if (port <= 0)
-    return;
-  o->leaf_port = port;
-  if (lark_hub_leaf_tls(u->data, cert, key, ca)) {
-    o->leaf_cert = cert;
-    o->leaf_key = key;
-    o->leaf_ca = ca;
-  }
-}
-
 /* "site-<s>" into out. */
 static void
 site_name(int s, char *out, size_t cap) {
