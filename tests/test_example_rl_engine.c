@@ -47,6 +47,12 @@ static char out[1 << 18], errout[1 << 14];
 static void
 platform_up(void) {
   const char *const extra[] = {"--nodes", "2", NULL};
+  /* A short pull and beat, as tests keep them (docs/design.md, "Idle
+   * nodes"): a node whose slice consumer is made anew after the sampler's
+   * kill would otherwise see the retry only when its held pull's 30 s
+   * wait ends, which under ASan is past the run's step. */
+  setenv("LARK_SLICE_WAIT", "1", 1);
+  setenv("LARK_HEARTBEAT", "0.5", 1);
   lt_example_ready(&plat, "rlengine", extra);
 }
 
