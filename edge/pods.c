@@ -14,6 +14,10 @@
  *   record it describes (report.c).
  * - A newer attempt replaces an older one only after the older process
  *   ended (lifetime.c); the replaced attempt's end is not reported.
+ * - A desired state naming an older attempt than the live process's is
+ *   ignored, whatever it asks: it was decided before the attempt that
+ *   runs (a stop of a lost attempt reaching the node after its retry was
+ *   placed there), so it must not stop or replace it.
  * - A raw+netns pod's network (netns.c), with a macvlan on the subnet of
  *   each robot it holds that has one, is made after its STARTING record
  *   and removed once its end is recorded (or its start failed), before a
@@ -213,7 +217,9 @@ reconcile(edge_agent *a, const char *pod, const void *data, size_t len) {
   edge_proc *p = edge_proc_find_live(a, pod);
   edge_run r;
   int have = edge_store_run_get(a->store, pod, &r) == 0;
-  if (bus_str_eq(d.desired, "Running")) {
+  if (p && attempt < p->attempt) {
+    /* stale; not logged: every wake reconciles every pod again */
+  } else if (bus_str_eq(d.desired, "Running")) {
     if (p && p->attempt < attempt)
       edge_proc_stop(p, 0, 1); /* replaced: start when it ended */
     else if (!p && !(have && r.attempt >= attempt))
