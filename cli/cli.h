@@ -35,10 +35,6 @@ typedef struct lark_cli {
 
 /* Connect with the resolved settings; prints the error and returns NULL. */
 bus_conn *cli_connect(lark_cli *cli);
-/* This process just reloaded the brokers: cli_connect tries a refused
- * connect again for a few seconds (a reloading broker may refuse for a
- * moment). */
-void cli_reloaded(void);
 
 /* Print "larkctl <cmd>: <msg>: <bus detail>" to stderr; returns CLI_ERR. */
 int cli_fail(const char *cmd, int err, const char *fmt, ...)

@@ -43,8 +43,6 @@ regen_reload(const char *cmd, lark_cli *cli, int quiet) {
   if (lark_regen_accounts(cli->data) < 0 ||
       lark_reload_servers(cli->data, &reloaded) < 0)
     return cli_fail(cmd, 0, "%s", lark_cfg_error());
-  if (reloaded)
-    cli_reloaded();
   if (quiet)
     return CLI_OK;
   if (reloaded)

@@ -185,8 +185,6 @@ site_add(int argc, char **argv, lark_cli *cli) {
   if (lark_site_add(cli->data, site, nodes, n, &o, &added) < 0 ||
       lark_reload_servers(cli->data, &reloaded) < 0)
     return cli_fail("site add", 0, "%s", lark_cfg_error());
-  if (reloaded)
-    cli_reloaded();
   lark_site_path(cli->data, site, NULL, dir, sizeof dir);
   printf("site %s: %d node%s added; %s dials %s\n", site, added,
          added == 1 ? "" : "s", dir, o.hub_url);

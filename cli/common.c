@@ -54,13 +54,6 @@ resolve(lark_cli *cli) {
   }
 }
 
-static int64_t reloaded_ms = INT64_MIN / 2;
-
-void
-cli_reloaded(void) {
-  reloaded_ms = bus_mono_ms();
-}
-
 bus_conn *
 cli_connect(lark_cli *cli) {
   resolve(cli);
@@ -74,16 +67,6 @@ cli_connect(lark_cli *cli) {
     o.js_wait_ms = atoi(wait);
   bus_conn *c = NULL;
   int rc = bus_conn_open(&c, &o);
-  /* A broker reloading its accounts was seen (nats-server 2.15) to refuse
-   * for a moment credentials it keeps, or to close a new connection
-   * before its first PONG: right after this process reloaded the brokers
-   * (cli_reloaded), a refusal is tried again for up to 3 s. */
-  for (int i = 0; rc < 0 && rc != BUS_EINVAL && i < 30 &&
-                  bus_mono_ms() - reloaded_ms < 5000;
-       i++) {
-    bus_sleep_ms(100);
-    rc = bus_conn_open(&c, &o);
-  }
   if (rc < 0) {
     cli_fail("connect", rc, "cannot connect to %s%s%s", cli->url,
              cli->creds ? " with " : " without credentials",

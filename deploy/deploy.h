@@ -272,8 +272,11 @@ int lark_regen_accounts(const char *data);
 /*
  * Ask every nats-server running for data to reload its config (SIGHUP to
  * the pids in <data>/run/lark-*.pid that are nats-server processes, and
- * to the local sites' leaf servers, run/site-<site>.pid in each site).
- * *count (may be NULL) is how many were signalled; 0 is not an error.
+ * to the local sites' leaf servers, run/leaf-<site>.pid in each site),
+ * and return once each has said in its log (<data>/logs) that it applied
+ * it: a connection made after this sees the new users. An error when one
+ * said it failed, ended, or said nothing within 30 s. *count (may be
+ * NULL) is how many reloaded; 0 is not an error.
  */
 int lark_reload_servers(const char *data, int *count);
 
@@ -349,8 +352,6 @@ int lark_sites_mark(const char *data, lark_principal *p, size_t n);
 /* Every site's accounts.conf, leaf.conf and node seeds from the registry
  * p (marked); called by lark_regen_accounts. */
 int lark_sites_render(const char *data, const lark_principal *p, size_t n);
-/* SIGHUP to every site leaf server running from <data>/sites; *count. */
-int lark_sites_reload(const char *data, int *count);
 /* A site's client URL, nats://<listen>:<port>, from its settings. */
 int lark_site_client_url(const char *data, const char *site, char *out,
                          size_t cap);

@@ -18,7 +18,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -511,29 +510,6 @@ lark_sites_render(const char *data, const lark_principal *p, size_t n) {
     if ((rc = render_site(data, sites[i], p, n)) < 0)
       dpl_fail(rc, "site %s: %s", sites[i], lark_cfg_error());
   free(sites);
-  return rc;
-}
-
-int
-lark_sites_reload(const char *data, int *count) {
-  char path[PATH_MAX + 2 * BUS_NAME_MAX];
-  name_t *sites = NULL;
-  size_t ns = 0;
-  int n = 0, rc = lark_sites_list(data, &sites, &ns);
-  for (size_t i = 0; rc == 0 && i < ns; i++) {
-    snprintf(path, sizeof path, "%s/sites/%s/run/leaf-%s.pid", data, sites[i],
-             sites[i]);
-    pid_t pid = dpl_read_pid(path);
-    if (pid <= 0 || !dpl_is_nats_server(pid))
-      continue;
-    if (kill(pid, SIGHUP) < 0)
-      rc = dpl_fail(-errno, "cannot signal site %s's server: %s", sites[i],
-                    strerror(errno));
-    n++;
-  }
-  free(sites);
-  if (count)
-    *count = n;
   return rc;
 }
 

@@ -13,9 +13,10 @@
  * back with a new key and a new stream, and takes pods; replaying the
  * scheduler's and lark-devices' views gives what they hold.
  *
- * rotate: the old seed is refused, the new one connects; the running
- * agent is cut off with its old key, and started again (as its unit
- * restarts it) it reads the new seed and runs a pod.
+ * rotate: as soon as larkctl returns, the old seed is refused and the
+ * new one connects; the running agent is cut off with its old key, and
+ * started again (as its unit restarts it) it reads the new seed and runs
+ * a pod.
  */
 #include <criterion/criterion.h>
 #include <signal.h>
@@ -195,18 +196,6 @@ connect_with(const char *url, const char *seed, const char *node) {
   return rc;
 }
 
-/* connect_with until it gives want, for up to seconds (a reload takes
- * effect a moment after its signal); the last code. */
-static int
-connect_until(const char *url, const char *seed, const char *node, int want,
-              int seconds) {
-  int rc = connect_with(url, seed, node);
-  for (int64_t until = lt_now_ms() + seconds * 1000;
-       rc != want && lt_now_ms() < until; lt_sleep_ms(100))
-    rc = connect_with(url, seed, node);
-  return rc;
-}
-
 /* node.registered on node's ingress, as its agent sends it at start. */
 static void
 registration(bed *b, const char *node) {
@@ -317,8 +306,7 @@ Test(node_delete, pods_move_stream_and_key_go_agent_refused, .timeout = 240) {
   /* the agent is cut off: refused for authorization, and so is its seed */
   cr_assert(lt_file_says(log_a, "Authorization Violation", 30),
             "node-a's agent did not say it was refused");
-  cr_assert_eq(connect_until(b->url, seed_a, "node-a", BUS_EAUTH, 10),
-               BUS_EAUTH);
+  cr_assert_eq(connect_with(b->url, seed_a, "node-a"), BUS_EAUTH);
   cr_assert_eq(connect_with(b->url, seed_of(b, "node-b"), "node-b"), 0);
 
   /* deleting again: nothing left to delete */
@@ -360,10 +348,11 @@ Test(node_delete, rotate_retires_the_old_key, .timeout = 180) {
   cr_assert(strstr(out, "broker reloaded"), "%s", out);
   cr_assert(strstr(out, pub), "the old key is not named: %s", out);
 
-  cr_assert_eq(connect_until(b->url, old_seed, "node-r", BUS_EAUTH, 10),
-               BUS_EAUTH, "the old seed still connects");
-  cr_assert_eq(connect_until(b->url, seed_of(b, "node-r"), "node-r", 0, 10), 0,
-               "%s", bus_last_error());
+  /* at once: larkctl returns once the broker has applied the reload */
+  cr_assert_eq(connect_with(b->url, old_seed, "node-r"), BUS_EAUTH,
+               "the old seed still connects");
+  cr_assert_eq(connect_with(b->url, seed_of(b, "node-r"), "node-r"), 0, "%s",
+               bus_last_error());
   cr_assert(registered(b, "node-r"));
 
   /* the agent is cut off at the reload (nats.c keeps the key it signed
@@ -383,6 +372,28 @@ Test(node_delete, rotate_retires_the_old_key, .timeout = 180) {
   cr_assert(strstr(err, "not a node"), "%s", err);
   cr_assert_neq(ctl("node rotate nobody"), 0, "%s", out);
   cr_assert(strstr(err, "no node nobody"), "%s", err);
+  bed_down(b);
+}
+
+/* A reload is over when the broker says so: one it refuses (a broken
+ * accounts file) is an error naming the server's reason, and the broker
+ * keeps its users; made again from the registry, it reloads. */
+Test(node_delete, reload_waits_for_the_brokers_word, .timeout = 120) {
+  bed bb, *b = &bb;
+  char path[PATH_MAX];
+  int n = -1;
+  bed_up(b, "node-reload");
+  snprintf(path, sizeof path, "%.300s/broker/accounts.conf", b->p.dir);
+  cr_assert_eq(lt_write_file(path, "%s", "accounts {\n"), 0);
+  cr_assert_lt(lark_reload_servers(b->p.dir, &n), 0, "a broken reload passed");
+  cr_assert(strstr(lark_cfg_error(), "did not reload"), "%s", lark_cfg_error());
+  cr_assert(strstr(lark_cfg_error(), "Failed to reload server configuration"),
+            "%s", lark_cfg_error());
+  cr_assert_eq(ctl("get nodes"), 0, "the broker lost its users: %s%s", out,
+               err);
+  cr_assert_eq(lark_regen_accounts(b->p.dir), 0, "%s", lark_cfg_error());
+  cr_assert_eq(lark_reload_servers(b->p.dir, &n), 0, "%s", lark_cfg_error());
+  cr_assert_eq(n, 1);
   bed_down(b);
 }
 
