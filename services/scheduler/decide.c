@@ -15,7 +15,13 @@
  *   "o"        the last `outgoing` key sent
  *   <id>       a phase event, until apply sees it
  *
- * The desired states are decide_dispatch.c.
+ * The desired states are decide_dispatch.c. A pass emits them before its
+ * placements: the outbox sends a checked placement only once what went
+ * before it is stored, so a Job's job.placed lands after the desired
+ * states decided ahead of it, and a gang (GANG_ALONE) is placed alone in
+ * its pass: its clock starts when the nodes' streams have taken the gang
+ * before it, and its own desired states go out next, at once, not queued
+ * behind the other Jobs of one pass (docs/BENCHMARKS.md, "Gang bursts").
  */
 #include <errno.h>
 #include <stdio.h>
@@ -31,10 +37,16 @@
  * of the one before (BUS_APPEND_CHAIN), one round trip each. */
 #define PLACED_PER_PASS 256
 
+/* A Job of this many pods to place, or more, is placed first in a pass
+ * and ends its placements: placing it beside others would only start its
+ * clock while their desired states go out. Smaller Jobs share passes. */
+#define GANG_ALONE 512
+
 typedef struct pass {
   bus_txn *t;
   sched_nodes *nodes; /* NULL until a Job needs them */
   int placed;         /* placement-log events emitted this pass */
+  int full;           /* a gang placed, or one waits for the next pass */
   uint64_t log_seq;
 } pass;
 
@@ -214,6 +226,8 @@ try_job(pass *p, const char *name) {
   if (!w)
     return -ENOMEM;
   rc = sched_each_pod(p->t, name, count_pod, w);
+  if (!rc && w->unbound >= GANG_ALONE && (p->full = p->placed > 0))
+    w->unbound = 0; /* a gang: first in the next pass */
   if (!rc && w->unbound)
     rc = load_nodes(p);
   if (!rc && w->unbound)
@@ -224,6 +238,7 @@ try_job(pass *p, const char *name) {
   if (!rc && w->unbound)
     rc = pl.ok ? emit_placed(p, &j, &pl) : emit_pending(p, &j, pl.reason);
   int placed = !rc && w->unbound && pl.ok;
+  p->full |= placed && w->unbound >= GANG_ALONE;
   sched_placement_clear(&pl);
   sched_job_clear(&job);
   free(w);
@@ -246,7 +261,7 @@ visit_queued(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   if (rc < 0)
     return rc;
   q->p->placed += rc;
-  return q->p->placed >= PLACED_PER_PASS;
+  return q->p->placed >= PLACED_PER_PASS || q->p->full;
 }
 
 static int
@@ -330,10 +345,10 @@ sched_decide(bus_txn *t, const bus_event *cause, int64_t now, void *ud) {
   if (cause)
     return 0; /* everything is decided on the whole view, once a batch */
   pass p = {.t = t};
-  int rc = decide_placement(&p);
+  int rc = sched_decide_dispatch(t); /* before the placements: see the top */
+  if (!rc)
+    rc = decide_placement(&p);
   if (!rc)
     rc = bus_txn_scan(t, "todo", NULL, 0, job_phases, t);
-  if (!rc)
-    rc = sched_decide_dispatch(t);
   return rc;
 }
