@@ -21,6 +21,7 @@
 #include "service.h"
 #include "bed.h"
 #include "replay.h"
+#include "schedplay.h"
 #include "stream.h"
 
 static lt_natsd srv;
@@ -426,6 +427,43 @@ Test(scheduler, lost_pod_with_no_retry_left_is_stopped_on_its_node) {
   cr_expect_eq(attempt, 0, "the stop is for attempt 0");
   field("pod", "once-a-0", "phase", buf, sizeof buf);
   cr_expect_str_eq(buf, "Failed");
+  lt_expect_replay(conn, "scheduler", 25, 0);
+}
+
+/*
+ * A Job taken back off its nodes (job.unplaced, as decide writes it when
+ * its Domain runs out of addresses) tells each node to stop the attempt
+ * it was sent: the pod moves on to its next attempt, waiting for a node
+ * (the only one is cordoned here), and the stop must still name the old
+ * attempt and reach the node it ran on.
+ */
+Test(scheduler, an_unplaced_jobs_pods_are_stopped_on_their_nodes) {
+  edge_register("edge-u");
+  edge_beat("edge-u");
+  cr_assert(wait_field("node", "edge-u", "status", "Ready"));
+  job("unp", 1, 0, 0);
+  cr_assert(wait_field("pod", "unp-a-0", "node", "edge-u"));
+  char buf[128];
+  uint64_t attempt;
+  msgpack_zone z;
+  msgpack_zone_init(&z, 1024);
+  command("node", "cordon", "{\"name\":\"edge-u\"}", &z);
+  msgpack_zone_destroy(&z);
+  cr_assert(wait_field("node", "edge-u", "cordoned", "true"));
+  bus_ev_job_unplaced u = {.pool = BUS_STR("default"),
+                           .job = BUS_STR("unp"),
+                           .has_reason = 1,
+                           .reason = BUS_STR("its domain has no address")};
+  lt_as_scheduler(conn, conn, "lark.ev.placement.default", BUS_T_JOB_UNPLACED,
+                  &u);
+  cr_assert(wait_field("pod", "unp-a-0", "attempt", "1"));
+  field("pod", "unp-a-0", "node", buf, sizeof buf);
+  cr_expect_str_eq(buf, "", "unplaced, the pod waits for a node");
+  last_desired("edge-u", "unp-a-0", buf, sizeof buf, &attempt);
+  cr_expect_str_eq(buf, "Stopped", "the unplaced pod is not stopped on edge-u");
+  cr_expect_eq(attempt, 0, "the stop is for attempt 0");
+  field("node", "edge-u", "pods", buf, sizeof buf);
+  cr_expect_str_eq(buf, "0", "the unplaced pod's capacity is freed");
   lt_expect_replay(conn, "scheduler", 25, 0);
 }
 

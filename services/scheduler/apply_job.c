@@ -355,10 +355,11 @@ unbind(bus_txn *t, pod_rec *p, void *ud) {
     return 0;
   int sent = !c->j->domain[0] || c->j->addressed;
   int rc = sched_pod_release(t, p);
-  if (!rc && sent) { /* tell the node to stop what it may have started */
-    strcpy(p->desired, "Stopped");
-    rc = sched_outgoing(t, p, c->seq);
-  }
+  /* Tell the node to stop what it may have started: an entry of its own
+   * naming this attempt and node, as the pod moves on to its next attempt
+   * before decide reads it (sched_outgoing_stop). */
+  if (!rc && sent)
+    rc = sched_outgoing_stop(t, p, c->seq);
   p->bound = p->released = 0;
   p->node[0] = 0;
   p->gpus = 0;
