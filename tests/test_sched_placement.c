@@ -322,6 +322,48 @@ Test(sched_place, deterministic) {
   sched_nodes_clear(&other);
 }
 
+/*
+ * A template of one pod is placed without the heap (place_single): it
+ * must pick the node the heap picks for a gang's first pod, over nodes
+ * used unevenly, some full, ties broken by name, for every strategy
+ * that places pod by pod (colocate first looks for one node with room
+ * for the whole Job, which differs between one pod and two).
+ */
+Test(sched_place, one_pod_goes_where_the_heap_puts_the_first) {
+  sched_nodes other;
+  sched_job two;
+  sched_placement q;
+  sched_nodes_init(&other);
+  sched_job_init(&two, "j");
+  sched_placement_init(&q);
+  for (int i = 0; i < 60; i++) {
+    char name[8];
+    snprintf(name, sizeof name, "n%02d", i);
+    sched_node *a = ts_node(&nodes, name, 8, 8192, 2, NULL);
+    sched_node *b = ts_node(&other, name, 8, 8192, 2, NULL);
+    a->cpu_used_m = b->cpu_used_m = (uint64_t)(i * 7 % 9) * 1000;
+    a->pods = b->pods = (uint32_t)(i % 5);
+  }
+  ts_task(&job, "a", SCHED_ACTOR, 1, 2, 100, 1);
+  ts_task(&two, "a", SCHED_ACTOR, 2, 2, 100, 1);
+  for (int s = SCHED_SPREAD; s <= SCHED_DISAGGREGATE; s++) {
+    if (s == SCHED_COLOCATE)
+      continue;
+    job.strategy = two.strategy = (sched_strategy)s;
+    place_ok();
+    cr_assert_eq(sched_place(&other, &two, NULL, &q), 0);
+    cr_assert_eq(q.ok, 1);
+    cr_expect_str_eq(p.bindings[0].node, q.bindings[0].node, "strategy %d", s);
+    cr_expect_eq(p.bindings[0].ngpus, 1);
+    cr_expect_eq(p.bindings[0].gpus[0], q.bindings[0].gpus[0]);
+    sched_release(&nodes, &job, &p);
+    sched_release(&other, &two, &q);
+  }
+  sched_placement_clear(&q);
+  sched_job_clear(&two);
+  sched_nodes_clear(&other);
+}
+
 Test(sched_place, attempts_and_limits) {
   uint32_t attempts[3] = {0, 4, 1};
   ts_node(&nodes, "a", 8, 8192, 0, NULL);

@@ -15,14 +15,15 @@
 #include "expand.h"
 #include "jobcheck.h"
 
+/* The runtimes one node's resource (msgpack, v[vl]) offers into *mask;
+ * -ENOMEM when it could not be read. */
 static int
-collect_runtimes(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
-  (void)k, (void)kl;
-  unsigned *mask = ud;
+node_runtimes(const void *v, size_t vl, unsigned *mask) {
   msgpack_zone z;
   msgpack_object o;
   bus_node_res res;
   char name[32];
+  *mask = 0;
   if (!msgpack_zone_init(&z, 1024))
     return -ENOMEM;
   if (msgpack_unpack(v, vl, NULL, &z, &o) >= 0 &&
@@ -35,6 +36,67 @@ collect_runtimes(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   }
   msgpack_zone_destroy(&z);
   return 0;
+}
+
+/*
+ * What each node's resource offers, kept between groups beside the bytes
+ * it was read from (under sched_job_writes, as every check is): a group
+ * walks `nodespecs` and unpacks only a resource whose bytes changed, so
+ * the answer is the one a fresh read gives. Unpacking every node's
+ * resource for every group was most of a group's check with Jobs of one.
+ */
+typedef struct rt_seen {
+  void *bytes; /* key, then value */
+  size_t kl, vl;
+  unsigned mask;
+} rt_seen;
+
+static struct {
+  rt_seen *v;
+  size_t n, cap, at; /* at: the walk's position */
+} rt_cache;
+
+static int
+collect_runtimes(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+  unsigned *mask = ud;
+  size_t i = rt_cache.at++;
+  rt_seen *e = i < rt_cache.n ? &rt_cache.v[i] : NULL;
+  if (e && e->kl == kl && e->vl == vl && !memcmp(e->bytes, k, kl) &&
+      !memcmp((char *)e->bytes + kl, v, vl)) {
+    *mask |= e->mask;
+    return 0;
+  }
+  unsigned m;
+  int rc = node_runtimes(v, vl, &m);
+  if (rc)
+    return rc;
+  *mask |= m;
+  if (!e && (i != rt_cache.n || bus_grow(&rt_cache.v, rt_cache.n, &rt_cache.cap,
+                                         sizeof *rt_cache.v, 64)))
+    return 0; /* not kept: read again next time */
+  e = &rt_cache.v[i];
+  void *b = i < rt_cache.n ? realloc(e->bytes, kl + vl) : malloc(kl + vl);
+  if (!b)
+    return 0;
+  memcpy(b, k, kl);
+  memcpy((char *)b + kl, v, vl);
+  *e = (rt_seen){b, kl, vl, m};
+  if (i == rt_cache.n)
+    rt_cache.n++;
+  return 0;
+}
+
+/* The runtimes the nodes of t offer, as collect_runtimes keeps them. */
+static unsigned
+offered_runtimes(bus_txn *t) {
+  unsigned mask = 0;
+  rt_cache.at = 0;
+  bus_txn_scan(t, "nodespecs", NULL, 0, collect_runtimes, &mask);
+  for (size_t i = rt_cache.at; i < rt_cache.n; i++)
+    free(rt_cache.v[i].bytes); /* nodes gone since */
+  if (rt_cache.at < rt_cache.n)
+    rt_cache.n = rt_cache.at;
+  return mask;
 }
 
 /* The paths where two resources differ (a changed spec is refused). */
@@ -148,10 +210,8 @@ check_new_job(bus_txn *t, const msgpack_object *res, const bus_job_res *res_t,
       snprintf(message, cap, "%s", errs[0].reason);
   }
   if (!rc) {
-    if (*offered == RT_UNREAD) { /* once for every Job checked in t */
-      *offered = 0;
-      bus_txn_scan(t, "nodespecs", NULL, 0, collect_runtimes, offered);
-    }
+    if (*offered == RT_UNREAD) /* once for every Job checked in t */
+      *offered = offered_runtimes(t);
     rc = sched_job_runtimes_check(&job, *offered ? *offered : SCHED_RT_ALL,
                                   errs, MAX_ERRS, n);
   }

@@ -211,6 +211,32 @@ rollback(ctx *x) {
   x->nchosen = 0;
 }
 
+/*
+ * A template of one pod: the candidate the heap would give, the best by
+ * its order among those with room, found in one pass without building
+ * the heap (most of a Job of one's placement on many nodes).
+ */
+static int
+place_single(ctx *x, int i, const uint32_t *attempts, int *rc) {
+  const sched_template *t = &x->job->tasks[i];
+  size_t best = x->nc;
+  for (size_t j = 0; j < x->nc; j++) {
+    cand *c = &x->c[j];
+    if (sched_pl_fits(c->node, t, cand_slots(x, j)) != NOFIT_NONE ||
+        sched_pl_role_conflict(x, c->node, t))
+      continue;
+    sched_pl_score(x, c, t);
+    if (best == x->nc || better(x, j, best))
+      best = j;
+  }
+  if (best == x->nc) {
+    sched_pl_explain(x, t, 0, x->nb);
+    return 0;
+  }
+  *rc = bind_pod(x, x->c[best].node, i, 0, cand_slots(x, best), attempts);
+  return !*rc;
+}
+
 /* All pods of template i, best candidate first. 1 bound, 0 no room. */
 static int
 place_template(ctx *x, int i, const uint32_t *attempts, int *rc) {
@@ -218,6 +244,8 @@ place_template(ctx *x, int i, const uint32_t *attempts, int *rc) {
   counts k;
   sched_pl_filter(x, t, &k);
   sched_pl_keep_counts(x, &k);
+  if (t->replicas == 1)
+    return place_single(x, i, attempts, rc);
   for (size_t j = 0; j < x->nc; j++)
     sched_pl_score(x, &x->c[j], t);
   heap_build(x);
