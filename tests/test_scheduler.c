@@ -157,9 +157,20 @@ Test(scheduler, job_runs_to_succeeded_and_pods_are_dispatched) {
   cr_expect_str_eq(bus_obj_str(&desired.data, "desired", buf, sizeof buf),
                    "Running");
   msgpack_zone_destroy(&z);
+  /* each pod describes the Why of the placement that bound it */
+  for (int i = 0; i < 2; i++) {
+    char pod[32];
+    snprintf(pod, sizeof pod, "train-a-%d", i);
+    lt_field(conn, "pod", "why", pod, "strategy", buf, sizeof buf);
+    cr_expect_str_eq(buf, "spread", "%s's why", pod);
+    lt_field(conn, "pod", "why", pod, "capacity", buf, sizeof buf);
+    cr_expect_str_eq(buf, "1", "%s's why: the nodes with room", pod);
+  }
 
   job("other", 1, 0, 0); /* its pod's key is as long as train's */
   cr_assert(wait_field("pod", "other-a-0", "node", "gpu-1"));
+  lt_field(conn, "pod", "why", "other-a-0", "strategy", buf, sizeof buf);
+  cr_expect_str_eq(buf, "spread", "other-a-0's why, kept apart from train's");
   report("gpu-1", "train-a-0", "Running", 0, 0);
   cr_expect(wait_field("job", "train", "phase", "Running"));
   report("gpu-1", "train-a-0", "Succeeded", 0, 0);

@@ -171,6 +171,8 @@ sched_apply_job_submitted(bus_txn *t, const bus_event *ev, const void *data,
   rc = bus_txn_version(t, ev->subject, &ver);
   if (!rc)
     rc = sched_each_pod(t, name, drop_pod, NULL); /* a former generation */
+  if (!rc)
+    rc = sched_why_drop(t, name);
   j.version = SCHED_REC_VERSION;
   sched_copy(j.name, sizeof j.name, name, strlen(name));
   sched_copy(j.domain, sizeof j.domain, job.domain, strlen(job.domain));
@@ -286,10 +288,10 @@ gpu_mask(const bus_u64_list *gpus) {
 }
 
 /* One binding of a job.placed. A binding for a pod that is not waiting
- * with that attempt is passed over (it cannot book twice). */
+ * with that attempt is passed over (it cannot book twice). With why, the
+ * pod points to the placement's Why (kept once, sched_why_put). */
 static int
-bind_one(bus_txn *t, job_rec *j, const bus_binding *b, const bus_packbuf *why,
-         uint64_t seq) {
+bind_one(bus_txn *t, job_rec *j, const bus_binding *b, int why, uint64_t seq) {
   char pod[SCHED_DNAME_SZ], rt[32] = "raw";
   pod_rec p;
   bus_str_copy(b->pod, pod, sizeof pod);
@@ -312,8 +314,7 @@ bind_one(bus_txn *t, job_rec *j, const bus_binding *b, const bus_packbuf *why,
   if (b->has_devices && (rc = sched_hold_devices(t, &p, &b->devices)))
     return rc;
   j->bound++;
-  if (why && (rc = bus_txn_put(t, "why", pod, strlen(pod), why->sb.data,
-                               why->sb.size)))
+  if (why && (rc = sched_why_link(t, pod, seq)))
     return rc;
   if (!j->domain[0] || j->addressed)
     rc = sched_outgoing(t, &p, seq);
@@ -335,8 +336,11 @@ sched_apply_job_placed(bus_txn *t, const bus_event *ev, const void *data,
   int has_why = d->has_why;
   if (has_why && (rc = pack_why(&why, &d->why)))
     return rc;
+  uint32_t bound = j.bound;
   for (uint32_t i = 0; !rc && i < d->bindings.n; i++)
-    rc = bind_one(t, &j, &d->bindings.v[i], has_why ? &why : NULL, ev->seq);
+    rc = bind_one(t, &j, &d->bindings.v[i], has_why, ev->seq);
+  if (!rc && has_why && j.bound != bound)
+    rc = sched_why_put(t, j.name, ev->seq, why.sb.data, why.sb.size);
   if (has_why)
     bus_packbuf_destroy(&why);
   j.reason[0] = 0;

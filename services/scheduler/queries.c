@@ -110,7 +110,7 @@ pack_pod(msgpack_packer *pk, const pod_rec *p, bus_txn *t, int full) {
   char head[SCHED_DNAME_SZ], reason[SCHED_REASON_SZ + SCHED_DNAME_SZ];
   snprintf(reason, sizeof reason, "%s", p->reason);
   if (full)
-    bus_txn_get(t, "why", p->name, strlen(p->name), &why, &wlen);
+    sched_why_get(t, p, &why, &wlen);
   if (full && !reason[0] && sched_ray_waiting(t, p, head))
     snprintf(reason, sizeof reason, "waiting for the Ray head %s to be Running",
              head);

@@ -7,6 +7,8 @@
  * binary and must be rebuilt (`larkctl replay scheduler`).
  */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "scheduler.h"
@@ -176,6 +178,81 @@ sched_each_pod(bus_txn *t, const char *job, sched_pod_cb cb, void *ud) {
   snprintf(prefix, sizeof prefix, "%s-", job);
   each_pod e = {job, cb, ud, t};
   return sched_each_rec(t, "pods", prefix, sizeof(pod_rec), 1, visit_pod, &e);
+}
+
+/* ------------------------------------------------------------------ why */
+
+/* The first byte of a pod's `why` row that names its placement's Why
+ * instead of holding it: 0xc1 starts no msgpack object, so a row written
+ * before (the Why itself) is told apart. */
+#define WHY_LINK 0xc1
+
+/* "<job>/<seq, 16 hex digits>": no pod's name has a '/'. */
+static size_t
+why_key(char *key, size_t cap, const char *job, uint64_t seq) {
+  int n = snprintf(key, cap, "%s/%016llx", job, (unsigned long long)seq);
+  return n < 0 || (size_t)n >= cap ? 0 : (size_t)n;
+}
+
+int
+sched_why_put(bus_txn *t, const char *job, uint64_t seq, const void *why,
+              size_t len) {
+  char key[SCHED_NAME_SZ + 20];
+  size_t kl = why_key(key, sizeof key, job, seq);
+  return kl ? bus_txn_put(t, "why", key, kl, why, len) : BUS_EINVAL;
+}
+
+int
+sched_why_link(bus_txn *t, const char *pod, uint64_t seq) {
+  unsigned char v[9] = {WHY_LINK};
+  bus_put_be64(v + 1, seq);
+  return bus_txn_put(t, "why", pod, strlen(pod), v, sizeof v);
+}
+
+int
+sched_why_get(bus_txn *t, const pod_rec *p, const void **why, size_t *len) {
+  const unsigned char *v;
+  char key[SCHED_NAME_SZ + 20];
+  int rc =
+      bus_txn_get(t, "why", p->name, strlen(p->name), (const void **)&v, len);
+  if (rc || *len != 9 || v[0] != WHY_LINK) {
+    *why = rc ? NULL : v;
+    return rc;
+  }
+  size_t kl = why_key(key, sizeof key, p->job, sched_seq_of(v + 1));
+  rc = kl ? bus_txn_get(t, "why", key, kl, why, len) : BUS_ENOT_FOUND;
+  if (rc)
+    *why = NULL;
+  return rc;
+}
+
+typedef struct why_keys {
+  char (*v)[SCHED_NAME_SZ + 20];
+  size_t n, cap;
+} why_keys;
+
+static int
+take_why_key(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+  (void)v, (void)vl;
+  why_keys *w = ud;
+  if (kl >= sizeof *w->v)
+    return 0;
+  int rc = bus_grow(&w->v, w->n, &w->cap, sizeof *w->v, 4);
+  if (!rc)
+    sched_copy(w->v[w->n++], sizeof *w->v, k, kl);
+  return rc;
+}
+
+int
+sched_why_drop(bus_txn *t, const char *job) {
+  char prefix[SCHED_NAME_SZ + 1];
+  why_keys w = {0};
+  int n = snprintf(prefix, sizeof prefix, "%s/", job);
+  int rc = bus_txn_scan(t, "why", prefix, (size_t)n, take_why_key, &w);
+  for (size_t i = 0; !rc && i < w.n; i++)
+    rc = bus_txn_del(t, "why", w.v[i], strlen(w.v[i]));
+  free(w.v);
+  return rc;
 }
 
 static const char *const tables[] = {

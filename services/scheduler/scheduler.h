@@ -12,7 +12,11 @@
  *   specs     <job>                  the Job resource as submitted (msgpack)
  *   tasks     <task>                 task_rec
  *   pods      <pod>                  pod_rec
- *   why       <pod>                  the Why of its placement (msgpack)
+ *   why       <pod>                  0xc1 u64be(seq): its placement's Why
+ *                                    is <job>/<seq in hex> (a row of an
+ *                                    older view: the Why itself)
+ *             <job>/<seq in hex>     the Why of the job.placed at seq, once
+ *                                    for all the pods it bound (msgpack)
  *   nodes     <node>                 node_rec (state and allocation)
  *   nodespecs <node>                 the Node resource (msgpack)
  *   queue     u64be(submit seq) <job> Jobs with pods waiting for a node
@@ -143,6 +147,18 @@ int sched_job_load(bus_txn *t, const char *name, sched_job *job);
 typedef int (*sched_rec_cb)(void *rec, void *ud);
 int sched_each_rec(bus_txn *t, const char *table, const char *prefix,
                    size_t size, int strict, sched_rec_cb cb, void *ud);
+/*
+ * The Why of a placement is kept once per job.placed (sched_why_put, its
+ * event's seq) and each pod it bound points to it (sched_why_link): one
+ * row per pod of a Job of 100 on 100 nodes was 100 copies of the same
+ * hundred scores. sched_why_get: a pod's Why (points into t), NULL and
+ * BUS_ENOT_FOUND when it has none. sched_why_drop: every Why of job.
+ */
+int sched_why_put(bus_txn *t, const char *job, uint64_t seq, const void *why,
+                  size_t len);
+int sched_why_link(bus_txn *t, const char *pod, uint64_t seq);
+int sched_why_get(bus_txn *t, const pod_rec *p, const void **why, size_t *len);
+int sched_why_drop(bus_txn *t, const char *job);
 /* Visit every pod of job (prefix scan of "<job>-"; checks pod.job). */
 typedef int (*sched_pod_cb)(bus_txn *t, pod_rec *p, void *ud);
 int sched_each_pod(bus_txn *t, const char *job, sched_pod_cb cb, void *ud);
