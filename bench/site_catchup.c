@@ -33,12 +33,12 @@
 #include "cutlink.h"
 #include "deploy.h"
 #include "proc.h"
-#include "testcert.h"
+#include "sitehub.h"
 
 enum { BATCH = 256 };
 
 typedef struct bed {
-  char data[256], hub_url[64], site_url[64];
+  char data[256], site_url[64];
   lt_natsd hub;
   lt_cutlink *link;
   pid_t leaf;
@@ -54,73 +54,42 @@ typedef struct sender {
   double first_ok; /* bench_now_s of its first stored batch */
 } sender;
 
-static void
-die_cfg(const char *what) {
-  bench_die(what, lark_cfg_error());
-}
-
-/* Credentials, certificates, the site and the hub's config. */
+/* Credentials, certificates, the site and the hub's config (the site
+ * dials the hub through the link the benchmark cuts). */
 static void
 render(bed *b, char *conf, size_t cap) {
-  char ca[300], tls[400], cert[PATH_MAX], key[PATH_MAX], cafile[PATH_MAX];
+  char dial[64];
   const char **names = calloc((size_t)b->nodes, sizeof *names);
   char(*buf)[16] = calloc((size_t)b->nodes, sizeof *buf);
-  if (lark_creds_ensure(b->data, "admin", LARK_ROLE_ADMIN, NULL, NULL) < 0)
-    die_cfg("admin");
   for (int i = 0; i < b->nodes; i++) {
     snprintf(buf[i], sizeof buf[i], "b-%d", i + 1);
     names[i] = buf[i];
   }
-  int leaf_port = lark_free_port();
+  int leaf_port = lark_free_port(), site_port = lark_free_port();
   b->link = lt_cutlink_start(leaf_port);
   if (!b->link)
     bench_die("relay", "cannot listen");
-  snprintf(b->hub_url, sizeof b->hub_url, "nats-leaf://127.0.0.1:%d",
+  snprintf(dial, sizeof dial, "nats-leaf://127.0.0.1:%d",
            lt_cutlink_port(b->link));
-  snprintf(ca, sizeof ca, "%s/ca", b->data);
-  snprintf(tls, sizeof tls, "%s/sites/bench/tls", b->data);
-  if (lt_test_cert(ca, tls, "bench") < 0)
-    bench_die("openssl", "no site certificate");
-  snprintf(tls, sizeof tls, "%s/tls/leaf-hub", b->data);
-  if (lt_test_cert(ca, tls, "hub") < 0 ||
-      !lark_hub_leaf_tls(b->data, cert, key, cafile))
-    bench_die("openssl", "no hub certificate");
-  lark_site_opts o;
-  lark_site_opts_init(&o);
-  o.hub_url = b->hub_url;
-  o.port = lark_free_port();
-  snprintf(b->site_url, sizeof b->site_url, "nats://127.0.0.1:%d", o.port);
-  if (lark_site_add(b->data, "bench", names, (size_t)b->nodes, &o, NULL) < 0)
-    die_cfg("site add");
-  lark_broker_opts bo;
-  lark_broker_opts_init(&bo);
-  bo.run_dir = b->data;
-  bo.leaf_port = leaf_port;
-  bo.leaf_cert = cert;
-  bo.leaf_key = key;
-  bo.leaf_ca = cafile;
-  snprintf(conf, cap, "%s/broker/hub.conf", b->data);
-  if (lark_render_conf("single", &bo, conf) < 0)
-    die_cfg("hub config");
+  snprintf(b->site_url, sizeof b->site_url, "nats://127.0.0.1:%d", site_port);
+  if (lt_hub_render(b->data, leaf_port, conf, cap) < 0 ||
+      lt_site_render(b->data, "bench", names, (size_t)b->nodes, dial,
+                     site_port) < 0)
+    bench_die("render", bus_last_error());
   free(names);
   free(buf);
 }
 
 static bus_conn *
 node_conn(bed *b, int node, int direct) {
-  char creds[400], inbox[48], name[16];
-  bus_conn_opts o;
+  char name[16];
   bus_conn *c = NULL;
   snprintf(name, sizeof name, "b-%d", node);
-  snprintf(creds, sizeof creds, "%s/sites/bench/creds/%s.nk", b->data, name);
-  snprintf(inbox, sizeof inbox, "_INBOX_%s", name);
-  bus_conn_opts_init(&o);
-  o.url = direct ? b->hub.url : b->site_url;
-  o.creds = creds;
-  o.inbox_prefix = inbox;
-  o.name = name;
-  o.js_wait_ms = 1000;
-  for (int t = 0; t < 100 && bus_conn_open(&c, &o) < 0; t++)
+  for (int t = 0;
+       t < 100 &&
+       lt_site_node_connect(b->data, "bench", name,
+                            direct ? b->hub.url : b->site_url, 1000, &c) < 0;
+       t++)
     bus_sleep_ms(100);
   if (!c)
     bench_die("connect", bus_last_error());
@@ -208,25 +177,14 @@ run_phase(bed *b, int direct, int cut_ms) {
 
 static void
 start(bed *b) {
-  char conf[400], bin[64] = "/usr/bin/env", ns[] = "nats-server", c[] = "-c";
-  char leaf[400], log[400];
+  char conf[400], log[400];
   lt_tmpdir(b->data, sizeof b->data, "sitecatch");
   render(b, conf, sizeof conf);
-  if (lt_natsd_start(&b->hub, conf, NULL) < 0)
-    bench_die("hub", "nats-server did not start");
-  char creds[400];
-  bus_conn_opts o;
-  lark_creds_path(b->data, "admin", creds, sizeof creds);
-  bus_conn_opts_init(&o);
-  o.url = b->hub.url;
-  o.creds = creds;
-  if (bus_conn_open(&b->admin, &o) < 0 || lt_streams(b->admin, 120000) < 0)
-    bench_die("admin", bus_last_error());
-  snprintf(leaf, sizeof leaf, "%s/sites/bench/leaf.conf", b->data);
+  if (lt_hub_start(b->data, conf, &b->hub, &b->admin, 0, 120000) < 0)
+    bench_die("hub", bus_last_error());
   snprintf(log, sizeof log, "%s/leaf.log", b->data);
-  char *argv[] = {bin, ns, c, leaf, NULL};
-  if ((b->leaf = lt_spawn(argv, log)) <= 0)
-    bench_die("leaf", "cannot start");
+  if ((b->leaf = lt_site_leaf_start(b->data, "bench", log)) <= 0)
+    bench_die("leaf", bus_last_error());
 }
 
 static void

@@ -100,13 +100,7 @@ apply_job(const char *out) {
                 "replicas", 1, "resources", "cpu", 1, "memory", 64, "devices",
                 "camera/wrist", 1, "camera/shelf", 1, "runtime", "raw",
                 "entrypoint", "python3", script, "frames", out, src);
-  cr_assert_not_null(job);
-  msgpack_zone z;
-  msgpack_zone_init(&z, 1024);
-  msgpack_object r = lt_must_command_json(
-      conn, "job", "apply", json_pack("{s:o}", "resource", job), &z);
-  cr_assert_null(bus_obj_get(&r, "error"), "job apply refused");
-  msgpack_zone_destroy(&z);
+  lt_must_apply_resource(conn, "job", job);
 }
 
 Test(camera_platform, a_job_placed_on_cameras_takes_frames_and_is_counted) {

@@ -17,7 +17,8 @@
 #include "deploy.h"
 #include "files.h"
 #include "bed.h"
-#include "cmd_check.h"
+#include "cmd.h"
+#include "edgebed.h"
 #include "json.h"
 #include "natsd.h"
 #include "proc.h"
@@ -27,61 +28,32 @@
 static lt_natsd srv;
 static bus_conn *conn;
 static char dir[256];
-static pid_t sched, edges[2];
+static pid_t procs[3]; /* edge-1, edge-2, lark-scheduler */
 
-static pid_t
-start_edge(int i) {
-  char node[32];
-  snprintf(node, sizeof node, "edge-%d", i + 1);
-  const char *extra[] = {"--cluster",  "c1",
-                         "--capacity", "cpu=8,memory=16Gi,gpu=2",
-                         "--devices",  "rlinf.io/device=2",
-                         "--labels",   "pool=gpu",
-                         NULL};
-  return lt_must_start_edge(srv.url, dir, node, 1, extra);
-}
+static const char *const agent_args[] = {
+    "--capacity", "cpu=8,memory=16Gi,gpu=2",
+    "--devices",  "rlinf.io/device=2",
+    "--labels",   "pool=gpu",
+    NULL};
 
 static void
 setup(void) {
-  const char *nodes[] = {"edge-1", "edge-2", NULL};
-  lt_tmpdir(dir, sizeof dir, "edge");
   setenv("LARK_NODE_TIMEOUT_MS", "20000", 1);
-  sched = lt_edge_bed_up(&srv, &conn, dir, nodes);
-  edges[0] = start_edge(0);
-  edges[1] = start_edge(1);
+  lt_two_edges_up(&srv, &conn, dir, sizeof dir, "edge", agent_args, procs);
 }
 
 static void
 teardown(void) {
-  pid_t pids[] = {edges[0], edges[1], sched};
-  lt_bed_down(&srv, conn, dir, pids, 3);
+  lt_bed_down(&srv, conn, dir, procs, 3);
 }
 
 TestSuite(edge, .init = setup, .fini = teardown, .timeout = 120);
 
-/* commands as admin, failing the test when refused */
-#define command(kind, verb, j, z) lt_must_command_json(conn, kind, verb, j, z)
-
 /* ------------------------------------------------------------ helpers */
 
 /* A Job of one task: replicas pods running sh -c script. */
-static void
-job(const char *name, int replicas, int gpus, int retries, const char *script) {
-  json_t *spec = json_pack(
-      "{s:s,s:s,s:{s:s},s:{s:[{s:s,s:s,s:i,s:i,s:{s:i,s:i,s:i},"
-      "s:{s:{s:[s,s,s]}}}]}}",
-      "apiVersion", "rlinf.io/v1alpha1", "kind", "Job", "metadata", "name",
-      name, "spec", "tasks", "name", "a", "role", "Actor", "replicas", replicas,
-      "maxRetries", retries, "resources", "cpu", 1, "memory", 64, "gpu", gpus,
-      "runtime", "raw", "entrypoint", "sh", "-c", script);
-  cr_assert_not_null(spec);
-  msgpack_zone z;
-  msgpack_zone_init(&z, 1024);
-  msgpack_object r =
-      command("job", "apply", json_pack("{s:o}", "resource", spec), &z);
-  cr_assert_null(bus_obj_get(&r, "error"), "job apply refused");
-  msgpack_zone_destroy(&z);
-}
+#define job(name, replicas, gpus, retries, script)                             \
+  lt_sh_job(conn, name, replicas, gpus, retries, NULL, script)
 
 /* kind/name's field key as its service describes it; and waiting for it */
 #define field(kind, name, key, out, cap)                                       \
@@ -89,14 +61,7 @@ job(const char *name, int replicas, int gpus, int retries, const char *script) {
 #define wait_field(kind, name, key, want, seconds)                             \
   lt_field_becomes(conn, kind, lt_sub_of(kind), name, key, want, seconds)
 
-/* job.<verb> {name}, failing the test when refused. */
-static void
-job_verb(const char *verb, const char *name) {
-  msgpack_zone z;
-  msgpack_zone_init(&z, 1024);
-  command("job", verb, json_pack("{s:s}", "name", name), &z);
-  msgpack_zone_destroy(&z);
-}
+#define job_verb(verb, name) lt_job_verb(conn, verb, name)
 
 /* Whether process pid is gone (1), waited for up to 10 s. */
 static int
@@ -127,10 +92,9 @@ show_log(const char *node) {
 
 static int
 nodes_ready(void) {
-  const char *names[] = {"edge-1", "edge-2"};
   for (int i = 0; i < 2; i++)
-    if (!wait_field("node", names[i], "status", "Ready", 30)) {
-      show_log(names[i]);
+    if (!wait_field("node", lt_edge_names[i], "status", "Ready", 30)) {
+      show_log(lt_edge_names[i]);
       return 0;
     }
   return 1;
@@ -166,26 +130,6 @@ static char *
 slurp(const char *path) {
   static char buf[65536];
   return lt_read_file(path, buf, sizeof buf);
-}
-
-static int
-lines_of(const char *path) {
-  char *s = slurp(path);
-  int n = 0;
-  for (; s && *s; s++)
-    n += *s == '\n';
-  return n;
-}
-
-/* The pid a pod wrote to path, waiting up to 10 s for it; 0 if none. */
-static int
-pod_pid(const char *path) {
-  int pid = 0;
-  for (int w = 0; w < 100 && !pid; w++, usleep(100 * 1000)) {
-    char *s = slurp(path);
-    pid = s ? atoi(s) : 0;
-  }
-  return pid;
 }
 
 /* ------------------------------------------------------------- tests */
@@ -241,7 +185,7 @@ Test(edge, failing_pod_is_retried_then_fails_its_job) {
   field("pod", "bad-a-0", "attempt", att, sizeof att);
   cr_expect_str_eq(att, "1");
   snprintf(script, sizeof script, "%s/runs", dir);
-  cr_expect_eq(lines_of(script), 2, "one run per attempt");
+  cr_expect_eq(lt_lines_of(script), 2, "one run per attempt");
 }
 
 Test(edge, stop_kills_the_pods_term_then_kill) {
@@ -256,7 +200,7 @@ Test(edge, stop_kills_the_pods_term_then_kill) {
   int pids[2] = {0, 0};
   for (int i = 0; i < 2; i++) {
     snprintf(path, sizeof path, "%s/long-a-%d.pid", dir, i);
-    pids[i] = pod_pid(path);
+    pids[i] = lt_pid_in(path, 10);
     cr_assert(pids[i] > 0, "pod %d never started", i);
   }
   job_verb("stop", "long");
@@ -275,13 +219,8 @@ Test(edge, broker_cut_off_loses_and_doubles_nothing) {
   bus_conn_close(conn);
   conn = NULL;
   cr_assert_eq(lt_natsd_kill_restart(&srv), 0); /* pod ends meanwhile */
-  char admin[512];
-  lark_creds_path(dir, "admin", admin, sizeof admin);
-  bus_conn_opts co;
-  bus_conn_opts_init(&co);
-  co.url = srv.url;
-  co.creds = admin;
-  cr_assert_eq(bus_conn_open(&conn, &co), 0, "%s", bus_last_error());
+  cr_assert_eq(lt_connect_as(srv.url, dir, "admin", 0, &conn), 0, "%s",
+               bus_last_error());
   cr_assert(wait_field("job", "cut", "phase", "Succeeded", 40));
   history("LARK_EVENTS", "lark.ev.pod.cut-a-0", h, sizeof h);
   cr_expect_str_eq(h, "pod.phase:Running pod.phase:Succeeded");
@@ -292,9 +231,9 @@ Test(edge, broker_cut_off_loses_and_doubles_nothing) {
   job("after", 2, 0, 0, script);
   cr_expect(wait_field("job", "after", "phase", "Succeeded", 40));
   snprintf(script, sizeof script, "%s/again", dir);
-  cr_expect_eq(lines_of(script), 2, "each new pod ran once");
+  cr_expect_eq(lt_lines_of(script), 2, "each new pod ran once");
   snprintf(script, sizeof script, "%s/runs", dir);
-  cr_expect_eq(lines_of(script), 1, "the pod ran once");
+  cr_expect_eq(lt_lines_of(script), 1, "the pod ran once");
 }
 
 Test(edge, restarted_edge_readopts_its_pods) {
@@ -306,8 +245,8 @@ Test(edge, restarted_edge_readopts_its_pods) {
   cr_assert(wait_field("pod", "adopt-a-0", "phase", "Running", 30));
   cr_assert(wait_field("pod", "adopt-a-1", "phase", "Running", 30));
   for (int i = 0; i < 2; i++) {
-    lt_kill(edges[i], SIGKILL);
-    edges[i] = start_edge(i);
+    lt_kill(procs[i], SIGKILL);
+    procs[i] = lt_edge_start(srv.url, dir, i, agent_args);
   }
   cr_assert(wait_field("job", "adopt", "phase", "Succeeded", 40));
   for (int i = 0; i < 2; i++) {
@@ -317,7 +256,7 @@ Test(edge, restarted_edge_readopts_its_pods) {
     cr_expect_str_eq(h, "pod.phase:Running pod.phase:Succeeded");
   }
   snprintf(script, sizeof script, "%s/runs", dir);
-  cr_expect_eq(lines_of(script), 2, "each pod ran once");
+  cr_expect_eq(lt_lines_of(script), 2, "each pod ran once");
 }
 
 Test(edge, deleted_job_is_stopped_forgotten_and_purged) {
@@ -335,7 +274,7 @@ Test(edge, deleted_job_is_stopped_forgotten_and_purged) {
     field("pod", pod, "node", nodes[i], sizeof nodes[i]);
     cr_assert(lt_desired_there(conn, nodes[i], pod, 0));
     snprintf(path, sizeof path, "%s/%s.pid", dir, pod);
-    pids[i] = pod_pid(path);
+    pids[i] = lt_pid_in(path, 10);
     cr_assert(pids[i] > 0, "pod %d never started", i);
   }
   job_verb("delete", "gone");
@@ -350,11 +289,11 @@ Test(edge, deleted_job_is_stopped_forgotten_and_purged) {
   }
   /* restarted edges are handed nothing of them again */
   for (int i = 0; i < 2; i++) {
-    lt_kill(edges[i], SIGKILL);
-    edges[i] = start_edge(i);
+    lt_kill(procs[i], SIGKILL);
+    procs[i] = lt_edge_start(srv.url, dir, i, agent_args);
   }
   cr_assert(nodes_ready());
   sleep(2);
   snprintf(path, sizeof path, "%s/gone-runs", dir);
-  cr_expect_eq(lines_of(path), 2, "a forgotten pod started again");
+  cr_expect_eq(lt_lines_of(path), 2, "a forgotten pod started again");
 }

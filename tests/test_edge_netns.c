@@ -121,15 +121,8 @@ wait_report(const char *pod, const char *phase, int seconds) {
 static const char *
 phases(const char *pod) {
   static char out[1024];
-  out[0] = 0;
   drain(200);
-  for (int i = 0; i < reps.n; i++)
-    if (!strcmp(reps.seen[i].pod, pod)) {
-      size_t n = strlen(out);
-      snprintf(out + n, sizeof out - n, "%s%s", n ? " " : "",
-               reps.seen[i].phase);
-    }
-  return out;
+  return lt_pod_phases(&reps, pod, out, sizeof out);
 }
 
 static char *

@@ -253,13 +253,9 @@ run_line(const char *robot, int n) {
 
 static int
 runs(const char *robot) {
-  char path[512], buf[8192];
+  char path[512];
   snprintf(path, sizeof path, "%s/%s.runs", dir, robot);
-  char *s = lt_read_file(path, buf, sizeof buf);
-  int n = 0;
-  for (; s && *s; s++)
-    n += *s == '\n';
-  return n;
+  return lt_lines_of(path);
 }
 
 static int

@@ -21,42 +21,33 @@
 #include <unistd.h>
 
 #include "bed.h"
+#include "edgebed.h"
 #include "cmd.h"
-#include "cmd_check.h"
 #include "deploy.h"
 #include "events.h"
 #include "files.h"
 #include "natsd.h"
 #include "proc.h"
+#include "secure.h"
 
 static lt_natsd srv;
 static bus_conn *conn;
 static char dir[256];
-static pid_t sched, edges[2];
+static pid_t procs[3]; /* edge-1, edge-2, lark-scheduler */
 
-static const char *const names[] = {"edge-1", "edge-2"};
-
-static pid_t
-start_edge(int i) {
-  const char *extra[] = {"--cluster", "c1", "--capacity", "cpu=8,memory=16Gi",
-                         NULL};
-  return lt_must_start_edge(srv.url, dir, names[i], 1, extra);
-}
+static const char *const agent_args[] = {"--capacity", "cpu=8,memory=16Gi",
+                                         NULL};
 
 static void
 setup(void) {
-  const char *nodes[] = {"edge-1", "edge-2", NULL};
-  lt_tmpdir(dir, sizeof dir, "nodestreams");
   setenv("LARK_NODE_TIMEOUT_MS", "30000", 1);
-  sched = lt_edge_bed_up(&srv, &conn, dir, nodes);
-  edges[0] = start_edge(0);
-  edges[1] = start_edge(1);
+  lt_two_edges_up(&srv, &conn, dir, sizeof dir, "nodestreams", agent_args,
+                  procs);
 }
 
 static void
 teardown(void) {
-  pid_t pids[] = {edges[0], edges[1], sched};
-  lt_bed_down(&srv, conn, dir, pids, 3);
+  lt_bed_down(&srv, conn, dir, procs, 3);
 }
 
 TestSuite(node_streams, .init = setup, .fini = teardown, .timeout = 150);
@@ -65,54 +56,16 @@ TestSuite(node_streams, .init = setup, .fini = teardown, .timeout = 150);
   lt_field_becomes(conn, kind, lt_sub_of(kind), name, key, want, seconds)
 
 /* A Job of one task: replicas pods of sh -c script, spread. */
-static void
-job(const char *name, int replicas, const char *script) {
-  json_t *spec = json_pack(
-      "{s:s,s:s,s:{s:s},s:{s:s,s:[{s:s,s:s,s:i,s:{s:i,s:i},"
-      "s:{s:{s:[s,s,s]}}}]}}",
-      "apiVersion", "rlinf.io/v1alpha1", "kind", "Job", "metadata", "name",
-      name, "spec", "strategy", "spread", "tasks", "name", "a", "role", "Actor",
-      "replicas", replicas, "resources", "cpu", 1, "memory", 64, "runtime",
-      "raw", "entrypoint", "sh", "-c", script);
-  cr_assert_not_null(spec);
-  msgpack_zone z;
-  msgpack_zone_init(&z, 1024);
-  msgpack_object r = lt_must_command_json(
-      conn, "job", "apply", json_pack("{s:o}", "resource", spec), &z);
-  cr_assert_null(bus_obj_get(&r, "error"), "job apply refused");
-  msgpack_zone_destroy(&z);
-}
-
-static void
-job_verb(const char *verb, const char *name) {
-  msgpack_zone z;
-  msgpack_zone_init(&z, 1024);
-  lt_must_command_json(conn, "job", verb, json_pack("{s:s}", "name", name), &z);
-  msgpack_zone_destroy(&z);
-}
-
-static int
-lines_of(const char *path) {
-  static char buf[65536];
-  char *s = lt_read_file(path, buf, sizeof buf);
-  int n = 0;
-  for (; s && *s; s++)
-    n += *s == '\n';
-  return n;
-}
+#define job(name, replicas, script)                                            \
+  lt_sh_job(conn, name, replicas, 0, 0, "spread", script)
+#define job_verb(verb, name) lt_job_verb(conn, verb, name)
 
 /* The pid pod wrote into dir/<pod>.pid, waiting up to 10 s; 0 if none. */
 static int
 pod_pid(const char *pod) {
-  static char buf[64];
   char path[512];
   snprintf(path, sizeof path, "%s/%s.pid", dir, pod);
-  for (int w = 0; w < 100; w++, usleep(100 * 1000)) {
-    char *s = lt_read_file(path, buf, sizeof buf);
-    if (s && atoi(s) > 0)
-      return atoi(s);
-  }
-  return 0;
+  return lt_pid_in(path, 10);
 }
 
 /* Whether pod's desired state is in node's stream, waiting up to
@@ -127,13 +80,8 @@ desired_back(const char *node, const char *pod, int seconds) {
 
 static void
 reconnect(void) {
-  char admin[512];
-  lark_creds_path(dir, "admin", admin, sizeof admin);
-  bus_conn_opts co;
-  bus_conn_opts_init(&co);
-  co.url = srv.url;
-  co.creds = admin;
-  cr_assert_eq(bus_conn_open(&conn, &co), 0, "%s", bus_last_error());
+  cr_assert_eq(lt_connect_as(srv.url, dir, "admin", 0, &conn), 0, "%s",
+               bus_last_error());
 }
 
 Test(node_streams,
@@ -141,7 +89,7 @@ Test(node_streams,
   char script[1024], path[512], node[2][64], pod[2][32];
   int pids[2];
   for (int i = 0; i < 2; i++)
-    cr_assert(wait_field("node", names[i], "status", "Ready", 30));
+    cr_assert(wait_field("node", lt_edge_names[i], "status", "Ready", 30));
   snprintf(script, sizeof script,
            "echo $$ > %s/$LARK_POD.pid; echo run >> %s/long-runs; sleep 120",
            dir, dir);
@@ -164,7 +112,7 @@ Test(node_streams,
     cr_expect(desired_back(node[i], pod[i], 30),
               "%s's desired state never came back to %s", pod[i], node[i]);
   snprintf(path, sizeof path, "%s/long-runs", dir);
-  cr_expect_eq(lines_of(path), 2, "a running pod was started again");
+  cr_expect_eq(lt_lines_of(path), 2, "a running pod was started again");
   for (int i = 0; i < 2; i++)
     cr_expect_eq(kill(pids[i], 0), 0, "%s no longer runs", pod[i]);
   /* the nodes take new work, once each */
@@ -172,7 +120,7 @@ Test(node_streams,
   job("after", 2, script);
   cr_expect(wait_field("job", "after", "phase", "Succeeded", 40));
   snprintf(path, sizeof path, "%s/again", dir);
-  cr_expect_eq(lines_of(path), 2, "each new pod ran once");
+  cr_expect_eq(lt_lines_of(path), 2, "each new pod ran once");
   /* and act on a change to what ran before the restart */
   job_verb("stop", "long");
   cr_expect(wait_field("job", "long", "phase", "Stopped", 30));
@@ -183,7 +131,7 @@ Test(node_streams,
     cr_expect_neq(kill(pids[i], 0), 0, "%s still runs after a stop", pod[i]);
   }
   snprintf(path, sizeof path, "%s/long-runs", dir);
-  cr_expect_eq(lines_of(path), 2, "a stopped pod was started again");
+  cr_expect_eq(lt_lines_of(path), 2, "a stopped pod was started again");
 }
 
 /* The stream's storage as the broker describes it ("file", "memory"). */

@@ -19,23 +19,7 @@
 #include "natsd.h"
 #include "stream.h"
 
-static lt_natsd srv;
-static bus_conn *conn;
-static char dir[256];
-static pid_t sched[1];
-
-static void
-setup(void) {
-  lt_bed_up(&srv, &conn, dir, sizeof dir, "burst", 1000);
-  sched[0] = lt_must_start_named("lark-scheduler", srv.url, dir, "scheduler");
-}
-
-static void
-teardown(void) {
-  lt_bed_down(&srv, conn, dir, sched, 1);
-}
-
-TestSuite(sched_burst, .init = setup, .fini = teardown, .timeout = 120);
+LT_SCHED_SUITE(sched_burst, "burst");
 
 static void
 node(const char *name) {

@@ -21,23 +21,7 @@
 #include "natsd.h"
 #include "proc.h"
 
-static lt_natsd srv;
-static bus_conn *conn;
-static char dir[256];
-static pid_t sched[1];
-
-static void
-setup(void) {
-  lt_bed_up(&srv, &conn, dir, sizeof dir, "scheddev", 1000);
-  sched[0] = lt_must_start_named("lark-scheduler", srv.url, dir, "scheduler");
-}
-
-static void
-teardown(void) {
-  lt_bed_down(&srv, conn, dir, sched, 1);
-}
-
-TestSuite(scheduler_devices, .init = setup, .fini = teardown, .timeout = 120);
+LT_SCHED_SUITE(scheduler_devices, "scheddev");
 
 #define wait_field(kind, name, key, want)                                      \
   lt_field_becomes(conn, kind, lt_sub_of(kind), name, key, want, 15)

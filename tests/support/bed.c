@@ -28,6 +28,13 @@ lt_bed_up(lt_natsd *srv, bus_conn **conn, char *dir, size_t cap,
   lt_tmpdir(dir, cap, tag);
 }
 
+pid_t
+lt_sched_bed_up(lt_natsd *srv, bus_conn **conn, char *dir, size_t cap,
+                const char *tag) {
+  lt_bed_up(srv, conn, dir, cap, tag, 1000);
+  return lt_must_start_named("lark-scheduler", srv->url, dir, "scheduler");
+}
+
 static void
 kill_all(pid_t *pids, int n) {
   for (int i = 0; i < n; i++)
@@ -120,17 +127,55 @@ lt_pod_report_take(lt_pod_reports *r, const bus_event *ev) {
   p->attempt = (uint32_t)bus_obj_int(&ev->data, "attempt", 0);
 }
 
+static const lt_pod_report *
+find_report(const lt_pod_reports *r, const char *pod, const char *phase) {
+  for (int i = 0; i < r->n; i++)
+    if (!strcmp(r->seen[i].pod, pod) && !strcmp(r->seen[i].phase, phase))
+      return &r->seen[i];
+  return NULL;
+}
+
 const lt_pod_report *
 lt_pod_report_wait(lt_pod_reports *r, void (*drain)(int timeout_ms),
                    const char *pod, const char *phase, int seconds) {
-  for (int w = 0; w < seconds * 4; w++) {
-    for (int i = 0; i < r->n; i++)
-      if (!strcmp(r->seen[i].pod, pod) && !strcmp(r->seen[i].phase, phase))
-        return &r->seen[i];
+  const lt_pod_report *p = NULL;
+  for (int w = 0; w < seconds * 4 && !(p = find_report(r, pod, phase)); w++)
     drain(250);
-  }
-  cr_log_error("no %s report for %s", phase, pod);
-  return NULL;
+  if (!p)
+    cr_log_error("no %s report for %s", phase, pod);
+  return p;
+}
+
+static void
+take_report(const bus_event *ev, void *r) {
+  lt_pod_report_take(r, ev);
+}
+
+void
+lt_pod_reports_read(lt_pod_reports *r, bus_consumer *k, int timeout_ms) {
+  lt_drain(k, 64, timeout_ms, take_report, r);
+}
+
+const lt_pod_report *
+lt_pod_report_await(lt_pod_reports *r, bus_consumer *k, const char *pod,
+                    const char *phase, int seconds) {
+  const lt_pod_report *p = NULL;
+  for (int w = 0; w < seconds * 4 && !(p = find_report(r, pod, phase)); w++)
+    lt_pod_reports_read(r, k, 250);
+  if (!p)
+    cr_log_error("no %s report for %s", phase, pod);
+  return p;
+}
+
+const char *
+lt_pod_phases(const lt_pod_reports *r, const char *pod, char *out, size_t cap) {
+  out[0] = 0;
+  for (int i = 0; i < r->n; i++)
+    if (!strcmp(r->seen[i].pod, pod)) {
+      size_t n = strlen(out);
+      snprintf(out + n, cap - n, "%s%s", n ? " " : "", r->seen[i].phase);
+    }
+  return out;
 }
 
 pid_t

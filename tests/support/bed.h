@@ -57,6 +57,31 @@ void lt_secure_bed_up(lt_natsd *srv, bus_conn **conn, const char *dir,
 pid_t lt_edge_bed_up(lt_natsd *srv, bus_conn **conn, const char *dir,
                      const char *const nodes[]);
 
+/* lt_bed_up(srv, conn, dir, cap, tag, 1000) and lark-scheduler started
+ * there (lt_must_start_named "scheduler"): the bed of a test of the
+ * scheduler alone, its nodes and commands written by the test. Its pid. */
+pid_t lt_sched_bed_up(lt_natsd *srv, bus_conn **conn, char *dir, size_t cap,
+                      const char *tag);
+
+/*
+ * A Criterion suite of tests of the scheduler alone, each between
+ * lt_sched_bed_up (tmpdir tagged tag) and lt_bed_down; it defines, static
+ * in the test file, srv (the broker), conn (the connection), dir and
+ * sched (lark-scheduler's pid).
+ */
+#define LT_SCHED_SUITE(suite, tag)                                             \
+  static lt_natsd srv;                                                         \
+  static bus_conn *conn;                                                       \
+  static char dir[256];                                                        \
+  static pid_t sched;                                                          \
+  static void suite##_up(void) {                                               \
+    sched = lt_sched_bed_up(&srv, &conn, dir, sizeof dir, tag);                \
+  }                                                                            \
+  static void suite##_down(void) {                                             \
+    lt_bed_down(&srv, conn, dir, &sched, 1);                                   \
+  }                                                                            \
+  TestSuite(suite, .init = suite##_up, .fini = suite##_down, .timeout = 120)
+
 /*
  * lt_bed_up(srv, conn, dir, cap, tag, 2000), node's own stream (as the
  * scheduler makes it when it takes the node's registration) and a durable
@@ -98,6 +123,20 @@ const lt_pod_report *lt_pod_report_wait(lt_pod_reports *r,
                                         void (*drain)(int timeout_ms),
                                         const char *pod, const char *phase,
                                         int seconds);
+
+/* The pod.reports k holds (lt_drain, waiting up to timeout_ms for the
+ * first) into r. */
+void lt_pod_reports_read(lt_pod_reports *r, bus_consumer *k, int timeout_ms);
+
+/* lt_pod_report_wait, reading k between looks. */
+const lt_pod_report *lt_pod_report_await(lt_pod_reports *r, bus_consumer *k,
+                                         const char *pod, const char *phase,
+                                         int seconds);
+
+/* Every phase r holds for pod, in the order reported, joined by spaces,
+ * into out; out. */
+const char *lt_pod_phases(const lt_pod_reports *r, const char *pod, char *out,
+                          size_t cap);
 
 /* The last lines of dir/file, logged as errors (what a process said
  * before a test failed); nothing when the file is missing. */

@@ -40,14 +40,30 @@ lt_expect_ok(const msgpack_object *r) {
   cr_assert_null(e, "command refused: %s", msg);
 }
 
-/* kind.apply with a JSON text body, failing the test unless it is ok. */
+/* kind.apply with body (consumed), failing the test unless it is ok. */
 static inline void
-lt_must_apply(bus_conn *c, const char *kind, const char *json) {
+lt_must_apply_body(bus_conn *c, const char *kind, json_t *body) {
   msgpack_zone z;
   msgpack_zone_init(&z, 1024);
-  msgpack_object r = lt_must_command(c, kind, "apply", json, &z);
+  msgpack_object r = lt_must_command_json(c, kind, "apply", body, &z);
   lt_expect_ok(&r);
   msgpack_zone_destroy(&z);
+}
+
+/* The same with a JSON text body. */
+static inline void
+lt_must_apply(bus_conn *c, const char *kind, const char *json) {
+  json_error_t err;
+  json_t *j = json_loads(json, 0, &err);
+  cr_assert_not_null(j, "bad test json: %s", err.text);
+  lt_must_apply_body(c, kind, j);
+}
+
+/* The same with body {resource} (resource consumed). */
+static inline void
+lt_must_apply_resource(bus_conn *c, const char *kind, json_t *resource) {
+  cr_assert_not_null(resource, "bad test resource");
+  lt_must_apply_body(c, kind, json_pack("{s:o}", "resource", resource));
 }
 
 #endif

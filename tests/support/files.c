@@ -5,7 +5,10 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
+
+#include "wait.h"
 
 char *
 lt_read_file(const char *path, char *buf, size_t cap) {
@@ -16,6 +19,28 @@ lt_read_file(const char *path, char *buf, size_t cap) {
     return NULL;
   fclose(f);
   return buf;
+}
+
+int
+lt_lines_of(const char *path) {
+  FILE *f = fopen(path, "re");
+  int n = 0, c;
+  while (f && (c = getc(f)) != EOF)
+    n += c == '\n';
+  if (f)
+    fclose(f);
+  return n;
+}
+
+int
+lt_pid_in(const char *path, int seconds) {
+  char buf[32];
+  for (int w = 0; w <= seconds * 10; w++, lt_sleep_ms(100)) {
+    char *s = lt_read_file(path, buf, sizeof buf);
+    if (s && atoi(s) > 0)
+      return atoi(s);
+  }
+  return 0;
 }
 
 int

@@ -15,6 +15,13 @@ int lt_write_file(const char *path, const char *fmt, ...)
  * (buf "") when it cannot be opened. */
 char *lt_read_file(const char *path, char *buf, size_t cap);
 
+/* The lines of path (its newlines); 0 when it cannot be read. */
+int lt_lines_of(const char *path);
+
+/* The pid a process wrote to path (a pod's `echo $$ > path`), looked for
+ * every 100 ms for up to seconds; 0 when there was none. */
+int lt_pid_in(const char *path, int seconds);
+
 /* Make path writable (0644) and XOR its byte at off with mask, its size
  * unchanged: a file damaged in place. 0, or -1 when it could not be
  * made writable, opened, or has no byte at off. */
