@@ -25,23 +25,7 @@
 #define PODS 600
 #define NODES 2
 
-static lt_natsd srv;
-static bus_conn *conn;
-static char dir[256];
-static pid_t sched[1];
-
-static void
-setup(void) {
-  lt_bed_up(&srv, &conn, dir, sizeof dir, "gangs", 1000);
-  sched[0] = lt_must_start_named("lark-scheduler", srv.url, dir, "scheduler");
-}
-
-static void
-teardown(void) {
-  lt_bed_down(&srv, conn, dir, sched, 1);
-}
-
-TestSuite(sched_gangs, .init = setup, .fini = teardown, .timeout = 120);
+LT_SCHED_SUITE(sched_gangs, "gangs");
 
 static void
 node(int i) {
