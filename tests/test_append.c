@@ -151,6 +151,67 @@ Test(streams, node_streams_one_per_node) {
   down(&f);
 }
 
+/*
+ * Many nodes' streams at once (a registration storm, a repair after a
+ * broker restart): asked together, each answered as when made alone. One
+ * made before by itself is found with the same settings (not made again,
+ * born when it was), one left on file by an earlier version is made anew
+ * in memory, the rest are made; a second call makes nothing and reads the
+ * same creation times, which are those nats.c reads for a stream alone.
+ */
+Test(streams, many_node_streams_made_together, .timeout = 60) {
+  enum { N = 300 };
+  fixture f;
+  char names[N][16];
+  const char *nodes[N];
+  int64_t born[2][N];
+  unsigned char made[2][N];
+  int created = -1;
+  up(&f, 1);
+  for (int i = 0; i < N; i++) {
+    snprintf(names[i], sizeof names[i], "m%d", i);
+    nodes[i] = names[i];
+  }
+  cr_assert_eq(bus_node_stream_ensure(f.c, "m7", &created), 0, "%s",
+               bus_last_error());
+  const char old[] = "{\"name\":\"LARK_NODE_m9\",\"subjects\":"
+                     "[\"lark.node.m9.>\"],\"storage\":\"file\","
+                     "\"max_msgs_per_subject\":1}";
+  json_t *j = lt_request_json(f.c, "$JS.API.STREAM.CREATE.LARK_NODE_m9", old);
+  cr_assert(j && json_object_get(j, "config"), "%s", bus_last_error());
+  json_decref(j);
+  for (int k = 0; k < 2; k++) {
+    cr_assert_eq(
+        bus_node_streams_born(f.c, nodes, N, born[k], made[k], &created), 0,
+        "%s", bus_last_error());
+    cr_expect_eq(created, k ? 0 : N - 1, "round %d made %d", k, created);
+    for (int i = 0; i < N; i++) {
+      cr_expect_eq(made[k][i], !k && i != 7, "%s made %d in round %d", nodes[i],
+                   made[k][i], k);
+      cr_expect(born[k][i] > 0, "%s has no creation time", nodes[i]);
+    }
+  }
+  for (int i = 0; i < N; i++)
+    cr_expect_eq(born[0][i], born[1][i], "%s born twice", nodes[i]);
+  int64_t alone = 0;
+  unsigned char m = 1;
+  cr_assert_eq(bus_node_streams_born(f.c, &nodes[42], 1, &alone, &m, NULL), 0);
+  cr_expect_eq(alone, born[0][42], "the time nats.c reads for it");
+  cr_expect_eq(m, 0);
+  /* asked only to be there (a batch of registrations): made all the same */
+  cr_assert_eq(bus_stream_delete(f.c, "LARK_NODE_m3"), 0);
+  cr_assert_eq(bus_node_streams_ensure(f.c, nodes, N, NULL), 0, "%s",
+               bus_last_error());
+  cr_assert_eq(bus_node_streams_born(f.c, &nodes[3], 1, &alone, &m, NULL), 0);
+  cr_expect_eq(m, 0, "m3 was made again");
+  json_t *info = stream_info(&f, "LARK_NODE_m9");
+  cr_expect_str_eq(json_string_value(json_object_get(
+                       json_object_get(info, "config"), "storage")),
+                   "memory");
+  json_decref(info);
+  down(&f);
+}
+
 Test(append, check_conflict_and_create) {
   fixture f;
   bus_event ev;
@@ -218,6 +279,53 @@ Test(append, dedupe_and_last_event) {
   rc = bus_last_event(f.c, "LARK_EVENTS", "lark.ev.sample.d", &got, &z);
   cr_assert_eq(rc, BUS_ENOT_FOUND);
   msgpack_zone_destroy(&z);
+  down(&f);
+}
+
+/*
+ * Appends in flight together, each answered as bus_append answers it
+ * alone: checked ones land at their prev or conflict, a repeat is a
+ * duplicate at its first sequence, an unchecked one lands, one no stream
+ * takes says so, and a bad one is refused as alone; the stream holds each
+ * once, in order.
+ */
+Test(append, many_settled_each_as_alone) {
+  enum { N = 8 };
+  fixture f;
+  bus_event ev[N], pre;
+  char id[N][33], pre_id[33], subj[N][64];
+  bus_append_item it[N];
+  uint64_t seq = 0, last = 0;
+  up(&f, 1);
+  for (int i = 0; i < N; i++) {
+    sample(&f, &ev[i], id[i], 0);
+    snprintf(subj[i], sizeof subj[i], "lark.ev.sample.m%d", i);
+    it[i] = (bus_append_item){subj[i], &ev[i], BUS_APPEND_CHECK, -1, 0, -1};
+  }
+  sample(&f, &pre, pre_id, 0);
+  cr_assert_eq(bus_append(f.c, subj[1], &pre, 0, &seq, NULL), 0);
+  ev[2].prev = seq + 100; /* m2 has no message: a conflict */
+  /* m1's again, unchecked: a duplicate (checked, its prev is stale) */
+  it[3].ev = &pre, it[3].subject = subj[1], it[3].flags = BUS_APPEND_NOCHECK;
+  it[4].flags = BUS_APPEND_NOCHECK;
+  it[5].subject = "lark.nostream.m5";
+  ev[6].id = ""; /* refused before it goes */
+  cr_assert_eq(bus_append_many(f.c, it, N), 0);
+  cr_expect_eq(it[0].rc, 0, "%s", bus_err_name(it[0].rc));
+  cr_expect_eq(it[1].rc, BUS_ECONFLICT, "m1 was there: prev 0 is stale");
+  cr_expect_eq(it[2].rc, BUS_ECONFLICT);
+  cr_expect_eq(it[3].rc, 0, "%s", bus_err_name(it[3].rc));
+  cr_expect_eq(it[3].dup, 1);
+  cr_expect_eq(it[3].seq, seq, "the first copy's sequence");
+  cr_expect_eq(it[4].rc, 0);
+  cr_expect_eq(it[5].rc, BUS_ENO_STREAM, "%s", bus_err_name(it[5].rc));
+  cr_expect_lt(it[6].rc, 0);
+  cr_expect_eq(it[7].rc, 0);
+  cr_expect(it[0].seq > seq && it[4].seq > it[0].seq && it[7].seq > it[4].seq,
+            "in order: %llu %llu %llu", (unsigned long long)it[0].seq,
+            (unsigned long long)it[4].seq, (unsigned long long)it[7].seq);
+  cr_assert_eq(bus_stream_last_seq(f.c, "LARK_EVENTS", &last), 0);
+  cr_expect_eq(last, seq + 3, "m1, m0, m4, m7 once each");
   down(&f);
 }
 

@@ -909,6 +909,25 @@ int bus_append_async(bus_conn *c, const char *subject, const bus_event *ev,
 int bus_append_flush(bus_conn *c, int timeout_ms, uint64_t *failed);
 
 /*
+ * Several appends at once, each to its own subject with its own flags
+ * (BUS_APPEND_NOCHECK or BUS_APPEND_CHECK at ev->prev), possibly to
+ * several streams: all sent without waiting, then each settled by its own
+ * answer, in order. One refused for its version check gets BUS_ECONFLICT;
+ * one not sent, not answered or refused otherwise is appended again alone
+ * with bus_append. So every item's rc, seq and dup are what bus_append
+ * would have said of it alone. Returns 0.
+ */
+typedef struct bus_append_item {
+  const char *subject;
+  const bus_event *ev; /* with id, type (or t) and, checked, prev */
+  int flags;
+  int rc;       /* out */
+  uint64_t seq; /* out */
+  int dup;      /* out */
+} bus_append_item;
+int bus_append_many(bus_conn *c, bus_append_item *items, size_t n);
+
+/*
  * Atomic batches (nats-server 2.12 and later).
  *
  * bus_append_atomic appends n events to one stream as a single atomic

@@ -206,7 +206,7 @@ num_after(const char *s, const char *key) {
   return at ? strtoull(at + strlen(key), NULL, 10) : 0;
 }
 
-/* A pub ack, {"stream":..,"seq":N[,"duplicate":true]}, or a refusal,
+/* A pub ack, {"stream":..,"seq":N[,"duplicate": true]}, or a refusal,
  * {"error":{"code":..,"err_code":N,"description":".."}}, into sl. */
 static void
 answer(slot *sl, natsMsg *m) {
@@ -224,7 +224,7 @@ answer(slot *sl, natsMsg *m) {
   body[len] = 0;
   if (!strstr(body, "\"error\"")) {
     sl->a.seq = num_after(body, "\"seq\":");
-    sl->a.dup = strstr(body, "\"duplicate\":true") != NULL;
+    sl->a.dup = strstr(body, "\"duplicate\":") != NULL; /* ": true" */
     return;
   }
   uint64_t code = num_after(body, "\"err_code\":");

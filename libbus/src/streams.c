@@ -24,9 +24,13 @@
  * they lack (bus_view_node_streams_repair). A node stream found on file
  * (made by an earlier version) is made anew in memory, and counted as made.
  */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "jsreq.h"
 #include "nats-int.h"
 
 #define NS_PER_S INT64_C(1000000000)
@@ -310,24 +314,150 @@ settings_of_events(bus_conn *c, bus_streams_opts *o) {
   return 0;
 }
 
+/* The broker's time "2026-12-02T09:56:34.210067849Z" (or with an offset)
+ * as nanoseconds since the epoch, as nats.c reads a stream's Created; 0
+ * when s is none. */
+static int64_t
+parse_time(const char *s) {
+  struct tm tm = {0};
+  int64_t frac = 0, scale = 1000000000;
+  char *end;
+  if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d", &tm.tm_year, &tm.tm_mon,
+                   &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 6)
+    return 0;
+  tm.tm_year -= 1900, tm.tm_mon -= 1;
+  int64_t t = (int64_t)timegm(&tm);
+  s += 19;
+  if (*s == '.')
+    for (s++; *s >= '0' && *s <= '9'; s++)
+      if (scale > 1)
+        frac = frac * 10 + (*s - '0'), scale /= 10;
+  if ((*s == '+' || *s == '-') && s[1]) {
+    long hh = strtol(s + 1, &end, 10), mm = *end == ':' ? atol(end + 1) : 0;
+    t -= (*s == '+' ? 1 : -1) * (hh * 3600 + mm * 60);
+  }
+  return t * NS_PER_S + frac * scale;
+}
+
+static int64_t
+created_of(const char *answer) {
+  const char *at = answer ? strstr(answer, "\"created\":\"") : NULL;
+  return at ? parse_time(at + 11) : 0;
+}
+
+/* One node's stream, as ensure_one makes it: its table entry (names and
+ * subject kept in ns) and the body of a create request. */
+typedef struct node_req {
+  char name[BUS_NODE_STREAM_MAX], subject[BUS_SUBJECT_MAX];
+  char info[BUS_SUBJECT_MAX], create[BUS_SUBJECT_MAX], body[512];
+  int state;          /* NR_* */
+  unsigned char made; /* missing, and made by this call */
+} node_req;
+
+enum { NR_ASK, NR_MISSING, NR_THERE, NR_SETTLED, NR_ALONE };
+
+static int
+node_req_init(node_req *q, const char *node, const bus_streams_opts *o) {
+  int rc = bus_node_stream_name(node, q->name, sizeof q->name);
+  if (rc < 0)
+    return rc;
+  snprintf(q->subject, sizeof q->subject, "lark.node.%s.>", node);
+  snprintf(q->info, sizeof q->info, "$JS.API.STREAM.INFO.%s", q->name);
+  snprintf(q->create, sizeof q->create, "$JS.API.STREAM.CREATE.%s", q->name);
+  /* fill_config's settings for a node stream; the broker fills the rest
+   * as it does for nats.c's request, so the two compare equal */
+  snprintf(q->body, sizeof q->body,
+           "{\"name\":\"%s\",\"subjects\":[\"%s\"],\"retention\":\"limits\","
+           "\"storage\":\"memory\",\"num_replicas\":%d,"
+           "\"max_msgs_per_subject\":1,\"max_msg_size\":%d,"
+           "\"duplicate_window\":%lld,\"discard\":\"old\"}",
+           q->name, q->subject, o->replicas > 0 ? o->replicas : 1,
+           (int)EVENTS_MSG_MAX,
+           (long long)(o->dedupe_ns > 0 ? o->dedupe_ns : 2 * 60 * NS_PER_S));
+  q->state = NR_ASK;
+  return 0;
+}
+
+/*
+ * One round: for each request in state from, subject (info or create)
+ * sent with the body when create; each answer read by take. A round whose
+ * requests could not be sent leaves them to be made alone.
+ */
+static int
+node_round(bus_conn *c, node_req *q, size_t n, int create, int64_t *born) {
+  bus__jsreq *v = calloc(n + 1, sizeof *v);
+  size_t *at = calloc(n + 1, sizeof *at), k = 0;
+  for (size_t i = 0; v && at && i < n; i++) {
+    int st = q[i].state;
+    if (create ? st != NR_MISSING && st != NR_THERE : st != NR_ASK)
+      continue;
+    v[k] = (bus__jsreq){create ? q[i].create : q[i].info,
+                        create ? q[i].body : "", NULL};
+    at[k++] = i;
+  }
+  int rc = v && at ? bus__jsreq_run(c, v, k) : -ENOMEM;
+  for (size_t j = 0; rc >= 0 && j < k; j++) {
+    node_req *r = &q[at[j]];
+    int err = bus__jsreq_err(v[j].answer);
+    if (!v[j].answer || (err && (create || err != JSStreamNotFoundErr)))
+      r->state = NR_ALONE; /* no answer, other settings, a refusal */
+    else if (!create)
+      r->state = err ? NR_MISSING : NR_THERE;
+    else
+      r->made = r->state == NR_MISSING, r->state = NR_SETTLED;
+    if (born && !err)
+      born[at[j]] = created_of(v[j].answer);
+  }
+  for (size_t j = 0; rc < 0 && j < k; j++)
+    q[at[j]].state = NR_ALONE;
+  if (v)
+    bus__jsreq_free(v, k);
+  free(v);
+  free(at);
+  /* a broker that does not answer is not asked again one by one */
+  return rc == BUS_ETIMEOUT || rc == BUS_ECONN ? rc : 0;
+}
+
+/*
+ * Every node's stream in two rounds of requests in flight together (each
+ * n requests for about one wait at the broker's API queue): first each
+ * stream's info (made now or there already: the broker's answer to a
+ * create does not tell), then a create with its settings for each, which
+ * the broker answers as done when the stream is there with the same
+ * settings. Anything else (another storage from an
+ * earlier version, other settings, no answer) is settled alone by
+ * ensure_one, as before.
+ */
 int
 bus_node_streams_born(bus_conn *c, const char *const *nodes, size_t n,
                       int64_t *born, unsigned char *made_now, int *created) {
-  char name[BUS_NODE_STREAM_MAX], subject[BUS_SUBJECT_MAX];
   bus_streams_opts o;
   int rc = settings_of_events(c, &o), made = 0;
+  node_req *q = rc < 0 ? NULL : calloc(n + 1, sizeof *q);
+  if (rc >= 0 && !q)
+    rc = BUS_ERR(-ENOMEM, "out of memory making node streams");
+  for (size_t i = 0; rc >= 0 && i < n; i++)
+    rc = node_req_init(&q[i], nodes[i], &o);
+  /* who asks nothing of the streams but that they be there (a batch of
+   * registrations) skips the first round: a create is answered as done
+   * for a stream already there with the same settings */
+  int ask = born || made_now || created;
+  for (size_t i = 0; rc >= 0 && !ask && i < n; i++)
+    q[i].state = NR_THERE;
+  if (rc >= 0 && n > 1 && (!ask || (rc = node_round(c, q, n, 0, born)) >= 0))
+    rc = node_round(c, q, n, 1, born);
   for (size_t i = 0; rc >= 0 && i < n; i++) {
-    int one = 0;
-    if ((rc = bus_node_stream_name(nodes[i], name, sizeof name)) < 0)
-      break;
-    snprintf(subject, sizeof subject, "lark.node.%s.>", nodes[i]);
-    stream_def d = {name, subject, js_LimitsPolicy, AGE_NONE,
-                    1,    0,       EVENTS_MSG_MAX};
-    rc = ensure_one(c, &d, &o, 1, &one, born ? &born[i] : NULL);
+    int one = q[i].made;
+    if (q[i].state != NR_SETTLED) {
+      stream_def d = {q[i].name, q[i].subject,  js_LimitsPolicy, AGE_NONE, 1,
+                      0,         EVENTS_MSG_MAX};
+      rc = ensure_one(c, &d, &o, 1, &one, born ? &born[i] : NULL);
+    }
     made += one;
     if (made_now)
       made_now[i] = (unsigned char)one;
   }
+  free(q);
   if (created)
     *created = made;
   return rc < 0 ? rc : 0;

@@ -1,6 +1,7 @@
 /*
- * ingress-int.h - the ingress's parts: the routing loop (ingress.c) and
- * the run reports it stores a batch at a time (ingress_runs.c).
+ * ingress-int.h - the ingress's parts: the routing loop (ingress.c), the
+ * run reports it stores a batch at a time (ingress_runs.c) and the
+ * registrations it appends a batch at a time (ingress_regs.c).
  */
 #ifndef LARK_SCHED_INGRESS_INT_H
 #define LARK_SCHED_INGRESS_INT_H
@@ -43,5 +44,33 @@ int sched_runs_full(const sched_runs *r);
 /* Store what is staged, in order; 0 once stored or refused for good, a
  * transient error when told to stop first (the batch is not to be acked). */
 int sched_runs_flush(sched_runs *r, const bus_worker *w);
+
+/* Registrations staged from one fetched batch, in their order. */
+typedef struct sched_reg {
+  char node[SCHED_NAME_SZ];
+  char subject[BUS_SUBJECT_MAX];
+  char actor[SCHED_NAME_SZ + 8];
+  char cause[40];
+  char id[33];
+  bus_event ev; /* its data points into the fetched batch */
+} sched_reg;
+
+typedef struct sched_regs {
+  bus_conn *c;
+  size_t n;
+  sched_reg regs[SCHED_RUNS_MAX];
+  bus_append_item items[SCHED_RUNS_MAX];
+} sched_regs;
+
+/* Stage node's registration in (to subject, checked at prev); the caller
+ * flushes first when full or when node has one staged already. */
+void sched_regs_stage(sched_regs *r, const char *node, const char *subject,
+                      const bus_event *in, uint64_t prev);
+int sched_regs_has(const sched_regs *r, const char *node);
+int sched_regs_full(const sched_regs *r);
+/* Append what is staged; 0 once each is stored, found lagging (a newer
+ * registration is there) or refused for good; a transient error when
+ * told to stop first (the batch is not to be acked). */
+int sched_regs_flush(sched_regs *r, const bus_worker *w);
 
 #endif

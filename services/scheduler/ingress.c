@@ -35,6 +35,7 @@ struct sched_ingress {
   svc_ingress s; /* first: the worker's ud */
   int timeout_ms;
   sched_runs runs;
+  sched_regs regs;
   seen *nodes;
   size_t nnodes, cap;
   uint32_t *slots;
@@ -243,33 +244,34 @@ heartbeat(sched_ingress *in, const char *node) {
   return rc;
 }
 
+/* A registration is checked here and staged (ingress_regs.c): the
+ * batch's registrations are appended together. */
 static int
 registration(sched_ingress *in, const char *node, const bus_event *ev) {
   const bus_node_res *res = bus_as_node_registered(ev);
-  char name[SCHED_NAME_SZ], subject[BUS_SUBJECT_MAX], actor[80];
+  char name[SCHED_NAME_SZ], subject[BUS_SUBJECT_MAX];
   bus_str_copy(res->metadata.name, name, sizeof name);
   if (strcmp(name, node))
     return bus_error(BUS_EDENIED, "node %s may not register %s", node, name);
-  snprintf(actor, sizeof actor, "node:%s", node);
   bus_version ver;
   size_t i = 0;
   while (i < in->nmade && strcmp(in->made[i], node))
     i++;
   /* the node's stream first: it exists before the node can be placed */
   int rc = i < in->nmade ? 0 : sched_slice_ensure(in->s.c, node);
+  if (rc >= 0 &&
+      (sched_regs_full(&in->regs) || sched_regs_has(&in->regs, node)))
+    rc = sched_regs_flush(&in->regs, in->s.q.w);
   if (rc >= 0)
     rc = bus_subj_node_registered(subject, sizeof subject, node);
   if (!rc)
     rc = version_of(in->s.v, subject, &ver);
-  /* the resource as the node sent it: apply keeps it byte for byte */
-  bus_event out = {
-      .t = BUS_T_NODE_REGISTERED, .data = ev->data, .actor = actor};
   if (!rc)
-    rc = append_for(in, subject, &out, ev->id, ver.seq);
+    sched_regs_stage(&in->regs, node, subject, ev, ver.seq);
   seen *s = seen_of(in, node);
   if (s)
     s->last_ms = bus_mono_ms();
-  return rc == BUS_ECONFLICT ? 0 : rc;
+  return rc;
 }
 
 /* ------------------------------------------------------------ routing */
@@ -429,8 +431,9 @@ handle_batch(bus_worker *w, bus_batch *b, void *ud) {
     rc = take(in, b, i);
   if (!sched_ingress_transient(rc))
     rc = sched_runs_flush(&in->runs, w);
-  else
-    in->runs.n = 0;
+  if (!sched_ingress_transient(rc))
+    rc = sched_regs_flush(&in->regs, w);
+  in->runs.n = in->regs.n = 0;
   if (!sched_ingress_transient(rc))
     bus_batch_ack(b);
 }
@@ -460,6 +463,7 @@ sched_ingress_start(bus_conn *c, bus_view *v, int timeout_ms,
   in->s.c = c;
   in->s.v = v;
   in->runs.c = c;
+  in->regs.c = c;
   in->timeout_ms = timeout_ms > 0 ? timeout_ms : SCHED_NODE_TIMEOUT_MS;
   in->started_ms = bus_mono_ms();
   bus_txn *t;
