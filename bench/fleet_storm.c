@@ -17,8 +17,13 @@
  *
  *   bench_fleet_storm [--nodes N] [--procs P] [--rounds R] [--limit S]
  *                     [--creds DIR] [--streams file|memory]
- * --streams memory: the platform's streams, node streams among them, in
- * memory (what bounds the storm with files is the broker making them).
+ *                     [--node-streams add|registration]
+ * --streams memory: the platform's streams (LARK_EVENTS, LARK_INGRESS...)
+ * in memory too; by default they are on file, as a platform keeps them
+ * (node streams are in memory either way). --node-streams: made before
+ * the storm, as `larkctl node add` makes each (the default), or left to
+ * the scheduler to make when each node registers (nodes added while no
+ * broker ran, or before a broker restart: node streams are in memory).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,31 +103,34 @@ phase(fleetsim *f, const run *r, int edge) {
 int
 main(int argc, char **argv) {
   char creds[256];
-  const char *streams = "file";
+  const char *streams = "file", *made = "add";
   run r = {.n = 1000, .procs = 0, .rounds = 1, .limit = 180};
   setvbuf(stdout, NULL, _IOLBF, 0);
   fleetsim_creds_dir(creds, sizeof creds);
   r.creds = creds;
-  const bench_opt opts[] = {{"--nodes", .i = &r.n},
-                            {"--procs", .i = &r.procs},
-                            {"--rounds", .i = &r.rounds},
-                            {"--limit", .i = &r.limit},
-                            {"--creds", .s = &r.creds},
-                            {"--streams", .s = &streams},
-                            {NULL}};
-  if (bench_opts(argc, argv, opts) || r.n < 1 || r.rounds < 1 || r.limit < 1)
+  const bench_opt opts[] = {
+      {"--nodes", .i = &r.n},         {"--procs", .i = &r.procs},
+      {"--rounds", .i = &r.rounds},   {"--limit", .i = &r.limit},
+      {"--creds", .s = &r.creds},     {"--streams", .s = &streams},
+      {"--node-streams", .s = &made}, {NULL}};
+  if (bench_opts(argc, argv, opts) || r.n < 1 || r.rounds < 1 || r.limit < 1 ||
+      (strcmp(made, "add") && strcmp(made, "registration")))
     bench_die("usage", "bench_fleet_storm [--nodes N] [--procs P] "
                        "[--rounds R] [--limit S] [--creds DIR] "
-                       "[--streams file|memory]");
+                       "[--streams file|memory] "
+                       "[--node-streams add|registration]");
   if (r.procs < 1)
     r.procs = (r.n + 2499) / 2500;
   fleetsim_memory_streams(!strcmp(streams, "memory"));
+  fleetsim_streams_at_add(!strcmp(made, "add"));
   int bad = 0;
   for (int i = 0; i < r.rounds; i++) {
     fleetsim f;
     fleetsim_up(&f, argv[0], "fleet_storm", r.creds, r.n, 1, 0);
-    printf("fleet_storm round %d: %d nodes in %d processes\n", i + 1, r.n,
-           r.procs);
+    printf("fleet_storm round %d: %d nodes in %d processes; platform streams "
+           "on %s, node streams made at %s\n",
+           i + 1, r.n, r.procs, strcmp(streams, "memory") ? "file" : "memory",
+           made);
     phase(&f, &r, 0);
     double took = phase(&f, &r, 1);
     printf("  all Ready %s 60 s\n",

@@ -69,6 +69,11 @@ void fleetsim_up(fleetsim *f, const char *argv0, const char *tag,
  * next fleetsim_up: what bounds a fleet with file-stored ones is the
  * broker making them (fleet_storm) and its descriptors. */
 void fleetsim_memory_streams(int on);
+/* Each node's stream made before the nodes start, as `larkctl node add`
+ * makes it on a running broker, for the next fleetsim_up; otherwise the
+ * scheduler makes it when the node registers (a broker restarted since
+ * the node was added: node streams are kept in memory). */
+void fleetsim_streams_at_add(int on);
 
 /* Stop the nodes, the scheduler and the broker; remove the directory. */
 void fleetsim_down(fleetsim *f);

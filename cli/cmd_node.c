@@ -5,7 +5,11 @@
  * Adding a node creates its seed (never replacing one that exists),
  * regenerates the accounts file and asks a running broker to reload, so
  * the node can connect at once with exactly its own rights (docs/design.md
- * section 6). The broker keeps running; existing connections stay.
+ * section 6). The broker keeps running; existing connections stay. On a
+ * running broker it also makes the node's stream, so the node finds it at
+ * once and a fleet registering together does not wait for the scheduler
+ * to make ten thousand streams (the scheduler still makes one that is
+ * missing, e.g. after a broker restart: node streams are in memory).
  *
  * Rotating gives the node a new seed in place of its old one; deleting
  * it first asks lark-scheduler (admin only) to append node.deleted, and
@@ -38,11 +42,13 @@ static const char usage_line[] =
 /* Accounts rendered again from the registry and every running server of
  * data reloaded; prints what happened unless quiet. */
 static int
-regen_reload(const char *cmd, lark_cli *cli, int quiet) {
+regen_reload(const char *cmd, lark_cli *cli, int quiet, int *servers) {
   int reloaded = 0;
   if (lark_regen_accounts(cli->data) < 0 ||
       lark_reload_servers(cli->data, &reloaded) < 0)
     return cli_fail(cmd, 0, "%s", lark_cfg_error());
+  if (servers)
+    *servers = reloaded;
   if (quiet)
     return CLI_OK;
   if (reloaded)
@@ -53,6 +59,18 @@ regen_reload(const char *cmd, lark_cli *cli, int quiet) {
            "`larkctl up`\n",
            cli->data);
   return CLI_OK;
+}
+
+/* The node's stream on the running broker; without it (no `larkctl init`
+ * yet, a refusal) the scheduler makes it when the node registers. */
+static void
+node_stream(const char *name, lark_cli *cli) {
+  bus_conn *c = cli_connect(cli);
+  if (c && bus_node_stream_ensure(c, name, NULL) < 0)
+    fprintf(stderr,
+            "larkctl: node add: %s's stream is made when it registers: %s\n",
+            name, bus_last_error());
+  bus_conn_close(c);
 }
 
 static int
@@ -66,7 +84,11 @@ node_add(const char *name, lark_cli *cli) {
   lark_creds_path(cli->data, name, path, sizeof path);
   printf("node %s %s: %s (%s)\n", name, created ? "added" : "exists", path,
          p.pub);
-  return regen_reload("node add", cli, 0);
+  int reloaded = 0;
+  rc = regen_reload("node add", cli, 0, &reloaded);
+  if (rc == CLI_OK && reloaded)
+    node_stream(name, cli);
+  return rc;
 }
 
 /* A new key for the node; the old one is refused once the servers have
@@ -80,7 +102,7 @@ node_rotate(const char *name, lark_cli *cli) {
     return cli_fail("node rotate", 0, "%s", lark_cfg_error());
   lark_creds_path(cli->data, name, path, sizeof path);
   printf("node %s rotated: %s (%s); key %s retired\n", name, path, p.pub, old);
-  return regen_reload("node rotate", cli, 0);
+  return regen_reload("node rotate", cli, 0, NULL);
 }
 
 /* Ask lark-scheduler for node.deleted: 1 deleted, 0 it knows no such
@@ -214,7 +236,7 @@ cli_node_delete(lark_cli *cli, const char *name) {
   say_deleted(cli, name, key, ev, removed, left ? site : NULL);
   if (!removed && !left)
     return CLI_OK;
-  int rc = regen_reload("delete", cli, cli->output == CLI_OUT_JSON);
+  int rc = regen_reload("delete", cli, cli->output == CLI_OUT_JSON, NULL);
   return rc == CLI_OK ? settle(cli, name) : rc;
 }
 

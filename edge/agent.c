@@ -63,10 +63,36 @@ on_wake(uv_async_t *h) {
   edge_engine_on_wake(a);
 }
 
+/*
+ * The node's seed is read again for each connect (libbus conn.c): once
+ * it is gone (the node deleted, its key removed with it) every reconnect
+ * fails before it reaches the broker, and nats.c tries again and again
+ * without a word. So it is looked at every 2 s, and said once when it
+ * goes and once when it is back.
+ */
+static void
+look_at_creds(edge_agent *a) {
+  if (!a->cfg.creds || bus_mono_ms() - a->creds_looked_ms < 2000)
+    return;
+  a->creds_looked_ms = bus_mono_ms();
+  int gone = access(a->cfg.creds, R_OK) != 0, why = errno;
+  if (gone && !a->creds_gone)
+    edge_logf("error", "-",
+              "cannot read the node's credentials %s (%s): every connect "
+              "to the broker fails until they are back, and is tried "
+              "again meanwhile; was node %s deleted, or its seed moved?",
+              a->cfg.creds, strerror(why), a->cfg.node);
+  else if (!gone && a->creds_gone)
+    edge_logf("info", "-", "the node's credentials %s can be read again",
+              a->cfg.creds);
+  a->creds_gone = gone;
+}
+
 static void
 on_flush(uv_timer_t *t) {
   edge_agent *a = t->data;
   edge_output_flush_all(a);
+  look_at_creds(a);
   if (!a->conn_lost && a->conn && bus_conn_closed(a->conn)) {
     /* nats.c gave up (credentials refused twice): exit non-zero, so the
      * supervisor starts a fresh agent, which re-adopts the pods */

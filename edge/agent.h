@@ -47,6 +47,8 @@ struct edge_agent {
   atomic_int npods;          /* live processes, for heartbeats */
   atomic_int stop;           /* threads stop */
   int conn_lost;             /* the broker connection closed for good */
+  int creds_gone;            /* the seed file could not be read, last look */
+  int64_t creds_looked_ms;   /* when it was looked at */
   atomic_int dirty;          /* desired states changed since last reconcile */
   pthread_t slice_th, sender_th;
   int slice_started, sender_started;

@@ -329,6 +329,20 @@ Test(node_delete, pods_move_stream_and_key_go_agent_refused, .timeout = 240) {
   /* the views the deletion changed are what their events make */
   cr_assert_eq(ctl("replay scheduler --verify"), 0, "%s%s", out, err);
   cr_assert_eq(ctl("replay devices --verify"), 0, "%s%s", out, err);
+
+  /* an agent whose seed went (as an up-node's, which reads the registry's
+   * file, when the node is deleted) says so, rather than trying to
+   * connect again and again without a word; and when it is back */
+  char seed_b[PATH_MAX], away[PATH_MAX + 8], log_b[PATH_MAX];
+  snprintf(seed_b, sizeof seed_b, "%s", seed_of(b, "node-b"));
+  snprintf(away, sizeof away, "%s.away", seed_b);
+  snprintf(log_b, sizeof log_b, "%.300s/edge-node-b.log", b->p.dir);
+  cr_assert_eq(rename(seed_b, away), 0);
+  cr_assert(lt_file_says(log_b, "cannot read the node's credentials", 10),
+            "node-b's agent did not say its seed is gone");
+  cr_assert_eq(rename(away, seed_b), 0);
+  cr_assert(lt_file_says(log_b, "can be read again", 10),
+            "node-b's agent did not say its seed is back");
   bed_down(b);
 }
 

@@ -202,7 +202,7 @@ check_status(const char *data) {
 }
 
 /* `node add` on a running platform: the broker reloads and the new node
- * connects at once with its own credentials. */
+ * connects at once with its own credentials, and finds its stream. */
 static void
 add_node(const char *data) {
   static char out[8192];
@@ -229,6 +229,15 @@ add_node(const char *data) {
     if ((rc = bus_conn_open(&c, &o)) < 0)
       usleep(100000);
   cr_assert_eq(rc, 0, "gpu-9 after reload: %s", bus_last_error());
+  /* its stream was made by node add: the node opens its slice at once,
+   * before the scheduler has heard of it */
+  bus_slice sl;
+  bus_consumer *k = NULL;
+  cr_assert_eq(bus_slice_init(&sl, "gpu-9"), 0);
+  rc = bus_consumer_open(c, &sl.opts, &k);
+  cr_assert_eq(rc, 0, "gpu-9's slice: %s %s", bus_err_name(rc),
+               bus_last_error());
+  bus_consumer_close(k);
   bus_conn_close(c);
 }
 
