@@ -1402,6 +1402,17 @@ int bus_view_apply(bus_view *v, const bus_event *const *evs, size_t n);
 int bus_view_apply_batch(bus_view *v, const bus_batch *b);
 /* Run decide with cause NULL (a timer tick) in its own transaction. */
 int bus_view_tick(bus_view *v, int64_t now_ns);
+/*
+ * decide asks for another pass of its own (cause NULL, as a tick) once
+ * this transaction is committed and its decisions are sent: what it left
+ * for that pass then does not hold back what it decided now (the
+ * scheduler's placements go out before the desired states of the Jobs
+ * placed earlier are written). bus_service_run runs that pass right after
+ * the outbox is drained; bus_view_take_again tells (and forgets) whether a
+ * committed transaction asked for one.
+ */
+void bus_txn_decide_again(bus_txn *t);
+int bus_view_take_again(bus_view *v);
 
 /*
  * A write transaction the caller holds open across calls, so that events

@@ -317,6 +317,16 @@ after_batch(service *s) {
   return 0;
 }
 
+/* The pass decide asked for (bus_txn_decide_again), once what it decided
+ * before is sent; what that pass decides is sent too. */
+static int
+decide_again(service *s) {
+  if (!bus_view_take_again(s->view))
+    return 0;
+  int rc = bus_view_tick(s->view, bus_wall_ns());
+  return rc ? rc : after_batch(s);
+}
+
 /*
  * After a reconnection the broker may be one that restarted and lost what
  * it kept in memory (node streams): the service's repair makes them again
@@ -391,6 +401,8 @@ run_loop(service *s, bus_consumer **kp, bus_batch *b) {
       return got;
     if (got)
       rc = after_batch(s);
+    if (!rc)
+      rc = decide_again(s);
     int64_t now = bus_mono_ms();
     measure_lag(s, k, now, &last_lag);
     if (!rc && s->o->tick_ms && now - last_tick >= s->o->tick_ms) {
@@ -398,6 +410,8 @@ run_loop(service *s, bus_consumer **kp, bus_batch *b) {
       rc = bus_view_tick(s->view, bus_wall_ns());
       if (!rc)
         rc = after_batch(s);
+      if (!rc)
+        rc = decide_again(s);
     }
   }
   return rc;

@@ -40,6 +40,7 @@ struct bus_view {
   bus__table tables[BUS__VIEW_MAX_TABLES];
   int ntables;
   bus__counters c; /* as last committed */
+  int again;       /* a committed decide asked for another pass */
   /* applied.c: the applied sequence as last committed, for waiters */
   pthread_mutex_t applied_mu;
   pthread_cond_t applied_cv;
@@ -59,6 +60,7 @@ struct bus_txn {
   bus_version cur_ver;     /* its version as apply sees it */
   int64_t now_ns;
   uint64_t applied_before; /* bus_view_write: c.applied when begun */
+  int again;               /* decide: bus_txn_decide_again */
 };
 
 /* Translate an LMDB return code to ours (-errno or BUS_ESTORE). */

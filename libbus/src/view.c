@@ -298,6 +298,7 @@ bus__txn_commit(bus_txn *t) {
   if (rc)
     return bus__mdb_err(rc, "commit");
   t->v->c = t->c;
+  t->v->again |= t->again;
   bus__view_applied_signal(t->v); /* wake who waits for this sequence */
   return 0;
 }

@@ -253,6 +253,18 @@ bus_txn_commit(bus_txn *t) {
   return rc;
 }
 
+void
+bus_txn_decide_again(bus_txn *t) {
+  t->again = 1;
+}
+
+int
+bus_view_take_again(bus_view *v) {
+  int again = v->again;
+  v->again = 0;
+  return again;
+}
+
 int
 bus_view_tick(bus_view *v, int64_t now) {
   if (!v->opts.effects || !v->def.decide)
