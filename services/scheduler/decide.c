@@ -23,12 +23,14 @@
  * nodes' streams have taken the gang before it, and its own desired
  * states go out next, at once, not queued behind the other Jobs of one
  * pass (docs/BENCHMARKS.md, "Gang bursts"). Any other pass that places
- * Jobs leaves the desired states to a pass of their own, run as soon as
- * its placements are committed and sent (bus_txn_decide_again): smaller
- * Jobs' placements would otherwise wait for every desired state of the
- * Jobs placed before them (25,600 for 256 Jobs of 100) to be written,
- * committed and stored (docs/BENCHMARKS.md, "Scheduling throughput").
- * A pass that places nothing sends them itself.
+ * Jobs while many desired states wait (DISPATCH_APART) leaves them to a
+ * pass of their own, run as soon as its placements are committed and
+ * sent (bus_txn_decide_again): smaller Jobs' placements would otherwise
+ * wait for every desired state of the Jobs placed before them (25,600 for
+ * 256 Jobs of 100) to be written, committed and stored (docs/BENCHMARKS.md,
+ * "Scheduling throughput"). Fewer are written after the placements, in the
+ * same pass: a pass of their own would cost more (its commit, its drain)
+ * than it saves. A pass that places nothing sends them itself.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -300,6 +302,28 @@ places_gang(pass *p) {
   return rc < 0 ? rc : rc == 1;
 }
 
+/* As many desired states as this, or more, waiting to be written: a pass
+ * that placed Jobs leaves them to a pass of their own (see the top). */
+#define DISPATCH_APART 1024
+
+static int
+count_one(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+  (void)k, (void)kl, (void)v, (void)vl;
+  return ++*(int *)ud >= DISPATCH_APART;
+}
+
+/* 1 when DISPATCH_APART entries of `outgoing` or more are not sent yet. */
+static int
+many_to_send(bus_txn *t) {
+  const void *cur = NULL;
+  size_t clen = 0;
+  int n = 0;
+  if (bus_txn_note_get(t, "o", 1, &cur, &clen))
+    clen = 0;
+  int rc = bus_txn_scan_after(t, "outgoing", cur, clen, count_one, &n);
+  return rc < 0 ? rc : n >= DISPATCH_APART;
+}
+
 static int
 decide_placement(pass *p) {
   bus_version ver;
@@ -387,9 +411,10 @@ sched_decide(bus_txn *t, const bus_event *cause, int64_t now, void *ud) {
     rc = decide_placement(&p);
   if (!rc)
     rc = bus_txn_scan(t, "todo", NULL, 0, job_phases, t);
-  if (!rc && !gang && p.placed)
+  int apart = !rc && !gang && p.placed ? many_to_send(t) : 0;
+  if (apart > 0)
     bus_txn_decide_again(t); /* the desired states in a pass of their own */
   else if (!rc && !gang)
-    rc = sched_decide_dispatch(t);
+    rc = apart < 0 ? apart : sched_decide_dispatch(t);
   return rc;
 }
