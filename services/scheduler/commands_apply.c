@@ -287,14 +287,18 @@ typedef struct apply_req {
   int arc; /* the append's */
   uint64_t seq;
   int done;
+  pthread_cond_t cv; /* its worker waits on it (under group.mu) */
 } apply_req;
 
+/* The queued commands (under mu) and whether a group is being led. Each
+ * waiting worker is woken alone: when its command is done, or when it is
+ * first in the queue and no group is led (then it leads); not all 64 at
+ * every group's end. */
 static struct {
   pthread_mutex_t mu;
-  pthread_cond_t cv;
   apply_req *head;
   int leading;
-} group = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0};
+} group = {PTHREAD_MUTEX_INITIALIZER, NULL, 0};
 
 pthread_mutex_t sched_job_writes = PTHREAD_MUTEX_INITIALIZER;
 
@@ -468,8 +472,11 @@ lead(apply_req *me) {
   pending_add(me->v, g, n);
   pthread_mutex_unlock(&sched_job_writes);
   pthread_mutex_lock(&group.mu);
-  for (size_t i = 0; i < n; i++)
+  for (size_t i = 0; i < n; i++) {
     g[i]->done = 1;
+    if (g[i] != me)
+      pthread_cond_signal(&g[i]->cv);
+  }
   while (later) { /* back at the head, in their order */
     apply_req *r = later;
     later = r->next;
@@ -477,7 +484,8 @@ lead(apply_req *me) {
     group.head = r;
   }
   group.leading = 0;
-  pthread_cond_broadcast(&group.cv);
+  if (group.head && group.head != me) /* the next group's leader */
+    pthread_cond_signal(&group.head->cv);
 }
 
 /* Queue r and wait until a group (led by r's worker or another) did it. */
@@ -493,7 +501,7 @@ group_apply(apply_req *r) {
       group.leading = 1;
       lead(r);
     } else {
-      pthread_cond_wait(&group.cv, &group.mu);
+      pthread_cond_wait(&r->cv, &group.mu);
     }
   }
   pthread_mutex_unlock(&group.mu);
@@ -509,6 +517,7 @@ sched_job_apply(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
     return -ENOMEM;
   }
   *r = (apply_req){.c = c, .cmd = cmd, .v = v};
+  pthread_cond_init(&r->cv, NULL);
   r->res = bus_obj_get(&cmd->body, "resource");
   int rc =
       sched_cmd_resource(c, cmd, "Job", BUS_T_JOB_SUBMITTED,
@@ -528,6 +537,7 @@ sched_job_apply(bus_conn *c, const bus_cmd *cmd, bus_view *v, void *ud) {
                             : "invalid Job",
                         r->errs, r->n < MAX_ERRS ? r->n : MAX_ERRS);
   msgpack_zone_destroy(&z);
+  pthread_cond_destroy(&r->cv);
   free(r);
   return rc;
 }

@@ -20,6 +20,7 @@
 typedef struct cand {
   sched_node *node;
   uint32_t idx; /* name order */
+  uint8_t room; /* a pod of the template fits now (as the filter saw) */
   int64_t key, key2;
 } cand;
 

@@ -222,8 +222,7 @@ place_single(ctx *x, int i, const uint32_t *attempts, int *rc) {
   size_t best = x->nc;
   for (size_t j = 0; j < x->nc; j++) {
     cand *c = &x->c[j];
-    if (sched_pl_fits(c->node, t, cand_slots(x, j)) != NOFIT_NONE ||
-        sched_pl_role_conflict(x, c->node, t))
+    if (!c->room) /* as the filter just found it: nothing booked since */
       continue;
     sched_pl_score(x, c, t);
     if (best == x->nc || better(x, j, best))

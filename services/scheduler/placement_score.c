@@ -163,9 +163,9 @@ sched_pl_filter(ctx *x, const sched_template *t, counts *k) {
       continue;
     c->node = n;
     c->idx = (uint32_t)i;
-    if (sched_pl_fits(n, t, cand_slots(x, x->nc)) == NOFIT_NONE &&
-        !sched_pl_role_conflict(x, n, t))
-      k->capacity++;
+    c->room = sched_pl_fits(n, t, cand_slots(x, x->nc)) == NOFIT_NONE &&
+              !sched_pl_role_conflict(x, n, t);
+    k->capacity += c->room;
     x->nc++;
   }
 }
