@@ -11,13 +11,17 @@
  * logged, acked and forgotten. When something changed, the loop is woken
  * to reconcile (or, for a projection, to act on it).
  *
- * The consumer acks a batch with one ack (AckAll) and the broker keeps
- * its position in memory: a broker restart forgets it, and so does a
- * stream made anew. Either way the fetch fails, the thread opens the
- * consumer again, and "last per subject" hands over every pod's current
- * state, which the store takes only where it is newer. Cut off, or before
- * the scheduler made its stream, the thread retries after 1 s, then 2, 4,
- * up to 16 s; pods run on meanwhile.
+ * The consumer acks a batch with one ack (AckAll), and its one pull
+ * request stays open across messages (bus_slice, libbus held.c): a
+ * desired state costs the broker the message and an ack, not a request
+ * and an end status besides. The broker keeps its position in memory: a
+ * broker restart forgets it, and so does a stream made anew. The held
+ * pull notices either within a second (a reconnection, "409 Consumer
+ * Deleted", 503), not at the end of its wait; the fetch fails, the thread
+ * opens the consumer again, and "last per subject" hands over every pod's
+ * current state, which the store takes only where it is newer. Cut off,
+ * or before the scheduler made its stream, the thread retries after 1 s,
+ * then 2, 4, up to 16 s; pods run on meanwhile.
  *
  * The node stream itself is kept in memory: a broker that restarted has
  * none until the scheduler (and lark-engine, lark-devices) make it again

@@ -3,6 +3,7 @@
  * resume with acks and redelivery, deliver-last-per-subject, ephemeral
  * consumers, batch metadata and a permission denial.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,12 +215,12 @@ Test(consumer, denied) {
   lt_rmtree(dir);
 }
 
-/* A node's slice consumer: last per subject, one ack per batch, position
- * in the broker's memory. A fetch hands over what is there as soon as
- * something is; a restarted broker forgets the consumer (and the node
- * stream, kept in memory) and the next empty fetch says so; once the
- * stream is made and filled again, the consumer opened again hands over
- * the current states. */
+/* A node's slice consumer: last per subject, one pull held open, one ack
+ * per batch, position in the broker's memory. A fetch hands over what is
+ * there as soon as something is; a restarted broker forgets the consumer
+ * (and the node stream, kept in memory) and the next empty fetch says so;
+ * once the stream is made and filled again, the consumer opened again
+ * hands over the current states. */
 static bus_consumer *
 open_slice(lt_fixture *f) {
   bus_slice sl;
@@ -311,9 +312,10 @@ Test(consumer, a_deleted_consumer_is_noticed_when_idle, .timeout = 90) {
 
 /* A node's slice acks one message per batch, so a message lost on its
  * way would be acked by the next one. Another client takes a message
- * from the slice's consumer: the next fetch hands over what came before
- * the hole, then says the consumer must be opened again; made anew, it
- * hands over every pod's current state, the taken one included. */
+ * from the slice's consumer (once the slice's own held pull has ended):
+ * the next fetch hands over what came before the hole, then says the
+ * consumer must be opened again; made anew, it hands over every pod's
+ * current state, the taken one included. */
 Test(consumer, a_hole_in_the_slice_is_told_and_mended, .timeout = 60) {
   lt_fixture f;
   lt_fixture_up(&f);
@@ -321,9 +323,10 @@ Test(consumer, a_hole_in_the_slice_is_told_and_mended, .timeout = 60) {
                bus_last_error());
   bus_consumer *k = open_slice(&f);
   put(&f, "lark.node.n1.pod.a");
-  cr_assert_eq(bus_consumer_fetch(k, 100, 2000, f.b), 0);
+  cr_assert_eq(bus_consumer_fetch(k, 100, 500, f.b), 0);
   cr_assert_eq(bus_batch_len(f.b), 1);
   cr_assert_eq(bus_batch_ack(f.b), 0);
+  lt_sleep_ms(1000); /* its pull, held 500 ms, is over */
   put(&f, "lark.node.n1.pod.b");
   /* a raw pull from the slice's consumer, as a client with that right
    * would make it */
@@ -353,4 +356,59 @@ Test(consumer, a_hole_in_the_slice_is_told_and_mended, .timeout = 60) {
   cr_expect_eq(bus_batch_len(f.b), 3, "every pod's current state again");
   bus_consumer_close(k);
   lt_fixture_down(&f);
+}
+
+/* A fetch loop on its own thread, while the test upsets its consumer (a
+ * broker started from another thread dies with that thread). */
+typedef struct reading {
+  bus_consumer *k;
+  bus_batch *b;
+  int rc;
+  int64_t ms;
+  pthread_t th;
+} reading;
+
+static void *
+read_run(void *arg) {
+  reading *r = arg;
+  int64_t t0 = lt_now_ms();
+  r->rc = 0;
+  while (r->rc == 0 && lt_now_ms() - t0 < 25000)
+    r->rc = bus_consumer_fetch(r->k, 100, 20000, r->b);
+  r->ms = lt_now_ms() - t0;
+  return NULL;
+}
+
+/* The slice's pull is held for a node's whole wait (30 s in lark-edge):
+ * a consumer deleted under it (its stream made anew), or forgotten by a
+ * restarted broker, is noticed at once, not when that wait is over. */
+static void
+held_pull_notices(int restart) {
+  lt_fixture f;
+  lt_fixture_up(&f);
+  cr_assert_eq(bus_node_stream_ensure(f.c, "n1", NULL), 0, "%s",
+               bus_last_error());
+  reading r = {.k = open_slice(&f), .b = f.b};
+  cr_assert_eq(pthread_create(&r.th, NULL, read_run, &r), 0);
+  lt_sleep_ms(700);
+  if (restart)
+    cr_assert_eq(lt_natsd_kill_restart(&f.s), 0);
+  else
+    cr_assert_eq(bus_consumer_delete(f.c, "LARK_NODE_n1", "edge-n1"), 0, "%s",
+                 bus_last_error());
+  pthread_join(r.th, NULL);
+  cr_expect_eq(r.rc, BUS_ENOT_FOUND, "%s: %s", bus_err_name(r.rc),
+               bus_last_error());
+  cr_expect_lt(r.ms, 8000, "the held pull was waited out (%lld ms)",
+               (long long)r.ms);
+  bus_consumer_close(r.k);
+  lt_fixture_down(&f);
+}
+
+Test(consumer, a_held_pull_notices_its_consumer_deleted, .timeout = 60) {
+  held_pull_notices(0);
+}
+
+Test(consumer, a_held_pull_notices_a_broker_restart, .timeout = 60) {
+  held_pull_notices(1);
 }

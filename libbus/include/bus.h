@@ -1045,6 +1045,13 @@ typedef struct bus_consumer_opts {
                           returns what came before it, and the next fetch
                           fails with BUS_ENOT_FOUND: open the consumer
                           again (with recreate) to be fed from the stream */
+  int held;            /* 1 (durable or named): one pull request stays open
+                          across messages, for up to 1,000 of them or the
+                          fetch's wait, and the broker pushes each message
+                          as it is stored; no request and end status per
+                          fetch. A reconnection, or the consumer deleted,
+                          is noticed within a second, not at the end of
+                          the request */
 } bus_consumer_opts;
 
 void bus_consumer_opts_init(bus_consumer_opts *o);

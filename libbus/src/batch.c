@@ -31,6 +31,7 @@ bus_batch_clear(bus_batch *b) {
   memset(&b->list, 0, sizeof b->list);
   b->n = 0;
   b->ack_last = 0;
+  b->ack_nc = NULL;
   msgpack_zone_clear(&b->zone);
 }
 
@@ -242,7 +243,11 @@ bus_batch_ack(bus_batch *b) {
   for (size_t i = first_to_ack(b); i < b->n; i++) {
     if (!b->list.Msgs[i])
       continue;
-    natsStatus s = natsMsg_Ack(b->list.Msgs[i], NULL);
+    const char *reply = natsMsg_GetReply(b->list.Msgs[i]);
+    natsStatus s = !b->ack_nc ? natsMsg_Ack(b->list.Msgs[i], NULL)
+                   : reply
+                       ? natsConnection_PublishString(b->ack_nc, reply, "+ACK")
+                       : NATS_OK;
     if (s != NATS_OK)
       return bus__nats_err(s, 0, "ack");
   }

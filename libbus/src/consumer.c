@@ -50,6 +50,12 @@ bus_slice_init(bus_slice *s, const char *node) {
   s->opts.deliver = BUS_DELIVER_LAST_PER_SUBJECT;
   s->opts.ack_all = 1;
   s->opts.memory_state = 1;
+  /* One request stays open across messages (held.c): a delivery costs
+   * the broker the message and, per batch, an ack. An ack is kept: a
+   * message lost on a link that looks alive (a site's leaf link blocked
+   * in the middle) comes again after the ack wait, while without acks it
+   * would be gone until a later one showed the hole. */
+  s->opts.held = 1;
   /* With one ack per batch, a message lost on its way would be acked by
    * the next: a hole in the deliveries is reported, and the reader opens
    * the consumer again with recreate (from each pod's current state). */
@@ -157,6 +163,8 @@ bus_consumer_open(bus_conn *c, const bus_consumer_opts *o, bus_consumer **out) {
   const char *name = o->durable ? o->durable : o->name;
   if (!o->durable && name && !name_ok(name))
     return BUS_ERR(BUS_ENAME, "bad consumer name '%s'", name);
+  if (o->held && !name)
+    return BUS_ERR(BUS_EINVAL, "a held pull needs a named consumer");
   if (name && o->recreate) {
     rc = bus_consumer_delete(c, o->stream, name);
     if (rc < 0 && rc != BUS_ENOT_FOUND)
@@ -186,6 +194,7 @@ bus_consumer_open(bus_conn *c, const bus_consumer_opts *o, bus_consumer **out) {
   k->c = c;
   k->ephemeral = o->durable == NULL;
   k->ack_all = o->ack_all && !o->ack_none;
+  k->held_on = o->held != 0;
   k->ordered = o->ordered;
   k->next_cseq = 1;
   k->reconnects = atomic_load(&c->reconnects);
@@ -208,6 +217,7 @@ void
 bus_consumer_close(bus_consumer *k) {
   if (!k)
     return;
+  bus__held_free(k->held);
   /* Destroy without Unsubscribe keeps the consumer (nats.c >= 3.4); an
    * ephemeral one goes after EPHEMERAL_IDLE_NS without interest. The
    * destroy waits while the connection could still deliver to it. */
@@ -395,10 +405,14 @@ bus_consumer_fetch(bus_consumer *k, int max, int timeout_ms, bus_batch *b) {
                    "consumer %s on %s: a hole in its delivery numbering "
                    "(a message delivered and never received)",
                    k->name, k->stream);
-  int rc = bus__fetch(k->sub, max > 0 ? max : 1, timeout_ms, &list);
+  max = max > 0 ? max : 1;
+  int rc = k->held_on ? bus__held_fetch(k, max, timeout_ms, &list)
+                      : bus__fetch(k->sub, max, timeout_ms, &list);
+  if (rc < 0 || list.Count == 0)
+    natsMsgList_Destroy(&list);
   if (rc == BUS_ENOT_FOUND) {
     if ((rc = still_there(k, 1)) == 0) /* there: JetStream is busy */
-      bus_sleep_ms(timeout_ms > 0 ? timeout_ms : SHORT_MS);
+      bus_sleep_ms(timeout_ms > 0 && timeout_ms < 1000 ? timeout_ms : 1000);
     return rc;
   }
   if (rc < 0)
@@ -407,6 +421,7 @@ bus_consumer_fetch(bus_consumer *k, int max, int timeout_ms, bus_batch *b) {
     return still_there(k, 0);
   k->checked_ms = bus_mono_ms();
   b->ack_last = k->ack_all;
+  b->ack_nc = k->held_on ? k->c->nc : NULL;
   if ((rc = bus__batch_fill(b, &list, NULL)) < 0)
     return rc;
   if (k->ordered)

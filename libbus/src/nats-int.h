@@ -88,11 +88,15 @@ int bus__denied_since(const bus_conn *c, unsigned long mark);
 /* ---- shared by consumer.c, batch.c and reader.c: the batch, the $JS.ACK
  * metadata parser and a fetch that treats timeouts as "nothing yet". */
 
+typedef struct bus__held bus__held;
+
 struct bus_consumer {
   bus_conn *c;
   natsSubscription *sub;
   int ephemeral;
   int ack_all;              /* AckAll: one ack of a batch's last message */
+  int held_on;              /* opts.held: read through held.c */
+  bus__held *held;          /* its inbox and request, once it fetched */
   unsigned long reconnects; /* the connection's count at the last check */
   int64_t checked_ms;       /* when it was last found on the broker */
   int ordered;              /* check delivery numbering (opts.ordered) */
@@ -111,6 +115,9 @@ struct bus_batch {
   uint64_t *cseq; /* each message's consumer sequence; 0: none (no $JS.ACK) */
   msgpack_zone zone;
   int ack_last; /* filled from an AckAll consumer: ack the last only */
+  /* filled from a plain subscription (held.c), which nats.c's acks do
+   * not know: acked by a "+ACK" to each reply on this connection */
+  natsConnection *ack_nc;
 };
 
 typedef struct bus__meta {
@@ -125,6 +132,13 @@ void bus__batch_drop_head(bus_batch *b, size_t k);
 int bus__ack_meta(const char *reply, bus__meta *m);
 /* Fetch into list: up to max, as soon as any are there, waiting at most
  * timeout_ms (0: a short look); 0 with an empty list on a timeout. */
+/* held.c: a fetch through the pull request that stays open (as bus__fetch
+ * fills list; on failure too, for the caller to destroy), and the end of
+ * it when the consumer closes. */
+int bus__held_fetch(bus_consumer *k, int max, int timeout_ms,
+                    natsMsgList *list);
+void bus__held_free(bus__held *h);
+
 int bus__fetch(natsSubscription *sub, int max, int timeout_ms,
                natsMsgList *list);
 int bus__batch_fill(bus_batch *b, natsMsgList *list, bus__meta *last);
