@@ -2,7 +2,7 @@
  * fleet.c - the simulated edge nodes of the fleet benchmarks (fleet.h).
  *
  * Each node reads as lark-edge's slice thread does: the same consumer
- * (bus_slice: its pull held open, nothing acked), the same fetch.
+ * (bus_slice: its pull held open), one ack per batch.
  */
 #include "fleet.h"
 
@@ -94,6 +94,7 @@ node_run(void *arg) {
     int64_t now = bus_wall_ns();
     for (size_t i = 0; i < bus_batch_len(b); i++)
       f->got(bus_batch_event(b, i), now, f->ud);
+    bus_batch_ack(b);
   }
   bus_batch_free(b);
   bus_consumer_close(k);
