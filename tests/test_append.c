@@ -212,6 +212,41 @@ Test(streams, many_node_streams_made_together, .timeout = 60) {
   down(&f);
 }
 
+static int
+count_listed(const char *node, void *ud) {
+  int *seen = ud;
+  int i = node[0] == 'l' ? atoi(node + 1) : -1;
+  if (i >= 0 && i < 1100)
+    seen[i]++;
+  else
+    seen[1100]++; /* not one of ours */
+  return 0;
+}
+
+/* The broker's own list of node streams, over more than one page (1,024
+ * names a page): each node once, and only node streams. */
+Test(streams, node_streams_listed_page_by_page, .timeout = 90) {
+  enum { N = 1100 };
+  fixture f;
+  static char names[N][16];
+  static const char *nodes[N];
+  static int seen[N + 1];
+  up(&f, 1);
+  for (int i = 0; i < N; i++) {
+    snprintf(names[i], sizeof names[i], "l%d", i);
+    nodes[i] = names[i];
+  }
+  cr_assert_eq(bus_node_streams_ensure(f.c, nodes, N, NULL), 0, "%s",
+               bus_last_error());
+  cr_assert_eq(bus_node_streams_list(f.c, count_listed, seen), 0, "%s",
+               bus_last_error());
+  for (int i = 0; i < N; i++)
+    cr_expect_eq(seen[i], 1, "%s listed %d times", nodes[i], seen[i]);
+  cr_expect_eq(seen[N], 0, "listed what is no node stream");
+  cr_expect_eq(bus_conn_reconnects(f.c), 0);
+  down(&f);
+}
+
 Test(append, check_conflict_and_create) {
   fixture f;
   bus_event ev;

@@ -745,6 +745,9 @@ int bus_conn_open(bus_conn **out, const bus_conn_opts *o);
  * its supervisor starts it again with a fresh connection.
  */
 int bus_conn_closed(const bus_conn *c);
+/* How many times the connection was made again so far: what a broker held
+ * in memory for it (node streams, consumers) may be gone since. */
+unsigned long bus_conn_reconnects(const bus_conn *c);
 /* The last error the broker or nats.c gave this connection, as nats.c
  * words it ("Authorization Violation" for credentials refused); "" when
  * none. Valid until the connection's next error or its close. */
@@ -859,6 +862,14 @@ int bus_node_streams_ensure(bus_conn *c, const char *const *nodes, size_t n,
  * it was made now (either may be NULL). */
 int bus_node_streams_born(bus_conn *c, const char *const *nodes, size_t n,
                           int64_t *born, unsigned char *made_now, int *created);
+
+/*
+ * The nodes whose streams the broker has now (STREAM.NAMES filtered on
+ * lark.node.>, 1,024 a page), each given to cb; a non-zero return of cb
+ * stops the listing and is returned.
+ */
+int bus_node_streams_list(bus_conn *c, int (*cb)(const char *node, void *ud),
+                          void *ud);
 
 /*
  * Check that every stream in names (NULL-terminated) exists. On failure

@@ -388,6 +388,11 @@ bus_conn_closed(const bus_conn *c) {
   return c && c->nc && natsConnection_IsClosed(c->nc);
 }
 
+unsigned long
+bus_conn_reconnects(const bus_conn *c) {
+  return c ? atomic_load(&((bus_conn *)c)->reconnects) : 0;
+}
+
 const char *
 bus_conn_last_error(const bus_conn *c) {
   const char *text = NULL;

@@ -463,6 +463,66 @@ bus_node_streams_born(bus_conn *c, const char *const *nodes, size_t n,
   return rc < 0 ? rc : 0;
 }
 
+/* The names of one page of STREAM.NAMES in answer, each node given to cb;
+ * *count the names on it, *total what the broker has in all. */
+static int
+names_page(const char *answer, int (*cb)(const char *, void *), void *ud,
+           long *count, long *total) {
+  const char *t = strstr(answer, "\"total\":");
+  const char *p = strstr(answer, "\"streams\":[");
+  size_t pl = sizeof BUS_NODE_STREAM_PREFIX - 1;
+  *count = 0;
+  *total = t ? atol(t + 8) : 0;
+  if (strstr(answer, "\"error\""))
+    return BUS_ERR(BUS_EBROKER, "stream names refused: %.200s", answer);
+  for (p = p ? p + 11 : NULL; p && *p == '"';) {
+    char name[BUS_NODE_STREAM_MAX];
+    size_t len = strcspn(p + 1, "\"");
+    if (p[1 + len] != '"')
+      break;
+    snprintf(name, sizeof name, "%.*s", (int)len, p + 1);
+    (*count)++;
+    int rc = len < sizeof name && !strncmp(name, BUS_NODE_STREAM_PREFIX, pl)
+                 ? cb(name + pl, ud)
+                 : 0;
+    if (rc)
+      return rc;
+    p += len + 2;
+    p += *p == ',';
+  }
+  return 0;
+}
+
+int
+bus_node_streams_list(bus_conn *c, int (*cb)(const char *node, void *ud),
+                      void *ud) {
+  long offset = 0, count = 0, total = 0;
+  do {
+    char body[96];
+    void *reply = NULL;
+    size_t len = 0;
+    int n = snprintf(body, sizeof body,
+                     "{\"offset\":%ld,\"subject\":\"lark.node.>\"}", offset);
+    int rc = bus_conn_request(c, "$JS.API.STREAM.NAMES", body, (size_t)n,
+                              c->js_wait_ms, &reply, &len);
+    if (rc < 0)
+      return rc;
+    char *text = malloc(len + 1);
+    if (text) {
+      memcpy(text, reply, len);
+      text[len] = 0;
+    }
+    free(reply);
+    rc = text ? names_page(text, cb, ud, &count, &total)
+              : BUS_ERR(-ENOMEM, "out of memory");
+    free(text);
+    if (rc)
+      return rc;
+    offset += count;
+  } while (count > 0 && offset < total);
+  return 0;
+}
+
 int
 bus_node_streams_ensure(bus_conn *c, const char *const *nodes, size_t n,
                         int *created) {

@@ -36,6 +36,7 @@ struct sched_ingress {
   int timeout_ms;
   sched_runs runs;
   sched_regs regs;
+  sched_streams streams; /* node streams known to be there */
   seen *nodes;
   size_t nnodes, cap;
   uint32_t *slots;
@@ -259,6 +260,8 @@ registration(sched_ingress *in, const char *node, const bus_event *ev) {
     i++;
   /* the node's stream first: it exists before the node can be placed */
   int rc = i < in->nmade ? 0 : sched_slice_ensure(in->s.c, node);
+  if (rc >= 0 && i == in->nmade)
+    sched_streams_add(&in->streams, node);
   if (rc >= 0 &&
       (sched_regs_full(&in->regs) || sched_regs_has(&in->regs, node)))
     rc = sched_regs_flush(&in->regs, in->s.q.w);
@@ -388,16 +391,17 @@ watch_node(void *rec, void *ud) {
 }
 
 /*
- * The streams of the nodes whose registration is in b, made in one go:
- * LARK_EVENTS' settings read once for all of them, not once each. In a
- * storm of registrations every JetStream API call counts (the broker
- * answers them one at a time). On failure each registration makes its
- * own, as before.
+ * The streams of the nodes whose registration is in b, before any of it
+ * is handled: those not known to be there (ingress_streams.c) made in
+ * one go, their requests in flight together (in a storm of registrations
+ * each JetStream request waits behind the fleet's own). On failure each
+ * registration makes its own, as before.
  */
 static void
 streams_first(sched_ingress *in, bus_batch *b) {
   const char *names[SCHED_RUNS_MAX], *what, *subject;
   char node[SCHED_NAME_SZ], name[SCHED_NAME_SZ];
+  size_t nask = 0;
   in->nmade = 0;
   for (size_t i = 0; i < bus_batch_len(b) && in->nmade < SCHED_RUNS_MAX; i++) {
     bus_batch_meta(b, i, &subject, NULL, NULL);
@@ -409,14 +413,14 @@ streams_first(sched_ingress *in, bus_batch *b) {
     if (strcmp(name, node)) /* refused later, with its reason */
       continue;
     snprintf(in->made[in->nmade], SCHED_NAME_SZ, "%s", node);
-    names[in->nmade] = in->made[in->nmade];
+    if (!sched_streams_has(&in->streams, in->s.c, node))
+      names[nask++] = in->made[in->nmade];
     in->nmade++;
   }
-  if (in->nmade > 1 &&
-      bus_node_streams_ensure(in->s.c, names, in->nmade, NULL) < 0)
+  if (nask && bus_node_streams_ensure(in->s.c, names, nask, NULL) < 0)
     in->nmade = 0;
-  if (in->nmade == 1)
-    in->nmade = 0; /* one alone: as before */
+  for (size_t i = 0; in->nmade && i < nask; i++)
+    sched_streams_add(&in->streams, names[i]);
 }
 
 /* One fetched batch: each message in order, then what is staged; acked
@@ -495,7 +499,9 @@ sched_ingress_stop(sched_ingress *in) {
     return;
   seen *nodes = in->nodes;
   uint32_t *slots = in->slots;
+  sched_streams streams = in->streams;
   svc_ingress_stop(&in->s); /* the worker stops, then in is freed */
   free(nodes);
   free(slots);
+  sched_streams_free(&streams);
 }
