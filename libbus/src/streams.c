@@ -10,10 +10,10 @@
  *
  * Each node's desired states live in a stream of the node's own,
  * LARK_NODE_<node> on lark.node.<node>.> (one message per subject), made
- * by the scheduler when it first knows the node and settled like the
- * platform's streams. One stream for every node would make the broker
- * (2.9) walk every pod subject of the fleet on each delivery to a
- * node's wildcard consumer; a node's own stream holds only its pods. A
+ * by `larkctl node add` on a running broker, or by the scheduler when it
+ * first knows the node, and settled like the platform's streams. One
+ * stream for every node would make the broker (2.9) walk every pod
+ * subject of the fleet on each delivery to a node's wildcard consumer; a node's own stream holds only its pods. A
  * node stream takes the replicas and duplicate window of LARK_EVENTS, so
  * a cluster's node streams are replicated like the rest, but is kept in
  * memory: it holds a projection of what its writers decided (each message
