@@ -13,14 +13,15 @@
  * by `larkctl node add` on a running broker, or by the scheduler when it
  * first knows the node, and settled like the platform's streams. One
  * stream for every node would make the broker (2.9) walk every pod
- * subject of the fleet on each delivery to a node's wildcard consumer; a node's own stream holds only its pods. A
- * node stream takes the replicas and duplicate window of LARK_EVENTS, so
- * a cluster's node streams are replicated like the rest, but is kept in
- * memory: it holds a projection of what its writers decided (each message
- * carries the version of the event that decided it), a gang's burst
- * writes to a thousand node streams at once, and a file-stored stream
- * takes 4,000-6,000 such writes a second here. A broker that restarts
- * loses them: whoever writes into them makes them again and sends what
+ * subject of the fleet on each delivery to a node's wildcard consumer; a
+ * node's own stream holds only its pods. A node stream takes the
+ * replicas and duplicate window of LARK_EVENTS, so a cluster's node
+ * streams are replicated like the rest, but is kept in memory: it holds a
+ * projection of what its writers decided (each message carries the
+ * version of the event that decided it), a gang's burst writes to a
+ * thousand node streams at once, and a file-stored stream takes
+ * 4,000-6,000 such writes a second here. A broker that restarts loses
+ * them: whoever writes into them makes them again and sends what
  * they lack (bus_view_node_streams_repair). A node stream found on file
  * (made by an earlier version) is made anew in memory, and counted as made.
  */
@@ -349,7 +350,8 @@ created_of(const char *answer) {
  * subject kept in ns) and the body of a create request. */
 typedef struct node_req {
   char name[BUS_NODE_STREAM_MAX], subject[BUS_SUBJECT_MAX];
-  char info[BUS_SUBJECT_MAX], create[BUS_SUBJECT_MAX], body[512];
+  char info[BUS_SUBJECT_MAX], create[BUS_SUBJECT_MAX];
+  char body[BUS_SUBJECT_MAX + BUS_NODE_STREAM_MAX + 256];
   int state;          /* NR_* */
   unsigned char made; /* missing, and made by this call */
 } node_req;
