@@ -295,12 +295,16 @@ on_conn(uv_stream_t *srv, int status) {
 }
 
 int
-edge_sock_path(const edge_agent *a, const char *pod, char *out, size_t cap) {
+edge_sock_path(const edge_agent *a, const char *pod, uint32_t attempt,
+               char *out, size_t cap) {
   /* sun_path holds 108 bytes: a short name under the data directory, else
-   * under /tmp, both derived from the node and pod */
+   * under /tmp, both derived from the node, pod and attempt. The attempt:
+   * a retry starts once the failed attempt's process ended, while that
+   * one's handles still close (its output's drain); that teardown removes
+   * its own socket file, which must not be the retry's. */
   char id[33];
-  char key[EDGE_POD_SZ + EDGE_NAME_SZ + 8];
-  snprintf(key, sizeof key, "%s/%s", a->cfg.node, pod);
+  char key[EDGE_POD_SZ + EDGE_NAME_SZ + 20];
+  snprintf(key, sizeof key, "%s/%s/%u", a->cfg.node, pod, (unsigned)attempt);
   bus_event_derive_id(key, 0, id);
   id[16] = 0;
   int n = snprintf(out, cap, "%s/sock/%s.sock", a->cfg.data, id);
@@ -312,7 +316,8 @@ edge_sock_path(const edge_agent *a, const char *pod, char *out, size_t cap) {
 
 int
 edge_sock_listen(edge_proc *p) {
-  int rc = edge_sock_path(p->a, p->pod, p->sock_path, sizeof p->sock_path);
+  int rc = edge_sock_path(p->a, p->pod, p->attempt, p->sock_path,
+                          sizeof p->sock_path);
   if (rc)
     return bus_error(rc, "no socket path for %s", p->pod);
   unlink(p->sock_path);

@@ -7,8 +7,10 @@
 
 #include "proc.h"
 
-/* Unix-socket path for a pod into out; BUS_EINVAL if it cannot fit. */
-int edge_sock_path(const edge_agent *a, const char *pod, char *out, size_t cap);
+/* The Unix-socket path of a pod's attempt into out; BUS_EINVAL if it
+ * cannot fit. */
+int edge_sock_path(const edge_agent *a, const char *pod, uint32_t attempt,
+                   char *out, size_t cap);
 int edge_sock_listen(edge_proc *p);
 void edge_sock_close(edge_proc *p);
 /* Send text (len bytes) and a newline to c, after its earlier answers. */

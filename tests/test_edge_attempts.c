@@ -71,3 +71,25 @@ Test(edge_attempts, an_older_attempts_stop_leaves_the_newer_running) {
     lt_sleep_ms(100);
   cr_expect_neq(kill(pid, 0), 0, "attempt 1 still runs after its stop");
 }
+
+/* A retry started while the failed attempt's handles still close (the
+ * output's drain, a second) keeps its pod socket: the failed attempt's
+ * teardown must not remove the retry's socket file. */
+Test(edge_attempts,
+     a_retry_keeps_its_socket_after_the_failed_attempts_teardown) {
+  char script[2000], mark[512], buf[64];
+  lt_pod_running(conn, "n1", "p3", "exit 3", NULL);
+  const lt_pod_report *r = await("p3", "Failed");
+  cr_assert_not_null(r, "attempt 0 did not fail");
+  snprintf(mark, sizeof mark, "%s/p3.sock", dir);
+  snprintf(script, sizeof script,
+           "sleep 2.5; if [ -S \"$LARK_SOCKET\" ]; then echo there; "
+           "else echo gone; fi > %s.tmp; mv %s.tmp %s; exec sleep 1000",
+           mark, mark, mark);
+  const char *const argv[] = {"sh", "-c", script, NULL};
+  lt_pod_desire(conn, "n1", "p3", 1, "Running", "raw", argv, NULL);
+  cr_assert_not_null(await("p3", "Running"), "attempt 1 never ran");
+  cr_assert_eq(lt_wait_file(mark, 20), 1, "attempt 1 wrote nothing");
+  cr_assert_not_null(lt_read_file(mark, buf, sizeof buf));
+  cr_expect_str_eq(buf, "there\n", "attempt 1's socket was removed: %s", buf);
+}
