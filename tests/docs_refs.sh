@@ -39,11 +39,11 @@ for md in $docs; do
         echo "$md: link to $link: no such file" >&2
         echo x
       elif [ -n "$anchor" ] && [ "${path##*.}" = md ] &&
-        ! anchors "$target" | grep -qx -- "$anchor"; then
+        ! grep -qx -- "$anchor" <<<"$(anchors "$target")"; then
         echo "$md: link to $link: no such heading in $path" >&2
         echo x
       fi
-    done | grep -q x && bad=1
+    done | grep -c x >/dev/null && bad=1
 done
 
 # docs/<name>.md named in code and scripts.

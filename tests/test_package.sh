@@ -174,7 +174,7 @@ for b in "${binaries[@]}"; do
 done
 # No broker here: version prints larkctl's own and exits 1 for the broker.
 out=$(LARK_URL=nats://127.0.0.1:1 "$root/usr/bin/larkctl" version 2>&1)
-echo "$out" | grep -q "$(field Version)" && ok "larkctl version: $(field Version)" ||
+grep -q "$(field Version)" <<<"$out" && ok "larkctl version: $(field Version)" ||
   bad "larkctl version: $out"
 for unit in "$root"/lib/systemd/system/*.service; do
   for exe in $(sed -n 's/^ExecStart=\([^ ]*\).*/\1/p' "$unit"); do
@@ -206,9 +206,9 @@ if out=$(unshare -m --propagation private sh -c "
   '$tmp/control/postinst' configure && '$tmp/control/postinst' configure 0.1.0 &&
   '$tmp/control/postrm' purge &&
   getent passwd lark && stat -c '%U:%G %a' /var/lib/lark" 2>&1); then
-  echo "$out" | grep -q '^lark:x:[0-9]*:[0-9]*:.*:/var/lib/lark:/usr/sbin/nologin$' &&
+  grep -q '^lark:x:[0-9]*:[0-9]*:.*:/var/lib/lark:/usr/sbin/nologin$' <<<"$out" &&
     ok "postinst made the lark system user" || bad "no lark system user: $out"
-  echo "$out" | grep -qx 'lark:lark 750' &&
+  grep -qx 'lark:lark 750' <<<"$out" &&
     ok "postinst made /var/lib/lark (lark:lark 0750), postrm purge kept it" ||
     bad "/var/lib/lark: $out"
 else
@@ -254,7 +254,7 @@ if grep -q '^larkbus ready' "$tmp/up.log"; then
   want=(lark-scheduler lark-catalog lark-edge)
   [ -x "$root/usr/bin/lark-gateway" ] && want+=(lark-gateway)
   for b in "${want[@]}"; do
-    echo "$exes" | grep -qxF "$root/usr/bin/$b" &&
+    grep -qxF "$root/usr/bin/$b" <<<"$exes" &&
       ok "larkctl up runs $root/usr/bin/$b" || bad "larkctl up does not run the installed $b: $exes"
   done
   grep -qs jetstream "$data"/broker/*.conf && ok "broker config rendered" ||
