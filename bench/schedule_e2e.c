@@ -114,11 +114,17 @@ run(const char *argv0, int always, int nodes, int jobs, int pods, int clients) {
   }
   double t0 = bench_now_s();
   submit_all(c, clients, jobs, pods);
+  double submitted = bench_now_s() - t0;
   long want = (long)jobs * pods;
   long got = bench_wait_bindings(c, want, t0 + 120, NULL, NULL);
   double dt = bench_now_s() - t0;
   if (got < want)
     bench_die("timeout", "not every pod was bound within 120 s");
+  uint64_t events = 0;
+  bus_stream_last_seq(c, "LARK_EVENTS", &events);
+  printf("  every command answered after %.2f s, every pod bound after %.2f "
+         "s; %llu events in the log\n",
+         submitted, dt, (unsigned long long)events);
   /* the floor on a broker the scheduler no longer writes to: it may still
    * be sending the pods' desired states to their nodes */
   kill(sched, SIGTERM);

@@ -260,9 +260,7 @@ bus_txn_decide_again(bus_txn *t) {
 
 int
 bus_view_take_again(bus_view *v) {
-  int again = v->again;
-  v->again = 0;
-  return again;
+  return atomic_exchange(&v->again, 0);
 }
 
 int

@@ -88,7 +88,8 @@ main(int argc, char **argv) {
                      .start = start_ingress,
                      .stop = stop_ingress,
                      .repair = ensure_slices,
-                     .after_batch = remove_gone};
+                     .after_batch = remove_gone,
+                     .drain_thread = 1};
   sched_view_def(&o.def);
   return svc_main(&a.s, "scheduler", argc, argv, streams, &o);
 }
