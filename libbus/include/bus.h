@@ -1672,12 +1672,6 @@ typedef struct bus_service_opts {
   void *state_ud;
   /* the version its status reports; default bus_build_version(), NULL: none */
   const char *version;
-  /* non-zero: the outbox is published from a thread of its own while the
-   * loop fetches, applies and decides the next batch. What is published,
-   * and in what order, is the same (the outbox's order, one publisher);
-   * only the loop no longer waits for the broker's answers. on_batch and
-   * repair are then called from that thread. */
-  int drain_thread;
 } bus_service_opts;
 
 /*

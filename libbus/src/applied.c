@@ -5,10 +5,8 @@
  * before it came, or the one its retry found already stored) waits here
  * instead of polling: every commit of the view publishes its applied
  * sequence under a mutex and wakes the waiters (a condition variable on
- * the monotonic clock), once per committed transaction. The service loop
- * applies; its outbox may be drained from another thread, whose commits
- * only delete outbox entries: the transaction id orders the two, so an
- * earlier commit's sequence never replaces a later one's. A waiter holds the
+ * the monotonic clock). The service loop is the view's only writer, so it
+ * is the one that signals, once per committed batch. A waiter holds the
  * mutex only to compare and sleep; the loop takes it only to store one
  * number, so neither holds up the other.
  */
@@ -36,14 +34,12 @@ bus__view_applied_destroy(bus_view *v) {
 }
 
 void
-bus__view_applied_signal(bus_view *v, const bus__counters *c, size_t txn) {
+bus__view_applied_signal(bus_view *v) {
   pthread_mutex_lock(&v->applied_mu);
-  if (txn >= v->applied_txn && c->applied_seq != v->applied_seq) {
-    v->applied_seq = c->applied_seq;
+  if (v->c.applied_seq != v->applied_seq) {
+    v->applied_seq = v->c.applied_seq;
     pthread_cond_broadcast(&v->applied_cv);
   }
-  if (txn >= v->applied_txn)
-    v->applied_txn = txn;
   pthread_mutex_unlock(&v->applied_mu);
 }
 

@@ -29,14 +29,6 @@
  * no longer has: the loop says so (state "diverged", in status and
  * through on_state) and stops applying and deciding until it is rebuilt.
  *
- * A service may publish its outbox from a thread of its own
- * (bus_service_opts.drain_thread, drainer.c): the loop then commits a
- * batch, acks it, kicks the drainer and fetches the next batch while the
- * drainer waits for the broker's answers. The drainer is the outbox's only
- * publisher, so entries go out in the order decide emitted them, as
- * before; it also runs on_batch and repair, so each has one caller. A
- * drain's failure stops the loop at its next batch.
- *
  * Status and snapshot requests are answered from nats.c's delivery thread: they
  * read the view in their own read transaction (LMDB allows it beside the
  * writer) and the lag this loop last measured.
@@ -46,7 +38,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "drainer.h"
 #include "nats-int.h"
 
 #define LAG_EVERY_MS 500
@@ -64,7 +55,6 @@ typedef struct service {
   unsigned long repaired;       /* the count at the last repair */
   int64_t repair_ms;            /* when repair was last tried */
   bus_serve *serve_all, *serve_one, *serve_snap;
-  bus__drainer *drainer; /* o->drain_thread: the outbox published there */
 } service;
 
 const char *
@@ -222,9 +212,6 @@ open_consumer(service *s, bus_consumer **k) {
   co.deliver = st.applied_seq ? BUS_DELIVER_FROM_SEQ : BUS_DELIVER_ALL;
   co.start_seq = st.applied_seq + 1;
   co.recreate = 1;
-  /* one ack per batch: a message this loop never saw is a hole in the
-   * numbering, refilled by a reposition, never acked past unseen */
-  co.ack_all = 1;
   s->next_cseq = 1; /* a new consumer numbers from 1 */
   /* Between the delete and the create another client may make one of
    * the same name (only where the rules let it): delete and try again. */
@@ -310,9 +297,9 @@ check_stream(service *s) {
     s->o->on_state(BUS_SERVICE_DIVERGED, s->why, s->o->state_ud);
 }
 
-/* Publish what decide left in the outbox, then tell on_batch. */
+/* Publish what decide left in the outbox. */
 static int
-drain(service *s) {
+after_batch(service *s) {
   bus_view_stats st;
   int rc = bus_view_stats_get(s->view, &st);
   if (rc)
@@ -328,16 +315,6 @@ drain(service *s) {
   if (s->o->on_batch)
     s->o->on_batch(&st, s->o->ud);
   return 0;
-}
-
-/* After a committed batch: drain now, or have the drainer do it while
- * the loop goes on (its failure shows at a later batch). */
-static int
-after_batch(service *s) {
-  if (!s->drainer)
-    return drain(s);
-  bus__drainer_kick(s->drainer);
-  return bus__drainer_err(s->drainer);
 }
 
 /* The pass decide asked for (bus_txn_decide_again), once what it decided
@@ -407,8 +384,7 @@ run_loop(service *s, bus_consumer **kp, bus_batch *b) {
           s->o->poll_ms); /* status still answers; nothing is decided */
       continue;
     }
-    if (!s->drainer && repair_after_reconnect(s, bus_mono_ms()) &&
-        (rc = after_batch(s)))
+    if (repair_after_reconnect(s, bus_mono_ms()) && (rc = after_batch(s)))
       break;
     int got = step(s, k, b);
     if (got == REPOSITION)
@@ -441,18 +417,6 @@ run_loop(service *s, bus_consumer **kp, bus_batch *b) {
   return rc;
 }
 
-/* The drainer's round (o->drain_thread): what the loop's after_batch and
- * repair_after_reconnect do without it, from one thread, so the outbox
- * has one publisher and repair one caller. */
-static int
-drain_round(void *ud, int kicked) {
-  service *s = ud;
-  if (atomic_load(&s->state) == BUS_SERVICE_DIVERGED)
-    return 0;
-  int repaired = repair_after_reconnect(s, bus_mono_ms());
-  return kicked || repaired ? drain(s) : 0;
-}
-
 int
 bus_service_run(bus_conn *c, bus_view *v, const bus_service_opts *o) {
   bus_service_opts opts = *o;
@@ -468,11 +432,8 @@ bus_service_run(bus_conn *c, bus_view *v, const bus_service_opts *o) {
     rc = open_consumer(&s, &k);
   if (!rc)
     rc = bus_batch_new(&b);
-  if (!rc && opts.drain_thread)
-    rc = bus__drainer_start(&s.drainer, drain_round, &s, opts.poll_ms);
   if (!rc)
     rc = run_loop(&s, &k, b);
-  bus__drainer_stop(s.drainer);
   bus_conn_unserve(s.serve_all);
   bus_conn_unserve(s.serve_one);
   bus_conn_unserve(s.serve_snap);

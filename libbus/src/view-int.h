@@ -11,7 +11,6 @@
 #define LARK_VIEW_INT_H
 
 #include <lmdb.h>
-#include <stdatomic.h>
 #include <pthread.h>
 
 #include "bus-int.h"
@@ -40,12 +39,12 @@ struct bus_view {
   MDB_env *env;
   bus__table tables[BUS__VIEW_MAX_TABLES];
   int ntables;
-  _Atomic int again; /* a committed decide asked for another pass */
+  bus__counters c; /* as last committed */
+  int again;       /* a committed decide asked for another pass */
   /* applied.c: the applied sequence as last committed, for waiters */
   pthread_mutex_t applied_mu;
   pthread_cond_t applied_cv;
   uint64_t applied_seq; /* under applied_mu */
-  size_t applied_txn;   /* under applied_mu: the commit that set it */
   /* bus_view_attach: state of the definition's own, freed at close */
   void *attached;
   void (*attached_free)(void *p);
@@ -74,12 +73,10 @@ int bus__txn_commit(bus_txn *t);
 void bus__txn_abort(bus_txn *t);
 
 /* applied.c: set up and tear down the waiters' lock (at open, close);
- * publish the applied sequence of the counters write txn id committed to
- * them (after each commit: a later commit's is never replaced by an
- * earlier one's, whichever thread gets there first). */
+ * publish v->c.applied_seq to them (after each commit). */
 void bus__view_applied_init(bus_view *v);
 void bus__view_applied_destroy(bus_view *v);
-void bus__view_applied_signal(bus_view *v, const bus__counters *c, size_t txn);
+void bus__view_applied_signal(bus_view *v);
 
 /* Big-endian u64 keys sort numerically. */
 

@@ -156,7 +156,7 @@ check_name(bus_view *v, MDB_txn *txn, MDB_dbi meta) {
 }
 
 static int
-open_tables(bus_view *v, bus__counters *c, size_t *txn_id) {
+open_tables(bus_view *v) {
   MDB_txn *txn;
   int rc = mdb_txn_begin(v->env, NULL, 0, &txn);
   if (rc)
@@ -177,12 +177,11 @@ open_tables(bus_view *v, bus__counters *c, size_t *txn_id) {
   if (!rc)
     rc = check_name(v, txn, v->tables[0].dbi);
   if (!rc)
-    rc = counters_load(txn, v->tables[0].dbi, c);
+    rc = counters_load(txn, v->tables[0].dbi, &v->c);
   if (rc) {
     mdb_txn_abort(txn);
     return rc;
   }
-  *txn_id = mdb_txn_id(txn);
   return bus__mdb_err(mdb_txn_commit(txn), "commit");
 }
 
@@ -191,8 +190,6 @@ bus_view_open(bus_view **out, const bus_view_def *def, const bus_view_opts *o) {
   *out = NULL;
   if (!def || !def->name || !o || !o->dir)
     return BUS_ERR(BUS_EINVAL, "view needs a name and a directory");
-  bus__counters c = {0};
-  size_t txn_id = 0;
   bus_view *v = calloc(1, sizeof *v);
   if (!v)
     return BUS_ERR(-ENOMEM, "out of memory opening view %s", def->name);
@@ -220,14 +217,14 @@ bus_view_open(bus_view **out, const bus_view_def *def, const bus_view_opts *o) {
     rc = bus__mdb_err(rc, o->dir);
     goto out;
   }
-  rc = open_tables(v, &c, &txn_id);
+  rc = open_tables(v);
 out:
   if (rc) {
     bus_view_close(v);
     return rc;
   }
   v->opts.dir = v->dir;
-  bus__view_applied_signal(v, &c, txn_id);
+  bus__view_applied_signal(v);
   *out = v;
   return 0;
 }
@@ -285,12 +282,8 @@ bus__txn_begin_write(bus_view *v, bus_txn *t) {
   int rc = mdb_txn_begin(v->env, NULL, 0, &t->txn);
   if (rc)
     return bus__mdb_err(rc, "begin write");
-  /* as the last commit left them, whichever thread made it (a service's
-   * outbox may be drained beside its loop, bus_service_opts.drain_thread) */
-  rc = counters_load(t->txn, v->tables[0].dbi, &t->c);
-  if (rc)
-    bus__txn_abort(t);
-  return rc;
+  t->c = v->c;
+  return 0;
 }
 
 int
@@ -300,15 +293,13 @@ bus__txn_commit(bus_txn *t) {
     bus__txn_abort(t);
     return rc;
   }
-  size_t id = mdb_txn_id(t->txn);
   rc = mdb_txn_commit(t->txn);
   t->txn = NULL;
   if (rc)
     return bus__mdb_err(rc, "commit");
-  if (t->again)
-    atomic_store(&t->v->again, 1);
-  /* wake who waits for this sequence */
-  bus__view_applied_signal(t->v, &t->c, id);
+  t->v->c = t->c;
+  t->v->again |= t->again;
+  bus__view_applied_signal(t->v); /* wake who waits for this sequence */
   return 0;
 }
 

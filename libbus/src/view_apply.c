@@ -260,7 +260,9 @@ bus_txn_decide_again(bus_txn *t) {
 
 int
 bus_view_take_again(bus_view *v) {
-  return atomic_exchange(&v->again, 0);
+  int again = v->again;
+  v->again = 0;
+  return again;
 }
 
 int

@@ -249,7 +249,6 @@ loop(svc *s, bus_view *v, const svc_view_opts *o) {
   bus_service_opts so;
   svc_service_opts(s, &so, &o->def);
   so.tick_ms = o->tick_ms;
-  so.drain_thread = o->drain_thread;
   so.on_batch = log_batch;
   so.ud = &r;
   if (o->repair) {

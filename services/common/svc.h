@@ -115,9 +115,6 @@ typedef struct svc_view_opts {
    * view's counters then): work on the broker that must follow what the
    * outbox sent; may be NULL */
   void (*after_batch)(svc *s, bus_view *v, const bus_view_stats *st, void *ud);
-  /* the outbox published from a thread of its own, repair and after_batch
-   * called there (bus_service_opts.drain_thread) */
-  int drain_thread;
 } svc_view_opts;
 
 int svc_run_view(svc *s, const svc_view_opts *o);

@@ -88,8 +88,7 @@ main(int argc, char **argv) {
                      .start = start_ingress,
                      .stop = stop_ingress,
                      .repair = ensure_slices,
-                     .after_batch = remove_gone,
-                     .drain_thread = 1};
+                     .after_batch = remove_gone};
   sched_view_def(&o.def);
   return svc_main(&a.s, "scheduler", argc, argv, streams, &o);
 }
