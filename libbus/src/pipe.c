@@ -16,6 +16,11 @@
  * in slot order. An answer of an earlier round (it came after its round
  * gave up on it) is dropped.
  *
+ * A raw pipe (bus__pipe_open_raw) carries JetStream API requests the same
+ * way: each slot keeps the broker's answer as it came instead of reading
+ * it as a publish ack, and the caller bounds how many are unanswered at a
+ * time (bus__pipe_drain).
+ *
  * The headers are bus_append's: Nats-Msg-Id (so a second copy is a
  * duplicate), Lark-Type, and for a checked append the subject's expected
  * last sequence (0: no message yet).
@@ -36,6 +41,7 @@ typedef struct slot {
   bus__ack a;
   int got;       /* answered */
   char why[160]; /* the broker's description of a refusal */
+  char *raw;     /* a raw pipe's answer: its text, "" for no responders */
 } slot;
 
 struct bus__pipe {
@@ -45,8 +51,10 @@ struct bus__pipe {
   pthread_mutex_t mu;
   pthread_cond_t cv; /* an answer came, or the subscription is done */
   unsigned round;
+  int raw; /* keeps answers as they came (bus__pipe_open_raw) */
   slot *v;
   size_t n, cap;    /* slots sent this round */
+  size_t got;       /* of them answered */
   uint64_t answers; /* answers filed so far: progress */
   int done;         /* the subscription will call nothing more */
 };
@@ -74,8 +82,8 @@ on_done(void *ud) {
   pthread_mutex_unlock(&p->mu);
 }
 
-int
-bus__pipe_open(bus_conn *c, bus__pipe **out) {
+static int
+pipe_open(bus_conn *c, int raw, bus__pipe **out) {
   unsigned char r[12];
   char hex[25], filter[200];
   pthread_condattr_t ca;
@@ -87,6 +95,7 @@ bus__pipe_open(bus_conn *c, bus__pipe **out) {
   snprintf(p->prefix, sizeof p->prefix, "%s.%s", c->inbox_prefix, hex);
   snprintf(filter, sizeof filter, "%s.>", p->prefix);
   p->c = c;
+  p->raw = raw;
   pthread_mutex_init(&p->mu, NULL);
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -106,12 +115,67 @@ bus__pipe_open(bus_conn *c, bus__pipe **out) {
   return 0;
 }
 
+int
+bus__pipe_open(bus_conn *c, bus__pipe **out) {
+  return pipe_open(c, 0, out);
+}
+
+int
+bus__pipe_open_raw(bus_conn *c, bus__pipe **out) {
+  return pipe_open(c, 1, out);
+}
+
 /* Wait on the pipe's condition until at (monotonic ms); 0 when woken
  * before. Called with mu held. */
 static int
 wait_until(bus__pipe *p, int64_t at) {
   struct timespec ts = {at / 1000, (at % 1000) * 1000000};
   return pthread_cond_timedwait(&p->cv, &p->mu, &ts);
+}
+
+/* What wait_for waits for: slot arg answered; at most arg of the round's
+ * slots unanswered. */
+static int
+slot_answered(const bus__pipe *p, size_t at) {
+  return p->v[at].got;
+}
+
+static int
+at_most_unanswered(const bus__pipe *p, size_t most) {
+  return p->n - p->got <= most;
+}
+
+/*
+ * Wait, with mu held, until ready(p, arg) holds; 0 then. Gives up (1)
+ * when no answer at all came for the connection's JetStream wait, or
+ * when the subscription is done (the connection closed): a broker that
+ * answers slowly but steadily is waited on.
+ */
+static int
+wait_for(bus__pipe *p, int (*ready)(const bus__pipe *, size_t), size_t arg) {
+  uint64_t seen = p->answers;
+  int64_t until = bus_mono_ms() + p->c->js_wait_ms;
+  while (!ready(p, arg)) {
+    if (p->done)
+      return 1;
+    wait_until(p, until);
+    if (p->answers != seen) {
+      seen = p->answers; /* answers still come: wait on */
+      until = bus_mono_ms() + p->c->js_wait_ms;
+    } else if (bus_mono_ms() >= until && !ready(p, arg)) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* Free the raw answers of the round's slots. Called with mu held. */
+static void
+drop_raw(bus__pipe *p) {
+  for (size_t i = 0; i < p->n; i++) {
+    free(p->v[i].raw);
+    p->v[i].raw = NULL;
+  }
 }
 
 /*
@@ -137,6 +201,7 @@ bus__pipe_close(bus__pipe *p) {
   }
   if (!done)
     return;
+  drop_raw(p);
   pthread_cond_destroy(&p->cv);
   pthread_mutex_destroy(&p->mu);
   free(p->v);
@@ -146,8 +211,10 @@ bus__pipe_close(bus__pipe *p) {
 void
 bus__pipe_round(bus__pipe *p) {
   pthread_mutex_lock(&p->mu);
+  drop_raw(p);
   p->round++;
   p->n = 0;
+  p->got = 0;
   pthread_mutex_unlock(&p->mu);
 }
 
@@ -159,13 +226,10 @@ bus__pipe_send(bus__pipe *p, const char *subject, const char *id,
                               NULL);
 }
 
-int
-bus__pipe_send_after(bus__pipe *p, const char *subject, const char *id,
-                     const char *type, const void *data, size_t len, int flags,
-                     uint64_t prev, const char *after) {
-  char reply[256], num[24];
-  natsMsg *m = NULL;
-  /* the slot is counted before its publish: its answer may come first */
+/* Count a slot before its publish (its answer may come first) and name
+ * it in reply; the slot, or < 0. */
+static int
+reserve(bus__pipe *p, char reply[256]) {
   pthread_mutex_lock(&p->mu);
   int rc = bus_grow(&p->v, p->n, &p->cap, sizeof *p->v, 256);
   int at = (int)p->n;
@@ -176,7 +240,31 @@ bus__pipe_send_after(bus__pipe *p, const char *subject, const char *id,
   pthread_mutex_unlock(&p->mu);
   if (rc)
     return BUS_ERR(-ENOMEM, "out of memory");
-  snprintf(reply, sizeof reply, "%s.%u.%d", p->prefix, p->round, at);
+  snprintf(reply, 256, "%s.%u.%d", p->prefix, p->round, at);
+  return at;
+}
+
+/* The slot at once its publish said s: at when sent; otherwise it is not
+ * a slot, and the error. */
+static int
+sent(bus__pipe *p, int at, natsStatus s, const char *subject) {
+  if (s == NATS_OK)
+    return at;
+  pthread_mutex_lock(&p->mu);
+  p->n--;
+  pthread_mutex_unlock(&p->mu);
+  return bus__nats_err(s, 0, subject);
+}
+
+int
+bus__pipe_send_after(bus__pipe *p, const char *subject, const char *id,
+                     const char *type, const void *data, size_t len, int flags,
+                     uint64_t prev, const char *after) {
+  char reply[256], num[24];
+  natsMsg *m = NULL;
+  int at = reserve(p, reply);
+  if (at < 0)
+    return at;
   natsStatus s = natsMsg_Create(&m, subject, reply, data, (int)len);
   if (s == NATS_OK)
     s = natsMsgHeader_Set(m, "Nats-Msg-Id", id);
@@ -191,12 +279,20 @@ bus__pipe_send_after(bus__pipe *p, const char *subject, const char *id,
   if (s == NATS_OK)
     s = natsConnection_PublishMsg(p->c->nc, m);
   natsMsg_Destroy(m);
-  if (s == NATS_OK)
+  return sent(p, at, s, subject);
+}
+
+int
+bus__pipe_request(bus__pipe *p, const char *subject, const char *body) {
+  char reply[256];
+  int at = reserve(p, reply);
+  if (at < 0)
     return at;
-  pthread_mutex_lock(&p->mu); /* not sent: not a slot */
-  p->n--;
-  pthread_mutex_unlock(&p->mu);
-  return bus__nats_err(s, 0, subject);
+  const char *b = body ? body : "";
+  return sent(p, at,
+              natsConnection_PublishRequest(p->c->nc, subject, reply, b,
+                                            (int)strlen(b)),
+              subject);
 }
 
 /* The number after key in s, 0 when absent. */
@@ -240,6 +336,19 @@ answer(slot *sl, natsMsg *m) {
                                            : BUS_EBROKER;
 }
 
+/* A raw pipe's answer as it came into sl ("" for no responders, or
+ * when it could not be copied). */
+static void
+keep_raw(slot *sl, natsMsg *m) {
+  int len = natsMsg_GetDataLength(m);
+  sl->got = 1;
+  if (natsMsg_IsNoResponders(m) || len < 0 ||
+      !(sl->raw = malloc((size_t)len + 1)))
+    return;
+  memcpy(sl->raw, natsMsg_GetData(m), (size_t)len);
+  sl->raw[len] = 0;
+}
+
 /* File one answer by its round and slot ("<prefix>.<round>.<slot>"). */
 static void
 file(bus__pipe *p, natsMsg *m) {
@@ -252,7 +361,12 @@ file(bus__pipe *p, natsMsg *m) {
   if (*end != '.' || round != p->round)
     return;
   unsigned long at = strtoul(end + 1, NULL, 10);
-  if (at < p->n && !p->v[at].got)
+  if (at >= p->n || p->v[at].got)
+    return;
+  p->got++;
+  if (p->raw)
+    keep_raw(&p->v[at], m);
+  else
     answer(&p->v[at], m);
 }
 
@@ -264,17 +378,8 @@ bus__pipe_ack(bus__pipe *p, int at, bus__ack *a) {
     pthread_mutex_unlock(&p->mu);
     return BUS_ERR(BUS_EINVAL, "no append in slot %d", at);
   }
+  wait_for(p, slot_answered, (size_t)at);
   slot *sl = &p->v[at];
-  uint64_t seen = p->answers;
-  int64_t until = bus_mono_ms() + p->c->js_wait_ms;
-  while (!sl->got && !p->done) {
-    if (wait_until(p, until) && bus_mono_ms() >= until) {
-      if (p->answers == seen)
-        break;
-      seen = p->answers; /* answers still come: wait on */
-      until = bus_mono_ms() + p->c->js_wait_ms;
-    }
-  }
   *a = sl->a;
   int got = sl->got;
   char why[sizeof sl->why];
@@ -289,4 +394,32 @@ bus__pipe_ack(bus__pipe *p, int at, bus__ack *a) {
   if (a->rc)
     BUS_ERR(a->rc, "append refused: %s", why);
   return a->rc;
+}
+
+int
+bus__pipe_drain(bus__pipe *p, size_t most) {
+  pthread_mutex_lock(&p->mu);
+  int gave_up = wait_for(p, at_most_unanswered, most);
+  size_t left = p->n - p->got;
+  int done = p->done;
+  pthread_mutex_unlock(&p->mu);
+  if (!gave_up)
+    return 0;
+  return done ? BUS_ERR(BUS_ECONN,
+                        "the connection closed with requests unanswered")
+              : BUS_ERR(BUS_ETIMEOUT,
+                        "%zu JetStream requests unanswered in %d ms", left,
+                        p->c->js_wait_ms);
+}
+
+char *
+bus__pipe_take(bus__pipe *p, int at) {
+  char *raw = NULL;
+  pthread_mutex_lock(&p->mu);
+  if (at >= 0 && (size_t)at < p->n && p->v[at].got) {
+    raw = p->v[at].raw ? p->v[at].raw : strdup("");
+    p->v[at].raw = NULL;
+  }
+  pthread_mutex_unlock(&p->mu);
+  return raw;
 }

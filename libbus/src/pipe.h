@@ -5,7 +5,8 @@
  * their answers in the order they were sent: each slot's answer is what
  * a synchronous bus_append would have said of it (0 with the sequence and
  * duplicate flag, BUS_ECONFLICT, BUS_ENO_STREAM, BUS_ETIMEOUT, ...). A
- * pipe belongs to one thread.
+ * raw pipe carries JetStream API requests instead, and keeps each slot's
+ * answer as the broker sent it. A pipe belongs to one thread.
  */
 #ifndef LARK_BUS_PIPE_H
 #define LARK_BUS_PIPE_H
@@ -25,6 +26,10 @@ typedef struct bus__ack {
 
 int bus__pipe_open(bus_conn *c, bus__pipe **out);
 void bus__pipe_close(bus__pipe *p);
+
+/* Open a raw pipe: its slots are sent with bus__pipe_request and read
+ * with bus__pipe_drain and bus__pipe_take, not bus__pipe_ack. */
+int bus__pipe_open_raw(bus_conn *c, bus__pipe **out);
 
 /* Start a round: slots count from 0 again; answers to an earlier round
  * still on their way are dropped when they come. */
@@ -52,5 +57,23 @@ int bus__pipe_send_after(bus__pipe *p, const char *subject, const char *id,
  * why when it is not 0.
  */
 int bus__pipe_ack(bus__pipe *p, int slot, bus__ack *a);
+
+/* Send a request with body (NULL: empty) to subject on a raw pipe, as a
+ * plain publish. Returns its slot, or < 0 when it could not be sent. */
+int bus__pipe_request(bus__pipe *p, const char *subject, const char *body);
+
+/*
+ * Wait until at most most of this round's slots are unanswered. Returns
+ * 0; BUS_ETIMEOUT when no answer at all came for the connection's
+ * JetStream wait, BUS_ECONN when the connection closed first.
+ */
+int bus__pipe_drain(bus__pipe *p, size_t most);
+
+/*
+ * A raw pipe's answer in slot, handed to the caller to free: the text
+ * the broker sent, "" for no responders (no one takes the subject), NULL
+ * when no answer came. Take each slot's answer once; it does not wait.
+ */
+char *bus__pipe_take(bus__pipe *p, int slot);
 
 #endif
