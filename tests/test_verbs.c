@@ -141,6 +141,41 @@ Test(verbs, retry_lands_once) {
   cr_expect_eq(append(&other, "one", s1, NULL, NULL), BUS_ECONFLICT);
 }
 
+/* Commands appended together are each answered as alone: the same
+ * commands again at the same versions find their own events there (the
+ * first attempt's sequences), and another's event in the way is a
+ * conflict. */
+Test(verbs, appended_together_each_as_alone) {
+  bus_cmd a = command("alice", "created", "k-many");
+  bus_cmd b = command("bob", "created", "k-many");
+  bus_cmd other = command("carol", "created", "k-many");
+  bus_cmd fresh = command("carol", "created", "k-fresh");
+  bus_cmd_item it[2] = {
+      {.cmd = &a, .subject = "lark.ev.sample.ma", .type = "sample.created"},
+      {.cmd = &b, .subject = "lark.ev.sample.mb", .type = "sample.created"}};
+  uint64_t first[2];
+  cr_assert_eq(bus_cmd_append_many(conn, it, 2), 0);
+  for (int i = 0; i < 2; i++) {
+    cr_assert_eq(it[i].rc, 0, "item %d: %s", i, bus_last_error());
+    cr_expect_gt(it[i].seq, 0);
+    first[i] = it[i].seq;
+    it[i].rc = -1, it[i].seq = 0;
+  }
+  cr_assert_eq(bus_cmd_append_many(conn, it, 2), 0);
+  for (int i = 0; i < 2; i++) {
+    cr_expect_eq(it[i].rc, 0, "item %d: %s", i, bus_last_error());
+    cr_expect_eq(it[i].seq, first[i], "item %d landed twice", i);
+  }
+  bus_cmd_item late[2] = {
+      {.cmd = &other, .subject = "lark.ev.sample.ma", .type = "sample.created"},
+      {.cmd = &fresh,
+       .subject = "lark.ev.sample.mc",
+       .type = "sample.created"}};
+  cr_assert_eq(bus_cmd_append_many(conn, late, 2), 0);
+  cr_expect_eq(late[0].rc, BUS_ECONFLICT);
+  cr_expect_eq(late[1].rc, 0, "%s", bus_last_error());
+}
+
 /* ------------------------------------------------------ wait until applied */
 
 typedef struct waiter {

@@ -1811,11 +1811,13 @@ int bus_cmd_append(bus_conn *c, const bus_cmd *cmd, const char *subject,
 
 /*
  * The events of several commands at once, each as bus_cmd_append would
- * append it (its id, its subject checked at its prev): all sent without
- * waiting, then each settled by its own answer, and one that is refused
- * or unanswered appended again on its own with bus_cmd_append, so every
- * item gets the answer it would have had alone. Each item's rc and seq
- * are set; returns 0.
+ * append it (its id, its subject checked at its prev), through
+ * bus_append_many: all sent without waiting, then each settled by its own
+ * answer (one not sent or unanswered appended again alone), and a
+ * conflict settled as bus_cmd_append settles it (the command's own event
+ * there, from an earlier attempt, is a success), so every item gets the
+ * answer it would have had alone. Each item's rc and seq are set;
+ * returns 0.
  */
 typedef struct bus_cmd_item {
   const bus_cmd *cmd;

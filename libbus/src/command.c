@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "nats-int.h"
-#include "pipe.h"
 
 /* Copy the dot-separated token at *p into out; advance past the dot. */
 static int
@@ -156,13 +155,15 @@ cmd_event(const bus_cmd *cmd, const char *type, uint64_t prev, const void *data,
   return ev;
 }
 
-int
-bus_cmd_append(bus_conn *c, const bus_cmd *cmd, const char *subject,
-               const char *type, uint64_t prev, const void *data, size_t len,
-               uint64_t *seq, int *dup) {
-  char id[33], why[512];
-  bus_event ev = cmd_event(cmd, type, prev, data, len, id);
-  int rc = bus_append(c, subject, &ev, BUS_APPEND_CHECK, seq, dup);
+/*
+ * rc of an append of a command's event (id): a conflict on the command's
+ * own event, there from an earlier attempt, is that attempt's success,
+ * its sequence into *seq and *dup = 1 (either may be NULL).
+ */
+static int
+settle(bus_conn *c, const bus_cmd *cmd, const char *subject, const char *id,
+       int rc, uint64_t *seq, int *dup) {
+  char why[512];
   if (rc != BUS_ECONFLICT || !cmd->key[0])
     return rc;
   snprintf(why, sizeof why, "%s", bus_last_error());
@@ -173,44 +174,49 @@ bus_cmd_append(bus_conn *c, const bus_cmd *cmd, const char *subject,
   return 0;
 }
 
-/* Send item i on p; its slot, or < 0 when it could not be sent. */
-static int
-send_item(bus__pipe *p, const bus_cmd_item *it, msgpack_sbuffer *sb) {
+int
+bus_cmd_append(bus_conn *c, const bus_cmd *cmd, const char *subject,
+               const char *type, uint64_t prev, const void *data, size_t len,
+               uint64_t *seq, int *dup) {
   char id[33];
-  bus_event ev = cmd_event(it->cmd, it->type, it->prev, it->data, it->len, id);
-  msgpack_sbuffer_clear(sb);
-  int rc = bus_event_encode(&ev, sb);
-  return rc < 0 ? rc
-                : bus__pipe_send(p, it->subject, id, it->type, sb->data,
-                                 sb->size, BUS_APPEND_CHECK, it->prev);
+  bus_event ev = cmd_event(cmd, type, prev, data, len, id);
+  int rc = bus_append(c, subject, &ev, BUS_APPEND_CHECK, seq, dup);
+  return settle(c, cmd, subject, id, rc, seq, dup);
 }
 
+/*
+ * The items' events, made as bus_cmd_append makes them, go out together
+ * through bus_append_many, which appends again alone what was not sent,
+ * not answered or refused otherwise than by the check. What is left is
+ * settled as bus_cmd_append settles its own append: a conflict on the
+ * command's own event is the first attempt's. Without memory for that,
+ * each item is appended alone.
+ */
 int
 bus_cmd_append_many(bus_conn *c, bus_cmd_item *items, size_t n) {
-  bus__pipe *p = NULL;
-  msgpack_sbuffer sb;
-  size_t sent = 0;
-  msgpack_sbuffer_init(&sb);
-  if (n > 1 && bus__pipe_open(c, &p) == 0) {
-    bus__pipe_round(p);
-    while (sent < n && send_item(p, &items[sent], &sb) >= 0)
-      sent++;
+  bus_append_item *v = calloc(n + 1, sizeof *v);
+  bus_event *ev = calloc(n + 1, sizeof *ev);
+  char(*id)[33] = calloc(n + 1, sizeof *id);
+  int many = v && ev && id;
+  for (size_t i = 0; many && i < n; i++) {
+    bus_cmd_item *it = &items[i];
+    ev[i] = cmd_event(it->cmd, it->type, it->prev, it->data, it->len, id[i]);
+    v[i] = (bus_append_item){
+        .subject = it->subject, .ev = &ev[i], .flags = BUS_APPEND_CHECK};
   }
+  if (many)
+    bus_append_many(c, v, n);
   for (size_t i = 0; i < n; i++) {
-    bus__ack a = {0};
-    if (i < sent && bus__pipe_ack(p, (int)i, &a) == 0) {
-      items[i].rc = 0;
-      items[i].seq = a.seq;
-      continue;
-    }
-    /* refused, unanswered or not sent: alone, as bus_cmd_append settles a
-     * conflict (its own event there, from a retry) or a repeat (same id) */
-    items[i].rc = bus_cmd_append(c, items[i].cmd, items[i].subject,
-                                 items[i].type, items[i].prev, items[i].data,
-                                 items[i].len, &items[i].seq, NULL);
+    bus_cmd_item *it = &items[i];
+    it->seq = many ? v[i].seq : 0;
+    it->rc =
+        many ? settle(c, it->cmd, it->subject, id[i], v[i].rc, &it->seq, NULL)
+             : bus_cmd_append(c, it->cmd, it->subject, it->type, it->prev,
+                              it->data, it->len, &it->seq, NULL);
   }
-  bus__pipe_close(p);
-  msgpack_sbuffer_destroy(&sb);
+  free(v);
+  free(ev);
+  free(id);
   return 0;
 }
 
