@@ -1,8 +1,7 @@
 /*
  * ingress-int.h - the ingress's parts: the routing loop (ingress.c), the
  * run reports it stores a batch at a time (ingress_runs.c) and the
- * registrations it appends a batch at a time (ingress_regs.c), with the
- * node streams known to be there (ingress_streams.c).
+ * registrations it appends a batch at a time (ingress_regs.c).
  */
 #ifndef LARK_SCHED_INGRESS_INT_H
 #define LARK_SCHED_INGRESS_INT_H
@@ -73,20 +72,5 @@ int sched_regs_full(const sched_regs *r);
  * registration is there) or refused for good; a transient error when
  * told to stop first (the batch is not to be acked). */
 int sched_regs_flush(sched_regs *r, const bus_worker *w);
-
-/* The nodes whose streams are known to be on the broker (ingress_streams.c):
- * an open-addressed table of names, at most half full. */
-typedef struct sched_streams {
-  char (*slots)[SCHED_NAME_SZ]; /* "" is empty */
-  size_t n, nslots;             /* nslots: a power of two */
-  unsigned long reconnects;     /* the connection's count when listed */
-  int listed;
-} sched_streams;
-
-/* 1 when node's stream is known to be there: listed from the broker (the
- * first time, and again after a reconnection) or added since. */
-int sched_streams_has(sched_streams *s, bus_conn *c, const char *node);
-void sched_streams_add(sched_streams *s, const char *node);
-void sched_streams_free(sched_streams *s);
 
 #endif

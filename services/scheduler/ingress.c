@@ -12,6 +12,17 @@
  * One thread: fetch, handle, ack; once a second, look for silent nodes.
  * Pods' run reports are stored a batch at a time (ingress_runs.c); what
  * else a batch holds is handled between them, in the batch's order.
+ *
+ * A registering node's stream is made first, unless it is known to be on
+ * the broker: checking costs a JetStream API request, which in a fleet
+ * registering at once waits behind the nodes' own, the largest part of a
+ * batch's time. What is known is a bit on the node's entry, set from the
+ * broker's own list of node streams (bus_node_streams_list) the first
+ * time it is asked, and for each stream made since; it is forgotten when
+ * the connection was made again, since a restarted broker has no node
+ * streams (they are in memory) until their writers make them again. A
+ * stream deleted meanwhile by another (a node deleted) and not made again
+ * is found missing by the outbox, which makes it (svc_node_streams_repair).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -25,23 +36,29 @@
 typedef struct seen {
   char node[SCHED_NAME_SZ];
   int64_t last_ms;
+  unsigned char watched; /* heard of (or sends heartbeats): scanned */
+  unsigned char stream;  /* its stream known to be on the broker */
 } seen;
 
-/* When each node was last heard of: an array in arrival order (the scan
- * for silent ones walks it) and an open-addressed index of it by name
- * (slots hold position + 1; 0 is empty), at most half full, for the
- * heartbeats of a fleet of any size. */
+/* What is known of each node: when it was last heard of, and whether its
+ * stream is there. An array in arrival order (the scan for silent ones
+ * walks it) and an open-addressed index of it by name (slots hold
+ * position + 1; 0 is empty), at most half full, for the heartbeats of a
+ * fleet of any size. */
 struct sched_ingress {
   svc_ingress s; /* first: the worker's ud */
   int timeout_ms;
   sched_runs runs;
   sched_regs regs;
-  sched_streams streams; /* node streams known to be there */
   seen *nodes;
   size_t nnodes, cap;
   uint32_t *slots;
   size_t nslots; /* a power of two */
   int64_t started_ms, last_scan_ms;
+  /* the streams known: listed while the connection's count of
+   * reconnections was this one */
+  unsigned long reconnects;
+  int listed;
   /* the streams of the nodes registering in the batch at hand, made
    * before its messages are handled (streams_first) */
   char made[SCHED_RUNS_MAX][SCHED_NAME_SZ];
@@ -73,19 +90,64 @@ reindex(sched_ingress *in) {
   return 0;
 }
 
-/* node's entry, made (heard of now) when new; NULL when out of memory. */
+/* node's entry, made when new and make; NULL when there is none (or no
+ * memory for it). */
 static seen *
-seen_of(sched_ingress *in, const char *node) {
+entry_of(sched_ingress *in, const char *node, int make) {
   if (in->nslots && in->slots[slot_of(in, node)])
     return &in->nodes[in->slots[slot_of(in, node)] - 1];
-  if ((2 * (in->nnodes + 1) > in->nslots && reindex(in)) ||
+  if (!make || strlen(node) >= SCHED_NAME_SZ ||
+      (2 * (in->nnodes + 1) > in->nslots && reindex(in)) ||
       bus_grow(&in->nodes, in->nnodes, &in->cap, sizeof *in->nodes, 256))
     return NULL;
   seen *s = &in->nodes[in->nnodes];
+  memset(s, 0, sizeof *s);
   snprintf(s->node, sizeof s->node, "%s", node);
-  s->last_ms = bus_mono_ms();
   in->slots[slot_of(in, node)] = (uint32_t)++in->nnodes;
   return s;
+}
+
+/* node's entry, watched (heard of now) when it was not; NULL when out of
+ * memory. */
+static seen *
+seen_of(sched_ingress *in, const char *node) {
+  seen *s = entry_of(in, node, 1);
+  if (s && !s->watched) {
+    s->watched = 1;
+    s->last_ms = bus_mono_ms();
+  }
+  return s;
+}
+
+/* node's stream is there (listed, or made now). Not known when out of
+ * memory: asked again next time. */
+static void
+stream_is_there(sched_ingress *in, const char *node) {
+  seen *s = entry_of(in, node, 1);
+  if (s)
+    s->stream = 1;
+}
+
+static int
+listed(const char *node, void *ud) {
+  stream_is_there(ud, node);
+  return 0;
+}
+
+/* 1 when node's stream is known to be there: listed from the broker (the
+ * first time, and again after a reconnection) or made since. */
+static int
+stream_known(sched_ingress *in, const char *node) {
+  unsigned long now = bus_conn_reconnects(in->s.c);
+  if (!in->listed || now != in->reconnects) {
+    for (size_t i = 0; i < in->nnodes; i++)
+      in->nodes[i].stream = 0;
+    in->reconnects = now;
+    /* a list that failed is asked for again with the next batch */
+    in->listed = bus_node_streams_list(in->s.c, listed, in) == 0;
+  }
+  seen *s = entry_of(in, node, 0);
+  return s && s->stream;
 }
 
 /* Append ev (its type's enum, data and actor set) for a node, with the
@@ -261,7 +323,7 @@ registration(sched_ingress *in, const char *node, const bus_event *ev) {
   /* the node's stream first: it exists before the node can be placed */
   int rc = i < in->nmade ? 0 : sched_slice_ensure(in->s.c, node);
   if (rc >= 0 && i == in->nmade)
-    sched_streams_add(&in->streams, node);
+    stream_is_there(in, node);
   if (rc >= 0 &&
       (sched_regs_full(&in->regs) || sched_regs_has(&in->regs, node)))
     rc = sched_regs_flush(&in->regs, in->s.q.w);
@@ -370,7 +432,7 @@ silent_nodes(sched_ingress *in) {
   for (size_t i = 0; i < in->nnodes; i++) {
     seen *s = &in->nodes[i];
     node_rec r;
-    if (now - s->last_ms < in->timeout_ms ||
+    if (!s->watched || now - s->last_ms < in->timeout_ms ||
         sched_noderec_get(t, s->node, &r) || !r.ready || !r.heartbeats)
       continue;
     char reason[128];
@@ -392,10 +454,10 @@ watch_node(void *rec, void *ud) {
 
 /*
  * The streams of the nodes whose registration is in b, before any of it
- * is handled: those not known to be there (ingress_streams.c) made in
- * one go, their requests in flight together (in a storm of registrations
- * each JetStream request waits behind the fleet's own). On failure each
- * registration makes its own, as before.
+ * is handled: those not known to be there made in one go, their requests
+ * in flight together (in a storm of registrations each JetStream request
+ * waits behind the fleet's own). On failure each registration makes its
+ * own, as before.
  */
 static void
 streams_first(sched_ingress *in, bus_batch *b) {
@@ -413,14 +475,14 @@ streams_first(sched_ingress *in, bus_batch *b) {
     if (strcmp(name, node)) /* refused later, with its reason */
       continue;
     snprintf(in->made[in->nmade], SCHED_NAME_SZ, "%s", node);
-    if (!sched_streams_has(&in->streams, in->s.c, node))
+    if (!stream_known(in, node))
       names[nask++] = in->made[in->nmade];
     in->nmade++;
   }
   if (nask && bus_node_streams_ensure(in->s.c, names, nask, NULL) < 0)
     in->nmade = 0;
   for (size_t i = 0; in->nmade && i < nask; i++)
-    sched_streams_add(&in->streams, names[i]);
+    stream_is_there(in, names[i]);
 }
 
 /* One fetched batch: each message in order, then what is staged; acked
@@ -499,9 +561,7 @@ sched_ingress_stop(sched_ingress *in) {
     return;
   seen *nodes = in->nodes;
   uint32_t *slots = in->slots;
-  sched_streams streams = in->streams;
   svc_ingress_stop(&in->s); /* the worker stops, then in is freed */
   free(nodes);
   free(slots);
-  sched_streams_free(&streams);
 }
