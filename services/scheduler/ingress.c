@@ -59,10 +59,9 @@ struct sched_ingress {
    * reconnections was this one */
   unsigned long reconnects;
   int listed;
-  /* the streams of the nodes registering in the batch at hand, made
-   * before its messages are handled (streams_first) */
-  char made[SCHED_RUNS_MAX][SCHED_NAME_SZ];
-  size_t nmade;
+  /* the batch at hand could not make its nodes' streams together: each
+   * registration makes its own (streams_first) */
+  int alone;
 };
 
 static size_t
@@ -317,12 +316,11 @@ registration(sched_ingress *in, const char *node, const bus_event *ev) {
   if (strcmp(name, node))
     return bus_error(BUS_EDENIED, "node %s may not register %s", node, name);
   bus_version ver;
-  size_t i = 0;
-  while (i < in->nmade && strcmp(in->made[i], node))
-    i++;
+  seen *e = entry_of(in, node, 0);
+  int known = !in->alone && e && e->stream; /* made first (streams_first) */
   /* the node's stream first: it exists before the node can be placed */
-  int rc = i < in->nmade ? 0 : sched_slice_ensure(in->s.c, node);
-  if (rc >= 0 && i == in->nmade)
+  int rc = known ? 0 : sched_slice_ensure(in->s.c, node);
+  if (rc >= 0 && !known)
     stream_is_there(in, node);
   if (rc >= 0 &&
       (sched_regs_full(&in->regs) || sched_regs_has(&in->regs, node)))
@@ -463,25 +461,25 @@ static void
 streams_first(sched_ingress *in, bus_batch *b) {
   const char *names[SCHED_RUNS_MAX], *what, *subject;
   char node[SCHED_NAME_SZ], name[SCHED_NAME_SZ];
+  char ask[SCHED_RUNS_MAX][SCHED_NAME_SZ];
   size_t nask = 0;
-  in->nmade = 0;
-  for (size_t i = 0; i < bus_batch_len(b) && in->nmade < SCHED_RUNS_MAX; i++) {
+  in->alone = 0;
+  for (size_t i = 0; i < bus_batch_len(b) && nask < SCHED_RUNS_MAX; i++) {
     bus_batch_meta(b, i, &subject, NULL, NULL);
     const bus_event *ev = bus_batch_event(b, i);
     const bus_node_res *res = ev ? bus_as_node_registered(ev) : NULL;
     if (!res || route(subject, node, &what))
       continue;
     bus_str_copy(res->metadata.name, name, sizeof name);
-    if (strcmp(name, node)) /* refused later, with its reason */
-      continue;
-    snprintf(in->made[in->nmade], SCHED_NAME_SZ, "%s", node);
-    if (!stream_known(in, node))
-      names[nask++] = in->made[in->nmade];
-    in->nmade++;
+    if (strcmp(name, node) || stream_known(in, node))
+      continue; /* refused later, with its reason; or there */
+    snprintf(ask[nask], SCHED_NAME_SZ, "%s", node);
+    names[nask] = ask[nask];
+    nask++;
   }
   if (nask && bus_node_streams_ensure(in->s.c, names, nask, NULL) < 0)
-    in->nmade = 0;
-  for (size_t i = 0; in->nmade && i < nask; i++)
+    in->alone = 1;
+  for (size_t i = 0; !in->alone && i < nask; i++)
     stream_is_there(in, names[i]);
 }
 
