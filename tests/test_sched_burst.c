@@ -18,6 +18,7 @@
 #include "cmd_check.h"
 #include "natsd.h"
 #include "stream.h"
+#include "test_sched_util.h"
 
 LT_SCHED_SUITE(sched_burst, "burst");
 
@@ -73,22 +74,6 @@ apply_all(client *c, int n) {
     pthread_join(c[i].th, NULL);
 }
 
-typedef struct placed {
-  int n, chained;
-  uint64_t last_seq;
-} placed;
-
-/* Each placement-log event is on top of the one before it. */
-static void
-take_placed(const bus_event *ev, void *arg) {
-  placed *p = arg;
-  if (strcmp(ev->subject, "lark.ev.placement.default"))
-    return;
-  p->n += !strcmp(ev->type, "job.placed");
-  p->chained += ev->prev == p->last_seq;
-  p->last_seq = ev->seq;
-}
-
 #define JOBS 24
 
 Test(sched_burst, jobs_applied_at_once_are_placed_one_event_each_chained) {
@@ -118,13 +103,12 @@ Test(sched_burst, jobs_applied_at_once_are_placed_one_event_each_chained) {
       usleep(100 * 1000);
     }
   }
-  placed p = {0};
-  cr_assert_eq(lt_read_stream(conn, "LARK_EVENTS", "lark.ev.placement.>", 500,
-                              1, take_placed, &p),
-               0, "%s", bus_last_error());
-  cr_expect_eq(p.n, JOBS, "one job.placed per Job, %d found", p.n);
-  cr_expect_eq(p.chained, p.n, "%d of %d events on top of the one before",
-               p.chained, p.n);
+  /* each placement-log event is on top of the one before it */
+  ts_placement_log p = {0};
+  ts_read_placement(conn, &p);
+  cr_expect_eq(p.placed, JOBS, "one job.placed per Job, %d found", p.placed);
+  cr_expect_eq(p.chained, p.placed, "%d of %d events on top of the one before",
+               p.chained, p.placed);
   bus_status st;
   cr_assert_eq(bus_status_query(conn, "scheduler", 2000, &st), 0, "%s",
                bus_last_error());

@@ -20,6 +20,7 @@
 #include "cmd_check.h"
 #include "natsd.h"
 #include "stream.h"
+#include "test_sched_util.h"
 
 #define GANGS 3
 #define PODS 600
@@ -78,25 +79,12 @@ gang_of(gang *g, const char *job) {
   return NULL;
 }
 
-typedef struct log_walk {
-  gang *g;
-  int placed, chained;
-  uint64_t last_seq;
-} log_walk;
-
+/* A job.placed on the placement log: its gang's first one's time. */
 static void
 take_placed(const bus_event *ev, void *arg) {
-  log_walk *w = arg;
   char job[32] = "";
-  if (strcmp(ev->subject, "lark.ev.placement.default"))
-    return;
-  w->chained += ev->prev == w->last_seq;
-  w->last_seq = ev->seq;
-  if (strcmp(ev->type, "job.placed"))
-    return;
-  w->placed++;
   bus_obj_str(&ev->data, "job", job, sizeof job);
-  gang *g = gang_of(w->g, job);
+  gang *g = gang_of(arg, job);
   if (g && !g->placed)
     g->placed = ev->stored_ns;
 }
@@ -156,10 +144,8 @@ Test(sched_gangs, each_gang_is_placed_once_the_one_before_is_sent) {
     usleep(100 * 1000);
   cr_assert_eq(n, GANGS * PODS, "%ld of %d desired states on node streams", n,
                GANGS * PODS);
-  log_walk w = {.g = g};
-  cr_assert_eq(lt_read_stream(conn, "LARK_EVENTS", "lark.ev.placement.>", 500,
-                              1, take_placed, &w),
-               0, "%s", bus_last_error());
+  ts_placement_log w = {.on_placed = take_placed, .ud = g};
+  ts_read_placement(conn, &w);
   cr_expect_eq(w.placed, GANGS, "one job.placed per Job, %d found", w.placed);
   cr_expect_eq(w.chained, w.placed, "%d of %d on top of the one before",
                w.chained, w.placed);

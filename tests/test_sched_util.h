@@ -1,8 +1,10 @@
 /*
- * test_sched_util.h - helpers shared by the scheduler's unit tests: a
+ * test_sched_util.h - helpers shared by the scheduler's tests: a
  * resource written as JSON turned into the msgpack object the service
- * would hand over, small node and Job builders, and placing a Job that
- * must (or must not) fit. Header only: it uses Criterion's asserts.
+ * would hand over, small node and Job builders, placing a Job that must
+ * (or must not) fit, and, for the tests against a real lark-scheduler,
+ * reading back its placement log. Header only: it uses Criterion's
+ * asserts.
  */
 #ifndef LARK_TEST_SCHED_UTIL_H
 #define LARK_TEST_SCHED_UTIL_H
@@ -16,6 +18,7 @@
 #include "json.h"
 #include "model.h"
 #include "placement.h"
+#include "stream.h"
 
 /* Parse text (JSON) into up->data; 0 on success. Free with
  * msgpack_unpacked_destroy. */
@@ -146,6 +149,41 @@ ts_place_nofit(sched_nodes *nodes, const sched_job *job, sched_placement *p) {
   cr_assert_eq(p->ok, 0, "fit but should not");
   cr_assert_eq(p->n, 0);
   cr_assert_neq(p->reason[0], 0);
+}
+
+/*
+ * Pool default's placement log as read back by ts_read_placement: how
+ * many job.placed events it holds, and how many of its events sit on top
+ * of the one before (prev: that one's sequence). on_placed, when set, is
+ * called with each job.placed and ud.
+ */
+typedef struct ts_placement_log {
+  int placed, chained;
+  uint64_t last_seq;
+  void (*on_placed)(const bus_event *ev, void *ud);
+  void *ud;
+} ts_placement_log;
+
+static inline void
+ts_take_placement(const bus_event *ev, void *arg) {
+  ts_placement_log *w = arg;
+  if (strcmp(ev->subject, "lark.ev.placement.default"))
+    return;
+  w->chained += ev->prev == w->last_seq;
+  w->last_seq = ev->seq;
+  if (strcmp(ev->type, "job.placed"))
+    return;
+  w->placed++;
+  if (w->on_placed)
+    w->on_placed(ev, w->ud);
+}
+
+/* Read the placement log from c's LARK_EVENTS to its end into w. */
+static inline void
+ts_read_placement(bus_conn *c, ts_placement_log *w) {
+  cr_assert_eq(lt_read_stream(c, "LARK_EVENTS", "lark.ev.placement.>", 500, 1,
+                              ts_take_placement, w),
+               0, "%s", bus_last_error());
 }
 
 #endif

@@ -388,10 +388,27 @@ last_desired(const char *node_name, const char *pod, char *out, size_t cap,
   msgpack_zone_destroy(&z);
 }
 
+/* Expect node_name told to stop pod's attempt 0; why is the message when
+ * it is not. */
+static void
+expect_stopped(const char *node_name, const char *pod, const char *why) {
+  char desired[64];
+  uint64_t attempt;
+  last_desired(node_name, pod, desired, sizeof desired, &attempt);
+  cr_expect_str_eq(desired, "Stopped", "%s", why);
+  cr_expect_eq(attempt, 0, "the stop is for attempt 0");
+}
+
+/* An edge node registered and sending heartbeats: Ready. */
+static void
+edge_ready(const char *name) {
+  edge_register(name);
+  edge_beat(name);
+  cr_assert(wait_field("node", name, "status", "Ready"));
+}
+
 Test(scheduler, silent_node_goes_notready_and_its_pod_runs_elsewhere) {
-  edge_register("edge-a");
-  edge_beat("edge-a");
-  cr_assert(wait_field("node", "edge-a", "status", "Ready"));
+  edge_ready("edge-a");
   job("lost", 1, 1, 1); /* one retry allowed */
   cr_assert(wait_field("pod", "lost-a-0", "node", "edge-a"));
   node("gpu-9", 1); /* registered by hand: no heartbeats expected */
@@ -400,11 +417,9 @@ Test(scheduler, silent_node_goes_notready_and_its_pod_runs_elsewhere) {
   cr_expect(wait_field("pod", "lost-a-0", "node", "gpu-9"));
   cr_expect(wait_field("pod", "lost-a-0", "attempt", "1"));
   char n[64];
-  uint64_t attempt;
   /* the lost attempt, placed again elsewhere, is stopped where it ran */
-  last_desired("edge-a", "lost-a-0", n, sizeof n, &attempt);
-  cr_expect_str_eq(n, "Stopped", "the lost attempt is not stopped on edge-a");
-  cr_expect_eq(attempt, 0, "the stop is for attempt 0");
+  expect_stopped("edge-a", "lost-a-0",
+                 "the lost attempt is not stopped on edge-a");
   field("node", "edge-a", "pods", n, sizeof n);
   cr_expect_str_eq(n, "0", "the lost node's capacity is freed");
   edge_beat("edge-a"); /* back: Ready again */
@@ -419,9 +434,7 @@ Test(scheduler, silent_node_goes_notready_and_its_pod_runs_elsewhere) {
  * runs its pods on, and on its return must not keep one no one sees.
  */
 Test(scheduler, lost_pod_with_no_retry_left_is_stopped_on_its_node) {
-  edge_register("edge-n");
-  edge_beat("edge-n");
-  cr_assert(wait_field("node", "edge-n", "status", "Ready"));
+  edge_ready("edge-n");
   job("once", 1, 0, 0);
   cr_assert(wait_field("pod", "once-a-0", "node", "edge-n"));
   report("edge-n", "once-a-0", "Running", 0, 0);
@@ -432,10 +445,8 @@ Test(scheduler, lost_pod_with_no_retry_left_is_stopped_on_its_node) {
   char buf[128];
   field("pod", "once-a-0", "reason", buf, sizeof buf);
   cr_expect(strstr(buf, "NodeLost"), "reason: %s", buf);
-  uint64_t attempt;
-  last_desired("edge-n", "once-a-0", buf, sizeof buf, &attempt);
-  cr_expect_str_eq(buf, "Stopped", "the lost pod is not stopped on its node");
-  cr_expect_eq(attempt, 0, "the stop is for attempt 0");
+  expect_stopped("edge-n", "once-a-0",
+                 "the lost pod is not stopped on its node");
   field("pod", "once-a-0", "phase", buf, sizeof buf);
   cr_expect_str_eq(buf, "Failed");
   lt_expect_replay(conn, "scheduler", 25, 0);
@@ -449,13 +460,10 @@ Test(scheduler, lost_pod_with_no_retry_left_is_stopped_on_its_node) {
  * attempt and reach the node it ran on.
  */
 Test(scheduler, an_unplaced_jobs_pods_are_stopped_on_their_nodes) {
-  edge_register("edge-u");
-  edge_beat("edge-u");
-  cr_assert(wait_field("node", "edge-u", "status", "Ready"));
+  edge_ready("edge-u");
   job("unp", 1, 0, 0);
   cr_assert(wait_field("pod", "unp-a-0", "node", "edge-u"));
   char buf[128];
-  uint64_t attempt;
   msgpack_zone z;
   msgpack_zone_init(&z, 1024);
   command("node", "cordon", "{\"name\":\"edge-u\"}", &z);
@@ -470,9 +478,8 @@ Test(scheduler, an_unplaced_jobs_pods_are_stopped_on_their_nodes) {
   cr_assert(wait_field("pod", "unp-a-0", "attempt", "1"));
   field("pod", "unp-a-0", "node", buf, sizeof buf);
   cr_expect_str_eq(buf, "", "unplaced, the pod waits for a node");
-  last_desired("edge-u", "unp-a-0", buf, sizeof buf, &attempt);
-  cr_expect_str_eq(buf, "Stopped", "the unplaced pod is not stopped on edge-u");
-  cr_expect_eq(attempt, 0, "the stop is for attempt 0");
+  expect_stopped("edge-u", "unp-a-0",
+                 "the unplaced pod is not stopped on edge-u");
   field("node", "edge-u", "pods", buf, sizeof buf);
   cr_expect_str_eq(buf, "0", "the unplaced pod's capacity is freed");
   lt_expect_replay(conn, "scheduler", 25, 0);
@@ -486,9 +493,7 @@ Test(scheduler, an_unplaced_jobs_pods_are_stopped_on_their_nodes) {
  * (the Job's other pod has ended), and the Job succeeds with them.
  */
 Test(scheduler, late_report_of_a_lost_attempt_and_every_retry_is_placed) {
-  edge_register("edge-l");
-  edge_beat("edge-l");
-  cr_assert(wait_field("node", "edge-l", "status", "Ready"));
+  edge_ready("edge-l");
   job("late", 3, 0, 1);
   const char *pods[] = {"late-a-0", "late-a-1", "late-a-2"};
   for (int i = 0; i < 3; i++)
