@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include <criterion/criterion.h>
+#include <nats/nats.h>
 
 #include "bus.h"
 #include "bed.h"
@@ -286,6 +287,66 @@ Test(consumer, slice_acks_once_and_is_found_gone_after_a_restart,
   cr_assert_eq(bus_consumer_fetch(k, 100, 2000, f.b), 0);
   cr_assert_eq(bus_batch_len(f.b), 3, "every pod's current state again");
   bus_consumer_close(k);
+  lt_fixture_down(&f);
+}
+
+/* The JetStream API requests another client of the account sees until
+ * none comes for 300 ms, their subjects joined by spaces into out. */
+static int
+api_requests(natsSubscription *sub, char *out, size_t cap) {
+  natsMsg *m = NULL;
+  int n = 0;
+  out[0] = 0;
+  while (natsSubscription_NextMsg(&m, sub, 300) == NATS_OK) {
+    size_t len = strlen(out);
+    snprintf(out + len, cap - len, "%s%s", n ? " " : "", natsMsg_GetSubject(m));
+    n++;
+    natsMsg_Destroy(m);
+  }
+  return n;
+}
+
+/* A fleet opens its slices at once: each open is one API request (the
+ * consumer made), not a question then a create; made anew after a hole,
+ * it is the delete and the create. */
+Test(consumer, a_slice_opens_with_one_api_request, .timeout = 60) {
+  lt_fixture f;
+  lt_fixture_up(&f);
+  cr_assert_eq(bus_node_stream_ensure(f.c, "n1", NULL), 0, "%s",
+               bus_last_error());
+  put(&f, "lark.node.n1.pod.a");
+  natsConnection *nc = NULL;
+  natsSubscription *sub = NULL;
+  cr_assert_eq(natsConnection_ConnectTo(&nc, f.s.url), NATS_OK);
+  cr_assert_eq(natsConnection_SubscribeSync(&sub, nc, "$JS.API.>"), NATS_OK);
+  cr_assert_eq(natsConnection_Flush(nc), NATS_OK);
+  char seen[2048];
+  bus_consumer *k = open_slice(&f);
+  int n = api_requests(sub, seen, sizeof seen);
+  cr_expect_eq(n, 1, "opening a new slice took %d requests: %s", n, seen);
+  cr_expect(strstr(seen, "CONSUMER.CREATE.LARK_NODE_n1.edge-n1"),
+            "not a create: %s", seen);
+  cr_assert_eq(bus_consumer_fetch(k, 100, 500, f.b), 0, "%s", bus_last_error());
+  cr_assert_eq(bus_batch_len(f.b), 1, "the slice's one pod");
+  cr_assert_eq(bus_batch_ack(f.b), 0);
+  bus_consumer_close(k);
+  put(&f, "lark.node.n1.pod.b");
+  api_requests(sub, seen, sizeof seen); /* the pull's own */
+  bus_slice sl;
+  cr_assert_eq(bus_slice_init(&sl, "n1"), 0);
+  sl.opts.recreate = 1; /* as lark-edge opens it after a hole */
+  k = NULL;
+  int rc = bus_consumer_open(f.c, &sl.opts, &k);
+  cr_assert_eq(rc, 0, "%s %s", bus_err_name(rc), bus_last_error());
+  n = api_requests(sub, seen, sizeof seen);
+  cr_expect_eq(n, 2, "opening it anew took %d requests: %s", n, seen);
+  cr_assert_eq(bus_consumer_fetch(k, 100, 2000, f.b), 0, "%s",
+               bus_last_error());
+  cr_expect_eq(bus_batch_len(f.b), 2, "%zu messages, not each pod's state",
+               bus_batch_len(f.b));
+  bus_consumer_close(k);
+  natsSubscription_Destroy(sub);
+  natsConnection_Destroy(nc);
   lt_fixture_down(&f);
 }
 

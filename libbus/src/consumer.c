@@ -133,6 +133,22 @@ subscribe_err(bus_conn *c, natsStatus s, jsErrCode jerr, unsigned long mark,
   return bus__nats_err(s, jerr, o->stream);
 }
 
+/*
+ * A held pull reads through an inbox of its own (held.c), so it needs the
+ * consumer only: made with one API request, where nats.c's pull
+ * subscription first asks for the durable's info, then makes it. A fleet
+ * opening its slices at once costs the broker half the requests. A
+ * durable already there with the same configuration is the same one; one
+ * with another is refused, as the pull subscription refused it.
+ */
+static natsStatus
+create_held(bus_conn *c, jsSubOptions *so, jsOptions *jo, jsErrCode *jerr) {
+  jsConsumerInfo *ci = NULL;
+  natsStatus s = js_AddConsumer(&ci, c->js, so->Stream, &so->Config, jo, jerr);
+  jsConsumerInfo_Destroy(ci);
+  return s;
+}
+
 /* One subject token of printable ASCII: it goes into the create subject. */
 static int
 name_ok(const char *name) {
@@ -203,8 +219,9 @@ bus_consumer_open(bus_conn *c, const bus_consumer_opts *o, bus_consumer **out) {
   snprintf(k->name, sizeof k->name, "%s", name ? name : "");
   bus__js_opts(c, &jo);
   unsigned long mark = atomic_load(&c->denied);
-  natsStatus s =
-      js_PullSubscribe(&k->sub, c->js, filter, o->durable, &jo, &so, &jerr);
+  natsStatus s = o->held ? create_held(c, &so, &jo, &jerr)
+                         : js_PullSubscribe(&k->sub, c->js, filter, o->durable,
+                                            &jo, &so, &jerr);
   if (s != NATS_OK) {
     free(k);
     return subscribe_err(c, s, jerr, mark, o);
@@ -220,8 +237,11 @@ bus_consumer_close(bus_consumer *k) {
   bus__held_free(k->held);
   /* Destroy without Unsubscribe keeps the consumer (nats.c >= 3.4); an
    * ephemeral one goes after EPHEMERAL_IDLE_NS without interest. The
-   * destroy waits while the connection could still deliver to it. */
-  if (natsConnection_IsClosed(k->c->nc))
+   * destroy waits while the connection could still deliver to it. A held
+   * pull has no subscription of nats.c's (create_held). */
+  if (!k->sub)
+    ;
+  else if (natsConnection_IsClosed(k->c->nc))
     natsSubscription_Destroy(k->sub);
   else
     bus__retire_sub(k->c, k->sub);
