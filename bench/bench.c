@@ -5,7 +5,9 @@
 
 #include <errno.h>
 #include <libgen.h>
+#include <signal.h>
 #include <stdio.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -328,6 +330,22 @@ bench_start_service(const char *argv0, const char *name, const char *url,
     _exit(127);
   }
   return pid;
+}
+
+void
+bench_stop_service(pid_t pid, const char *name) {
+  if (pid <= 0)
+    return;
+  kill(pid, SIGTERM);
+  for (int i = 0; i < 1500; i++) {
+    if (waitpid(pid, NULL, WNOHANG) == pid)
+      return;
+    usleep(10 * 1000);
+  }
+  fprintf(stderr, "bench: %s did not stop within 15 s of SIGTERM: killed\n",
+          name);
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
 }
 
 static void *

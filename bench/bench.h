@@ -151,6 +151,12 @@ long bench_wait_bindings(bus_conn *c, long want, double deadline,
  */
 pid_t bench_start_service(const char *argv0, const char *name, const char *url,
                           const char *dir);
+/*
+ * Stop a service bench_start_service started: SIGTERM, then SIGKILL if it
+ * has not ended 15 s later (said on stderr, with name: a service that
+ * does not stop is worth knowing, and a benchmark must not hang on it).
+ */
+void bench_stop_service(pid_t pid, const char *name);
 
 /*
  * A service loop in this process, on a thread of its own, as the binary

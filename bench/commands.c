@@ -269,8 +269,7 @@ start_server(server *sv, const char *argv0, int always, long nodes) {
 
 static void
 stop_server(server *sv) {
-  kill(sv->sched, SIGTERM);
-  waitpid(sv->sched, NULL, 0);
+  bench_stop_service(sv->sched, "lark-scheduler");
   bus_conn_close(sv->echo);
   bus_conn_close(sv->c);
   lt_natsd_stop(&sv->natsd);

@@ -194,8 +194,7 @@ main(int argc, char **argv) {
   fleet_stop(f);
   latencies(c, jobs);
   fleet_baseline(c, sub, want, rate);
-  kill(sched, SIGTERM);
-  waitpid(sched, NULL, 0);
+  bench_stop_service(sched, "lark-scheduler");
   bus_conn_close(c);
   bus_conn_close(sub);
   lt_natsd_stop(&srv);

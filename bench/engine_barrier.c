@@ -377,9 +377,9 @@ main(int argc, char **argv) {
   row("  of which: stage.started -> every node", part[2], steps);
   row("floor: N node-stream appends (acked) -> nodes", lat[DIRECT], steps);
   row("floor: core-NATS fan-out of N messages", lat[CORE], steps);
+  fflush(stdout); /* the figures, whatever the teardown does */
   load("after");
-  kill(engine, SIGTERM);
-  waitpid(engine, NULL, 0);
+  bench_stop_service(engine, "lark-engine");
   fleet_stop(f);
   for (int i = 0; i < nodes; i++)
     bus_conn_close(subs[i]);

@@ -59,13 +59,14 @@ fleet_pace(int64_t start, long i, int rate) {
 }
 
 static bus_consumer *
-open_slice(node *n) {
+open_slice(node *n, int again) {
   bus_slice sl;
   bus_consumer *k = NULL;
   if (bus_slice_init(&sl, n->name))
     return NULL;
   if (shared_stream)
     sl.opts.stream = shared_stream;
+  sl.opts.recreate = again;
   int rc = -1;
   for (int i = 0; i < 20 && rc; i++)
     if ((rc = bus_consumer_open(n->c, &sl.opts, &k)))
@@ -79,7 +80,7 @@ static void *
 node_run(void *arg) {
   node *n = arg;
   fleet *f = n->f;
-  bus_consumer *k = open_slice(n);
+  bus_consumer *k = open_slice(n, 0);
   bus_batch *b = NULL;
   if (!k || bus_batch_new(&b)) {
     atomic_fetch_add(&f->failed, 1);
@@ -88,8 +89,17 @@ node_run(void *arg) {
     return NULL;
   }
   atomic_fetch_add(&f->ready, 1);
-  while (!atomic_load(&f->stop)) {
-    if (bus_consumer_fetch(k, 256, SLICE_WAIT_MS, b))
+  while (k && !atomic_load(&f->stop)) {
+    int rc = bus_consumer_fetch(k, 256, SLICE_WAIT_MS, b);
+    if (rc && rc != BUS_ETIMEOUT) {
+      /* a hole in the deliveries, or the consumer gone: made anew from
+       * each pod's current state, as lark-edge does (a broken consumer
+       * says so at once: fetching on would spin) */
+      bus_consumer_close(k);
+      k = open_slice(n, 1);
+      continue;
+    }
+    if (rc)
       continue;
     int64_t now = bus_wall_ns();
     for (size_t i = 0; i < bus_batch_len(b); i++)

@@ -397,8 +397,7 @@ void
 fleetsim_down(fleetsim *f) {
   fleetsim_nodes_stop(f);
   if (f->sched > 0) {
-    kill(f->sched, SIGTERM);
-    waitpid(f->sched, NULL, 0);
+    bench_stop_service(f->sched, "lark-scheduler");
   }
   bus_conn_unserve(watch);
   bus_conn_close(admin);

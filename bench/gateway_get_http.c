@@ -184,8 +184,7 @@ bench_gateway_http(const char *argv0, int jobs, int pods, int rounds) {
          want, (double)len / 1e6, g[0] * 1e3, g[1] * 1e3, s[0] * 1e3,
          s[1] * 1e3);
   MHD_stop_daemon(d);
-  kill(gw, SIGTERM);
-  waitpid(gw, NULL, 0);
+  bench_stop_service(gw, "lark-gateway");
   gw_buf_free(&b);
   gw_buf_free(&same);
   bus_conn_close(c);

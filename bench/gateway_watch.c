@@ -97,8 +97,7 @@ place_pods(bench *b) {
   if (bench_wait_bindings(b->c, b->npods, bench_now_s() + 180, keep_binding,
                           b) < b->npods)
     bench_die("timeout", "not every pod was bound within 180 s");
-  kill(sched, SIGTERM);
-  waitpid(sched, NULL, 0);
+  bench_stop_service(sched, "lark-scheduler");
 }
 
 /* ------------------------------------------------------------- churn */
@@ -481,8 +480,7 @@ through_gateway(bench *b, double *p99) {
     close(r.ws[i].fd);
   close(r.ep);
   free(r.ws);
-  kill(gw, SIGTERM);
-  waitpid(gw, NULL, 0);
+  bench_stop_service(gw, "lark-gateway");
 }
 
 int

@@ -185,8 +185,7 @@ main(int argc, char **argv) {
   for (int i = 0; i < pods; i++)
     msgpack_sbuffer_destroy(&data[i]);
   free(data);
-  kill(pid, SIGTERM);
-  waitpid(pid, NULL, 0);
+  bench_stop_service(pid, "lark-logs");
   bus_conn_close(rd);
   bus_conn_close(pub);
   lt_natsd_stop(&srv);

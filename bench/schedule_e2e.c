@@ -127,8 +127,7 @@ run(const char *argv0, int always, int nodes, int jobs, int pods, int clients) {
          submitted, dt, (unsigned long long)events);
   /* the floor on a broker the scheduler no longer writes to: it may still
    * be sending the pods' desired states to their nodes */
-  kill(sched, SIGTERM);
-  waitpid(sched, NULL, 0);
+  bench_stop_service(sched, "lark-scheduler");
   result r = {.rate = (double)want / dt, .base = baseline(c, jobs, pods)};
   bus_conn_close(c);
   lt_natsd_stop(&srv);
