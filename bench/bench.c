@@ -334,18 +334,9 @@ bench_start_service(const char *argv0, const char *name, const char *url,
 
 void
 bench_stop_service(pid_t pid, const char *name) {
-  if (pid <= 0)
-    return;
-  kill(pid, SIGTERM);
-  for (int i = 0; i < 1500; i++) {
-    if (waitpid(pid, NULL, WNOHANG) == pid)
-      return;
-    usleep(10 * 1000);
-  }
-  fprintf(stderr, "bench: %s did not stop within 15 s of SIGTERM: killed\n",
-          name);
-  kill(pid, SIGKILL);
-  waitpid(pid, NULL, 0);
+  if (lt_stop(pid, SIGTERM, 15000) == 1)
+    fprintf(stderr, "bench: %s did not stop within 15 s of SIGTERM: killed\n",
+            name);
 }
 
 static void *

@@ -188,23 +188,24 @@ lt_natsd_start(lt_natsd *s, const char *conf, const char *const *extra) {
   return wait_port(s);
 }
 
-static void
-stop_pid(pid_t pid, int sig) {
+int
+lt_stop(pid_t pid, int sig, int wait_ms) {
   if (pid <= 0)
-    return;
+    return -1;
   kill(pid, sig);
-  for (int i = 0; i < 400; i++) {
+  for (int i = 0; i < wait_ms / 25; i++) {
     if (waitpid(pid, NULL, WNOHANG) == pid)
-      return;
+      return 0;
     sleep_ms(25);
   }
   kill(pid, SIGKILL);
   waitpid(pid, NULL, 0);
+  return 1;
 }
 
 void
 lt_natsd_stop(lt_natsd *s) {
-  stop_pid(s->pid, SIGINT);
+  lt_stop(s->pid, SIGINT, 10000);
   s->pid = 0;
   if (getenv("LARK_KEEP")) /* the server's log, for a failure's cause */
     fprintf(stderr, "natsd: kept %s\n", s->dir);
@@ -214,7 +215,7 @@ lt_natsd_stop(lt_natsd *s) {
 
 int
 lt_natsd_kill_restart(lt_natsd *s) {
-  stop_pid(s->pid, SIGKILL);
+  lt_stop(s->pid, SIGKILL, 10000);
   char path[512];
   snprintf(path, sizeof path, "%s/nats-server_%d.ports", s->dir, (int)s->pid);
   unlink(path);

@@ -48,4 +48,9 @@ int lt_streams(bus_conn *c, int dedupe_ms);
  * bus_last_error()). */
 int lt_broker_up(lt_natsd *s, bus_conn **c, int dedupe_ms);
 
+/* Send sig to pid and reap it, SIGKILL when it has not ended after
+ * wait_ms: 1 when it had to be killed so, 0 when it ended, -1 when pid is
+ * none. (The server's own stop; benchmarks stop their services so.) */
+int lt_stop(pid_t pid, int sig, int wait_ms);
+
 #endif
