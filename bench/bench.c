@@ -264,6 +264,12 @@ bench_call(bus_conn *c, const char *subject, const msgpack_sbuffer *sb) {
   size_t len = 0;
   int rc =
       bus_conn_request(c, subject, sb->data, sb->size, 10000, &reply, &len);
+  /* a service just started may not serve yet (a loaded machine takes
+   * longer than the caller's pause): asked again for up to 30 s */
+  for (int i = 0; rc == BUS_ENOT_FOUND && i < 300; i++) {
+    usleep(100 * 1000);
+    rc = bus_conn_request(c, subject, sb->data, sb->size, 10000, &reply, &len);
+  }
   if (rc)
     bench_die(subject, bus_last_error());
   if (len > 8 && memmem(reply, len, "error", 5))

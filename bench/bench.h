@@ -122,7 +122,8 @@ void bench_job_init(bench_job *j, const char *name, const char *task,
 void bench_placed_pack(msgpack_sbuffer *out, bus_ev_job_placed *d,
                        const bus_binding *b, int pods);
 
-/* A command request that must succeed (the benchmark dies otherwise). */
+/* A command request that must succeed (the benchmark dies otherwise);
+ * asked again while nobody serves it yet (30 s: a service starting). */
 void bench_call(bus_conn *c, const char *subject, const msgpack_sbuffer *sb);
 /* Apply Node name (cluster c1, 64 CPUs, 256 GiB) through the scheduler. */
 void bench_add_node(bus_conn *c, const char *name);
