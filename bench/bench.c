@@ -7,7 +7,6 @@
 #include <libgen.h>
 #include <signal.h>
 #include <stdio.h>
-#include <sys/wait.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>

@@ -18,7 +18,6 @@
  */
 #include <signal.h>
 #include <stdatomic.h>
-#include <sys/wait.h>
 
 #include "bench.h"
 #include "fleet.h"

@@ -18,7 +18,6 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include "bench.h"
 #include "gateway_get.h"
