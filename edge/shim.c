@@ -166,17 +166,36 @@ run_pod(const shim_args *a) {
     snprintf(why, sizeof why, "no user %.100s on this node", a->user);
     return fail(a, -1, 0, why);
   }
-  pid_t pid = fork();
+  /* A stop must reach ARGV whenever it comes: one before the fork would
+   * reach the shim only, and one between the fork and the child's
+   * SIG_DFL would run on_stop in the child and be lost. So the stops wait
+   * (blocked) across the fork: the child takes them with the default
+   * action, and the shim forwards one that came to it alone. */
+  sigset_t stops, old;
+  sigemptyset(&stops);
+  sigaddset(&stops, SIGTERM);
+  sigaddset(&stops, SIGINT);
+  sigaddset(&stops, SIGHUP);
+  sigprocmask(SIG_BLOCK, &stops, &old);
+  pid_t shim = getpid(), pid = stopped ? -1 : fork();
   if (pid < 0) {
     char why[128];
-    snprintf(why, sizeof why, "fork: %s", strerror(errno));
-    return fail(a, -1, 0, why);
+    int e = errno;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (stopped)
+      snprintf(why, sizeof why, "stopped before it started");
+    else
+      snprintf(why, sizeof why, "fork: %s", strerror(e));
+    return fail(a, -1, stopped, why);
   }
   if (pid == 0) {
     signal(SIGTERM, SIG_DFL);
     signal(SIGINT, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &old, NULL);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != shim) /* the shim died before the line above */
+      _exit(137);
     if (pw && (initgroups(pw->pw_name, pw->pw_gid) < 0 ||
                setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0)) {
       fprintf(stderr, "lark-edge: cannot become user %s: %s\n", a->user,
@@ -188,6 +207,9 @@ run_pod(const shim_args *a) {
             strerror(errno));
     _exit(127);
   }
+  sigprocmask(SIG_SETMASK, &old, NULL); /* on_stop runs now for one */
+  if (stopped)                          /* that came to the shim alone */
+    kill(pid, stopped);
   int st = 0;
   while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
     ;

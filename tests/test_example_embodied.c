@@ -81,8 +81,12 @@ Test(example, embodied_job_drives_the_arm_and_reads_the_camera) {
   snprintf(job, sizeof job, "%s/examples/embodied.yaml", lt_source_dir());
   cr_assert(prints("wrist", "get devices", 30), "the node's devices");
   cr_assert_eq(ctl("apply -f %s", job), 0, "%s", errout);
-  cr_assert_eq(ctl("wait job embodied --for Succeeded --timeout 90s"), 0,
-               "%s%s", out, errout);
+  if (ctl("wait job embodied --for Succeeded --timeout 90s")) {
+    char why[sizeof errout + 1024];
+    snprintf(why, sizeof why, "%.1000s%s", out, errout);
+    ctl("logs job embodied"); /* what the rollout said, to tell why */
+    cr_assert_fail("%s\nthe pod's logs:\n%s%s", why, out, errout);
+  }
   /* the pod's last lines reach the log store on their own path (its node,
    * lark-logs, LARK_LOGS), which may end after the Job's phase: wait for
    * the rollout's last line, as a user reading them at once would retry */

@@ -288,9 +288,11 @@ consumer_info(bus_consumer *k, jsConsumerInfo **ci, jsErrCode *jerr) {
   return natsSubscription_GetConsumerInfo(ci, k->sub, &jo, jerr);
 }
 
-/* The consumer's counts: not yet delivered, and delivered unacked. */
+/* The consumer's counts: not yet delivered, delivered unacked, and the
+ * number of its last delivery (NULL: not wanted). */
 static int
-consumer_counts(bus_consumer *k, uint64_t *pending, uint64_t *ack_pending) {
+consumer_counts(bus_consumer *k, uint64_t *pending, uint64_t *ack_pending,
+                uint64_t *delivered) {
   jsConsumerInfo *ci = NULL;
   jsErrCode jerr = 0;
   natsStatus s = consumer_info(k, &ci, &jerr);
@@ -298,6 +300,8 @@ consumer_counts(bus_consumer *k, uint64_t *pending, uint64_t *ack_pending) {
     return bus__nats_err(s, jerr, k->stream);
   *pending = ci->NumPending;
   *ack_pending = (uint64_t)ci->NumAckPending;
+  if (delivered)
+    *delivered = ci->Delivered.Consumer;
   jsConsumerInfo_Destroy(ci);
   return 0;
 }
@@ -305,13 +309,13 @@ consumer_counts(bus_consumer *k, uint64_t *pending, uint64_t *ack_pending) {
 int
 bus_consumer_pending(bus_consumer *k, uint64_t *pending) {
   uint64_t unacked = 0;
-  return consumer_counts(k, pending, &unacked);
+  return consumer_counts(k, pending, &unacked, NULL);
 }
 
 int
-bus__consumer_lag(bus_consumer *k, uint64_t *lag) {
+bus__consumer_lag(bus_consumer *k, uint64_t *lag, uint64_t *delivered) {
   uint64_t pending = 0, unacked = 0;
-  int rc = consumer_counts(k, &pending, &unacked);
+  int rc = consumer_counts(k, &pending, &unacked, delivered);
   if (rc == 0)
     *lag = pending + unacked;
   return rc;

@@ -153,8 +153,9 @@ void bus__batch_truncate(bus_batch *b, size_t keep);
 size_t bus__batch_in_order(const bus_batch *b, uint64_t applied,
                            uint64_t *next_cseq);
 /* The view's lag as the consumer sees it: messages of its filter not yet
- * delivered, plus those delivered and not acknowledged. */
-int bus__consumer_lag(bus_consumer *k, uint64_t *lag);
+ * delivered, plus those delivered and not acknowledged; and the number
+ * of the consumer's last delivery into *delivered. */
+int bus__consumer_lag(bus_consumer *k, uint64_t *lag, uint64_t *delivered);
 /* The stored time of the message at seq; BUS_ENOT_FOUND if it is gone. */
 int bus__stream_msg_time(bus_conn *c, const char *stream, uint64_t seq,
                          int64_t *ns);

@@ -19,7 +19,8 @@
  * after the view's applied sequence (a "reposition"), which delivers the
  * missing events again, in stream order. This holds for a filtered
  * consumer (the broker numbers only what matches) and for deleted
- * messages (never delivered, never numbered).
+ * messages (never delivered, never numbered). A hole at the tail, with
+ * nothing after it, shows in the consumer's info (measure_lag).
  *
  * A view also holds the stored time of the event it applied last. At
  * start and after every reconnection the loop checks that the stream
@@ -51,6 +52,7 @@ typedef struct service {
   _Atomic int state;            /* BUS_SERVICE_* */
   char why[256];                /* set once, before state turns diverged */
   uint64_t next_cseq;           /* the consumer's next first delivery */
+  uint64_t tail_cseq;           /* next_cseq when the broker was ahead */
   unsigned long reconnects;     /* the count at the last stream check */
   unsigned long repaired;       /* the count at the last repair */
   int64_t repair_ms;            /* when repair was last tried */
@@ -213,6 +215,7 @@ open_consumer(service *s, bus_consumer **k) {
   co.start_seq = st.applied_seq + 1;
   co.recreate = 1;
   s->next_cseq = 1; /* a new consumer numbers from 1 */
+  s->tail_cseq = 0;
   /* Between the delete and the create another client may make one of
    * the same name (only where the rules let it): delete and try again. */
   for (int i = 0;; i++) {
@@ -344,16 +347,36 @@ repair_after_reconnect(service *s, int64_t now) {
   return 1;
 }
 
-/* The lag costs a request to the broker: measured twice a second at
- * most, not once per batch. */
-static void
+/*
+ * The lag costs a request to the broker: measured twice a second at
+ * most, not once per batch. The same answer shows a hole at the tail,
+ * which no later delivery would show: the broker numbered a delivery
+ * the loop never received (taken by another client, or answered into a
+ * request that had given up), and nothing came after it. Unacked, it
+ * would come again only after the ack wait (30 s); acked by another
+ * client, never. Seen twice in a row with nothing received between (the
+ * fetches in between hand over whatever nats.c holds), it is a hole:
+ * REPOSITION.
+ */
+static int
 measure_lag(service *s, bus_consumer *k, int64_t now, int64_t *last) {
-  uint64_t lag;
+  uint64_t lag, delivered;
   if (now - *last < LAG_EVERY_MS)
-    return;
+    return 0;
   *last = now;
-  if (bus__consumer_lag(k, &lag) == 0)
-    atomic_store(&s->lag, lag);
+  if (bus__consumer_lag(k, &lag, &delivered))
+    return 0;
+  atomic_store(&s->lag, lag);
+  if (delivered < s->next_cseq) {
+    s->tail_cseq = 0;
+    return 0;
+  }
+  if (s->tail_cseq != s->next_cseq) { /* first seen: give it a pass */
+    s->tail_cseq = s->next_cseq;
+    return 0;
+  }
+  s->tail_cseq = 0;
+  return REPOSITION;
 }
 
 /* Make the consumer again just after what the view holds. */
@@ -386,7 +409,10 @@ run_loop(service *s, bus_consumer **kp, bus_batch *b) {
     }
     if (repair_after_reconnect(s, bus_mono_ms()) && (rc = after_batch(s)))
       break;
-    int got = step(s, k, b);
+    int64_t now = bus_mono_ms();
+    int got = measure_lag(s, k, now, &last_lag);
+    if (!got)
+      got = step(s, k, b);
     if (got == REPOSITION)
       atomic_fetch_add(&s->repositions, 1);
     if (got == BUS_ENOT_FOUND || got == REPOSITION) {
@@ -403,8 +429,7 @@ run_loop(service *s, bus_consumer **kp, bus_batch *b) {
       rc = after_batch(s);
     if (!rc)
       rc = decide_again(s);
-    int64_t now = bus_mono_ms();
-    measure_lag(s, k, now, &last_lag);
+    now = bus_mono_ms();
     if (!rc && s->o->tick_ms && now - last_tick >= s->o->tick_ms) {
       last_tick = now;
       rc = bus_view_tick(s->view, bus_wall_ns());
