@@ -5,10 +5,11 @@
  *   writes the exit status to the pod's directory, so a process that
  *   ends while no agent watches still reports how it ended; a stop
  *   signals the whole process group.
- * - A process that ended has its end recorded (report.c), its raw+netns
- *   network removed (netns.c), its output drained, and then its pod is
- *   reconciled again (edge_agent.pod_ended), so a replaced attempt is
- *   started only after the older process ended.
+ * - A process that ended has what it left in its FIFOs sent first (its
+ *   last lines travel ahead of its end), then its end recorded
+ *   (report.c), its raw+netns network removed (netns.c), its output
+ *   drained, and then its pod is reconciled again (edge_agent.pod_ended), so a
+ * replaced attempt is started only after the older process ended.
  * - An adopted process (started by a previous agent) is polled: its pid
  *   with the start time recorded, then the shim's status file.
  */
@@ -74,6 +75,11 @@ ended(edge_proc *p, int code, int sig, const char *why) {
                       : code == 0 && !sig ? "Succeeded"
                                           : "Failed";
   char reason[EDGE_REASON_MAX] = "";
+  /* its last lines go out ahead of its end on the node's ordered queue,
+   * so a reader who sees the phase finds them (not a flush timer later) */
+  edge_stream_drain(&p->out);
+  edge_stream_drain(&p->err);
+  edge_proc_flush(p);
   if (why)
     snprintf(reason, sizeof reason, "%s", why);
   else if (sig)

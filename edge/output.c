@@ -8,7 +8,9 @@
  * kernel buffers, then the pod blocks) and a restarted agent reopens them
  * and reads on. A line longer than LogLine's max is cut at a UTF-8
  * boundary into several; invalid UTF-8 and NUL become '?'. A batch goes
- * out at log_lines lines, at 256 KiB, or on the agent's flush timer.
+ * out at log_lines lines, at 256 KiB, or on the agent's flush timer; and
+ * when the process ends, what it left in its FIFOs goes out before its
+ * end is reported (edge_stream_drain), on the node's one ordered queue.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -153,6 +155,25 @@ on_read(uv_stream_t *h, ssize_t n, const uv_buf_t *buf) {
   s->len = 0;
   s->eof = 1;
   edge_stream_close(s);
+}
+
+void
+edge_stream_drain(edge_stream *s) {
+  static char chunk[65536]; /* loop thread only */
+  uv_os_fd_t fd;
+  if (!s->open || uv_fileno((uv_handle_t *)&s->pipe, &fd))
+    return;
+  for (int i = 0; i < 64; i++) { /* 4 MiB at most: a stuck writer waits */
+    ssize_t n = read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    take_bytes(s, chunk, (size_t)n);
+  }
+  if (s->len) /* the process ended: a line without its newline is whole */
+    edge_proc_log(s->p, s->name, s->line, s->len);
+  s->len = 0;
 }
 
 int

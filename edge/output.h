@@ -11,6 +11,9 @@
 int edge_stream_open(edge_proc *p, edge_stream *s, const char *path,
                      const char *name);
 void edge_stream_close(edge_stream *s);
+/* Read what is left in s's FIFO now (its process ended), its last line
+ * too when it has no newline. */
+void edge_stream_drain(edge_stream *s);
 /* One line (any length) of the pod's stream "stdout" or "stderr". */
 void edge_proc_log(edge_proc *p, const char *stream, const char *text,
                    size_t len);

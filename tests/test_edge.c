@@ -175,6 +175,80 @@ Test(edge, job_succeeds_on_two_edges_with_env_and_socket_reports) {
   cr_expect_str_eq(h, "pod.phase:Running pod.phase:Succeeded");
 }
 
+/* A pod's lines in the ingress (nobody reads them here: they stay) and
+ * the stored time of its last batch; and of its phase event Succeeded. */
+typedef struct lines_of {
+  const char *pod;
+  long n;
+  char last[64];
+  int64_t last_ns, ended_ns;
+} lines_of;
+
+static void
+add_lines(const bus_event *ev, void *arg) {
+  lines_of *k = arg;
+  const bus_ev_log_batch *d =
+      strcmp(ev->type, "log.batch") ? NULL : bus_as_log_batch(ev);
+  if (!d || d->pod.len != strlen(k->pod) ||
+      memcmp(d->pod.ptr, k->pod, d->pod.len) || !d->lines.n)
+    return;
+  const bus_str *t = &d->lines.v[d->lines.n - 1].text;
+  snprintf(k->last, sizeof k->last, "%.*s", (int)t->len, t->ptr);
+  k->n += d->lines.n;
+  k->last_ns = ev->stored_ns;
+}
+
+/* Each log.batch LARK_INGRESS holds (a work queue: read through an
+ * unacked consumer, gone after). */
+static void
+ingress_logs(lt_event_fn fn, void *arg) {
+  bus_consumer_opts o;
+  bus_consumer_opts_init(&o);
+  o.stream = "LARK_INGRESS";
+  o.name = "test-logs";
+  o.filter = "lark.in.*.logs.>";
+  bus_consumer *k = NULL;
+  bus_batch *b = NULL;
+  cr_assert_eq(bus_consumer_open(conn, &o, &k), 0, "%s", bus_last_error());
+  cr_assert_eq(bus_batch_new(&b), 0);
+  while (bus_consumer_fetch(k, 256, 500, b) == 0 && bus_batch_len(b))
+    for (size_t i = 0; i < bus_batch_len(b); i++)
+      if (bus_batch_event(b, i))
+        fn(bus_batch_event(b, i), arg);
+  bus_batch_free(b);
+  bus_consumer_close(k);
+}
+
+static void
+find_end(const bus_event *ev, void *arg) {
+  lines_of *k = arg;
+  char phase[32] = "";
+  bus_obj_str(&ev->data, "phase", phase, sizeof phase);
+  if (!k->ended_ns && !strcmp(phase, "Succeeded"))
+    k->ended_ns = ev->stored_ns;
+}
+
+Test(edge, a_pods_last_lines_travel_ahead_of_its_end) {
+  cr_assert(nodes_ready());
+  job("lines", 1, 0, 0,
+      "i=0; while [ $i -lt 300 ]; do echo line $i; i=$((i+1)); done; "
+      "printf 'the end, with no newline'");
+  cr_assert(wait_field("job", "lines", "phase", "Succeeded", 40));
+  lines_of k = {.pod = "lines-a-0"};
+  cr_assert_eq(lt_read_stream(conn, "LARK_EVENTS", "lark.ev.pod.lines-a-0",
+                              2000, 1, find_end, &k),
+               0, "%s", bus_last_error());
+  cr_assert_gt(k.ended_ns, 0, "no pod.phase Succeeded");
+  ingress_logs(add_lines, &k);
+  cr_expect_eq(k.n, 301, "%ld lines in the ingress", k.n);
+  cr_expect_str_eq(k.last, "the end, with no newline");
+  /* the node sent its last lines, then its end: both stored before the
+   * scheduler's phase event (not a flush timer after it) */
+  cr_expect_lt(k.last_ns, k.ended_ns,
+               "the last lines were stored %lld ms after the phase",
+               (long long)(k.last_ns - k.ended_ns) / 1000000);
+}
+
 Test(edge, failing_pod_is_retried_then_fails_its_job) {
   char script[512];
   snprintf(script, sizeof script, "echo run >> %s/runs; exit 3", dir);
