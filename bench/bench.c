@@ -338,6 +338,15 @@ bench_start_service(const char *argv0, const char *name, const char *url,
 }
 
 void
+bench_wait_up(bus_conn *c, const char *name) {
+  bus_status st;
+  for (int i = 0; i < 600; i++, usleep(100 * 1000))
+    if (bus_status_query(c, name, 500, &st) == 0 && !strcmp(st.state, "up"))
+      return;
+  bench_die(name, "does not answer its status request after 60 s");
+}
+
+void
 bench_stop_service(pid_t pid, const char *name) {
   if (lt_stop(pid, SIGTERM, 15000) == 1)
     fprintf(stderr, "bench: %s did not stop within 15 s of SIGTERM: killed\n",

@@ -153,6 +153,12 @@ long bench_wait_bindings(bus_conn *c, long want, double deadline,
 pid_t bench_start_service(const char *argv0, const char *name, const char *url,
                           const char *dir);
 /*
+ * Wait until the service whose status name is name ("scheduler" for
+ * lark-scheduler) answers its status request: it serves its commands
+ * then. Dies after 60 s.
+ */
+void bench_wait_up(bus_conn *c, const char *name);
+/*
  * Stop a service bench_start_service started: SIGTERM, then SIGKILL if it
  * has not ended 15 s later (said on stderr, with name: a service that
  * does not stop is worth knowing, and a benchmark must not hang on it).

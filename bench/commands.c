@@ -224,26 +224,6 @@ run_one(server *sv, long n, int round, double *lat) {
 
 /* ---------------------------------------------------------------- setup */
 
-/*
- * Wait (up to 5 s) until the scheduler answers its commands: it
- * subscribes only once its view is open and its streams are found. A
- * query (node.list) asks without changing anything.
- */
-static void
-wait_serving(bus_conn *c) {
-  for (int i = 0; i < 50; i++) {
-    void *reply = NULL;
-    size_t len = 0;
-    if (!bus_conn_request(c, "lark.cmd.admin.node.list", "\x80", 1, 200, &reply,
-                          &len)) {
-      free(reply);
-      return;
-    }
-    usleep(100 * 1000);
-  }
-  bench_die("lark-scheduler", "does not answer lark.cmd.admin.node.list");
-}
-
 static void
 start_server(server *sv, const char *argv0, int always, long nodes) {
   lt_tmpdir(sv->dir, sizeof sv->dir, always ? "cmd-always" : "cmd-lazy");
@@ -258,7 +238,7 @@ start_server(server *sv, const char *argv0, int always, long nodes) {
       bench_start_service(argv0, "lark-scheduler", sv->natsd.url, sv->dir);
   if (sv->sched < 0)
     bench_die("lark-scheduler", "fork");
-  wait_serving(sv->c);
+  bench_wait_up(sv->c, "scheduler");
   for (long i = 0; i < nodes; i++) {
     char name[32];
     snprintf(name, sizeof name, "n%04ld", i);

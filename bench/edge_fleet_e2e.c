@@ -167,7 +167,7 @@ main(int argc, char **argv) {
     bench_die("broker", bus_last_error());
   lt_tmpdir(dir, sizeof dir, "bench-fleet");
   pid_t sched = bench_start_service(argv[0], "lark-scheduler", srv.url, dir);
-  usleep(300 * 1000);
+  bench_wait_up(c, "scheduler");
   double t0 = bench_now_s();
   for (int i = 0; i < nodes; i++) {
     char name[32];

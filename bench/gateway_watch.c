@@ -81,7 +81,7 @@ static void
 place_pods(bench *b) {
   pid_t sched =
       bench_start_service(b->argv0, "lark-scheduler", b->srv.url, b->dir);
-  usleep(300 * 1000);
+  bench_wait_up(b->c, "scheduler");
   int nodes = (int)((b->npods + 63) / 64) + 1, jobs = (int)(b->npods / 100);
   for (int i = 0; i < nodes; i++) {
     char name[32];

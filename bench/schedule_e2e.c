@@ -105,7 +105,7 @@ run(const char *argv0, int always, int nodes, int jobs, int pods, int clients) {
   if (lt_connect(&srv, &c) || lt_streams(c, 120000))
     bench_die("broker", bus_last_error());
   pid_t sched = bench_start_service(argv0, "lark-scheduler", srv.url, dir);
-  usleep(300 * 1000);
+  bench_wait_up(c, "scheduler");
   for (int i = 0; i < nodes; i++) {
     char name[32];
     snprintf(name, sizeof name, "n%04d", i);
