@@ -47,9 +47,9 @@ TestSuite(example, .init = platform_up, .fini = platform_down, .timeout = 240);
 /* Wait (seconds) until `larkctl ARGS` prints needle. */
 static int
 prints(const char *needle, const char *args, int seconds) {
-  for (int i = 0; i < seconds * 10; i++, lt_sleep_ms(100))
-    if (ctl("%s", args) == 0 && strstr(out, needle))
-      return 1;
+  if (lt_larkctl_until(&plat, out, sizeof out, errout, sizeof errout, needle,
+                       seconds, "%s", args))
+    return 1;
   cr_log_error("larkctl %s: no %s in %s%s", args, needle, out, errout);
   return 0;
 }

@@ -184,11 +184,9 @@ Test(example, rl_engine_runs_both_loops_to_the_end) {
   cr_assert_eq(pipe, 0, "rl-pipe: %s%s", out, errout);
   /* the pod's lines reach the log store on their own path, which may end
    * after the Job's phase: read them until the line is there (20 s) */
-  int logged = 0;
-  for (int i = 0; i < 200 && !logged; i++, lt_sleep_ms(100))
-    logged = ctl("logs job rl-seq") == 0 &&
-             strstr(out, "loaded weights version 4") != NULL;
-  cr_expect(logged, "%s%s", out, errout);
+  cr_expect(lt_larkctl_until(&plat, out, sizeof out, errout, sizeof errout,
+                             "loaded weights version 4", 20, "logs job rl-seq"),
+            "%s%s", out, errout);
   expect_published("rl-seq");
   expect_published("rl-pipe");
   expect_fetched("rl-seq");

@@ -68,6 +68,22 @@ lt_larkctl(const lt_platform *p, char *out, size_t cap, char *err,
                args, err ? "" : " 2>&1");
 }
 
+int
+lt_larkctl_until(const lt_platform *p, char *out, size_t cap, char *err,
+                 size_t errcap, const char *needle, int seconds,
+                 const char *fmt, ...) {
+  char args[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(args, sizeof args, fmt, ap);
+  va_end(ap);
+  for (int i = 0; i < seconds * 10; i++, lt_sleep_ms(100))
+    if (lt_larkctl(p, out, cap, err, errcap, "%s", args) == 0 &&
+        strstr(out, needle))
+      return 1;
+  return 0;
+}
+
 void
 lt_larkctl_env(const char *url, const char *data) {
   setenv("LARK_URL", url, 1);

@@ -46,6 +46,15 @@ int lt_larkctl(const lt_platform *p, char *out, size_t cap, char *err,
                size_t errcap, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
 
+/* lt_larkctl again every 100 ms, for up to seconds, until it succeeds
+ * with needle in its stdout (as a user would retry a command whose
+ * answer is on its way): 1 then, 0 when it never did (out and err hold
+ * the last answer). */
+int lt_larkctl_until(const lt_platform *p, char *out, size_t cap, char *err,
+                     size_t errcap, const char *needle, int seconds,
+                     const char *fmt, ...)
+    __attribute__((format(printf, 8, 9)));
+
 /* A connection to the platform as its admin (dir/url, dir/creds/admin.nk),
  * as larkctl makes it; NULL with bus_last_error() when it cannot. */
 bus_conn *lt_platform_admin(const lt_platform *p);
