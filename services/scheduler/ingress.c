@@ -133,18 +133,24 @@ listed(const char *node, void *ud) {
   return 0;
 }
 
-/* 1 when node's stream is known to be there: listed from the broker (the
- * first time, and again after a reconnection) or made since. */
+/* The node streams there are, listed from the broker the first time and
+ * again after a reconnection (a restarted broker may have lost those kept
+ * in memory); a list that failed is asked for again with the next batch. */
+static void
+list_streams(sched_ingress *in) {
+  unsigned long now = bus_conn_reconnects(in->s.c);
+  if (in->listed && now == in->reconnects)
+    return;
+  for (size_t i = 0; i < in->nnodes; i++)
+    in->nodes[i].stream = 0;
+  in->reconnects = now;
+  in->listed = bus_node_streams_list(in->s.c, listed, in) == 0;
+}
+
+/* 1 when node's stream is known to be there: listed (list_streams) or
+ * made since. */
 static int
 stream_known(sched_ingress *in, const char *node) {
-  unsigned long now = bus_conn_reconnects(in->s.c);
-  if (!in->listed || now != in->reconnects) {
-    for (size_t i = 0; i < in->nnodes; i++)
-      in->nodes[i].stream = 0;
-    in->reconnects = now;
-    /* a list that failed is asked for again with the next batch */
-    in->listed = bus_node_streams_list(in->s.c, listed, in) == 0;
-  }
   seen *s = entry_of(in, node, 0);
   return s && s->stream;
 }
@@ -464,6 +470,7 @@ streams_first(sched_ingress *in, bus_batch *b) {
   char ask[SCHED_RUNS_MAX][SCHED_NAME_SZ];
   size_t nask = 0;
   in->alone = 0;
+  list_streams(in);
   for (size_t i = 0; i < bus_batch_len(b) && nask < SCHED_RUNS_MAX; i++) {
     bus_batch_meta(b, i, &subject, NULL, NULL);
     const bus_event *ev = bus_batch_event(b, i);
