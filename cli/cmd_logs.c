@@ -14,6 +14,9 @@
  * their pod as a prefix, "[pod] text". --tail N keeps the last N lines of
  * that order; --since drops lines (and skips batches stored) before TIME.
  *
+ * Before reading, lark-logs is asked to take what the nodes' ingress
+ * holds (sync_ingress), so what was printed before the read is there.
+ *
  * -f prints what is stored, then follows new batches (each fetch sorted)
  * and ends when the pod's Job reaches a terminal phase (Succeeded, Failed,
  * Stopped, Skipped) or is deleted, read from its events on lark.ev.job.
@@ -224,6 +227,34 @@ follow(lark_cli *cli, bus_conn *c, logs *l, uint64_t from_seq) {
 
 /* ----------------------------------------------------------------- run */
 
+/*
+ * A pod's lines reach LARK_LOGS through its node's ingress and lark-logs,
+ * apart from the phase the scheduler records: ask lark-logs to take what
+ * the ingress holds now (logs.sync, up to 3 s while it is behind), so the
+ * lines printed before this read, a finished pod's last ones included,
+ * are stored when it starts. A lark-logs that does not answer leaves the
+ * read as it was, said on stderr.
+ */
+static void
+sync_ingress(lark_cli *cli, bus_conn *c) {
+  msgpack_zone z;
+  msgpack_zone_init(&z, 512);
+  msgpack_object reply;
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 0);
+  int rc = cli_command(cli, c, "logs", "sync", &sb, &z, &reply);
+  if (rc || !bus_obj_get(&reply, "ok"))
+    fprintf(stderr,
+            "larkctl logs: lark-logs did not say it took the lines on their "
+            "way (%s): the last ones may be missing\n",
+            rc ? bus_last_error() : "refused");
+  msgpack_sbuffer_destroy(&sb);
+  msgpack_zone_destroy(&z);
+}
+
 /* Everything stored now; *end is the bound the read stopped at. */
 static int
 read_stored(bus_conn *c, logs *l, uint64_t *end) {
@@ -318,6 +349,7 @@ cmd_logs(int argc, char **argv, lark_cli *cli) {
     return CLI_ERR;
   cli_catch_interrupt(0);
   uint64_t end = 0;
+  sync_ingress(cli, c);
   rc = read_stored(c, &l, &end);
   if (rc)
     rc = cli_fail("logs", rc, "read LARK_LOGS %s", l.filter);

@@ -304,6 +304,34 @@ Test(logs, follow_ends_when_the_job_succeeds) {
   cr_expect_eq(rc, 0, "-f ends with the Job");
 }
 
+Test(logs, a_read_waits_for_the_lines_on_their_way) {
+  const char *nodes[] = {"n1"};
+  place("way", 1, nodes);
+  send_batch("n1", "way-w-0", NULL, 2, NULL, "first");
+  wait_logs("lark.log.way.>", 1);
+  /* lark-logs falls behind (paused): the node's last lines wait in the
+   * ingress when the reader asks; they are taken within its wait */
+  cr_assert_eq(kill(logs_pid, SIGSTOP), 0);
+  send_batch("n1", "way-w-0", NULL, 2, NULL, "last");
+  char bin[512], out[600];
+  lt_bin("larkctl", bin, sizeof bin);
+  snprintf(out, sizeof out, "%s/way.out", dir);
+  char *argv[] = {bin,           (char *)"--url", srv.url, (char *)"logs",
+                  (char *)"job", (char *)"way",   NULL};
+  pid_t pid = lt_spawn(argv, out);
+  cr_assert(pid > 0);
+  usleep(1000 * 1000);
+  kill(logs_pid, SIGCONT);
+  int rc = wait_exit(pid, 20);
+  if (rc < 0)
+    lt_kill(pid, SIGKILL);
+  cr_expect_eq(rc, 0);
+  char buf[4096];
+  cr_assert_not_null(lt_read_file(out, buf, sizeof buf));
+  cr_expect_str_eq(buf, "[way-w-0] first0\n[way-w-0] first1\n"
+                        "[way-w-0] last0\n[way-w-0] last1\n");
+}
+
 Test(logs, kill9_loses_and_doubles_nothing) {
   const char *nodes[] = {"n1", "n2", "n3"};
   place("crash", 3, nodes);

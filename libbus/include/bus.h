@@ -1129,6 +1129,18 @@ int bus_consumer_name(bus_conn *c, const char *prefix, char *out, size_t cap);
 /* Messages the consumer has not yet delivered. */
 int bus_consumer_pending(bus_consumer *k, uint64_t *pending);
 
+/* Where a durable or named consumer stands, as its info says. */
+typedef struct bus_consumer_state {
+  uint64_t pending;     /* of its filter, not yet delivered */
+  uint64_t ack_pending; /* delivered, not acknowledged */
+  uint64_t ack_floor;   /* stream sequence: everything to it is acked */
+  uint64_t delivered;   /* stream sequence of its last delivery */
+} bus_consumer_state;
+/* The state of consumer durable on stream; BUS_ENOT_FOUND when there is
+ * none. */
+int bus_consumer_state_get(bus_conn *c, const char *stream, const char *durable,
+                           bus_consumer_state *st);
+
 /*
  * A batch of fetched messages and their decoded events. Owns the natsMsgs
  * and the zone the events point into, until cleared, refilled or freed.

@@ -260,6 +260,27 @@ bus_consumer_delete(bus_conn *c, const char *stream, const char *durable) {
 }
 
 int
+bus_consumer_state_get(bus_conn *c, const char *stream, const char *durable,
+                       bus_consumer_state *st) {
+  jsOptions jo;
+  jsErrCode jerr = 0;
+  jsConsumerInfo *ci = NULL;
+  bus__js_opts(c, &jo);
+  natsStatus s = js_GetConsumerInfo(&ci, c->js, stream, durable, &jo, &jerr);
+  if (s != NATS_OK) {
+    if (jerr == JSConsumerNotFoundErr || jerr == JSStreamNotFoundErr)
+      return BUS_ERR(BUS_ENOT_FOUND, "no consumer %s on %s", durable, stream);
+    return bus__nats_err(s, jerr, durable);
+  }
+  *st = (bus_consumer_state){.pending = ci->NumPending,
+                             .ack_pending = (uint64_t)ci->NumAckPending,
+                             .ack_floor = ci->AckFloor.Stream,
+                             .delivered = ci->Delivered.Stream};
+  jsConsumerInfo_Destroy(ci);
+  return 0;
+}
+
+int
 bus_consumer_name(bus_conn *c, const char *prefix, char *out, size_t cap) {
   unsigned char rnd[8];
   char hex[2 * sizeof rnd + 1];

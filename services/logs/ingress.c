@@ -28,9 +28,26 @@ struct logs_ingress {
 void
 logs_ingress_opts_init(logs_ingress_opts *o) {
   memset(o, 0, sizeof *o);
-  o->durable = "logs-ingress";
+  o->durable = LOGS_INGRESS_DURABLE;
   o->batch = 256;
   o->ack_wait_ns = INT64_C(5000000000);
+}
+
+int
+logs_ingress_sync(bus_conn *c, const char *durable, int wait_ms) {
+  uint64_t last = 0;
+  int rc = bus_stream_last_seq(c, "LARK_INGRESS", &last);
+  for (int64_t end = bus_mono_ms() + wait_ms; rc == 0;) {
+    bus_consumer_state st;
+    if ((rc = bus_consumer_state_get(c, "LARK_INGRESS", durable, &st)))
+      break;
+    if (st.ack_floor >= last || (!st.pending && !st.ack_pending))
+      return 1;
+    if (bus_mono_ms() >= end)
+      return 0;
+    bus_sleep_ms(20);
+  }
+  return rc;
 }
 
 static void

@@ -85,4 +85,15 @@ void logs_ingress_counts(logs_ingress *in, uint64_t *published,
 /* Stop the thread (after its current fetch) and free in. NULL is fine. */
 void logs_ingress_stop(logs_ingress *in);
 
+#define LOGS_INGRESS_DURABLE "logs-ingress"
+/*
+ * Wait until the ingress consumer durable has taken (republished and
+ * acked) everything LARK_INGRESS held when asked: its ack floor at the
+ * stream's last sequence then, or nothing of its filter pending. 1 when
+ * it has, 0 when wait_ms passed first, < 0 when it could not be asked.
+ * A reader asks this before reading LARK_LOGS, so the lines a node sent
+ * before the reader looked (a finished pod's last ones) are there.
+ */
+int logs_ingress_sync(bus_conn *c, const char *durable, int wait_ms);
+
 #endif

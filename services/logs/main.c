@@ -25,7 +25,25 @@ typedef struct app {
   logs_ingress *in;
 } app;
 
-/* lark.cmd.<user>.logs.<verb> */
+/* How long logs.sync waits for the ingress at most: a reader waits this
+ * long only while lark-logs is behind. */
+#define SYNC_WAIT_MS 3000
+
+/* logs.sync's answer, {synced}: what logs_ingress_sync said (in ud). */
+static int
+pack_synced(bus_txn *t, const char *kind, const char *verb,
+            const msgpack_object *req, msgpack_packer *pk, void *ud) {
+  (void)t, (void)kind, (void)verb, (void)req;
+  int synced = *(const int *)ud;
+  if (synced < 0)
+    return synced;
+  msgpack_pack_map(pk, 1);
+  bus_pack_kv_bool(pk, "synced", synced);
+  return 0;
+}
+
+/* lark.cmd.<user>.logs.<verb>: list and describe read the view; sync
+ * waits for the ingress (logs_ingress_sync). */
 static void
 on_query(bus_conn *c, const bus_cmd *cmd, void *ud) {
   app *a = ud;
@@ -33,8 +51,14 @@ on_query(bus_conn *c, const bus_cmd *cmd, void *ud) {
     return;
   msgpack_sbuffer sb;
   msgpack_sbuffer_init(&sb);
-  bus_query_answer(a->view, logs_query, cmd->kind, cmd->verb, &cmd->body, &sb,
-                   NULL);
+  if (!strcmp(cmd->verb, "sync")) {
+    int synced = logs_ingress_sync(c, LOGS_INGRESS_DURABLE, SYNC_WAIT_MS);
+    bus_query_answer(a->view, pack_synced, cmd->kind, cmd->verb, &cmd->body,
+                     &sb, &synced);
+  } else {
+    bus_query_answer(a->view, logs_query, cmd->kind, cmd->verb, &cmd->body, &sb,
+                     NULL);
+  }
   bus_conn_publish(c, cmd->reply, sb.data, sb.size);
   msgpack_sbuffer_destroy(&sb);
 }

@@ -61,6 +61,7 @@ logs_query(bus_txn *t, const char *kind, const char *verb,
     return rc;
   }
   if (strcmp(verb, "list"))
-    return bus_error(BUS_EINVAL, "verbs: list {name?: job}, describe {name}");
+    return bus_error(BUS_EINVAL,
+                     "verbs: list {name?: job}, describe {name}, sync");
   return bus_txn_list(t, T_PODS, NULL, 0, 0, list_one, name, pk);
 }
