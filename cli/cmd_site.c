@@ -2,7 +2,7 @@
  * cmd_site.c - `larkctl site add | list`: edge sites, leaf-node servers
  * that dial the hub (deploy.h, "sites").
  *
- *   larkctl site add SITE [--nodes A,B] [--hub nats-leaf://HOST:PORT]
+ *   larkctl site add SITE [--nodes A,B] [--hub nats-leaf://HOST:PORT,...]
  *                         [--listen ADDR] [--port P] [--dir PATH]
  *   larkctl site list
  *
@@ -15,8 +15,11 @@
  * so nats-server, refuses to parse ("malformed extension OID field").
  * Then the site's and its nodes' credentials and
  * configs (lark_site_add), and asks running servers to reload. Adding
- * again adds nodes and keeps every key and certificate. The hub's URL
- * defaults to this data directory's broker host and leaf port.
+ * again adds nodes and keeps every key and certificate. The hub's URLs
+ * default to this data directory's broker host and each server's leaf
+ * port; with several (a hub cluster), the site dials any of them and
+ * another when the one it is on goes, and the hub's certificate names
+ * every URL's host.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -32,7 +35,7 @@
 #include "deploy.h"
 
 #define USAGE                                                                  \
-  "larkctl site add SITE [--nodes A,B] [--hub nats-leaf://HOST:PORT] "         \
+  "larkctl site add SITE [--nodes A,B] [--hub nats-leaf://HOST:PORT,...] "     \
   "[--listen ADDR] [--port P] [--dir PATH]\n"                                  \
   "       larkctl site list"
 
@@ -68,12 +71,15 @@ write_ca(lark_cli *cli, const char *path) {
   return rc;
 }
 
-/* dir/{cert,key,ca}.pem for name with role (and host, a gateway's
- * name), unless dir/cert.pem is younger than half its validity (the
- * signer issues 30 days at most; `up` adds its sites again each run). */
+#define MAX_HOSTS 8
+
+/* dir/{cert,key,ca}.pem for name with role (and hosts, a gateway's
+ * names, comma-separated), unless dir/cert.pem is younger than half its
+ * validity (the signer issues 30 days at most; `up` adds its sites again
+ * each run). */
 static int
 ensure_cert(lark_cli *cli, const char *dir, const char *role, const char *name,
-            const char *host) {
+            const char *hosts) {
   char prefix[PATH_MAX], a[PATH_MAX + 8], b[PATH_MAX + 16];
   struct stat st;
   snprintf(a, sizeof a, "%s/cert.pem", dir);
@@ -82,15 +88,20 @@ ensure_cert(lark_cli *cli, const char *dir, const char *role, const char *name,
   if (lark_mkdirs(dir, 0700) < 0)
     return cli_fail("site add", 0, "%s", lark_cfg_error());
   snprintf(prefix, sizeof prefix, "%s/req", dir);
-  const char *words[] = {"cert",   "request", "--role",  role,
-                         "--name", name,      "--valid", CERT_VALID,
-                         "--out",  prefix,    "--host",  host};
-  char args[12][PATH_MAX], *argv[13] = {0};
-  int argc = host ? 12 : 10;
-  for (int i = 0; i < argc; i++) {
-    snprintf(args[i], sizeof args[i], "%s", words[i]);
-    argv[i] = args[i];
+  const char *words[] = {"cert", "request", "--role",   role,    "--name",
+                         name,   "--valid", CERT_VALID, "--out", prefix};
+  char args[10 + 2 * MAX_HOSTS][PATH_MAX], *argv[11 + 2 * MAX_HOSTS] = {0};
+  int argc = 0;
+  for (; argc < 10; argc++)
+    snprintf(args[argc], sizeof args[argc], "%s", words[argc]);
+  for (const char *h = hosts; h && *h && argc < 10 + 2 * MAX_HOSTS;) {
+    size_t n = strcspn(h, ",");
+    snprintf(args[argc++], PATH_MAX, "--host");
+    snprintf(args[argc++], PATH_MAX, "%.*s", (int)n, h);
+    h += n + (h[n] == ',');
   }
+  for (int i = 0; i < argc; i++)
+    argv[i] = args[i];
   int rc = cmd_cert(argc, argv, cli);
   if (rc != CLI_OK)
     return cli_fail("site add", 0,
@@ -109,34 +120,43 @@ ensure_cert(lark_cli *cli, const char *dir, const char *role, const char *name,
                           : CLI_OK;
 }
 
-/* nats-leaf://<broker host>:<leaf port> of this data directory. */
+/* nats-leaf://<broker host>:<leaf port> of every hub server of this data
+ * directory, comma-separated. */
 static int
 default_hub(lark_cli *cli, char *out, size_t cap) {
-  char path[PATH_MAX], url[512] = "";
-  int port = lark_hub_leaf_port(cli->data, 0);
+  char path[PATH_MAX], url[1024] = "", host[256];
   snprintf(path, sizeof path, "%s/url", cli->data);
-  if (port <= 0 || lark_read_text(path, url, sizeof url) <= 0)
+  int n = lark_read_text(path, url, sizeof url);
+  char *h = strstr(url, "://"), *end;
+  h = h ? h + 3 : url;
+  end = h + strcspn(h, ",\n");
+  while (end > h && end[-1] != ':')
+    end--;
+  snprintf(host, sizeof host, "%.*s", (int)(end > h ? end - h - 1 : 0), h);
+  if (n <= 0 || !host[0] || lark_hub_leaf_urls(cli->data, host, out, cap) <= 0)
     return cli_fail("site add", 0,
                     "the hub of %s has no leaf listener yet: give --hub, or "
                     "run `larkctl up --sites N` (it opens one)",
                     cli->data);
-  char *h = strstr(url, "://"), *end;
-  h = h ? h + 3 : url;
-  if (!(end = strrchr(h, ':')))
-    return cli_fail("site add", 0, "cannot read the broker host in %s", path);
-  snprintf(out, cap, "nats-leaf://%.*s:%d", (int)(end - h), h, port);
   return CLI_OK;
 }
 
-/* The host of a nats-leaf://[user@]HOST:PORT URL into out. */
+/* The host of each nats-leaf://[user@]HOST:PORT URL of urls (comma-
+ * separated) into out, comma-separated. */
 static void
-url_host(const char *url, char *out, size_t cap) {
-  const char *h = strstr(url, "://"), *at;
-  h = h ? h + 3 : url;
-  if ((at = strchr(h, '@')))
-    h = at + 1;
-  size_t n = strcspn(h, ":/");
-  snprintf(out, cap, "%.*s", (int)n, h);
+url_hosts(const char *urls, char *out, size_t cap) {
+  size_t len = 0;
+  out[0] = 0;
+  for (const char *u = urls; *u && len < cap;) {
+    size_t un = strcspn(u, ",");
+    const char *h = strstr(u, "://"), *at;
+    h = h && h < u + un ? h + 3 : u;
+    if ((at = memchr(h, '@', (size_t)(u + un - h))))
+      h = at + 1;
+    len += (size_t)snprintf(out + len, cap - len, "%s%.*s", len ? "," : "",
+                            (int)strcspn(h, ":/,"), h);
+    u += un + (u[un] == ',');
+  }
 }
 
 static int
@@ -156,7 +176,7 @@ site_add(int argc, char **argv, lark_cli *cli) {
   static const char *const flags[] = {"--nodes", "--hub", "--listen",
                                       "--port",  "--dir", NULL};
   const char *v[5] = {0}, *site = NULL, *nodes[MAX_NODES];
-  char list[4096] = "", hub[512], host[256], dir[PATH_MAX + 8];
+  char list[4096] = "", hub[512], hosts[1024], dir[PATH_MAX + 8];
   size_t n = 0;
   lark_site_opts o;
   lark_site_opts_init(&o);
@@ -172,10 +192,10 @@ site_add(int argc, char **argv, lark_cli *cli) {
   o.hub_url = v[1] ? v[1] : hub;
   o.listen = v[2];
   o.dir = v[4];
-  url_host(o.hub_url, host, sizeof host);
+  url_hosts(o.hub_url, hosts, sizeof hosts);
   snprintf(dir, sizeof dir, "%s/tls/leaf-hub", cli->data);
   if (rc == CLI_OK)
-    rc = ensure_cert(cli, dir, "gateway", "leaf-hub", host);
+    rc = ensure_cert(cli, dir, "gateway", "leaf-hub", hosts);
   lark_site_path(cli->data, site, "tls", dir, sizeof dir);
   if (rc == CLI_OK)
     rc = ensure_cert(cli, dir, "gateway", site, NULL);

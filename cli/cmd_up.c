@@ -9,7 +9,8 @@
  * sits next to larkctl, with --relay the pod network, and lark-gateway
  * (unless --no-gateway) on 127.0.0.1 behind a fresh login token. With
  * --sites N, the nodes sit behind N local edge sites, each its own leaf
- * nats-server dialling the hub (deploy/sites_up.c). Once
+ * nats-server dialling the hub (every server of it with --cluster;
+ * deploy/sites_up.c). Once
  * every service answers and the gateway has bound its port, the line
  *   dashboard: http://127.0.0.1:PORT/?token=TOKEN
  * is printed (as notebook servers print theirs: a click opens it), then
@@ -91,8 +92,8 @@ parse_args(int argc, char **argv, lark_up *u) {
       return -1;
     i++;
   }
-  if ((u->no_gateway && u->gateway_port) || (u->sites && u->cluster))
-    return -1; /* sites: one hub server (its leaf listener) */
+  if (u->no_gateway && u->gateway_port)
+    return -1;
   return (u->ndomains || pod_net) && !u->relay ? -1 : 0;
 }
 

@@ -63,17 +63,20 @@ render_broker(lark_up *u, int idx, int nservers, const int *routes,
   o.route_ports = routes;
   o.n_routes = routes ? (size_t)nservers : 0;
   o.route_password = pw;
-  if (nservers == 1)
-    dpl_up_hub_leaf(u, &o, cert, key, ca);
+  dpl_up_hub_leaf(u, idx, &o, cert, key, ca);
   if (lark_render_conf(nservers > 1 ? "cluster" : "single", &o, conf) < 0)
     return dpl_fail(BUS_EINVAL, "cannot render %s: %s", conf, lark_cfg_error());
   return 0;
 }
 
 int
-dpl_up_render_hub(lark_up *u) {
-  char conf[PATH_MAX];
-  return render_broker(u, 0, 1, NULL, "", conf, sizeof conf);
+dpl_up_render_hub(lark_up *u, int idx) {
+  char conf[PATH_MAX], pw[33] = "";
+  if (u->nservers > 1 && route_password(u, pw) < 0)
+    return dpl_fail(BUS_EINVAL, "cannot read the route password");
+  return render_broker(u, idx, u->nservers > 1 ? u->nservers : 1,
+                       u->nservers > 1 ? u->routes : NULL, pw, conf,
+                       sizeof conf);
 }
 
 /* nats-server's path: $LARK_NATS_SERVER, else the first one on $PATH. */
@@ -106,8 +109,9 @@ start_brokers(lark_up *u, int nservers) {
     return dpl_fail(BUS_EINVAL, "nats-server not found on PATH (install it "
                                 "with ops/setup, or set LARK_NATS_SERVER)");
   for (int i = 0; i < nservers && nservers > 1; i++)
-    if ((routes[i] = lark_free_port()) <= 0)
+    if ((routes[i] = u->routes[i] = lark_free_port()) <= 0)
       return dpl_fail(BUS_EINVAL, "no free port for the cluster's routes");
+  u->nservers = nservers;
   if (nservers > 1 && route_password(u, pw) < 0)
     return dpl_fail(BUS_EINVAL, "cannot write the route password");
   for (int i = 0; i < nservers; i++) {

@@ -96,6 +96,27 @@ routes_text(const lark_broker_opts *o, sbuf *b) {
  * warns that the option is for compatibility; a named domain instead
  * would change every node's API prefix).
  */
+/* A leaf server's remote URLs: o->hub_url, comma-separated, as a quoted
+ * list ("a", "b"); each part checked as any value is. */
+static int
+hub_urls_text(const lark_broker_opts *o, sbuf *b) {
+  if (!o->hub_url)
+    return 0;
+  for (const char *p = o->hub_url; *p;) {
+    size_t n = strcspn(p, ",");
+    char url[512];
+    snprintf(url, sizeof url, "%.*s", (int)(n < sizeof url ? n : 0), p);
+    if (!url[0] || !safe_value(url))
+      return dpl_fail(BUS_EINVAL,
+                      "hub URL '%.*s' is empty, too long, or has "
+                      "a quote, backslash or carriage return",
+                      (int)n, p);
+    dpl_sb_printf(b, "%s\"%s\"", b->len ? ", " : "", url);
+    p += n + (p[n] == ',');
+  }
+  return 0;
+}
+
 static int
 leaf_text(const lark_broker_opts *o, sbuf *b) {
   if (o->leaf_port <= 0) {
@@ -191,7 +212,8 @@ check_values(const var *vars) {
   for (size_t i = 0; i < NVARS && vars[i].name; i++) {
     const char *v = vars[i].value;
     if (v && strcmp(vars[i].name, "ROUTES") &&
-        strcmp(vars[i].name, "LEAFNODES") && !safe_value(v))
+        strcmp(vars[i].name, "LEAFNODES") && strcmp(vars[i].name, "HUB_URLS") &&
+        !safe_value(v))
       return dpl_fail(BUS_EINVAL,
                       "value of %s has a quote, backslash or "
                       "carriage return",
@@ -205,7 +227,7 @@ lark_render_conf(const char *name, const lark_broker_opts *o,
                  const char *path) {
   char tpath[PATH_MAX], port[24], cport[24], payload[24];
   char *text = NULL;
-  sbuf routes = {0}, leaf = {0}, out = {0};
+  sbuf routes = {0}, leaf = {0}, hubs = {0}, out = {0};
   const char *dir = o->template_dir ? o->template_dir : lark_template_dir();
   snprintf(tpath, sizeof tpath, "%s/%s.conf.in", dir, name);
   int rc = dpl_read_all(tpath, &text, NULL);
@@ -220,7 +242,7 @@ lark_render_conf(const char *name, const lark_broker_opts *o,
   snprintf(cport, sizeof cport, "%d", o->cluster_port);
   snprintf(payload, sizeof payload, "%ld", o->max_payload);
   routes_text(o, &routes);
-  if ((rc = leaf_text(o, &leaf)) < 0)
+  if ((rc = leaf_text(o, &leaf)) < 0 || (rc = hub_urls_text(o, &hubs)) < 0)
     goto out;
   const var vars[NVARS] = {
       {"SERVER_NAME", o->server_name, 0},
@@ -236,7 +258,7 @@ lark_render_conf(const char *name, const lark_broker_opts *o,
       {"ROUTE_USER", o->route_user, 0},
       {"ROUTE_PASSWORD", o->route_password, 0},
       {"ROUTES", o->n_routes ? routes.p : NULL, 0},
-      {"HUB_URL", o->hub_url, 0},
+      {"HUB_URLS", hubs.p, 0},
       {"LEAF_SEED", o->leaf_seed, 0},
       {"LEAF_CERT", o->leaf_cert, 0},
       {"LEAF_KEY", o->leaf_key, 0},
@@ -249,6 +271,7 @@ out:
   free(text);
   free(routes.p);
   free(leaf.p);
+  free(hubs.p);
   if (out.p)
     sodium_memzero(out.p, out.len);
   free(out.p);

@@ -42,10 +42,10 @@ char *dpl_accounts_text(const lark_principal *p, size_t n, const char *site);
 /* creds.c: the "SU..." seed in an nkey or creds file (wipe it after). */
 int dpl_seed_read(const char *path, char seed[BUS_NKEY_SEED_LEN + 1]);
 /* brokers.c: nats-server's path ($LARK_NATS_SERVER, else $PATH): 0 or -1.
- * And the first server's config rendered again (its leaf listener's TLS
- * once the sites' certificates exist). */
+ * And server idx's config rendered again as it was started (its leaf
+ * listener's TLS once the sites' certificates exist). */
 int dpl_find_server(char *out, size_t cap);
-int dpl_up_render_hub(lark_up *u);
+int dpl_up_render_hub(lark_up *u, int idx);
 /* sites_up.c: `larkctl up --sites N`. The leaf listener's settings for
  * the hub's config (none without sites; cert, key, ca of PATH_MAX);
  * every site made, the hub given TLS and the leaf servers started (after
@@ -55,8 +55,8 @@ int dpl_up_render_hub(lark_up *u);
  * rendering that follows it, regen.c). */
 int dpl_site_put(const char *data, const char *site, const char *const *nodes,
                  size_t n, const lark_site_opts *o, int *added_out);
-void dpl_up_hub_leaf(lark_up *u, lark_broker_opts *o, char *cert, char *key,
-                     char *ca);
+void dpl_up_hub_leaf(lark_up *u, int idx, lark_broker_opts *o, char *cert,
+                     char *key, char *ca);
 int dpl_up_sites_start(lark_up *u);
 void dpl_up_edge_url(lark_up *u, lark_proc *k, int i);
 /* accounts.c: the pid in a pid file (0 when none), and whether a pid is a

@@ -222,7 +222,8 @@ typedef struct lark_broker_opts {
   const char *route_user;     /* default "lark-route" */
   const char *route_password; /* required for a cluster */
   /* leaf */
-  const char *hub_url;   /* the hub's leaf listener, nats-leaf://hub:7422 */
+  const char *hub_url;   /* the hub's leaf listeners, nats-leaf://hub:7422,
+                            comma-separated (one per hub server) */
   const char *leaf_seed; /* the site principal's nkey seed: its login */
 } lark_broker_opts;
 
@@ -305,8 +306,9 @@ int lark_reload_servers(const char *data, int *count);
  * and reloading its server (SIGHUP) carries a change there.
  */
 typedef struct lark_site_opts {
-  const char *hub_url; /* the hub's leaf listener the site dials; NULL:
-                          keep the site's (required for a new site) */
+  const char *hub_url; /* the hub's leaf listeners the site dials (comma-
+                          separated: any of them, another when it goes);
+                          NULL: keep the site's (required for a new site) */
   const char *listen;  /* where the site's nodes connect; default
                           127.0.0.1 (kept when NULL for an existing site) */
   int port;            /* their port; 0: keep (new: -1, the server picks) */
@@ -358,6 +360,13 @@ int lark_site_client_url(const char *data, const char *site, char *out,
 /* The hub's leaf listener port, <data>/broker/leaf.port; with make, one
  * is chosen (a free one) and kept when there is none. 0 when none. */
 int lark_hub_leaf_port(const char *data, int make);
+/* The same for server idx (0-based) of a hub cluster: server 1's is
+ * leaf.port, server k's (k > 1) broker/leaf-<k>.port. */
+int lark_hub_leaf_port_of(const char *data, int idx, int make);
+/* Every hub server's leaf listener on host, "nats-leaf://host:port"
+ * comma-separated into out, in server order; 0 when there is none. */
+int lark_hub_leaf_urls(const char *data, const char *host, char *out,
+                       size_t cap);
 /* Where the hub's leaf listener keeps its certificate:
  * <data>/tls/leaf-hub/{cert,key,ca}.pem; 1 if all three exist. */
 int lark_hub_leaf_tls(const char *data, char cert[PATH_MAX], char key[PATH_MAX],
@@ -456,11 +465,14 @@ typedef struct lark_up {
   int wrelay_port[33];      /* with relay: where node i's relay takes its
                                node's weights fetches to other clusters */
   char url[1024];           /* every server's client URL, comma-separated */
-  char user[BUS_NAME_MAX + 1]; /* the user lark_up_creds made (the actor of
-                                  the gateway's login token) */
-  char gw_token[65];           /* this run's login token (hex) */
-  char gw_port_file[PATH_MAX]; /* <data>/run/gateway.port */
-  lark_proc *gw_proc;          /* lark-gateway in sup, or NULL */
+  int nservers;             /* hub servers started */
+  int routes[LARK_MAX_SERVERS]; /* a cluster's route ports, kept for a
+                                   restart with the same configuration */
+  char user[BUS_NAME_MAX + 1];  /* the user lark_up_creds made (the actor of
+                                   the gateway's login token) */
+  char gw_token[65];            /* this run's login token (hex) */
+  char gw_port_file[PATH_MAX];  /* <data>/run/gateway.port */
+  lark_proc *gw_proc;           /* lark-gateway in sup, or NULL */
   int64_t certs_checked_ms;
   int lock_fd;
   lark_sup sup;

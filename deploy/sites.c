@@ -61,8 +61,33 @@ lark_hub_leaf_tls(const char *data, char cert[PATH_MAX], char key[PATH_MAX],
 
 int
 lark_hub_leaf_port(const char *data, int make) {
+  return lark_hub_leaf_port_of(data, 0, make);
+}
+
+int
+lark_hub_leaf_urls(const char *data, const char *host, char *out, size_t cap) {
+  size_t len = 0;
+  out[0] = 0;
+  for (int i = 0; i < LARK_MAX_SERVERS; i++) {
+    int port = lark_hub_leaf_port_of(data, i, 0);
+    if (port <= 0)
+      break;
+    int n = snprintf(out + len, cap - len, "%snats-leaf://%s:%d",
+                     len ? "," : "", host, port);
+    if (n < 0 || (size_t)n >= cap - len)
+      return dpl_fail(BUS_EINVAL, "too many leaf listeners for %zu bytes", cap);
+    len += (size_t)n;
+  }
+  return len > 0;
+}
+
+int
+lark_hub_leaf_port_of(const char *data, int idx, int make) {
   char path[PATH_MAX], buf[32];
-  snprintf(path, sizeof path, "%s/broker/leaf.port", data);
+  if (idx == 0)
+    snprintf(path, sizeof path, "%s/broker/leaf.port", data);
+  else
+    snprintf(path, sizeof path, "%s/broker/leaf-%d.port", data, idx + 1);
   int port = lark_read_text(path, buf, sizeof buf) > 0 ? atoi(buf) : 0;
   if (port > 0 || !make)
     return port > 0 ? port : 0;
@@ -528,11 +553,11 @@ wants_leaf(lark_up *u) {
 }
 
 void
-dpl_up_hub_leaf(lark_up *u, lark_broker_opts *o, char *cert, char *key,
+dpl_up_hub_leaf(lark_up *u, int idx, lark_broker_opts *o, char *cert, char *key,
                 char *ca) {
   if (!wants_leaf(u))
     return;
-  int port = lark_hub_leaf_port(u->data, 1);
+  int port = lark_hub_leaf_port_of(u->data, idx, 1);
   if (port <= 0)
     return;
   o->leaf_port = port;

@@ -7,8 +7,9 @@
  * and the nodes start once their site's server listens.
  *
  * Invariants:
- * - The hub has a leaf listener whenever sites exist (its port kept in
- *   <data>/broker/leaf.port across runs), with TLS as soon as its
+ * - The hub has a leaf listener whenever sites exist, on every server of a
+ *   cluster (their ports kept in <data>/broker/leaf.port, leaf-2.port,
+ *   ... across runs), and a site dials all of them; with TLS as soon as its
  *   certificate exists. At the first run the hub starts before the signer
  *   that issues it, so it is restarted once with TLS before any site
  *   dials: nats-server 2.15 takes TLS added to a leaf listener by a
@@ -33,18 +34,17 @@ site_name(int s, char *out, size_t cap) {
   snprintf(out, cap, "site-%d", s);
 }
 
-/* `larkctl site add site-<s> --nodes ...`: its nodes round-robin, the
- * hub's leaf listener on this machine, a port chosen the first time. */
+/* `larkctl site add site-<s> --hub HUB --nodes ...`: its nodes
+ * round-robin, the hub's leaf listeners on this machine (one per server),
+ * a port for the site's server chosen the first time. */
 static int
-add_site(lark_up *u, int s, int leaf_port) {
-  char name[32], nodes[2048] = "", hub[128], port[16], path[PATH_MAX];
+add_site(lark_up *u, int s, const char *hub) {
+  char name[32], nodes[2048] = "", port[16], path[PATH_MAX];
   size_t len = 0;
   site_name(s, name, sizeof name);
   for (int i = s; i <= u->nodes && len < sizeof nodes - 32; i += u->sites)
     len += (size_t)snprintf(nodes + len, sizeof nodes - len, "%snode-%d",
                             len ? "," : "", i);
-  const char *host = strcmp(u->listen, "0.0.0.0") ? u->listen : "127.0.0.1";
-  snprintf(hub, sizeof hub, "nats-leaf://%s:%d", host, leaf_port);
   lark_site_path(u->data, name, "site", path, sizeof path);
   int fresh = access(path, F_OK) != 0, p = fresh ? lark_free_port() : 0;
   snprintf(port, sizeof port, "%d", p);
@@ -91,51 +91,69 @@ start_leaf(lark_up *u, int s) {
   return 0;
 }
 
-/* The hub's config again, now with its leaf listener's TLS, and the hub
- * restarted on it (same port; the services reconnect by themselves). */
+/* Hub server k (0-based) restarted on its config rendered again (same
+ * ports; the services reconnect by themselves). */
 static int
-restart_hub(lark_up *u) {
+restart_server(lark_up *u, int idx) {
+  char name[32], ports[PATH_MAX + 64];
+  snprintf(name, sizeof name, "nats-server-%d", idx + 1);
   lark_proc *k = NULL;
   for (size_t i = 0; i < u->sup.n && !k; i++)
-    if (u->sup.procs[i].broker &&
-        !strcmp(u->sup.procs[i].name, "nats-server-1"))
+    if (u->sup.procs[i].broker && !strcmp(u->sup.procs[i].name, name))
       k = &u->sup.procs[i];
-  int rc = dpl_up_render_hub(u);
+  int rc = dpl_up_render_hub(u, idx);
   if (rc < 0 || !k || k->pid <= 0)
-    return rc < 0 ? rc : dpl_fail(BUS_EINVAL, "no hub server to restart");
+    return rc < 0 ? rc : dpl_fail(BUS_EINVAL, "no hub server %s", name);
   kill(k->pid, SIGTERM);
   waitpid(k->pid, NULL, 0);
   k->pid = 0;
   if (lark_proc_start(k) < 0)
-    return dpl_fail(BUS_EINVAL, "cannot restart the hub: %s", strerror(errno));
-  char ports[PATH_MAX + 64];
+    return dpl_fail(BUS_EINVAL, "cannot restart %s: %s", name, strerror(errno));
   snprintf(ports, sizeof ports, "%s/run/nats-server_%d.ports", u->data,
            (int)k->pid);
   if (lark_wait_file(ports, k, 30000) < 0)
-    return dpl_fail(BUS_EINVAL, "the hub did not come back: see %s", k->log);
-  printf("larkctl up: the hub restarted once, its leaf listener with TLS\n");
-  fflush(stdout);
+    return dpl_fail(BUS_EINVAL, "%s did not come back: see %s", name, k->log);
   return 0;
+}
+
+/* The hub's servers restarted one at a time on their configs with the
+ * leaf listener's TLS: nats-server 2.15 takes TLS added to a leaf
+ * listener by a reload, yet then fails every leaf handshake. A cluster
+ * keeps its quorum meanwhile: a server is back (listening) before the
+ * next goes. */
+static int
+restart_hub(lark_up *u) {
+  int n = u->nservers > 1 ? u->nservers : 1, rc = 0;
+  for (int i = 0; rc == 0 && i < n; i++) {
+    rc = restart_server(u, i);
+    if (rc == 0 && i + 1 < n)
+      bus_sleep_ms(2000); /* its routes and JetStream rejoin */
+  }
+  if (rc == 0) {
+    printf("larkctl up: the hub restarted once, its leaf listener%s with "
+           "TLS\n",
+           n > 1 ? "s" : "");
+    fflush(stdout);
+  }
+  return rc;
 }
 
 int
 dpl_up_sites_start(lark_up *u) {
-  char cert[PATH_MAX], key[PATH_MAX], ca[PATH_MAX];
-  int port = lark_hub_leaf_port(u->data, 0), rc = 0;
-  int had_tls = lark_hub_leaf_tls(u->data, cert, key, ca);
-  if (u->cluster || port <= 0)
-    return dpl_fail(BUS_EINVAL, "sites need one hub server with a leaf "
-                                "listener");
+  char cert[PATH_MAX], key[PATH_MAX], ca[PATH_MAX], hub[1024];
+  const char *host = strcmp(u->listen, "0.0.0.0") ? u->listen : "127.0.0.1";
+  int had_tls = lark_hub_leaf_tls(u->data, cert, key, ca), rc = 0;
+  if (lark_hub_leaf_urls(u->data, host, hub, sizeof hub) <= 0)
+    return dpl_fail(BUS_EINVAL, "the hub has no leaf listener for sites");
   for (int s = 1; rc == 0 && s <= u->sites; s++)
-    rc = add_site(u, s, port);
+    rc = add_site(u, s, hub);
   if (rc == 0 && !had_tls) /* its certificate exists now */
     rc = restart_hub(u);
   for (int s = 1; rc == 0 && s <= u->sites; s++)
     rc = start_leaf(u, s);
   if (rc == 0) {
-    printf("larkctl up: %d edge site%s (leaf servers), the hub's leaf "
-           "listener on port %d\n",
-           u->sites, u->sites == 1 ? "" : "s", port);
+    printf("larkctl up: %d edge site%s (leaf servers) dialling %s\n", u->sites,
+           u->sites == 1 ? "" : "s", hub);
     fflush(stdout);
   }
   return rc;
