@@ -32,6 +32,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "command_send.h"
 
 #define USAGE                                                                  \
   "larkctl logs job|task|pod NAME [-f] [--since TIME] [--tail N] "             \
@@ -237,22 +238,11 @@ follow(lark_cli *cli, bus_conn *c, logs *l, uint64_t from_seq) {
  */
 static void
 sync_ingress(lark_cli *cli, bus_conn *c) {
-  msgpack_zone z;
-  msgpack_zone_init(&z, 512);
-  msgpack_object reply;
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 0);
-  int rc = cli_command(cli, c, "logs", "sync", &sb, &z, &reply);
-  if (rc || !bus_obj_get(&reply, "ok"))
+  if (lark_logs_sync(c, cli_user(cli)))
     fprintf(stderr,
             "larkctl logs: lark-logs did not say it took the lines on their "
             "way (%s): the last ones may be missing\n",
-            rc ? bus_last_error() : "refused");
-  msgpack_sbuffer_destroy(&sb);
-  msgpack_zone_destroy(&z);
+            bus_last_error());
 }
 
 /* Everything stored now; *end is the bound the read stopped at. */

@@ -62,6 +62,28 @@ lark_command_send(bus_conn *c, const char *user, const char *kind,
   }
 }
 
+int
+lark_logs_sync(bus_conn *c, const char *user) {
+  msgpack_zone z;
+  msgpack_zone_init(&z, 512);
+  msgpack_object reply;
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 0);
+  int rc = lark_command_send(c, user, "logs", "sync", &sb, &z, &reply);
+  const msgpack_object *res = rc ? NULL : bus_obj_get(&reply, "result");
+  const msgpack_object *synced = res ? bus_obj_get(res, "synced") : NULL;
+  if (!rc && !(synced && synced->type == MSGPACK_OBJECT_BOOLEAN &&
+               synced->via.boolean))
+    rc = bus_error(BUS_ETIMEOUT, "lark-logs %s",
+                   res ? "is still behind the ingress" : "refused logs.sync");
+  msgpack_sbuffer_destroy(&sb);
+  msgpack_zone_destroy(&z);
+  return rc;
+}
+
 void
 lark_apply_body(msgpack_sbuffer *sb, const char *key, const lark_doc *d) {
   msgpack_packer pk;

@@ -29,6 +29,15 @@ int lark_command_send(bus_conn *c, const char *user, const char *kind,
                       const char *verb, const msgpack_sbuffer *body,
                       msgpack_zone *zone, msgpack_object *reply);
 
+/*
+ * lark.cmd.<user>.logs.sync: ask lark-logs to take what the nodes' ingress
+ * holds now, so a read of LARK_LOGS that follows finds every line printed
+ * before it (a finished pod's last ones travel apart from its phase).
+ * 0 when lark-logs said it has, else a code with bus_last_error() (it did
+ * not answer, or its wait ran out): the read shows what is stored.
+ */
+int lark_logs_sync(bus_conn *c, const char *user);
+
 /* The apply command's body for document d: {key, resource}, into sb. */
 void lark_apply_body(msgpack_sbuffer *sb, const char *key, const lark_doc *d);
 

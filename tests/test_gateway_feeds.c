@@ -16,9 +16,11 @@
  */
 #include <criterion/criterion.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bed.h"
@@ -450,6 +452,30 @@ wait_lines(const char *job, size_t n) {
     usleep(100 * 1000);
   }
   cr_assert_fail("lark-logs did not republish %zu lines of %s", n, job);
+}
+
+Test(gateway_feeds, logs_take_the_lines_on_their_way) {
+  place("wj");
+  lines("wj-w-0", "first", 2, bus_wall_ns(), 1);
+  wait_lines("wj", 2);
+  /* lark-logs falls behind (paused) with the last lines in the ingress;
+   * they are taken before the feed reads (it asks, as user admin) */
+  cr_assert_eq(kill(logs_pid, SIGSTOP), 0);
+  lines("wj-w-0", "last", 2, bus_wall_ns(), 1);
+  pid_t waker = fork();
+  if (waker == 0) {
+    usleep(1000 * 1000);
+    kill(logs_pid, SIGCONT);
+    _exit(0);
+  }
+  gw_logs_query q = {.job = "wj", .user = "admin"};
+  recs *k = logs(&q, 0, NULL);
+  waitpid(waker, NULL, 0);
+  kill(logs_pid, SIGCONT);
+  cr_expect_eq(k->n, 4, "%zu lines: the last ones were still on their way",
+               k->n);
+  recs_free(k);
+  free(k);
 }
 
 Test(gateway_feeds, logs_tail_in_time_order_then_follow) {

@@ -17,7 +17,8 @@
  *           one stream exactly after the id seen, so it needs a subject
  *           under one stream: ids of the two streams are not comparable.
  *   logs    LARK_LOGS on lark.log.<job>.> (or .*.<pod>), lines gathered and
- *           ordered as `larkctl logs` does (bus_log_lines): the stored ones
+ *           ordered as `larkctl logs` does (bus_log_lines), after asking
+ *           lark-logs for the lines on their way (logs.sync): the stored ones
  *           first, sorted, the last `tail` kept; then each new fetch,
  *           sorted. A record's id is the sequence of the batch it came in.
  *
@@ -29,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "command_send.h"
 #include "event_json.h"
 #include "gateway.h"
 #include "json.h"
@@ -169,6 +171,8 @@ gw_logs_open(bus_conn *c, const gw_logs_query *q, gw_feed **out) {
   f->follow = q->follow;
   f->keep = q->tail;
   f->in_stored = 1;
+  if (q->user) /* failing that, what is stored */
+    lark_logs_sync(c, q->user);
   rc = bus_batch_new(&f->b);
   if (!rc) /* what is stored now, bounded; the follow reader comes after */
     rc = open_reader(f, 1, 0);

@@ -247,6 +247,9 @@ typedef struct gw_logs_query {
   const char *pod; /* NULL: every pod of the Job */
   size_t tail;
   int follow;
+  const char *user; /* asks lark-logs for the lines on their way first
+                       (logs.sync, as this user), as larkctl logs does;
+                       NULL: what is stored */
 } gw_logs_query;
 
 int gw_logs_open(bus_conn *c, const gw_logs_query *q, gw_feed **out);

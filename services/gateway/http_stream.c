@@ -267,8 +267,10 @@ gw_events(gw_req *r) {
 
 enum MHD_Result
 gw_logs(gw_req *r, const char *job) {
-  gw_logs_query q = {
-      .job = job, .pod = gw_arg(r, "pod"), .follow = flag(r, "follow")};
+  gw_logs_query q = {.job = job,
+                     .pod = gw_arg(r, "pod"),
+                     .follow = flag(r, "follow"),
+                     .user = r->user};
   uint64_t tail = 0;
   if (gw_arg_count(r, "tail", &tail))
     return gw_reply_error(r, MHD_HTTP_BAD_REQUEST, BUS_EINVAL,
