@@ -83,18 +83,7 @@ wait_field(const char *kind, const char *name, const char *field,
 
 static void
 job(const char *name, const char *script, int retries) {
-  char path[512];
-  snprintf(path, sizeof path, "%s/%s.yaml", plat.dir, name);
-  cr_assert_eq(lt_write_file(path,
-                             "apiVersion: rlinf.io/v1alpha1\nkind: Job\n"
-                             "metadata:\n  name: %s\nspec:\n  tasks:\n"
-                             "  - name: main\n    role: Actor\n"
-                             "    replicas: 1\n    maxRetries: %d\n"
-                             "    raw:\n"
-                             "      entrypoint: [/bin/sh, -c, '%s']\n",
-                             name, retries, script),
-               0);
-  lt_platform_apply(&plat, path, 20);
+  lt_platform_sh_job(&plat, name, script, retries);
 }
 
 /* Lines "tick 0 N" (attempt 0) in the ticker's log: 1 when they are

@@ -37,18 +37,9 @@ TestSuite(sites_hub, .fini = platform_down, .timeout = 300);
 
 static void
 job(const char *name) {
-  char path[512];
-  snprintf(path, sizeof path, "%s/%s.yaml", plat.dir, name);
-  cr_assert_eq(lt_write_file(path,
-                             "apiVersion: rlinf.io/v1alpha1\nkind: Job\n"
-                             "metadata:\n  name: %s\nspec:\n  tasks:\n"
-                             "  - name: main\n    role: Actor\n"
-                             "    replicas: 1\n"
-                             "    raw:\n"
-                             "      entrypoint: [/bin/sh, -c, 'echo %s ran']\n",
-                             name, name),
-               0);
-  lt_platform_apply(&plat, path, 30);
+  char script[128];
+  snprintf(script, sizeof script, "echo %s ran", name);
+  lt_platform_sh_job(&plat, name, script, 0);
   cr_assert_eq(ctl("wait job %s --for Succeeded --timeout 90s", name), 0,
                "%s: %s%s", name, out, err);
 }

@@ -14,6 +14,7 @@
 #include "cmd.h"
 #include "deploy.h"
 #include "events.h"
+#include "files.h"
 #include "proc.h"
 #include "replay.h"
 #include "secure.h"
@@ -358,6 +359,23 @@ lt_platform_apply(const lt_platform *p, const char *path, int seconds) {
        i++)
     lt_sleep_ms(100);
   cr_assert_eq(rc, 0, "larkctl apply -f %s: %s%s", path, out, err);
+}
+
+void
+lt_platform_sh_job(const lt_platform *p, const char *name, const char *script,
+                   int retries) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s.yaml", p->dir, name);
+  cr_assert_eq(lt_write_file(path,
+                             "apiVersion: rlinf.io/v1alpha1\nkind: Job\n"
+                             "metadata:\n  name: %s\nspec:\n  tasks:\n"
+                             "  - name: main\n    role: Actor\n"
+                             "    replicas: 1\n    maxRetries: %d\n"
+                             "    raw:\n"
+                             "      entrypoint: [/bin/sh, -c, '%s']\n",
+                             name, retries, script),
+               0);
+  lt_platform_apply(p, path, 20);
 }
 
 void

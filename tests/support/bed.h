@@ -204,6 +204,12 @@ const char *lt_source_dir(void);
  * registered node offers); fails the test with larkctl's last output. */
 void lt_platform_apply(const lt_platform *p, const char *path, int seconds);
 
+/* A Job name of one pod running /bin/sh -c script (no single quote in
+ * it) with retries, written under p's directory and applied
+ * (lt_platform_apply). */
+void lt_platform_sh_job(const lt_platform *p, const char *name,
+                        const char *script, int retries);
+
 /* lt_platform_stop, then lt_platform_remove. */
 void lt_platform_end(lt_platform *p);
 
