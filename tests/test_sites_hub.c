@@ -69,11 +69,6 @@ connected_port_n(int *made) {
   return port;
 }
 
-static int
-connected_port(void) {
-  return connected_port_n(NULL);
-}
-
 /* Which hub server (1-based) listens for leaf connections on port. */
 static int
 server_of_port(int port) {
@@ -120,7 +115,7 @@ Test(sites_hub, a_site_dials_every_hub_server_and_outlives_one) {
 
   int port = 0;
   for (int i = 0; i < 100 && !port; i++, lt_sleep_ms(100))
-    port = connected_port();
+    port = connected_port_n(NULL);
   int k = server_of_port(port);
   cr_assert_gt(k, 0, "which hub server the site is on (port %d)?", port);
   snprintf(path, sizeof path, "%s/run/lark-%d.pid", plat.dir, k);

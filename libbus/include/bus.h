@@ -1135,6 +1135,7 @@ typedef struct bus_consumer_state {
   uint64_t ack_pending; /* delivered, not acknowledged */
   uint64_t ack_floor;   /* stream sequence: everything to it is acked */
   uint64_t delivered;   /* stream sequence of its last delivery */
+  uint64_t delivered_n; /* the number the consumer gave that delivery */
 } bus_consumer_state;
 /* The state of consumer durable on stream; BUS_ENOT_FOUND when there is
  * none. */

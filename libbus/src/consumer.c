@@ -259,6 +259,17 @@ bus_consumer_delete(bus_conn *c, const char *stream, const char *durable) {
   return bus__nats_err(s, jerr, durable);
 }
 
+/* What an info says of where the consumer stands; ci is destroyed. */
+static void
+state_of(jsConsumerInfo *ci, bus_consumer_state *st) {
+  *st = (bus_consumer_state){.pending = ci->NumPending,
+                             .ack_pending = (uint64_t)ci->NumAckPending,
+                             .ack_floor = ci->AckFloor.Stream,
+                             .delivered = ci->Delivered.Stream,
+                             .delivered_n = ci->Delivered.Consumer};
+  jsConsumerInfo_Destroy(ci);
+}
+
 int
 bus_consumer_state_get(bus_conn *c, const char *stream, const char *durable,
                        bus_consumer_state *st) {
@@ -272,11 +283,7 @@ bus_consumer_state_get(bus_conn *c, const char *stream, const char *durable,
       return BUS_ERR(BUS_ENOT_FOUND, "no consumer %s on %s", durable, stream);
     return bus__nats_err(s, jerr, durable);
   }
-  *st = (bus_consumer_state){.pending = ci->NumPending,
-                             .ack_pending = (uint64_t)ci->NumAckPending,
-                             .ack_floor = ci->AckFloor.Stream,
-                             .delivered = ci->Delivered.Stream};
-  jsConsumerInfo_Destroy(ci);
+  state_of(ci, st);
   return 0;
 }
 
@@ -309,36 +316,35 @@ consumer_info(bus_consumer *k, jsConsumerInfo **ci, jsErrCode *jerr) {
   return natsSubscription_GetConsumerInfo(ci, k->sub, &jo, jerr);
 }
 
-/* The consumer's counts: not yet delivered, delivered unacked, and the
- * number of its last delivery (NULL: not wanted). */
+/* Where k stands, from its info. */
 static int
-consumer_counts(bus_consumer *k, uint64_t *pending, uint64_t *ack_pending,
-                uint64_t *delivered) {
+consumer_counts(bus_consumer *k, bus_consumer_state *st) {
   jsConsumerInfo *ci = NULL;
   jsErrCode jerr = 0;
   natsStatus s = consumer_info(k, &ci, &jerr);
   if (s != NATS_OK)
     return bus__nats_err(s, jerr, k->stream);
-  *pending = ci->NumPending;
-  *ack_pending = (uint64_t)ci->NumAckPending;
-  if (delivered)
-    *delivered = ci->Delivered.Consumer;
-  jsConsumerInfo_Destroy(ci);
+  state_of(ci, st);
   return 0;
 }
 
 int
 bus_consumer_pending(bus_consumer *k, uint64_t *pending) {
-  uint64_t unacked = 0;
-  return consumer_counts(k, pending, &unacked, NULL);
+  bus_consumer_state st;
+  int rc = consumer_counts(k, &st);
+  if (rc == 0)
+    *pending = st.pending;
+  return rc;
 }
 
 int
 bus__consumer_lag(bus_consumer *k, uint64_t *lag, uint64_t *delivered) {
-  uint64_t pending = 0, unacked = 0;
-  int rc = consumer_counts(k, &pending, &unacked, delivered);
-  if (rc == 0)
-    *lag = pending + unacked;
+  bus_consumer_state st;
+  int rc = consumer_counts(k, &st);
+  if (rc == 0) {
+    *lag = st.pending + st.ack_pending;
+    *delivered = st.delivered_n;
+  }
   return rc;
 }
 
