@@ -88,21 +88,20 @@ ensure_cert(lark_cli *cli, const char *dir, const char *role, const char *name,
   if (lark_mkdirs(dir, 0700) < 0)
     return cli_fail("site add", 0, "%s", lark_cfg_error());
   snprintf(prefix, sizeof prefix, "%s/req", dir);
-  const char *words[] = {"cert", "request", "--role",   role,    "--name",
-                         name,   "--valid", CERT_VALID, "--out", prefix};
-  char args[10 + 2 * MAX_HOSTS][PATH_MAX], *argv[11 + 2 * MAX_HOSTS] = {0};
-  int argc = 0;
-  for (; argc < 10; argc++)
-    snprintf(args[argc], sizeof args[argc], "%s", words[argc]);
-  for (const char *h = hosts; h && *h && argc < 10 + 2 * MAX_HOSTS;) {
-    size_t n = strcspn(h, ",");
-    snprintf(args[argc++], PATH_MAX, "--host");
-    snprintf(args[argc++], PATH_MAX, "%.*s", (int)n, h);
-    h += n + (h[n] == ',');
+  char hostbuf[1024];
+  const char *argv[11 + 2 * MAX_HOSTS] = {
+      "cert", "request", "--role",   role,    "--name",
+      name,   "--valid", CERT_VALID, "--out", prefix};
+  int argc = 10;
+  snprintf(hostbuf, sizeof hostbuf, "%s", hosts ? hosts : "");
+  const char *p = hostbuf, *h;
+  size_t n;
+  while (argc < 10 + 2 * MAX_HOSTS && lark_list_next(&p, &h, &n)) {
+    hostbuf[h - hostbuf + (ptrdiff_t)n] = 0; /* the comma after it */
+    argv[argc++] = "--host";
+    argv[argc++] = hostbuf + (h - hostbuf);
   }
-  for (int i = 0; i < argc; i++)
-    argv[i] = args[i];
-  int rc = cmd_cert(argc, argv, cli);
+  int rc = cmd_cert(argc, (char **)argv, cli); /* it only reads them */
   if (rc != CLI_OK)
     return cli_fail("site add", 0,
                     "no certificate for %s %s: is lark-signer running?", role,
@@ -126,14 +125,12 @@ static int
 default_hub(lark_cli *cli, char *out, size_t cap) {
   char path[PATH_MAX], url[1024] = "", host[256];
   snprintf(path, sizeof path, "%s/url", cli->data);
-  int n = lark_read_text(path, url, sizeof url);
-  char *h = strstr(url, "://"), *end;
-  h = h ? h + 3 : url;
-  end = h + strcspn(h, ",\n");
-  while (end > h && end[-1] != ':')
-    end--;
-  snprintf(host, sizeof host, "%.*s", (int)(end > h ? end - h - 1 : 0), h);
-  if (n <= 0 || !host[0] || lark_hub_leaf_urls(cli->data, host, out, cap) <= 0)
+  const char *p = url, *first;
+  size_t n = 0;
+  if (lark_read_text(path, url, sizeof url) <= 0 ||
+      !lark_list_next(&p, &first, &n) ||
+      lark_url_host(first, strcspn(first, ",\n"), host, sizeof host) < 0 ||
+      lark_hub_leaf_urls(cli->data, host, out, cap) <= 0)
     return cli_fail("site add", 0,
                     "the hub of %s has no leaf listener yet: give --hub, or "
                     "run `larkctl up --sites N` (it opens one)",
@@ -145,18 +142,14 @@ default_hub(lark_cli *cli, char *out, size_t cap) {
  * separated) into out, comma-separated. */
 static void
 url_hosts(const char *urls, char *out, size_t cap) {
-  size_t len = 0;
+  size_t len = 0, n;
+  const char *p = urls, *u;
+  char host[256];
   out[0] = 0;
-  for (const char *u = urls; *u && len < cap;) {
-    size_t un = strcspn(u, ",");
-    const char *h = strstr(u, "://"), *at;
-    h = h && h < u + un ? h + 3 : u;
-    if ((at = memchr(h, '@', (size_t)(u + un - h))))
-      h = at + 1;
-    len += (size_t)snprintf(out + len, cap - len, "%s%.*s", len ? "," : "",
-                            (int)strcspn(h, ":/,"), h);
-    u += un + (u[un] == ',');
-  }
+  while (len < cap && lark_list_next(&p, &u, &n))
+    if (lark_url_host(u, n, host, sizeof host) == 0)
+      len +=
+          (size_t)snprintf(out + len, cap - len, "%s%s", len ? "," : "", host);
 }
 
 static int

@@ -102,17 +102,17 @@ static int
 hub_urls_text(const lark_broker_opts *o, sbuf *b) {
   if (!o->hub_url)
     return 0;
-  for (const char *p = o->hub_url; *p;) {
-    size_t n = strcspn(p, ",");
+  const char *p = o->hub_url, *it;
+  size_t n;
+  while (lark_list_next(&p, &it, &n)) {
     char url[512];
-    snprintf(url, sizeof url, "%.*s", (int)(n < sizeof url ? n : 0), p);
+    snprintf(url, sizeof url, "%.*s", (int)(n < sizeof url ? n : 0), it);
     if (!url[0] || !safe_value(url))
       return dpl_fail(BUS_EINVAL,
                       "hub URL '%.*s' is empty, too long, or has "
                       "a quote, backslash or carriage return",
-                      (int)n, p);
+                      (int)n, it);
     dpl_sb_printf(b, "%s\"%s\"", b->len ? ", " : "", url);
-    p += n + (p[n] == ',');
   }
   return 0;
 }

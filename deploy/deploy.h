@@ -190,8 +190,20 @@ char *lark_accounts_text(const lark_principal *p, size_t n);
  * checkout's broker-config/, else <prefix>/share/larkbus/broker-config. */
 const char *lark_template_dir(void);
 
+/*
+ * Walk a comma-separated list: the item at *p (*item, *len; empty items
+ * are items), *p moved past it and its comma. 0 when the list is done.
+ *   for (const char *p = list, *it; lark_list_next(&p, &it, &n);)
+ */
+int lark_list_next(const char **p, const char **item, size_t *len);
+/* The host of a URL scheme://[user@]HOST[:PORT][/...] (the first n bytes
+ * of url; a bare HOST[:PORT] too) into out. 0, or -1 when it has none or
+ * it does not fit. */
+int lark_url_host(const char *url, size_t n, char *out, size_t cap);
+
 /* A loopback TCP port nobody listens on just now (for a route or client
- * port to give a server), or -1. */
+ * port to give a server), or -1: below the kernel's ephemeral range, so
+ * no outgoing connection takes it before the server binds it. */
 int lark_free_port(void);
 /* The client port in a nats-server ports file (-ports_file_dir):
  * {"nats":["nats://h:p"],...}; 2.9.10 names it "nats", later versions may

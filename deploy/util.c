@@ -228,9 +228,83 @@ lark_bin_exists(const char *bin_dir, const char *name) {
   return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
 }
 
-/* A free TCP port on loopback (bound, then released). */
+int
+lark_list_next(const char **p, const char **item, size_t *len) {
+  if (!*p || !**p)
+    return 0;
+  *item = *p;
+  *len = strcspn(*p, ",");
+  *p += *len + ((*p)[*len] == ',');
+  return 1;
+}
+
+int
+lark_url_host(const char *url, size_t n, char *out, size_t cap) {
+  const char *end = url + n, *h = url, *at;
+  for (const char *s = url; s + 3 <= end; s++)
+    if (!memcmp(s, "://", 3)) {
+      h = s + 3;
+      break;
+    }
+  const char *stop = h;
+  while (stop < end && *stop != '/')
+    stop++;
+  if ((at = memchr(h, '@', (size_t)(stop - h))))
+    h = at + 1;
+  size_t hn = 0;
+  while (h + hn < stop && h[hn] != ':')
+    hn++;
+  if (hn == 0 || hn >= cap)
+    return -1;
+  memcpy(out, h, hn);
+  out[hn] = 0;
+  return 0;
+}
+
+/* 1 when port can be bound on loopback now (bound, then released). */
+static int
+port_bindable(int port) {
+  struct sockaddr_in a;
+  int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return 0;
+  /* as nats-server binds: a port in TIME_WAIT is free to it */
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons((uint16_t)port);
+  int ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+  close(fd);
+  return ok;
+}
+
+/* The low end of the kernel's ephemeral range (32768 when unreadable). */
+static int
+ephemeral_low(void) {
+  char buf[64];
+  int low = 0;
+  if (lark_read_text("/proc/sys/net/ipv4/ip_local_port_range", buf,
+                     sizeof buf) > 0)
+    low = atoi(buf);
+  return low > 2048 ? low : 32768;
+}
+
+/*
+ * A free TCP port on loopback for a listener started later. It is chosen
+ * at random below the kernel's ephemeral range: a port the kernel handed
+ * out (bind to port 0) is free only until the next outgoing connection
+ * takes it as its source port, which on a busy machine happens between
+ * the choice and the listener's start. Falls back to the kernel's choice.
+ */
 int
 lark_free_port(void) {
+  int low = ephemeral_low(), base = low > 12288 ? low - 12288 : 1024;
+  for (int i = 0; i < 64 && sodium_init() >= 0; i++) {
+    uint32_t r = randombytes_uniform((uint32_t)(low - base));
+    if (port_bindable(base + (int)r))
+      return base + (int)r;
+  }
   struct sockaddr_in a;
   socklen_t len = sizeof a;
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -400,3 +400,56 @@ Test(sites, a_site_taken_over_reaches_no_other_site, .timeout = 120) {
   lt_kill(evil_pid, SIGTERM);
   lt_sitebed_down(&x);
 }
+
+/* The hub URLs a site is given: each URL's host, for the hub's
+ * certificate, and each item of the comma-separated list, empty ones
+ * included (the renderer refuses those). */
+Test(sites, hub_urls_split_into_hosts) {
+  char host[64];
+  const char *urls = "nats-leaf://lark@hub-a.example:7422,nats-leaf://"
+                     "10.0.0.2:7423,,hub-c",
+             *p = urls, *it;
+  const char *want[] = {"hub-a.example", "10.0.0.2", NULL, "hub-c"};
+  size_t n, i = 0;
+  while (lark_list_next(&p, &it, &n)) {
+    cr_assert_lt(i, 4, "more items than the list has");
+    int rc = lark_url_host(it, n, host, sizeof host);
+    if (want[i]) {
+      cr_assert_eq(rc, 0, "item %zu: %.*s", i, (int)n, it);
+      cr_assert_str_eq(host, want[i]);
+    } else {
+      cr_assert_eq(rc, -1, "an empty item has no host");
+    }
+    i++;
+  }
+  cr_assert_eq(i, 4);
+  cr_assert_eq(lark_url_host("nats://:4222", 12, host, sizeof host), -1);
+  cr_assert_eq(lark_url_host("tls://h/x:1", 11, host, sizeof host), 0);
+  cr_assert_str_eq(host, "h");
+  cr_assert_eq(lark_url_host("nats://a-very-long-host:1", 25, host, 8), -1,
+               "a host that does not fit is refused, not cut");
+}
+
+/* The ports `larkctl up` gives its listeners are chosen outside the
+ * kernel's ephemeral range, where an outgoing connection's source port
+ * could take one before the server binds it. */
+Test(sites, listener_ports_avoid_the_ephemeral_range) {
+  FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+  int low = 32768, high = 60999;
+  if (f) {
+    cr_assert_eq(fscanf(f, "%d %d", &low, &high), 2);
+    fclose(f);
+  }
+  int seen[16], distinct = 0;
+  for (int i = 0; i < 16; i++) {
+    seen[i] = lark_free_port();
+    cr_assert(seen[i] > 0 && seen[i] < low, "port %d in [%d, %d]", seen[i], low,
+              high);
+    int dup = 0;
+    for (int j = 0; j < i; j++)
+      dup |= seen[j] == seen[i];
+    distinct += !dup;
+  }
+  cr_assert_gt(distinct, 8, "ports are picked at random: %d of 16 distinct",
+               distinct);
+}
