@@ -12,8 +12,8 @@
  * 30 s until its stream exists, as an unacked queued message would be),
  * opens its slice consumer edge-<node> on LARK_NODE_<node> (retried after
  * 1 s doubling to 16 s until the scheduler made the stream), then keeps
- * one pull request waiting (batch 256, no_wait, --expiry-ms) and sends
- * the next as soon as one ends, asks for the consumer's info after
+ * one pull request held open (batch 1000, --expiry-ms, as libbus held.c
+ * holds it) and sends the next as soon as one ends, asks for the consumer's info after
  * --check-ms of empty pulls, and sends a node.heartbeat every
  * --heartbeat-ms (lark-edge's defaults unless given: edge.h, bus.h).
  * --mode core: each node only subscribes to its device subjects
@@ -73,7 +73,9 @@ pub(sim_node *n, const char *subject, const char *reply, const char *body) {
     atomic_fetch_add(&F.err, 1);
 }
 
-/* One pull request, as bus__fetch sends it (libbus consumer.c). */
+/* One pull request, as a slice's held pull sends it (libbus held.c:
+ * HELD_BATCH, the reader's wait): open across messages, ended by the
+ * broker at its expiry or when its batch is used up. */
 static void
 pull(sim_node *n) {
   char subject[160], reply[64], body[96];
@@ -81,7 +83,7 @@ pull(sim_node *n) {
            n->stream, n->name);
   snprintf(reply, sizeof reply, "%s.p", n->inbox);
   snprintf(body, sizeof body,
-           "{\"expires\":%lld,\"batch\":256,\"no_wait\":true}",
+           "{\"batch\":1000,\"expires\":%lld}",
            (long long)F.expiry_ms * 1000000LL);
   atomic_store(&n->pull_at, 0);
   atomic_store(&n->pull_sent, bus_mono_ms());
