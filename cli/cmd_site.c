@@ -73,17 +73,30 @@ write_ca(lark_cli *cli, const char *path) {
 
 #define MAX_HOSTS 8
 
+/* Is dir/cert.pem younger than half its validity (the signer issues 30
+ * days at most; `up` adds its sites again each run) and issued for every
+ * one of hosts (dir/hosts lists those it names)? */
+static int
+cert_fits(const char *dir, const char *hosts) {
+  char path[PATH_MAX + 8], have[1024] = "";
+  struct stat st;
+  snprintf(path, sizeof path, "%s/cert.pem", dir);
+  if (stat(path, &st) < 0 || time(NULL) - st.st_mtime >= CERT_RENEW_S)
+    return 0;
+  snprintf(path, sizeof path, "%s/hosts", dir);
+  lark_read_text(path, have, sizeof have);
+  have[strcspn(have, "\n")] = 0;
+  return lark_list_covers(have, hosts);
+}
+
 /* dir/{cert,key,ca}.pem for name with role (and hosts, a gateway's
- * names, comma-separated), unless dir/cert.pem is younger than half its
- * validity (the signer issues 30 days at most; `up` adds its sites again
- * each run). */
+ * names, comma-separated), unless the one there fits (cert_fits): a hub
+ * given a server on another host gets a certificate naming it too. */
 static int
 ensure_cert(lark_cli *cli, const char *dir, const char *role, const char *name,
             const char *hosts) {
   char prefix[PATH_MAX], a[PATH_MAX + 8], b[PATH_MAX + 16];
-  struct stat st;
-  snprintf(a, sizeof a, "%s/cert.pem", dir);
-  if (stat(a, &st) == 0 && time(NULL) - st.st_mtime < CERT_RENEW_S)
+  if (cert_fits(dir, hosts))
     return CLI_OK;
   if (lark_mkdirs(dir, 0700) < 0)
     return cli_fail("site add", 0, "%s", lark_cfg_error());
@@ -115,8 +128,13 @@ ensure_cert(lark_cli *cli, const char *dir, const char *role, const char *name,
   if ((rc = write_ca(cli, b)) != CLI_OK)
     return rc;
   snprintf(b, sizeof b, "%s/cert.pem", dir);
-  return rename(a, b) < 0 ? cli_fail("site add", 0, "cannot rename %s", a)
-                          : CLI_OK;
+  if (rename(a, b) < 0)
+    return cli_fail("site add", 0, "cannot rename %s", a);
+  snprintf(b, sizeof b, "%s/hosts", dir);
+  const char *named = hosts ? hosts : "";
+  return bus_file_write(b, named, strlen(named), 0644) < 0
+             ? cli_fail("site add", 0, "cannot write %s", b)
+             : CLI_OK;
 }
 
 /* nats-leaf://<broker host>:<leaf port> of every hub server of this data

@@ -196,6 +196,9 @@ const char *lark_template_dir(void);
  *   for (const char *p = list, *it; lark_list_next(&p, &it, &n);)
  */
 int lark_list_next(const char **p, const char **item, size_t *len);
+/* 1 when every item of the comma-separated list want (NULL: none) is
+ * an item of have (NULL: none), else 0. */
+int lark_list_covers(const char *have, const char *want);
 /* The host of a URL scheme://[user@]HOST[:PORT][/...] (the first n bytes
  * of url; a bare HOST[:PORT] too) into out. 0, or -1 when it has none or
  * it does not fit. */

@@ -238,6 +238,27 @@ lark_list_next(const char **p, const char **item, size_t *len) {
   return 1;
 }
 
+/* 1 when the list has the item it[0..n). */
+static int
+list_has(const char *list, const char *it, size_t n) {
+  const char *p = list, *x;
+  size_t xn;
+  while (lark_list_next(&p, &x, &xn))
+    if (xn == n && !memcmp(x, it, n))
+      return 1;
+  return 0;
+}
+
+int
+lark_list_covers(const char *have, const char *want) {
+  const char *p = want, *it;
+  size_t n;
+  while (lark_list_next(&p, &it, &n))
+    if (n && (!have || !list_has(have, it, n)))
+      return 0;
+  return 1;
+}
+
 int
 lark_url_host(const char *url, size_t n, char *out, size_t cap) {
   const char *end = url + n, *h = url, *at;

@@ -453,3 +453,17 @@ Test(sites, listener_ports_avoid_the_ephemeral_range) {
   cr_assert_gt(distinct, 8, "ports are picked at random: %d of 16 distinct",
                distinct);
 }
+
+/* Does the hub's leaf certificate name every host a site is given?
+ * (site add issues a new one when it does not.) */
+Test(sites, a_host_list_covers_another) {
+  cr_assert(lark_list_covers("127.0.0.1", "127.0.0.1"));
+  cr_assert(lark_list_covers("hub-a,hub-b,hub-c", "hub-c,hub-a"));
+  cr_assert(lark_list_covers("hub-a", NULL), "nothing wanted: covered");
+  cr_assert(lark_list_covers("", ""));
+  cr_assert_not(lark_list_covers("hub-a,hub-b", "hub-a,hub-c"),
+                "a new server's host is not named");
+  cr_assert_not(lark_list_covers("hub-ab", "hub-a"), "items, not prefixes");
+  cr_assert_not(lark_list_covers("hub-a", "hub-ab"), "items, not prefixes");
+  cr_assert_not(lark_list_covers(NULL, "hub-a"), "no record names nothing");
+}

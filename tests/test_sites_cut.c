@@ -136,6 +136,9 @@ Test(sites_cut, a_site_cut_off_catches_up_on_return, .timeout = 300) {
   cr_assert_eq(larkctl_run("site add site-1 --hub nats-leaf://127.0.0.1:%d",
                            lt_cutlink_port(link)),
                0, "%s", out);
+  snprintf(path, sizeof path, "%s/tls/leaf-hub/hosts", plat.dir);
+  cr_assert(lt_read_file(path, port, sizeof port), "no %s", path);
+  cr_expect_str_eq(port, "127.0.0.1", "the hub's certificate names");
   for (int i = 0; i < 100 && !lt_cutlink_accepted(link); i++)
     lt_sleep_ms(100);
   cr_assert_gt(lt_cutlink_accepted(link), 0, "the site did not redial");
