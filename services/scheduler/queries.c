@@ -205,9 +205,8 @@ list_one(const void *key, size_t klen, const void *val, size_t vlen,
     node_rec n;
   } u;
   char kind = l->k->kind[0];
-  if (vlen != l->k->size)
+  if (sched_rec_unpack(val, vlen, &u, l->k->size))
     return 0;
-  memcpy(&u, val, vlen); /* LMDB values need not be aligned */
   if (kind == 'j' && !u.j.deleted && names(l, u.j.name, NULL, NULL))
     pack_job(pk, &u.j);
   else if (kind == 't' && names(l, u.r.name, u.r.job, NULL))

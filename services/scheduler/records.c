@@ -1,10 +1,12 @@
 /*
  * records.c - the scheduler's records in its LMDB view.
  *
- * A record is its struct's bytes, zeroed before it is filled, so equal
- * states are equal bytes (the digest compares them). The first byte is
- * the layout version; another version means the view predates this
- * binary and must be rebuilt (`larkctl replay scheduler`).
+ * A record is its struct's bytes, zeroed before it is filled, stored as
+ * runs (sched_rec_pack), so equal states are equal bytes (the digest
+ * compares them). The first byte of the struct is the layout version;
+ * another version, or a record not stored as runs (a view written before
+ * they were), means the view predates this binary and must be rebuilt
+ * (`larkctl replay scheduler`).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -39,6 +41,73 @@ sched_seq_key_name(const void *key, size_t klen, char *name, size_t cap) {
   return 1;
 }
 
+/* Any record, for a copy of one. */
+typedef union any_rec {
+  job_rec job;
+  task_rec task;
+  pod_rec pod;
+  node_rec node;
+} any_rec;
+
+_Static_assert(1 + sizeof(any_rec) + sizeof(any_rec) / 128 + 1 <=
+                   SCHED_REC_PACK_MAX,
+               "SCHED_REC_PACK_MAX holds the largest record packed");
+
+/* The zero bytes at b[0..end), up to 128. */
+static size_t
+zeros_at(const unsigned char *b, size_t end) {
+  size_t n = 0;
+  while (n < end && n < 128 && !b[n])
+    n++;
+  return n;
+}
+
+size_t
+sched_rec_pack(const void *r, size_t size, unsigned char *out) {
+  const unsigned char *b = r;
+  size_t o = 0, i = 0;
+  out[o++] = SCHED_REC_PACKED;
+  while (i < size) {
+    size_t z = zeros_at(b + i, size - i);
+    if (z >= 2 || (z == 1 && i + 1 == size)) {
+      out[o++] = (unsigned char)(0x7f + z);
+      i += z;
+      continue;
+    }
+    size_t n = 0; /* literal: up to a run of two zeros, 128 at most */
+    while (i + n < size && n < 128 && zeros_at(b + i + n, size - i - n) < 2)
+      n++;
+    out[o++] = (unsigned char)(n - 1);
+    memcpy(out + o, b + i, n);
+    o += n;
+    i += n;
+  }
+  return o;
+}
+
+int
+sched_rec_unpack(const void *v, size_t len, void *r, size_t size) {
+  const unsigned char *p = v, *end = p + len;
+  unsigned char *b = r;
+  size_t o = 0;
+  if (len == 0 || *p++ != SCHED_REC_PACKED)
+    return BUS_ECORRUPT;
+  while (p < end) {
+    unsigned c = *p++;
+    size_t n = c >= 0x80 ? c - 0x7f : c + 1;
+    if (o + n > size || (c < 0x80 && n > (size_t)(end - p)))
+      return BUS_ECORRUPT;
+    if (c >= 0x80) {
+      memset(b + o, 0, n);
+    } else {
+      memcpy(b + o, p, n);
+      p += n;
+    }
+    o += n;
+  }
+  return o == size && b[0] == SCHED_REC_VERSION ? 0 : BUS_ECORRUPT;
+}
+
 static int
 get_rec(bus_txn *t, const char *table, const char *name, void *r, size_t size) {
   const void *v;
@@ -46,19 +115,20 @@ get_rec(bus_txn *t, const char *table, const char *name, void *r, size_t size) {
   int rc = bus_txn_get(t, table, name, strlen(name), &v, &len);
   if (rc)
     return rc;
-  if (len != size || ((const uint8_t *)v)[0] != SCHED_REC_VERSION)
+  if (sched_rec_unpack(v, len, r, size))
     return bus_error(BUS_ECORRUPT,
                      "%s/%s: record of another layout; rebuild the view "
                      "with larkctl replay scheduler",
                      table, name);
-  memcpy(r, v, size);
   return 0;
 }
 
 static int
 put_rec(bus_txn *t, const char *table, const char *name, const void *r,
         size_t size) {
-  return bus_txn_put(t, table, name, strlen(name), r, size);
+  unsigned char packed[SCHED_REC_PACK_MAX];
+  size_t n = sched_rec_pack(r, size, packed);
+  return bus_txn_put(t, table, name, strlen(name), packed, n);
 }
 
 /* A record's get and put, by its table. */
@@ -116,14 +186,6 @@ sched_job_load(bus_txn *t, const char *name, sched_job *job) {
   return rc;
 }
 
-/* Any record, for a copy of one. */
-typedef union any_rec {
-  job_rec job;
-  task_rec task;
-  pod_rec pod;
-  node_rec node;
-} any_rec;
-
 typedef struct each_rec {
   size_t size;
   int strict;
@@ -136,9 +198,8 @@ visit_rec(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   (void)k, (void)kl;
   each_rec *e = ud;
   any_rec r;
-  if (vl != e->size)
+  if (sched_rec_unpack(v, vl, &r, e->size))
     return e->strict ? BUS_ECORRUPT : 0;
-  memcpy(&r, v, vl); /* LMDB values need not be aligned */
   return e->cb(&r, e->ud);
 }
 
