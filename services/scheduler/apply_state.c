@@ -100,8 +100,8 @@ sched_outgoing_stop(bus_txn *t, pod_rec *p, uint64_t seq) {
 typedef struct derive_ctx {
   task_rec tasks[SCHED_MAX_TASKS];
   int ntasks;
-  sched_pod *pods; /* every pod of the Job */
-  size_t npods;
+  sched_pod *pods; /* every pod of the Job, room for cap */
+  size_t npods, cap;
 } derive_ctx;
 
 static int
@@ -125,6 +125,15 @@ take_pod(bus_txn *t, pod_rec *p, void *ud) {
   derive_ctx *d = ud;
   if (d->npods == SCHED_MAX_PODS)
     return 0;
+  if (d->npods == d->cap) { /* as many as the Job has: 4,096 were zeroed
+                             * for every pod event */
+    size_t cap = d->cap ? d->cap * 2 : 64;
+    sched_pod *more = realloc(d->pods, cap * sizeof *more);
+    if (!more)
+      return -ENOMEM;
+    d->pods = more;
+    d->cap = cap;
+  }
   sched_pod *sp = &d->pods[d->npods];
   memset(sp, 0, sizeof *sp);
   sched_copy(sp->name, sizeof sp->name, p->name, strlen(p->name));
@@ -150,11 +159,12 @@ sched_touch(bus_txn *t, const char *job) {
   int rc = sched_job_get(t, job, &j);
   if (rc)
     return rc == BUS_ENOT_FOUND ? 0 : rc;
-  derive_ctx *d = calloc(1, sizeof *d);
-  if (!d || !(d->pods = calloc(SCHED_MAX_PODS, sizeof *d->pods))) {
-    free(d);
+  derive_ctx *d = malloc(sizeof *d);
+  if (!d)
     return -ENOMEM;
-  }
+  d->ntasks = 0;
+  d->pods = NULL;
+  d->npods = d->cap = 0;
   char prefix[SCHED_NAME_SZ + 1];
   snprintf(prefix, sizeof prefix, "%s-", job);
   rc = sched_each_rec(t, "tasks", prefix, sizeof(task_rec), 0, take_task, d);
