@@ -353,3 +353,71 @@ Test(view, commit_and_abort_hooks) {
   cr_expect_eq(stats(v).applied_seq, 2, "nothing of the aborted batch");
   bus_view_close(v);
 }
+
+/* The view opened under def_items with layout, at dir/sub. */
+static bus_view *
+open_layout(const char *sub, uint32_t layout) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, sub);
+  bus_view_def d = def_items();
+  d.layout = layout;
+  return lt_must_open_view(&d, path, 1);
+}
+
+static size_t
+rows(bus_view *v, const char *table) {
+  bus_txn *t;
+  size_t n = 0;
+  cr_assert_eq(bus_view_read(v, &t), 0);
+  const void *val;
+  size_t len;
+  n += bus_txn_get(t, table, "lark.ev.sample.a", 16, &val, &len) == 0;
+  bus_txn_end(t);
+  return n;
+}
+
+/* A view written under another layout is emptied at open, outbox and
+ * counters too, so its service rebuilds it from sequence 1; the same
+ * layout, or a view that holds nothing yet, is left as it is. */
+Test(view, another_layout_is_emptied_for_a_rebuild) {
+  bus_view *v = open_layout("l", 1);
+  cr_expect_not(bus_view_relaid(v), "a new view has nothing to empty");
+  bus_event e[] = {ev_at("lark.ev.sample.a", "sample.created", 1, 0),
+                   ev_at("lark.ev.sample.b", "sample.created", 2, 0)};
+  apply_all(v, e, 2);
+  cr_assert_eq(stats(v).outbox, 2, "decide left its events to send");
+  bus_view_close(v);
+
+  v = open_layout("l", 1);
+  cr_expect_not(bus_view_relaid(v));
+  cr_expect_eq(stats(v).applied_seq, 2, "the same layout keeps the view");
+  cr_expect_eq(rows(v, "items"), 1);
+  bus_view_close(v);
+
+  v = open_layout("l", 2);
+  cr_expect(bus_view_relaid(v));
+  bus_view_stats s = stats(v);
+  cr_expect_eq(s.applied_seq, 0, "rebuilt from the start");
+  cr_expect_eq(s.applied, 0);
+  cr_expect_eq(s.outbox, 0);
+  cr_expect_eq(rows(v, "items"), 0, "its rows are gone");
+  cr_expect_eq(version_of(v, "lark.ev.sample.a").seq, 0, "and its versions");
+  apply_all(v, e, 1);
+  bus_view_close(v);
+
+  v = open_layout("l", 2);
+  cr_expect_not(bus_view_relaid(v), "emptied once, not at every open");
+  cr_expect_eq(stats(v).applied_seq, 1);
+  bus_view_close(v);
+
+  v = open_layout("k", 0); /* written before layouts were kept */
+  apply_all(v, e, 1);
+  bus_view_close(v);
+  v = open_layout("k", 0);
+  cr_expect_not(bus_view_relaid(v), "no layout asked for: left as it is");
+  bus_view_close(v);
+  v = open_layout("k", 3);
+  cr_expect(bus_view_relaid(v), "a view without a layout meets its first");
+  cr_expect_eq(stats(v).applied_seq, 0);
+  bus_view_close(v);
+}

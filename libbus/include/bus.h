@@ -1400,6 +1400,12 @@ typedef struct bus_view_def {
    * bus_view_write) commits or drops them there. */
   int (*commit)(bus_txn *t, void *ud);
   void (*abort)(bus_view *v, void *ud);
+  /* The layout of what apply writes (0: not kept). A view opened under
+   * another layout than the one it was written with (or under its first,
+   * written before layouts were kept) is emptied, its outbox and
+   * counters too, and its service rebuilds it from sequence 1: what
+   * moving its directory away does by hand. bus_view_relaid tells. */
+  uint32_t layout;
 } bus_view_def;
 
 typedef struct bus_view_opts {
@@ -1418,6 +1424,8 @@ void bus_view_opts_init(bus_view_opts *o);
 int bus_view_open(bus_view **out, const bus_view_def *def,
                   const bus_view_opts *o);
 void bus_view_close(bus_view *v);
+/* 1 when bus_view_open emptied the view for its new layout (def.layout). */
+int bus_view_relaid(const bus_view *v);
 int bus_view_sync(bus_view *v);
 
 /*

@@ -41,6 +41,7 @@ struct bus_view {
   int ntables;
   bus__counters c; /* as last committed */
   int again;       /* a committed decide asked for another pass */
+  int relaid;      /* emptied at open for def.layout */
   /* applied.c: the applied sequence as last committed, for waiters */
   pthread_mutex_t applied_mu;
   pthread_cond_t applied_cv;

@@ -19,6 +19,7 @@
 
 #define META_NAME "view"
 #define META_COUNTERS "counters"
+#define META_LAYOUT "layout"
 
 int
 bus__mdb_err(int rc, const char *what) {
@@ -155,6 +156,45 @@ check_name(bus_view *v, MDB_txn *txn, MDB_dbi meta) {
   return 0;
 }
 
+/*
+ * The layout the view was written with against def.layout: the same, or
+ * no layout kept, leaves it; anything else empties every table and the
+ * counters (meta keeps the view's name) and writes the new layout.
+ */
+static int
+check_layout(bus_view *v, MDB_txn *txn, MDB_dbi meta) {
+  if (!v->def.layout)
+    return 0;
+  unsigned char want[4] = {(unsigned char)(v->def.layout >> 24),
+                           (unsigned char)(v->def.layout >> 16),
+                           (unsigned char)(v->def.layout >> 8),
+                           (unsigned char)v->def.layout};
+  MDB_val k = {strlen(META_LAYOUT), (void *)META_LAYOUT}, val;
+  MDB_val c = {strlen(META_COUNTERS), (void *)META_COUNTERS}, cval;
+  int rc = mdb_get(txn, meta, &k, &val);
+  if (rc && rc != MDB_NOTFOUND)
+    return bus__mdb_err(rc, "read view layout");
+  if (!rc && val.mv_size == 4 && !memcmp(val.mv_data, want, 4))
+    return 0;
+  rc = 0;
+  if (mdb_get(txn, meta, &c, &cval) == 0) { /* it holds something */
+    for (int i = 1; !rc && i < v->ntables; i++)
+      rc = mdb_drop(txn, v->tables[i].dbi, 0);
+    if (!rc)
+      rc = mdb_del(txn, meta, &c, NULL);
+    if (rc)
+      return bus__mdb_err(rc, "empty a view of another layout");
+    v->relaid = 1;
+  }
+  MDB_val lv = {sizeof want, want};
+  return bus__mdb_err(mdb_put(txn, meta, &k, &lv, 0), "write view layout");
+}
+
+int
+bus_view_relaid(const bus_view *v) {
+  return v->relaid;
+}
+
 static int
 open_tables(bus_view *v) {
   MDB_txn *txn;
@@ -176,6 +216,8 @@ open_tables(bus_view *v) {
   }
   if (!rc)
     rc = check_name(v, txn, v->tables[0].dbi);
+  if (!rc)
+    rc = check_layout(v, txn, v->tables[0].dbi);
   if (!rc)
     rc = counters_load(txn, v->tables[0].dbi, &v->c);
   if (rc) {

@@ -274,6 +274,11 @@ svc_run_view(svc *s, const svc_view_opts *o) {
             bus_strerror(rc), bus_last_error());
     return rc;
   }
+  if (bus_view_relaid(v))
+    SVC_LOG(s, SVC_WARN, "-", 0,
+            "view %s was written under another layout: emptied, rebuilt "
+            "from the log from sequence 1",
+            s->data);
   if (o->view)
     *o->view = v;
   rc = serve_kinds(s, o, serves);

@@ -327,6 +327,7 @@ sched_view_def(bus_view_def *def) {
   def->tables = tables;
   def->apply = sched_apply;
   def->decide = sched_decide;
+  def->layout = SCHED_VIEW_LAYOUT;
   def->stream = "LARK_EVENTS";
   def->filter = "lark.ev.>";
 }

@@ -44,6 +44,10 @@
 #define SCHED_POOL "default"
 #define SCHED_PLACEMENT_SUBJECT "lark.ev.placement." SCHED_POOL
 #define SCHED_REC_VERSION 2
+/* What the view's apply writes (records, their packing, keys): bumped
+ * when it changes, so a view written before is rebuilt at start. 3: the
+ * records packed as runs (SCHED_REC_PACKED). */
+#define SCHED_VIEW_LAYOUT 3
 #define SCHED_GONE "gone"
 #define SCHED_PHASE_SZ 16
 #define SCHED_REASON_SZ 256
