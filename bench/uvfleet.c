@@ -13,9 +13,10 @@
  * opens its slice consumer edge-<node> on LARK_NODE_<node> (retried after
  * 1 s doubling to 16 s until the scheduler made the stream), then keeps
  * one pull request held open (batch 1000, --expiry-ms, as libbus held.c
- * holds it) and sends the next as soon as one ends, asks for the consumer's info after
- * --check-ms of empty pulls, and sends a node.heartbeat every
- * --heartbeat-ms (lark-edge's defaults unless given: edge.h, bus.h).
+ * holds it) and sends the next as soon as one ends, asks for the
+ * consumer's info after --check-ms of empty pulls, and sends a
+ * node.heartbeat every --heartbeat-ms (lark-edge's defaults unless
+ * given: edge.h, bus.h).
  * --mode core: each node only subscribes to its device subjects
  * (lark.dev.<node>.>, which its user may read) with core NATS: the floor.
  *
@@ -82,8 +83,7 @@ pull(sim_node *n) {
   snprintf(subject, sizeof subject, "$JS.API.CONSUMER.MSG.NEXT.%s.edge-%s",
            n->stream, n->name);
   snprintf(reply, sizeof reply, "%s.p", n->inbox);
-  snprintf(body, sizeof body,
-           "{\"batch\":1000,\"expires\":%lld}",
+  snprintf(body, sizeof body, "{\"batch\":1000,\"expires\":%lld}",
            (long long)F.expiry_ms * 1000000LL);
   atomic_store(&n->pull_at, 0);
   atomic_store(&n->pull_sent, bus_mono_ms());
