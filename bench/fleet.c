@@ -191,11 +191,9 @@ fleet_stop(fleet *f) {
   closer *k = calloc(1, sizeof *k);
   pthread_t th;
   if (!k || (k->f = f, pthread_create(&th, NULL, close_all, k))) {
+    closer here = {.f = f}; /* no thread to spare: closed here, unbounded */
+    close_all(&here);
     free(k);
-    for (int i = 0; i < f->n; i++)
-      bus_conn_close(f->nodes[i].c);
-    free(f->nodes);
-    free(f);
     return;
   }
   for (int i = 0; i < 3000 && !atomic_load(&k->done); i++)

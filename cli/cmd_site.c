@@ -112,7 +112,7 @@ ensure_cert(lark_cli *cli, const char *dir, const char *role, const char *name,
   while (argc < 10 + 2 * MAX_HOSTS && lark_list_next(&p, &h, &n)) {
     hostbuf[h - hostbuf + (ptrdiff_t)n] = 0; /* the comma after it */
     argv[argc++] = "--host";
-    argv[argc++] = hostbuf + (h - hostbuf);
+    argv[argc++] = h;
   }
   int rc = cmd_cert(argc, (char **)argv, cli); /* it only reads them */
   if (rc != CLI_OK)

@@ -282,22 +282,26 @@ lark_url_host(const char *url, size_t n, char *out, size_t cap) {
   return 0;
 }
 
-/* 1 when port can be bound on loopback now (bound, then released). */
+/* Bind a loopback TCP socket to port (0: the kernel's choice) and
+ * release it: the port it had, or -1. SO_REUSEADDR as nats-server binds:
+ * a port in TIME_WAIT is free to it. */
 static int
-port_bindable(int port) {
+bound_port(int port) {
   struct sockaddr_in a;
-  int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  socklen_t len = sizeof a;
+  int one = 1, got = -1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
-    return 0;
-  /* as nats-server binds: a port in TIME_WAIT is free to it */
+    return -1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   memset(&a, 0, sizeof a);
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   a.sin_port = htons((uint16_t)port);
-  int ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+  if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+      getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+    got = ntohs(a.sin_port);
   close(fd);
-  return ok;
+  return got;
 }
 
 /* The low end of the kernel's ephemeral range (32768 when unreadable). */
@@ -322,22 +326,9 @@ int
 lark_free_port(void) {
   int low = ephemeral_low(), base = low > 12288 ? low - 12288 : 1024;
   for (int i = 0; i < 64 && sodium_init() >= 0; i++) {
-    uint32_t r = randombytes_uniform((uint32_t)(low - base));
-    if (port_bindable(base + (int)r))
-      return base + (int)r;
+    int port = base + (int)randombytes_uniform((uint32_t)(low - base));
+    if (bound_port(port) == port)
+      return port;
   }
-  struct sockaddr_in a;
-  socklen_t len = sizeof a;
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0)
-    return -1;
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  int port = -1;
-  if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-      getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-    port = ntohs(a.sin_port);
-  close(fd);
-  return port;
+  return bound_port(0);
 }
