@@ -406,3 +406,24 @@ bench_wait_bindings(bus_conn *c, long want, double deadline,
   bus_reader_close(r);
   return n;
 }
+
+/* CPU seconds (user + system) process pid has used. */
+double
+bench_cpu_s(pid_t pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  char *p = strrchr(buf, ')');
+  unsigned long ut = 0, st = 0;
+  /* after the name: state ppid pgrp session tty tpgid flags minflt
+   * cminflt majflt cmajflt utime stime */
+  if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+                   &ut, &st) != 2)
+    return 0;
+  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}

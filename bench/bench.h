@@ -165,6 +165,10 @@ void bench_wait_up(bus_conn *c, const char *name);
  */
 void bench_stop_service(pid_t pid, const char *name);
 
+/* CPU seconds (user + system) process pid has used so far; 0 when it
+ * cannot be read. */
+double bench_cpu_s(pid_t pid);
+
 /*
  * A service loop in this process, on a thread of its own, as the binary
  * runs it: set c, v and opts (after bus_service_opts_init), then start;

@@ -27,122 +27,22 @@
 #include "bench.h"
 #include "bus.h"
 #include "fleet.h"
+#include "gang.h"
 #include "natsd.h"
 
-/* A desired state a node fetched: its Job, when the node stream stored
- * it and when the node had it. */
-typedef struct seen {
-  int job;
-  int64_t stored, ns;
-} seen;
-
-static seen *got_at;
+static gang_seen *got_at;
 static long want;
 static atomic_long got_n;
-
-/* "job<index>" of a desired state; -1 when it is not one of ours. */
-static int
-job_of(const msgpack_object *data) {
-  char job[32];
-  if (!bus_obj_str(data, "job", job, sizeof job) || strncmp(job, "job", 3))
-    return -1;
-  return atoi(job + 3);
-}
 
 static void
 got(const bus_event *ev, int64_t now, void *ud) {
   (void)ud;
-  int j = ev ? job_of(&ev->data) : -1;
+  int j = ev ? gang_job_of(&ev->data) : -1;
   if (j < 0)
     return;
   long i = atomic_fetch_add(&got_n, 1);
   if (i < want)
-    got_at[i] = (seen){j, ev->stored_ns, now};
-}
-
-/* The stored time of each Job's job.placed, by Job index. */
-static void
-placed_times(bus_conn *c, int64_t *placed, int jobs) {
-  bus_reader_opts o;
-  bus_reader_opts_init(&o);
-  o.stream = "LARK_EVENTS";
-  o.filter = "lark.ev.placement.default";
-  bus_reader *r;
-  bus_batch *b;
-  if (bus_reader_open(c, &o, &r) || bus_batch_new(&b))
-    bench_die("reader", bus_last_error());
-  int rc;
-  do { /* the last batch comes with BUS_EEOF */
-    rc = bus_reader_next(r, b, 2000);
-    for (size_t i = 0; i < bus_batch_len(b); i++) {
-      const bus_event *ev = bus_batch_event(b, i);
-      int64_t stored = 0;
-      bus_batch_meta(b, i, NULL, NULL, &stored);
-      int j = ev && !strcmp(ev->type, "job.placed") ? job_of(&ev->data) : -1;
-      if (j >= 0 && j < jobs && !placed[j])
-        placed[j] = stored;
-    }
-  } while (rc == 0);
-  bus_batch_free(b);
-  bus_reader_close(r);
-}
-
-static void
-submit(bus_conn *c, int jobs, int pods, int rate) {
-  int64_t start = bus_wall_ns();
-  for (int i = 0; i < jobs; i++) {
-    char name[32];
-    fleet_pace(start, i, rate > 0 ? (rate + pods - 1) / pods : 0);
-    snprintf(name, sizeof name, "job%d", i);
-    bench_add_job(c, name, pods, "spread");
-  }
-}
-
-/* Which leg of a desired state's way fleet_lat_* is given. */
-enum { LEG_ALL, LEG_STORE, LEG_FETCH };
-
-/* The leg's time of s, its Job placed at placed. */
-static int64_t
-leg(const seen *s, int64_t placed, int which) {
-  if (which == LEG_STORE)
-    return s->stored - placed;
-  if (which == LEG_FETCH)
-    return s->ns - s->stored;
-  return s->ns - placed;
-}
-
-/*
- * Latencies from each pod's binding, reported whole and in its two legs:
- * binding -> stored in the node's stream (the scheduler: apply, decide,
- * outbox; the broker's write) and stored -> fetched by the node.
- */
-static void
-latencies(bus_conn *c, int jobs) {
-  static const char *const what[] = {
-      "binding -> node", "  binding -> node stream", "  node stream -> node"};
-  int64_t *placed = calloc((size_t)jobs, sizeof *placed);
-  if (!placed)
-    bench_die("memory", "out of memory");
-  placed_times(c, placed, jobs);
-  long n = atomic_load(&got_n), missing = 0;
-  if (n > want)
-    n = want;
-  for (int which = LEG_ALL; which <= LEG_FETCH; which++) {
-    fleet_lat_reset();
-    missing = 0;
-    for (long i = 0; i < n; i++) {
-      const seen *s = &got_at[i];
-      if (s->job < jobs && placed[s->job])
-        fleet_lat_add(leg(s, placed[s->job], which));
-      else
-        missing++;
-    }
-    fleet_lat_report(what[which]);
-  }
-  free(placed);
-  if (missing)
-    printf("edge_fleet_e2e: %ld desired states without a job.placed\n",
-           missing);
+    got_at[i] = (gang_seen){j, ev->stored_ns, now};
 }
 
 int
@@ -184,14 +84,14 @@ main(int argc, char **argv) {
          "%d) at %d pods/s (0: as fast as commands go)\n",
          nodes - failed, failed, want, jobs, pods, rate);
   t0 = bench_now_s();
-  submit(c, jobs, pods, rate);
+  gang_submit(c, jobs, pods, rate);
   for (int i = 0; i < 1200 && atomic_load(&got_n) < want; i++)
     usleep(50 * 1000);
   long n = atomic_load(&got_n);
   printf("edge_fleet_e2e: %ld of %ld desired states received in %.2f s\n", n,
          want, bench_now_s() - t0);
   fleet_stop(f);
-  latencies(c, jobs);
+  gang_report(c, got_at, n < want ? n : want, jobs);
   fleet_baseline(c, sub, want, rate);
   bench_stop_service(sched, "lark-scheduler");
   bus_conn_close(c);

@@ -387,6 +387,11 @@ fleetsim_broker_read(const fleetsim *f, fleetsim_broker *b) {
     qsort(b->socks, (size_t)b->conns, sizeof *b->socks, by_port);
 }
 
+bus_conn *
+fleetsim_admin(void) {
+  return admin;
+}
+
 long
 fleetsim_ready(fleetsim *f) {
   (void)f;

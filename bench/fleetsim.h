@@ -75,6 +75,9 @@ void fleetsim_memory_streams(int on);
  * the node was added: node streams are kept in memory). */
 void fleetsim_streams_at_add(int on);
 
+/* The admin connection fleetsim_up opened (valid until fleetsim_down). */
+bus_conn *fleetsim_admin(void);
+
 /* Stop the nodes, the scheduler and the broker; remove the directory. */
 void fleetsim_down(fleetsim *f);
 

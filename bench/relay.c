@@ -125,27 +125,6 @@ read_all(int fd, void *p, size_t n) {
   return io_all(fd, p, n, 0);
 }
 
-/* CPU seconds (user + system) process pid has used. */
-static double
-cpu_s(pid_t pid) {
-  char path[64], buf[1024];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return 0;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = 0;
-  char *p = strrchr(buf, ')');
-  unsigned long ut = 0, st = 0;
-  /* after the name: state ppid pgrp session tty tpgid flags minflt
-   * cminflt majflt cmajflt utime stime */
-  if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
-                   &ut, &st) != 2)
-    return 0;
-  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
 /* ---------------------------------------------------------------- sink */
 
 /*
@@ -440,11 +419,11 @@ main(int argc, char **argv) {
   pid_t who[3] = {rn.hub_pid, rn.relay_pid[1], rn.relay_pid[2]};
   double cpu0[3], cpu1[3];
   for (int i = 0; i < 3; i++)
-    cpu0[i] = cpu_s(who[i]);
+    cpu0[i] = bench_cpu_s(who[i]);
   job ht = {.ip = vip, .bytes = bytes};
   run(&ht);
   for (int i = 0; i < 3; i++)
-    cpu1[i] = cpu_s(who[i]);
+    cpu1[i] = bench_cpu_s(who[i]);
 
   double dp50, dp99, hp50, hp99;
   job dc = {.ip = real, .conns = conns, .setup_s = setup_s};

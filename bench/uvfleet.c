@@ -19,6 +19,12 @@
  * given: edge.h, bus.h).
  * --mode core: each node only subscribes to its device subjects
  * (lark.dev.<node>.>, which its user may read) with core NATS: the floor.
+ * --got DIR: each desired state a node gets is written to DIR/got-<first>
+ * as "d <job> <stored ns> <got ns>" (its Job, the node stream's stored
+ * time from the delivery's ack subject, the wall clock at its arrival),
+ * and each core message on _INBOX_<node>.f (the gang floor: its body the
+ * sender's wall clock) as "f <sent ns> <got ns>"; flushed before each
+ * progress line, so a line's got= count is on file (bench_fleet_gang).
  *
  * Timed work runs on the loop (one 50 ms sweep over the nodes); answers
  * arrive on nats.c's delivery threads, which publish the next pull at
@@ -30,7 +36,7 @@
  *
  *   bench_uvfleet --url URL --creds DIR --first I --count N
  *                 [--mode edge|core] [--heartbeat-ms H] [--expiry-ms E]
- *                 [--check-ms C]
+ *                 [--check-ms C] [--got DIR] [--cpu N]
  */
 #include <signal.h>
 #include <stdatomic.h>
@@ -62,6 +68,9 @@ static struct {
   const char *url, *creds, *mode;
   int first, count, core;
   int hb_ms, expiry_ms, check_ms;
+  int cpu; /* the capacity each node registers: cpu, 2 GiB a core */
+  const char *got_dir;
+  FILE *got_f; /* fully buffered; stdio's lock orders the threads */
   sim_node *nodes;
   int next; /* the next node to connect */
   bus_conn_loop loop;
@@ -124,17 +133,19 @@ append_event(sim_node *n, bus_type t, const void *typed, const char *id) {
     atomic_fetch_add(&F.err, 1);
 }
 
-/* node.registered with what lark-edge describes by default, and the
+/* node.registered with what lark-edge describes by default (8 cores,
+ * 16 GiB; --cpu gives more), and the
  * node.heartbeat of a node running nothing. */
 static void
 register_node(sim_node *n) {
-  bus_node_res r = {
-      .apiVersion = BUS_STR("rlinf.io/v1alpha1"),
-      .kind = BUS_STR("Node"),
-      .metadata.name = bus_str_of(n->name),
-      .spec = {.cluster = BUS_STR("local"),
-               .capacity = {
-                   .has_cpu = 1, .cpu = 8, .has_memory = 1, .memory = 16384}}};
+  bus_node_res r = {.apiVersion = BUS_STR("rlinf.io/v1alpha1"),
+                    .kind = BUS_STR("Node"),
+                    .metadata.name = bus_str_of(n->name),
+                    .spec = {.cluster = BUS_STR("local"),
+                             .capacity = {.has_cpu = 1,
+                                          .cpu = F.cpu,
+                                          .has_memory = 1,
+                                          .memory = 2048 * F.cpu}}};
   if (!n->reg_id[0])
     bus_event_new_id(n->reg_id);
   append_event(n, BUS_T_NODE_REGISTERED, &r, n->reg_id);
@@ -149,16 +160,62 @@ heartbeat(sim_node *n) {
   atomic_fetch_add(&F.hb, 1);
 }
 
-/* Answers on _INBOX_<node>.{c,p,i} and core deliveries, on nats.c's
- * delivery thread. */
+/* The stored time of a delivery, from its ack subject
+ * $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ns>.<pending>
+ * (or with <domain>.<account hash> after ACK and a token at the end). */
+static long long
+ack_stored_ns(const char *reply) {
+  const char *tok[13];
+  int n = 0;
+  for (const char *p = reply; p && n < 13;
+       p = strchr(p, '.'), p = p ? p + 1 : p)
+    tok[n++] = p;
+  int at = n == 9 ? 7 : (n == 11 || n == 12) ? 9 : -1;
+  return at < 0 ? 0 : atoll(tok[at]);
+}
+
+/* A desired state's Job and times, or a floor message's, to --got. */
+static void
+note_got(const char *reply, const void *data, size_t len, int64_t now) {
+  if (!reply) {
+    char sent[24] = "";
+    snprintf(sent, sizeof sent, "%.*s", (int)(len < 23 ? len : 23),
+             (const char *)data);
+    fprintf(F.got_f, "f %lld %lld\n", atoll(sent), (long long)now);
+    return;
+  }
+  msgpack_zone zone;
+  bus_event ev;
+  char job[32] = "-";
+  msgpack_zone_init(&zone, 2048);
+  if (!bus_event_decode(data, len, &ev, &zone))
+    bus_obj_str(&ev.data, "job", job, sizeof job);
+  msgpack_zone_destroy(&zone);
+  fprintf(F.got_f, "d %s %lld %lld\n", job, ack_stored_ns(reply),
+          (long long)now);
+}
+
+/* Desired states (delivered on the pull's inbox under their own subject,
+ * with an ack subject as reply: each acked, as lark-edge acks), answers
+ * on _INBOX_<node>.{c,p,i} and core deliveries, on nats.c's delivery
+ * thread. */
 static void
 on_msg(bus_conn *c, const char *subject, const char *reply, const void *data,
        size_t len, void *ud) {
   sim_node *n = ud;
+  int64_t now = bus_wall_ns();
   (void)c;
   size_t k = strlen(subject);
   char what = k > 2 && subject[k - 2] == '.' ? subject[k - 1] : 0;
-  if (F.core || strncmp(subject, "_INBOX_", 7)) {
+  if (reply && !strncmp(reply, "$JS.ACK.", 8)) { /* a desired state */
+    bus_conn_publish(n->c, reply, "+ACK", 4);
+    if (F.got_f)
+      note_got(reply, data, len, now);
+    atomic_fetch_add(&F.got, 1);
+  } else if (F.core || strncmp(subject, "_INBOX_", 7)) {
+    atomic_fetch_add(&F.got, 1);
+  } else if (what == 'f' && F.got_f) { /* the floor */
+    note_got(NULL, data, len, now);
     atomic_fetch_add(&F.got, 1);
   } else if (what == 'c') { /* the consumer, or why not */
     if (memmem(data, len, "\"error\"", 7))
@@ -176,9 +233,6 @@ on_msg(bus_conn *c, const char *subject, const char *reply, const void *data,
       atomic_fetch_add(&F.err, 1);
       atomic_store(&n->pull_at, bus_mono_ms() + 1000);
     }
-  } else if (what == 'p' && reply) { /* a desired state */
-    atomic_fetch_add(&F.got, 1);
-    bus_conn_publish(n->c, reply, "+ACK", 4);
   }
 }
 
@@ -271,6 +325,8 @@ on_sweep(uv_timer_t *t) {
 static void
 on_tick(uv_timer_t *t) {
   (void)t;
+  if (F.got_f)
+    fflush(F.got_f);
   printf("tick conn=%ld cons=%ld pulls=%ld hb=%ld got=%ld err=%ld\n",
          atomic_load(&F.conn), atomic_load(&F.cons), atomic_load(&F.pulls),
          atomic_load(&F.hb), atomic_load(&F.got), atomic_load(&F.err));
@@ -298,10 +354,19 @@ init_nodes(void) {
   }
 }
 
+static void
+open_got(void) {
+  char path[600];
+  snprintf(path, sizeof path, "%s/got-%d", F.got_dir, F.first);
+  if (!(F.got_f = fopen(path, "w")) || setvbuf(F.got_f, NULL, _IOFBF, 1 << 20))
+    bench_die("--got", path);
+}
+
 int
 main(int argc, char **argv) {
   F.mode = "edge", F.hb_ms = EDGE_HEARTBEAT_MS;
   F.expiry_ms = EDGE_SLICE_WAIT_MS, F.check_ms = BUS_CONSUMER_CHECK_MS;
+  F.cpu = 8;
   const bench_opt opts[] = {{"--url", .s = &F.url},
                             {"--creds", .s = &F.creds},
                             {"--first", .i = &F.first},
@@ -310,18 +375,23 @@ main(int argc, char **argv) {
                             {"--heartbeat-ms", .i = &F.hb_ms},
                             {"--expiry-ms", .i = &F.expiry_ms},
                             {"--check-ms", .i = &F.check_ms},
+                            {"--got", .s = &F.got_dir},
+                            {"--cpu", .i = &F.cpu},
                             {NULL}};
   if (bench_opts(argc, argv, opts) || !F.url || !F.creds || F.count < 1 ||
-      F.hb_ms < 1 || F.expiry_ms < 10 || F.check_ms < 1 ||
+      F.hb_ms < 1 || F.cpu < 1 || F.expiry_ms < 10 || F.check_ms < 1 ||
       (strcmp(F.mode, "edge") && strcmp(F.mode, "core")))
     bench_die("usage", "bench_uvfleet --url URL --creds DIR --first I "
                        "--count N [--mode edge|core] [--heartbeat-ms H] "
-                       "[--expiry-ms E] [--check-ms C]");
+                       "[--expiry-ms E] [--check-ms C] [--got DIR] "
+                       "[--cpu N]");
   F.core = !strcmp(F.mode, "core");
   setvbuf(stdout, NULL, _IOLBF, 0);
   signal(SIGTERM, on_term);
   signal(SIGPIPE, SIG_IGN);
   init_nodes();
+  if (F.got_dir)
+    open_got();
   uv_loop_t *loop = uv_default_loop();
   nats_SetMessageDeliveryPoolSize(2); /* before the first connection */
   natsLibuv_Init();
