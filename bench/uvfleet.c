@@ -247,6 +247,10 @@ connect_node(sim_node *n) {
   o.inbox_prefix = n->inbox;
   o.name = n->name;
   o.loop = &F.loop;
+  /* an ack written by the delivery thread that has it, not handed to the
+   * loop: a node on a machine of its own costs the broker's machine
+   * nothing, so the simulation takes what it must of it and no more */
+  o.send_asap = 1;
   if (bus_conn_open(&n->c, &o))
     return -1;
   if (F.core)

@@ -291,6 +291,35 @@ Test(conn, request_serve_gather) {
   lt_natsd_stop(&s);
 }
 
+/* A connection that writes each publish at once (send_asap) answers and
+ * asks as any other does. */
+Test(conn, send_asap) {
+  lt_natsd s;
+  bus_conn *a = NULL, *c = NULL;
+  bus_serve *sv = NULL;
+  bus_conn_opts o;
+  cr_assert_eq(lt_natsd_start(&s, NULL, NULL), 0);
+  bus_conn_opts_init(&o);
+  o.url = s.url;
+  o.send_asap = 1;
+  cr_assert_eq(bus_conn_open(&a, &o), 0, "%s", bus_last_error());
+  cr_assert_eq(lt_connect(&s, &c), 0, "%s", bus_last_error());
+  cr_assert_eq(bus_conn_serve(a, "lark.sys.echo", NULL, echo, NULL, &sv), 0);
+  for (int i = 0; i < 50; i++) {
+    void *reply = NULL;
+    size_t len = 0;
+    bus_conn *asker = i % 2 ? a : c;
+    int rc = bus_conn_request(asker, "lark.sys.echo", "hi", 2, 1000, &reply,
+                              &len);
+    cr_assert_eq(rc, 0, "%d: %s", i, bus_last_error());
+    cr_assert(len == 2 && !memcmp(reply, "hi", 2));
+    free(reply);
+  }
+  bus_conn_close(c);
+  bus_conn_close(a);
+  lt_natsd_stop(&s);
+}
+
 static void
 status_reply(bus_conn *c, const char *subject, const char *reply,
              const void *data, size_t len, void *ud) {

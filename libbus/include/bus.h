@@ -727,6 +727,10 @@ typedef struct bus_conn_opts {
   int retry_on_failed_connect; /* keep trying in the background if the
                                   first connect fails; default 0 */
   const bus_conn_loop *loop;   /* NULL: nats.c's threads (bus_conn_loop) */
+  int send_asap; /* 1: each publish written at once by the thread making it,
+                    not handed to the connection's flusher (or loop): fewer
+                    thread switches where little is sent at a time, more
+                    writes where much is; default 0 */
 } bus_conn_opts;
 
 void bus_conn_opts_init(bus_conn_opts *o);

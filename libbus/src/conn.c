@@ -264,6 +264,8 @@ make_options(bus_conn *c, const bus_conn_opts *o, natsOptions **out) {
     s = natsOptions_SetNKey(no, c->pub, sign_nonce, c);
   if (s == NATS_OK && o->loop)
     s = use_loop(no, o->loop);
+  if (s == NATS_OK && o->send_asap)
+    s = natsOptions_SetSendAsap(no, true);
   if (s != NATS_OK) {
     natsOptions_Destroy(no);
     return bus__nats_err(s, 0, "connection options");
