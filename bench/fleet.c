@@ -157,30 +157,7 @@ fleet_start(const char *url, int n, fleet_got_fn got, void *ud, int *failed) {
   return f;
 }
 
-/* The nodes' connections closed, on a thread of their own. */
-typedef struct closer {
-  fleet *f;
-  atomic_int done;
-} closer;
-
-static void *
-close_all(void *arg) {
-  closer *k = arg;
-  for (int i = 0; i < k->f->n; i++)
-    bus_conn_close(k->f->nodes[i].c);
-  free(k->f->nodes);
-  free(k->f);
-  atomic_store(&k->done, 1);
-  return NULL;
-}
-
-/*
- * Stop the nodes, then close their connections within 30 s. Under ASan
- * on a loaded machine nats.c 3.4.1's close has been seen to wait forever
- * on its read loop, itself stuck on a mutex while handing over a message
- * (the figures were printed by then): the wait is bounded and said, and
- * what the closing thread holds is left to the process's end.
- */
+/* Stop the nodes, then close their connections. */
 void
 fleet_stop(fleet *f) {
   if (!f)
@@ -188,24 +165,10 @@ fleet_stop(fleet *f) {
   atomic_store(&f->stop, 1);
   for (int i = 0; i < f->n; i++)
     pthread_join(f->nodes[i].th, NULL);
-  closer *k = calloc(1, sizeof *k);
-  pthread_t th;
-  if (!k || (k->f = f, pthread_create(&th, NULL, close_all, k))) {
-    closer here = {.f = f}; /* no thread to spare: closed here, unbounded */
-    close_all(&here);
-    free(k);
-    return;
-  }
-  for (int i = 0; i < 3000 && !atomic_load(&k->done); i++)
-    usleep(10 * 1000);
-  if (!atomic_load(&k->done)) {
-    fprintf(stderr, "fleet: the nodes' connections did not close in 30 s "
-                    "(nats.c); left to the process's end\n");
-    pthread_detach(th);
-    return; /* k stays with the thread */
-  }
-  pthread_join(th, NULL);
-  free(k);
+  for (int i = 0; i < f->n; i++)
+    bus_conn_close(f->nodes[i].c);
+  free(f->nodes);
+  free(f);
 }
 
 /* --------------------------------------------------------- latencies */

@@ -4,10 +4,12 @@
  * consumers, batch metadata and a permission denial.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 #include <nats/nats.h>
@@ -472,4 +474,108 @@ Test(consumer, a_held_pull_notices_its_consumer_deleted, .timeout = 60) {
 
 Test(consumer, a_held_pull_notices_a_broker_restart, .timeout = 60) {
   held_pull_notices(1);
+}
+
+/* ------------------------------------------- closed under a message flow */
+
+typedef struct flow {
+  const char *url;
+  atomic_int stop;
+  long sent;
+  pthread_t th;
+} flow;
+
+/* Core publishes into node n1's stream, about 10,000 a second (faster,
+ * each pod's one message is replaced before the slice is handed it),
+ * until stop. */
+static void *
+flow_run(void *arg) {
+  flow *w = arg;
+  lt_natsd s = {0};
+  bus_conn *c = NULL;
+  snprintf(s.url, sizeof s.url, "%s", w->url);
+  if (lt_connect(&s, &c))
+    return NULL;
+  char subject[64], body[64] = "desired";
+  while (!atomic_load(&w->stop)) {
+    snprintf(subject, sizeof subject, "lark.node.n1.pod.p%ld", w->sent % 50);
+    if (bus_conn_publish(c, subject, body, sizeof body) == 0)
+      w->sent++;
+    if (w->sent % 10 == 0)
+      usleep(1000);
+  }
+  bus_conn_close(c);
+  return NULL;
+}
+
+static void
+echo(bus_conn *c, const char *subject, const char *reply, const void *data,
+     size_t len, void *ud) {
+  (void)subject, (void)ud;
+  if (reply)
+    bus_conn_publish(c, reply, data, len);
+}
+
+typedef struct closing {
+  bus_conn *c;
+  atomic_int done;
+} closing;
+
+static void *
+close_run(void *arg) {
+  closing *k = arg;
+  bus_conn_close(k->c);
+  atomic_store(&k->done, 1);
+  return NULL;
+}
+
+/* A slice closed while its held pull still receives (lark-edge opens it
+ * again after a failure, and closes it at its end) leaves its connection
+ * whole: nats.c 3.4.1's read loop may still be handing a message to the
+ * subscription being closed, and a subscription freed under it left the
+ * read loop stuck on its freed lock (the connection deaf, its close
+ * waiting forever) or crashed the process. */
+Test(consumer, a_slice_closed_while_messages_flow_leaves_its_connection,
+     .timeout = 120) {
+  lt_fixture f;
+  bus_conn *c = NULL;
+  bus_serve *sv = NULL;
+  lt_fixture_up(&f);
+  cr_assert_eq(bus_node_stream_ensure(f.c, "n1", NULL), 0, "%s",
+               bus_last_error());
+  cr_assert_eq(bus_conn_serve(f.c, "lark.sys.echo", NULL, echo, NULL, &sv), 0);
+  cr_assert_eq(lt_connect(&f.s, &c), 0, "%s", bus_last_error());
+  flow w = {.url = f.s.url};
+  cr_assert_eq(pthread_create(&w.th, NULL, flow_run, &w), 0);
+  bus_slice sl;
+  cr_assert_eq(bus_slice_init(&sl, "n1"), 0);
+  int fetched = 0;
+  for (int i = 0; i < 3000; i++) {
+    bus_consumer *k = NULL;
+    int rc = bus_consumer_open(c, &sl.opts, &k);
+    cr_assert_eq(rc, 0, "%d: %s %s", i, bus_err_name(rc), bus_last_error());
+    if (bus_consumer_fetch(k, 100, 20, f.b) == 0 && bus_batch_len(f.b)) {
+      fetched += (int)bus_batch_len(f.b);
+      bus_batch_ack(f.b);
+    }
+    bus_batch_clear(f.b);
+    bus_consumer_close(k); /* its pull still open, messages coming */
+  }
+  atomic_store(&w.stop, 1);
+  pthread_join(w.th, NULL);
+  cr_expect_gt(fetched, 0, "the slice read nothing (sent %ld)", w.sent);
+  void *reply = NULL;
+  size_t len = 0;
+  int rc = bus_conn_request(c, "lark.sys.echo", "hi", 2, 3000, &reply, &len);
+  cr_expect_eq(rc, 0, "the connection went deaf: %s", bus_last_error());
+  free(reply);
+  closing k = {.c = c};
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, NULL, close_run, &k), 0);
+  for (int i = 0; i < 300 && !atomic_load(&k.done); i++)
+    lt_sleep_ms(50);
+  cr_assert(atomic_load(&k.done), "closing the connection hung");
+  pthread_join(th, NULL);
+  bus_conn_unserve(sv);
+  lt_fixture_down(&f);
 }

@@ -309,8 +309,8 @@ Test(conn, send_asap) {
     void *reply = NULL;
     size_t len = 0;
     bus_conn *asker = i % 2 ? a : c;
-    int rc = bus_conn_request(asker, "lark.sys.echo", "hi", 2, 1000, &reply,
-                              &len);
+    int rc =
+        bus_conn_request(asker, "lark.sys.echo", "hi", 2, 1000, &reply, &len);
     cr_assert_eq(rc, 0, "%d: %s", i, bus_last_error());
     cr_assert(len == 2 && !memcmp(reply, "hi", 2));
     free(reply);

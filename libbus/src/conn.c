@@ -415,6 +415,18 @@ bus__retire_sub(bus_conn *c, natsSubscription *sub) {
 }
 
 void
+bus__sub_done(bus_conn *c, natsSubscription *sub) {
+  if (!sub)
+    return;
+  if (natsConnection_IsClosed(c->nc)) {
+    natsSubscription_Destroy(sub);
+    return;
+  }
+  natsSubscription_Unsubscribe(sub);
+  bus__retire_sub(c, sub);
+}
+
+void
 bus_conn_close(bus_conn *c) {
   if (!c)
     return;
@@ -525,7 +537,7 @@ bus_conn_gather(bus_conn *c, const char *subject, const void *data, size_t len,
     s = natsConnection_PublishRequest(c->nc, subject, inbox, data, (int)len);
   int rc = s == NATS_OK ? gather_replies(sub, window_ms, cb, ud)
                         : bus__nats_err(s, 0, subject);
-  natsSubscription_Destroy(sub);
+  bus__sub_done(c, sub); /* a late reply may be arriving */
   /* silence and a refusal look alike but for the broker's async error */
   if (rc == 0 && bus__denied_since(c, mark))
     return BUS_ERR(BUS_EDENIED, "permission denied: %s", subject);

@@ -234,7 +234,7 @@ void
 bus_consumer_close(bus_consumer *k) {
   if (!k)
     return;
-  bus__held_free(k->held);
+  bus__held_free(k->c, k->held);
   /* Destroy without Unsubscribe keeps the consumer (nats.c >= 3.4); an
    * ephemeral one goes after EPHEMERAL_IDLE_NS without interest. The
    * destroy waits while the connection could still deliver to it. A held

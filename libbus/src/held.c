@@ -71,11 +71,11 @@ held_new(bus_consumer *k) {
 }
 
 void
-bus__held_free(bus__held *h) {
+bus__held_free(bus_conn *c, bus__held *h) {
   if (!h)
     return;
-  natsSubscription_Unsubscribe(h->sub);
-  natsSubscription_Destroy(h->sub);
+  /* its request may still be open: the broker delivering into it */
+  bus__sub_done(c, h->sub);
   free(h);
 }
 

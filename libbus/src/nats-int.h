@@ -69,6 +69,12 @@ struct bus_conn {
  */
 void bus__retire_sub(bus_conn *c, natsSubscription *sub);
 
+/* Done with a plain (not JetStream) subscription to which messages may
+ * still be on their way: unsubscribed now and retired (above), or
+ * destroyed at once when the connection is closed (its read loop is
+ * over). NULL is nothing. */
+void bus__sub_done(bus_conn *c, natsSubscription *sub);
+
 /*
  * Translate a nats.c failure into a BUS_E* code and record the detail
  * ("what: nats text (jetstream code)") for bus_last_error().
@@ -137,7 +143,7 @@ int bus__ack_meta(const char *reply, bus__meta *m);
  * it when the consumer closes. */
 int bus__held_fetch(bus_consumer *k, int max, int timeout_ms,
                     natsMsgList *list);
-void bus__held_free(bus__held *h);
+void bus__held_free(bus_conn *c, bus__held *h);
 
 int bus__fetch(natsSubscription *sub, int max, int timeout_ms,
                natsMsgList *list);

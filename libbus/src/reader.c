@@ -413,7 +413,7 @@ direct_once(bus_reader *r, bus_batch *b) {
     s = natsConnection_PublishRequestString(r->c->nc, subj, inbox, body);
   rc = s == NATS_OK ? direct_collect(r, sub, mark, &list, &pending)
                     : bus__nats_err(s, 0, subj);
-  natsSubscription_Destroy(sub);
+  bus__sub_done(r->c, sub); /* after a timeout, the rest may be arriving */
   if (rc == 0)
     rc = direct_fill(r, b, &list, pending);
   natsMsgList_Destroy(&list);
