@@ -133,9 +133,9 @@ append_event(sim_node *n, bus_type t, const void *typed, const char *id) {
     atomic_fetch_add(&F.err, 1);
 }
 
-/* node.registered with what lark-edge describes by default (8 cores,
- * 16 GiB; --cpu gives more), and the
- * node.heartbeat of a node running nothing. */
+/* node.registered with what lark-edge describes by default (8 cores and
+ * 16 GiB; --cpu gives more), and the node.heartbeat of a node running
+ * nothing. */
 static void
 register_node(sim_node *n) {
   bus_node_res r = {.apiVersion = BUS_STR("rlinf.io/v1alpha1"),
@@ -167,9 +167,11 @@ static long long
 ack_stored_ns(const char *reply) {
   const char *tok[13];
   int n = 0;
-  for (const char *p = reply; p && n < 13;
-       p = strchr(p, '.'), p = p ? p + 1 : p)
+  for (const char *p = reply; n < 13; p++) {
     tok[n++] = p;
+    if (!(p = strchr(p, '.')))
+      break;
+  }
   int at = n == 9 ? 7 : (n == 11 || n == 12) ? 9 : -1;
   return at < 0 ? 0 : atoll(tok[at]);
 }
