@@ -66,19 +66,13 @@ cpu_report(const double a[3], const double b[3], double secs) {
 static int
 wait_count(fleetsim *f, long want, int cons, int limit_s) {
   fleetsim_counts c;
-  double t0 = bench_now_s();
-  for (;;) {
-    fleetsim_poll(f, &c);
-    if ((cons ? c.cons : c.got) >= want)
-      return 0;
-    if (bench_now_s() - t0 > limit_s) {
-      printf("fleet_gang: only %ld of %ld after %d s (connected %ld, "
-             "errors %ld)\n",
-             cons ? c.cons : c.got, want, limit_s, c.conn, c.err);
-      return -1;
-    }
-    usleep(20 * 1000);
-  }
+  double took;
+  int which = cons ? FLEETSIM_CONS : FLEETSIM_GOT;
+  if (fleetsim_wait(f, which, want, limit_s, 20, &c, &took) == 0)
+    return 0;
+  printf("fleet_gang: only %ld of %ld after %d s (connected %ld, errors %ld)\n",
+         cons ? c.cons : c.got, want, limit_s, c.conn, c.err);
+  return -1;
 }
 
 /* Every "d" line (desired states: into seen, up to cap) or every "f"

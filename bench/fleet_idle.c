@@ -42,22 +42,16 @@ typedef struct run {
 static int
 wait_up(fleetsim *f, const run *r, int edge, int limit_s) {
   fleetsim_counts c;
-  double t0 = bench_now_s();
-  for (;;) {
-    fleetsim_poll(f, &c);
-    long up = edge ? c.cons : c.conn;
-    if (up >= r->n) {
-      printf("  %d %s up in %.1f s\n", r->n, edge ? "nodes" : "subscribers",
-             bench_now_s() - t0);
-      return 0;
-    }
-    if (bench_now_s() - t0 > limit_s) {
-      printf("  only %ld of %d up after %d s (connected %ld, errors %ld)\n", up,
-             r->n, limit_s, c.conn, c.err);
-      return -1;
-    }
-    usleep(250 * 1000);
+  double took;
+  int which = edge ? FLEETSIM_CONS : FLEETSIM_CONN;
+  if (fleetsim_wait(f, which, r->n, limit_s, 250, &c, &took) == 0) {
+    printf("  %d %s up in %.1f s\n", r->n, edge ? "nodes" : "subscribers",
+           took);
+    return 0;
   }
+  printf("  only %ld of %d up after %d s (connected %ld, errors %ld)\n",
+         edge ? c.cons : c.conn, r->n, limit_s, c.conn, c.err);
+  return -1;
 }
 
 static void

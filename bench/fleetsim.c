@@ -387,6 +387,28 @@ fleetsim_broker_read(const fleetsim *f, fleetsim_broker *b) {
     qsort(b->socks, (size_t)b->conns, sizeof *b->socks, by_port);
 }
 
+static long
+count_of(const fleetsim_counts *c, int which) {
+  return which == FLEETSIM_CONN   ? c->conn
+         : which == FLEETSIM_CONS ? c->cons
+                                  : c->got;
+}
+
+int
+fleetsim_wait(fleetsim *f, int which, long want, int limit_s, int poll_ms,
+              fleetsim_counts *c, double *took) {
+  double t0 = bench_now_s();
+  for (;;) {
+    fleetsim_poll(f, c);
+    *took = bench_now_s() - t0;
+    if (count_of(c, which) >= want)
+      return 0;
+    if (*took > limit_s)
+      return -1;
+    usleep((useconds_t)poll_ms * 1000);
+  }
+}
+
 bus_conn *
 fleetsim_admin(void) {
   return admin;

@@ -89,6 +89,13 @@ void fleetsim_nodes_stop(fleetsim *f);
 /* Read what the node processes printed since; the sums into c. */
 void fleetsim_poll(fleetsim *f, fleetsim_counts *c);
 
+/* Which of the counts fleetsim_wait watches. */
+enum { FLEETSIM_CONN, FLEETSIM_CONS, FLEETSIM_GOT };
+/* Poll every poll_ms until the count `which` reaches want: 0, or -1
+ * after limit_s; the counts last read into c, the seconds into *took. */
+int fleetsim_wait(fleetsim *f, int which, long want, int limit_s, int poll_ms,
+                  fleetsim_counts *c, double *took);
+
 void fleetsim_broker_read(const fleetsim *f, fleetsim_broker *b);
 void fleetsim_broker_free(fleetsim_broker *b);
 /* Bytes received and sent between a and b on the sockets open at both

@@ -479,7 +479,7 @@ Test(consumer, a_held_pull_notices_a_broker_restart, .timeout = 60) {
 /* ------------------------------------------- closed under a message flow */
 
 typedef struct flow {
-  const char *url;
+  const lt_natsd *s;
   atomic_int stop;
   long sent;
   pthread_t th;
@@ -491,10 +491,8 @@ typedef struct flow {
 static void *
 flow_run(void *arg) {
   flow *w = arg;
-  lt_natsd s = {0};
   bus_conn *c = NULL;
-  snprintf(s.url, sizeof s.url, "%s", w->url);
-  if (lt_connect(&s, &c))
+  if (lt_connect(w->s, &c))
     return NULL;
   char subject[64], body[64] = "desired";
   while (!atomic_load(&w->stop)) {
@@ -545,7 +543,7 @@ Test(consumer, a_slice_closed_while_messages_flow_leaves_its_connection,
                bus_last_error());
   cr_assert_eq(bus_conn_serve(f.c, "lark.sys.echo", NULL, echo, NULL, &sv), 0);
   cr_assert_eq(lt_connect(&f.s, &c), 0, "%s", bus_last_error());
-  flow w = {.url = f.s.url};
+  flow w = {.s = &f.s};
   cr_assert_eq(pthread_create(&w.th, NULL, flow_run, &w), 0);
   bus_slice sl;
   cr_assert_eq(bus_slice_init(&sl, "n1"), 0);

@@ -406,6 +406,10 @@ bus_conn_last_error(const bus_conn *c) {
 void
 bus__retire_sub(bus_conn *c, natsSubscription *sub) {
   natsSubscription *old;
+  if (natsConnection_IsClosed(c->nc)) { /* its read loop is over */
+    natsSubscription_Destroy(sub);
+    return;
+  }
   pthread_mutex_lock(&c->serve_mu);
   size_t at = c->nretired++ % BUS__RETIRED;
   old = c->retired[at];
@@ -418,10 +422,6 @@ void
 bus__sub_done(bus_conn *c, natsSubscription *sub) {
   if (!sub)
     return;
-  if (natsConnection_IsClosed(c->nc)) {
-    natsSubscription_Destroy(sub);
-    return;
-  }
   natsSubscription_Unsubscribe(sub);
   bus__retire_sub(c, sub);
 }

@@ -239,9 +239,7 @@ bus_consumer_close(bus_consumer *k) {
    * ephemeral one goes after EPHEMERAL_IDLE_NS without interest. The
    * destroy waits while the connection could still deliver to it. A held
    * pull has no subscription of nats.c's (create_held). */
-  if (k->sub && natsConnection_IsClosed(k->c->nc))
-    natsSubscription_Destroy(k->sub);
-  else if (k->sub)
+  if (k->sub)
     bus__retire_sub(k->c, k->sub);
   free(k);
 }

@@ -61,18 +61,17 @@ struct bus_conn {
 
 /*
  * Destroy sub later: when BUS__RETIRED more have been retired, or when
- * the connection closes. nats.c 3.4.1's read loop can touch a
- * subscription that another thread is destroying (fixed in 3.6: a
- * message for it arriving just then crashes the process), and a pull
+ * the connection closes (at once when it is closed already). nats.c 3.4.1's
+ * read loop can touch a subscription that another thread is destroying (fixed
+ * in 3.6: a message for it arriving just then crashes the process), and a pull
  * subscription's last status can arrive after its fetch gave up. Once no
  * more requests go out for it, nothing else comes.
  */
 void bus__retire_sub(bus_conn *c, natsSubscription *sub);
 
 /* Done with a plain (not JetStream) subscription to which messages may
- * still be on their way: unsubscribed now and retired (above), or
- * destroyed at once when the connection is closed (its read loop is
- * over). NULL is nothing. */
+ * still be on their way: unsubscribed now and retired (above). NULL is
+ * nothing. */
 void bus__sub_done(bus_conn *c, natsSubscription *sub);
 
 /*
