@@ -2,6 +2,7 @@
  * test_append.c - streams, appends with the broker's version check,
  * dedupe, async appends and a broker restart, against a real nats-server.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -361,6 +362,48 @@ Test(append, many_settled_each_as_alone) {
             (unsigned long long)it[4].seq, (unsigned long long)it[7].seq);
   cr_assert_eq(bus_stream_last_seq(f.c, "LARK_EVENTS", &last), 0);
   cr_expect_eq(last, seq + 3, "m1, m0, m4, m7 once each");
+  down(&f);
+}
+
+static void
+silent(bus_conn *c, const char *subject, const char *reply, const void *data,
+       size_t len, void *ud) {
+  (void)c, (void)subject, (void)reply, (void)data, (void)len;
+  atomic_fetch_add((_Atomic int *)ud, 1);
+}
+
+/* Appends whose subject a plain subscriber takes and never answers,
+ * between appends the broker stores: those time out, each once, and
+ * the stored ones around them are still read as stored (their answers
+ * came while the pipe waited on the silent ones). */
+Test(append, many_with_silent_takers_between, .timeout = 60) {
+  enum { N = 5 };
+  fixture f;
+  bus_event ev[N];
+  char id[N][33];
+  const char *subj[N] = {"lark.ev.sample.s0", "lark.quiet.s1", "lark.quiet.s2",
+                         "lark.quiet.s3", "lark.ev.sample.s4"};
+  bus_append_item it[N];
+  bus_serve *sv;
+  _Atomic int heard = 0;
+  up(&f, 1);
+  cr_assert_eq(bus_conn_serve(f.c, "lark.quiet.>", NULL, silent, &heard, &sv),
+               0);
+  for (int i = 0; i < N; i++) {
+    sample(&f, &ev[i], id[i], 0);
+    it[i] = (bus_append_item){subj[i], &ev[i], BUS_APPEND_NOCHECK, -1, 0, -1};
+  }
+  cr_assert_eq(bus_append_many(f.c, it, N), 0);
+  cr_expect_eq(it[0].rc, 0, "%s", bus_err_name(it[0].rc));
+  cr_expect_eq(it[4].rc, 0, "%s", bus_err_name(it[4].rc));
+  cr_expect(it[4].seq == it[0].seq + 1, "s0 then s4: %llu %llu",
+            (unsigned long long)it[0].seq, (unsigned long long)it[4].seq);
+  for (int i = 1; i < 4; i++)
+    cr_expect_eq(it[i].rc, BUS_ETIMEOUT, "item %d: %s", i,
+                 bus_err_name(it[i].rc));
+  /* each silent one heard twice: in flight, then alone */
+  cr_expect_eq(atomic_load(&heard), 6);
+  bus_conn_unserve(sv);
   down(&f);
 }
 

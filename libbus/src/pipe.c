@@ -57,6 +57,12 @@ struct bus__pipe {
   size_t got;       /* of them answered */
   uint64_t answers; /* answers filed so far: progress */
   int done;         /* the subscription will call nothing more */
+  /* what the waiting thread waits for (NULL: none): an answer wakes it
+   * only once that holds, not for each of a flight's answers */
+  int (*want)(const bus__pipe *, size_t);
+  size_t want_arg;
+  int stalled;         /* a wait gave up this round, */
+  uint64_t stalled_at; /* with answers at this count */
 };
 
 static void file(bus__pipe *p, natsMsg *m);
@@ -68,7 +74,8 @@ on_answer(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *ud) {
   pthread_mutex_lock(&p->mu);
   file(p, m);
   p->answers++;
-  pthread_cond_broadcast(&p->cv);
+  if (!p->want || p->want(p, p->want_arg))
+    pthread_cond_broadcast(&p->cv);
   pthread_mutex_unlock(&p->mu);
   natsMsg_Destroy(m);
 }
@@ -133,13 +140,7 @@ wait_until(bus__pipe *p, int64_t at) {
   return pthread_cond_timedwait(&p->cv, &p->mu, &ts);
 }
 
-/* What wait_for waits for: slot arg answered; at most arg of the round's
- * slots unanswered. */
-static int
-slot_answered(const bus__pipe *p, size_t at) {
-  return p->v[at].got;
-}
-
+/* What wait_for waits for: at most arg of the round's slots unanswered. */
 static int
 at_most_unanswered(const bus__pipe *p, size_t most) {
   return p->n - p->got <= most;
@@ -149,24 +150,33 @@ at_most_unanswered(const bus__pipe *p, size_t most) {
  * Wait, with mu held, until ready(p, arg) holds; 0 then. Gives up (1)
  * when no answer at all came for the connection's JetStream wait, or
  * when the subscription is done (the connection closed): a broker that
- * answers slowly but steadily is waited on.
+ * answers slowly but steadily is waited on. After a wait of this round
+ * gave up, the next gives up at once unless an answer came since.
  */
 static int
 wait_for(bus__pipe *p, int (*ready)(const bus__pipe *, size_t), size_t arg) {
   uint64_t seen = p->answers;
   int64_t until = bus_mono_ms() + p->c->js_wait_ms;
-  while (!ready(p, arg)) {
-    if (p->done)
-      return 1;
+  int gave_up = 0;
+  if (p->stalled && p->stalled_at == seen && !ready(p, arg))
+    return 1;
+  p->want = ready, p->want_arg = arg;
+  while (!gave_up && !ready(p, arg)) {
+    if (p->done) {
+      gave_up = 1;
+      break;
+    }
     wait_until(p, until);
     if (p->answers != seen) {
       seen = p->answers; /* answers still come: wait on */
       until = bus_mono_ms() + p->c->js_wait_ms;
     } else if (bus_mono_ms() >= until && !ready(p, arg)) {
-      return 1;
+      gave_up = 1;
+      p->stalled = 1, p->stalled_at = seen;
     }
   }
-  return 0;
+  p->want = NULL;
+  return gave_up;
 }
 
 /* Free the raw answers of the round's slots. Called with mu held. */
@@ -215,6 +225,7 @@ bus__pipe_round(bus__pipe *p) {
   p->round++;
   p->n = 0;
   p->got = 0;
+  p->stalled = 0;
   pthread_mutex_unlock(&p->mu);
 }
 
@@ -378,7 +389,9 @@ bus__pipe_ack(bus__pipe *p, int at, bus__ack *a) {
     pthread_mutex_unlock(&p->mu);
     return BUS_ERR(BUS_EINVAL, "no append in slot %d", at);
   }
-  wait_for(p, slot_answered, (size_t)at);
+  /* every slot sent so far, not just this one: a flight's answers are
+   * settled together, with one wake of this thread, not one each */
+  wait_for(p, at_most_unanswered, 0);
   slot *sl = &p->v[at];
   *a = sl->a;
   int got = sl->got;

@@ -52,9 +52,11 @@ int bus__pipe_send_after(bus__pipe *p, const char *subject, const char *id,
                          int flags, uint64_t prev, const char *after);
 
 /*
- * The answer of slot (waiting for it: at most the connection's JetStream
- * wait without any answer coming). Returns a->rc; bus_last_error() tells
- * why when it is not 0.
+ * The answer of slot, once every slot sent so far is answered (the
+ * caller settles them all in order: one wait for the lot, not one each),
+ * or once no answer came for the connection's JetStream wait; a wait
+ * that gave up makes the next give up at once unless an answer came
+ * since. Returns a->rc; bus_last_error() tells why when it is not 0.
  */
 int bus__pipe_ack(bus__pipe *p, int slot, bus__ack *a);
 
