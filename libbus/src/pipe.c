@@ -57,15 +57,16 @@ struct bus__pipe {
   size_t got;       /* of them answered */
   uint64_t answers; /* answers filed so far: progress */
   int done;         /* the subscription will call nothing more */
-  /* what the waiting thread waits for (NULL: none): an answer wakes it
-   * only once that holds, not for each of a flight's answers */
-  int (*want)(const bus__pipe *, size_t);
-  size_t want_arg;
+  /* the waiting thread waits for at most this many unanswered (SIZE_MAX:
+   * none waits); an answer wakes it only once that holds, not for each of
+   * a flight's answers */
+  size_t wake_most;
   int stalled;         /* a wait gave up this round, */
   uint64_t stalled_at; /* with answers at this count */
 };
 
 static void file(bus__pipe *p, natsMsg *m);
+static int at_most_unanswered(const bus__pipe *p, size_t most);
 
 static void
 on_answer(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *ud) {
@@ -74,7 +75,7 @@ on_answer(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *ud) {
   pthread_mutex_lock(&p->mu);
   file(p, m);
   p->answers++;
-  if (!p->want || p->want(p, p->want_arg))
+  if (at_most_unanswered(p, p->wake_most))
     pthread_cond_broadcast(&p->cv);
   pthread_mutex_unlock(&p->mu);
   natsMsg_Destroy(m);
@@ -103,6 +104,7 @@ pipe_open(bus_conn *c, int raw, bus__pipe **out) {
   snprintf(filter, sizeof filter, "%s.>", p->prefix);
   p->c = c;
   p->raw = raw;
+  p->wake_most = SIZE_MAX;
   pthread_mutex_init(&p->mu, NULL);
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -140,42 +142,39 @@ wait_until(bus__pipe *p, int64_t at) {
   return pthread_cond_timedwait(&p->cv, &p->mu, &ts);
 }
 
-/* What wait_for waits for: at most arg of the round's slots unanswered. */
+/* What wait_for waits for: at most most of the round's slots unanswered. */
 static int
 at_most_unanswered(const bus__pipe *p, size_t most) {
   return p->n - p->got <= most;
 }
 
 /*
- * Wait, with mu held, until ready(p, arg) holds; 0 then. Gives up (1)
- * when no answer at all came for the connection's JetStream wait, or
- * when the subscription is done (the connection closed): a broker that
- * answers slowly but steadily is waited on. After a wait of this round
- * gave up, the next gives up at once unless an answer came since.
+ * Wait, with mu held, until at most most of the round's slots are
+ * unanswered; 0 then. Gives up (1) when no answer at all came for the
+ * connection's JetStream wait, or when the subscription is done (the
+ * connection closed): a broker that answers slowly but steadily is waited
+ * on. After a wait of this round gave up, the next gives up at once
+ * unless an answer came since.
  */
 static int
-wait_for(bus__pipe *p, int (*ready)(const bus__pipe *, size_t), size_t arg) {
+wait_for(bus__pipe *p, size_t most) {
   uint64_t seen = p->answers;
   int64_t until = bus_mono_ms() + p->c->js_wait_ms;
   int gave_up = 0;
-  if (p->stalled && p->stalled_at == seen && !ready(p, arg))
+  if (p->stalled && p->stalled_at == seen && !at_most_unanswered(p, most))
     return 1;
-  p->want = ready, p->want_arg = arg;
-  while (!gave_up && !ready(p, arg)) {
-    if (p->done) {
-      gave_up = 1;
-      break;
-    }
+  p->wake_most = most;
+  while (!at_most_unanswered(p, most) && !(gave_up = p->done)) {
     wait_until(p, until);
     if (p->answers != seen) {
       seen = p->answers; /* answers still come: wait on */
       until = bus_mono_ms() + p->c->js_wait_ms;
-    } else if (bus_mono_ms() >= until && !ready(p, arg)) {
-      gave_up = 1;
-      p->stalled = 1, p->stalled_at = seen;
+    } else if (bus_mono_ms() >= until && !at_most_unanswered(p, most)) {
+      gave_up = p->stalled = 1, p->stalled_at = seen;
+      break;
     }
   }
-  p->want = NULL;
+  p->wake_most = SIZE_MAX;
   return gave_up;
 }
 
@@ -391,7 +390,7 @@ bus__pipe_ack(bus__pipe *p, int at, bus__ack *a) {
   }
   /* every slot sent so far, not just this one: a flight's answers are
    * settled together, with one wake of this thread, not one each */
-  wait_for(p, at_most_unanswered, 0);
+  wait_for(p, 0);
   slot *sl = &p->v[at];
   *a = sl->a;
   int got = sl->got;
@@ -412,7 +411,7 @@ bus__pipe_ack(bus__pipe *p, int at, bus__ack *a) {
 int
 bus__pipe_drain(bus__pipe *p, size_t most) {
   pthread_mutex_lock(&p->mu);
-  int gave_up = wait_for(p, at_most_unanswered, most);
+  int gave_up = wait_for(p, most);
   size_t left = p->n - p->got;
   int done = p->done;
   pthread_mutex_unlock(&p->mu);
