@@ -15,6 +15,7 @@
 #include "events.h"
 #include "json.h"
 #include "natsd.h"
+#include "stream.h"
 #include "wait.h"
 
 typedef struct fixture {
@@ -315,6 +316,49 @@ Test(append, dedupe_and_last_event) {
   rc = bus_last_event(f.c, "LARK_EVENTS", "lark.ev.sample.d", &got, &z);
   cr_assert_eq(rc, BUS_ENOT_FOUND);
   msgpack_zone_destroy(&z);
+  down(&f);
+}
+
+/*
+ * An observation appended by a writer whose view lags its subject lands
+ * at the subject's own version; the same one again, once the dedupe
+ * window has forgotten it, is found stored, not written twice; with one
+ * try a moved subject is a conflict; and a subject whose version can
+ * never be caught (read here from a stream that does not hold it) is
+ * BUS_EBUSY once the tries run out: nothing stored, never a success.
+ */
+Test(append, rebased_lands_once_or_says_busy) {
+  const char *subject = "lark.ev.sample.r";
+  fixture f;
+  bus_event ev;
+  char id[33], mine[33];
+  uint64_t theirs = 0, seq = 0, again = 0;
+  up(&f, 0);
+  cr_assert_eq(lt_streams(f.c, 300), 0, "%s", bus_last_error());
+  sample(&f, &ev, id, 0);
+  cr_assert_eq(bus_append(f.c, subject, &ev, BUS_APPEND_CHECK, &theirs, NULL),
+               0, "%s", bus_last_error());
+  sample(&f, &ev, mine, 0); /* the view has seen nothing */
+  int rc = bus_append_rebased(f.c, "LARK_EVENTS", subject, &ev, 0, 3, &seq);
+  cr_assert_eq(rc, 0, "%s", bus_last_error());
+  cr_assert_gt(seq, theirs);
+  cr_assert_eq(lt_last_on(f.c, "LARK_EVENTS", subject, NULL, 0), seq);
+  lt_sleep_ms(700); /* past the 300 ms dedupe window */
+  rc = bus_append_rebased(f.c, "LARK_EVENTS", subject, &ev, theirs, 3, &again);
+  cr_assert_eq(rc, 0, "%s", bus_last_error());
+  cr_expect_eq(again, seq, "found stored at its own sequence");
+  cr_expect_eq(
+      lt_count_events(f.c, "LARK_EVENTS", subject, "sample.created", subject),
+      2, "stored once");
+  sample(&f, &ev, id, 0);
+  rc = bus_append_rebased(f.c, "LARK_EVENTS", subject, &ev, theirs, 1, NULL);
+  cr_expect_eq(rc, BUS_ECONFLICT, "%s", bus_err_name(rc));
+  rc = bus_append_rebased(f.c, "LARK_RUNS", subject, &ev, theirs, 3, &again);
+  cr_expect_eq(rc, BUS_EBUSY, "%s", bus_err_name(rc));
+  cr_expect(strstr(bus_last_error(), "3 tries"), "%s", bus_last_error());
+  cr_expect_eq(
+      lt_count_events(f.c, "LARK_EVENTS", subject, "sample.created", subject),
+      2, "nothing stored");
   down(&f);
 }
 

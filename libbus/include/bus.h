@@ -103,7 +103,8 @@ extern "C" {
   XX(EXISTS, "already exists")                                                 \
   XX(CORRUPT, "view is corrupt or belongs to another view")                    \
   XX(AUTH, "credentials missing or invalid")                                   \
-  XX(EOF, "end of the requested range")
+  XX(EOF, "end of the requested range")                                        \
+  XX(BUSY, "others kept moving the subject on: try again later")
 
 enum {
 #define BUS__ERR_IDX(name, msg) BUS__EIDX_##name,
@@ -1012,6 +1013,22 @@ int bus_last_event(bus_conn *c, const char *stream, const char *subject,
  * the subject's own version, for a writer whose view lags the stream. */
 int bus_last_event_seq(bus_conn *c, const char *stream, const char *subject,
                        uint64_t *seq);
+
+/*
+ * Append an observation (a node's report, a stage's start): ev on subject
+ * with the version check at prev, the writer's view of the subject, which
+ * may lag it. On a conflict the subject's last event in stream is read:
+ * if its id is ev->id an earlier try landed and ev is stored; otherwise ev
+ * is appended again at that event's version. At most tries appends.
+ * ev->id must be set (derived from what ev observes, so a repeat lands
+ * once); ev->prev is overwritten. 0 when ev is stored, with its sequence
+ * in *seq (seq may be NULL); BUS_ECONFLICT when tries is 1 and the subject
+ * had moved on; BUS_EBUSY when others moved it on at every one of two or
+ * more tries (nothing of ev stored: the caller tries again later);
+ * otherwise an error of bus_append or bus_last_event.
+ */
+int bus_append_rebased(bus_conn *c, const char *stream, const char *subject,
+                       bus_event *ev, uint64_t prev, int tries, uint64_t *seq);
 
 /* Remove every message on subject from stream (node stream clean-up). */
 int bus_purge_subject(bus_conn *c, const char *stream, const char *subject);

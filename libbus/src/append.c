@@ -231,6 +231,58 @@ bus_last_event_seq(bus_conn *c, const char *stream, const char *subject,
 }
 
 int
+bus__last_is(bus_conn *c, const char *stream, const char *subject,
+             const char *id, uint64_t *seq) {
+  msgpack_zone z;
+  msgpack_zone_init(&z, 1024);
+  bus_event last;
+  memset(&last, 0, sizeof last);
+  int rc = bus_last_event(c, stream, subject, &last, &z);
+  if (rc == 0)
+    rc = last.id && !strcmp(last.id, id);
+  *seq = last.seq;
+  msgpack_zone_destroy(&z);
+  return rc;
+}
+
+/*
+ * The rule of an observation: what a node saw happened whatever the
+ * writer's view held, so a conflict only means the view lagged. The
+ * subject's last event tells the rest: ev itself (an earlier try landed,
+ * later than the dedupe window remembers), or the version to append at.
+ * Running out of tries is never a success: the caller tries the whole
+ * observation again later.
+ */
+int
+bus_append_rebased(bus_conn *c, const char *stream, const char *subject,
+                   bus_event *ev, uint64_t prev, int tries, uint64_t *seq) {
+  uint64_t at = 0;
+  int rc = BUS_ECONFLICT;
+  for (int i = 0; i < tries && rc == BUS_ECONFLICT; i++) {
+    ev->prev = prev;
+    rc = bus_append(c, subject, ev, BUS_APPEND_CHECK, &at, NULL);
+    if (rc != BUS_ECONFLICT)
+      break;
+    int mine = bus__last_is(c, stream, subject, ev->id, &prev);
+    if (mine == BUS_ENOT_FOUND) /* purged meanwhile: a first write */
+      mine = 0;
+    if (mine < 0)
+      return mine;
+    if (mine)
+      at = prev;
+    rc = mine ? 0 : BUS_ECONFLICT;
+  }
+  if (rc == BUS_ECONFLICT && tries > 1)
+    return BUS_ERR(BUS_EBUSY, "%s moved on at each of %d tries", subject,
+                   tries);
+  if (rc == BUS_ECONFLICT)
+    return BUS_ERR(BUS_ECONFLICT, "%s has moved on", subject);
+  if (rc == 0 && seq)
+    *seq = at;
+  return rc;
+}
+
+int
 bus__stream_msg_time(bus_conn *c, const char *stream, uint64_t seq,
                      int64_t *ns) {
   natsMsg *m = NULL;

@@ -36,6 +36,12 @@ int bus__conn_serve_owned(bus_conn *c, const char *subject, const char *queue,
                           bus_serve_cb cb, void *ud, void (*free_ud)(void *),
                           bus_serve **out);
 
+/* The last event on subject in stream: *seq its sequence, and 1 when its
+ * id is id, 0 when another's; < 0 when it cannot be read (BUS_ENOT_FOUND:
+ * none, *seq 0). */
+int bus__last_is(bus_conn *c, const char *stream, const char *subject,
+                 const char *id, uint64_t *seq);
+
 /* Clear the last error of this thread. */
 void bus__clear_error(void);
 

@@ -178,17 +178,9 @@ read_chunk(bus_view *v, chunk *c) {
  */
 static int
 landed(bus_conn *c, const char *stream, const entry *e) {
-  msgpack_zone zone;
-  bus_event last;
-  memset(&last, 0, sizeof last);
-  msgpack_zone_init(&zone, 1024);
-  int rc = bus_last_event(c, stream, e->subject, &last, &zone);
-  if (rc == 0)
-    rc = last.id && !strcmp(last.id, e->id);
-  else if (rc == BUS_ENOT_FOUND || rc == BUS_EMALFORMED)
-    rc = 0;
-  msgpack_zone_destroy(&zone);
-  return rc;
+  uint64_t seq;
+  int rc = bus__last_is(c, stream, e->subject, e->id, &seq);
+  return rc == BUS_ENOT_FOUND || rc == BUS_EMALFORMED ? 0 : rc;
 }
 
 /* Send an entry's event as it was encoded at emit, with its check: its

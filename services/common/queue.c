@@ -34,9 +34,12 @@ svc_queue_say(const svc_queue *q, const char *subject, const char *fmt,
     q->o.log(subject, msg, q->o.ud);
 }
 
+/* Not refused, only not stored yet: the broker did not answer, or others
+ * kept moving the subject on (BUS_EBUSY, bus_append_rebased). */
 static int
 transient(int rc) {
-  return rc == BUS_ETIMEOUT || rc == BUS_ECONN || rc == BUS_ENO_STREAM;
+  return rc == BUS_ETIMEOUT || rc == BUS_ECONN || rc == BUS_ENO_STREAM ||
+         rc == BUS_EBUSY;
 }
 
 int

@@ -85,10 +85,10 @@ void svc_queue_say(const svc_queue *q, const char *subject, const char *fmt,
 
 /*
  * Call attempt(ud) until it gives anything but a transient failure (a
- * timeout, no connection, a stream not there yet), napping 50 ms,
- * doubling to 2 s, between tries and saying each one on q: its last
- * result (0, or a refusal, said as "refused: ..."), or 1 when q's worker
- * was told to stop.
+ * timeout, no connection, a stream not there yet, a busy subject), napping 50
+ * ms, doubling to 2 s, between tries and saying each one on q: its last result
+ * (0, or a refusal, said as "refused: ..."), or 1 when q's worker was told to
+ * stop.
  */
 int svc_queue_until_stored(svc_queue *q, const char *subject,
                            int (*attempt)(void *ud), void *ud);

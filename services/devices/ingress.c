@@ -81,7 +81,8 @@ device(devices_ingress *in, const msg *m, dev_rec *d, uint64_t *ver) {
 }
 
 /* Append out for m: id derived from the message's, prev the view's
- * version, or the subject's own last one when the view lags. */
+ * version, or the subject's own last one when the view lags. A subject
+ * that moved on at every try is BUS_EBUSY, and m is tried again. */
 static int
 append(devices_ingress *in, const msg *m, bus_event *out, uint64_t prev,
        const char *cause) {
@@ -93,14 +94,9 @@ append(devices_ingress *in, const msg *m, bus_event *out, uint64_t prev,
   out->ts = bus_wall_ns();
   out->actor = m->actor;
   out->cause = cause;
-  for (int tries = 0; !rc && tries < 3; tries++) {
-    out->prev = prev;
-    rc = bus_append(in->s.c, subject, out, BUS_APPEND_CHECK, NULL, NULL);
-    if (rc != BUS_ECONFLICT)
-      break;
-    rc = bus_last_event_seq(in->s.c, "LARK_EVENTS", subject, &prev);
-  }
-  return rc;
+  return rc ? rc
+            : bus_append_rebased(in->s.c, "LARK_EVENTS", subject, out, prev,
+                                 DEV_APPEND_TRIES, NULL);
 }
 
 /* --------------------------------------------------------------- robots */

@@ -27,6 +27,9 @@
 #define DEV_HELD_MAX 32
 #define DEV_LAYOUT 1
 #define DEV_ACTOR "lark-devices"
+/* Appends of one report or request before its device's subject is deemed
+ * busy (BUS_EBUSY, tried again after a nap). */
+#define DEV_APPEND_TRIES 8
 
 enum { DEV_ROS = 1, DEV_ROS2 = 2, DEV_CAMERA = 3 };
 

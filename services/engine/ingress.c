@@ -96,13 +96,9 @@ append(engine_ingress *in, const char *job, bus_event *out, uint64_t prev,
   uint64_t *last = mine(in, job), seq = 0;
   if (*last > prev)
     prev = *last;
-  for (int tries = 0; !rc && tries < 20; tries++) {
-    out->prev = prev;
-    rc = bus_append(in->s.c, subject, out, BUS_APPEND_CHECK, &seq, NULL);
-    if (rc != BUS_ECONFLICT)
-      break;
-    rc = bus_last_event_seq(in->s.c, "LARK_EVENTS", subject, &prev);
-  }
+  if (!rc)
+    rc = bus_append_rebased(in->s.c, "LARK_EVENTS", subject, out, prev, 20,
+                            &seq);
   if (!rc && seq)
     *last = seq;
   return rc;

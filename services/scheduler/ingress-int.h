@@ -11,6 +11,9 @@
 /* A broker that does not answer now has refused nothing: wait, ask again.
  * The first wait; each doubles, up to 2 s. */
 #define SCHED_INGRESS_NAP_MS 50
+/* Appends of one report before its subject is deemed busy (BUS_EBUSY,
+ * tried again after a nap): each try follows a write by someone else. */
+#define SCHED_REPORT_TRIES 8
 
 int sched_ingress_transient(int rc);
 void sched_ingress_log(const char *subject, const char *what,

@@ -160,15 +160,15 @@ stream_known(sched_ingress *in, const char *node) {
  * report lands once), which is also its cause. */
 static int
 append_for(sched_ingress *in, const char *subject, bus_event *ev,
-           const char *src_id, uint64_t prev) {
+           const char *src_id, uint64_t prev, int tries) {
   char id[33];
   bus_event_derive_id(src_id, 0, id);
   ev->type = bus_type_name(ev->t); /* the Lark-Type header */
   ev->id = id;
   ev->ts = bus_wall_ns();
   ev->cause = src_id;
-  ev->prev = prev;
-  return bus_append(in->s.c, subject, ev, BUS_APPEND_CHECK, NULL, NULL);
+  return bus_append_rebased(in->s.c, "LARK_EVENTS", subject, ev, prev, tries,
+                            NULL);
 }
 
 static int
@@ -232,15 +232,11 @@ pod_report(sched_ingress *in, const char *node, const bus_event *ev) {
   rc = bus_subj_pod_phase(subject, sizeof subject, pod);
   if (!rc)
     rc = version_of(in->s.v, subject, &ver);
-  for (int tries = 0; !rc && tries < 3; tries++) {
-    bus_event out = {.t = BUS_T_POD_PHASE, .typed = &d, .actor = actor};
-    rc = append_for(in, subject, &out, ev->id, ver.seq);
-    if (rc != BUS_ECONFLICT)
-      break;
-    /* our view lags the stream: take the subject's own last version */
-    rc = bus_last_event_seq(in->s.c, "LARK_EVENTS", subject, &ver.seq);
-  }
-  return rc;
+  if (rc)
+    return rc;
+  /* an observation: when the view lags, at the subject's own version */
+  bus_event out = {.t = BUS_T_POD_PHASE, .typed = &d, .actor = actor};
+  return append_for(in, subject, &out, ev->id, ver.seq, SCHED_REPORT_TRIES);
 }
 
 /*
@@ -289,7 +285,7 @@ node_ready(sched_ingress *in, const char *node, int ready, const char *reason) {
   bus_event ev = {.t = ready ? BUS_T_NODE_READY : BUS_T_NODE_NOTREADY,
                   .typed = ready ? (const void *)&r : &nr,
                   .actor = "lark-scheduler"};
-  rc = append_for(in, subject, &ev, src, ver.seq);
+  rc = append_for(in, subject, &ev, src, ver.seq, 1);
   return rc == BUS_ECONFLICT ? 0 : rc; /* the view will show the change */
 }
 

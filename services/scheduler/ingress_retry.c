@@ -14,9 +14,12 @@ sched_ingress_log(const char *subject, const char *what, const char *detail) {
           detail ? detail : "");
 }
 
+/* Busy: a report whose subject others moved on at every try
+ * (bus_append_rebased); not refused. */
 int
 sched_ingress_transient(int rc) {
-  return rc == BUS_ETIMEOUT || rc == BUS_ECONN || rc == BUS_ENO_STREAM;
+  return rc == BUS_ETIMEOUT || rc == BUS_ECONN || rc == BUS_ENO_STREAM ||
+         rc == BUS_EBUSY;
 }
 
 int
