@@ -198,6 +198,45 @@ Test(scheduler, report_from_the_wrong_node_is_refused) {
   cr_expect_str_neq(phase, "Failed", "a foreign report was applied");
 }
 
+/*
+ * A burst of reports, as a Job's pods all start and end together: each
+ * pod's Running and Succeeded sent back to back, with a stranger's
+ * report of each third pod from another node between them. The ingress
+ * stores a run of reports together; each lands once, each pod's in the
+ * order sent (the Job succeeds, which it would not if a pod's Running
+ * came last), no stranger's, and the view replays to the same digest.
+ */
+Test(scheduler, a_burst_of_reports_lands_once_each_in_order) {
+  enum { PODS = 24 };
+  char bound[PODS][64], pod[PODS][32];
+  const char *other[PODS];
+  for (int i = 1; i <= 4; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "gpu-%d", i);
+    node(name, 0);
+  }
+  job("burst", PODS, 0, 0);
+  for (int i = 0; i < PODS; i++) {
+    snprintf(pod[i], sizeof pod[i], "burst-a-%d", i);
+    bound[i][0] = 0;
+    for (int k = 0; k < 100 && !bound[i][0]; k++, usleep(100 * 1000))
+      field("pod", pod[i], "node", bound[i], sizeof bound[i]);
+    cr_assert(bound[i][0], "%s was never placed", pod[i]);
+    other[i] = strcmp(bound[i], "gpu-1") ? "gpu-1" : "gpu-2";
+  }
+  for (int i = 0; i < PODS; i++) {
+    report(bound[i], pod[i], "Running", 0, 0);
+    if (i % 3 == 0)
+      report(other[i], pod[i], "Failed", 0, 1);
+    report(bound[i], pod[i], "Succeeded", 0, 0);
+  }
+  cr_assert(wait_field("job", "burst", "phase", "Succeeded"));
+  cr_expect_eq(
+      lt_count_events(conn, "LARK_EVENTS", "lark.ev.pod.>", "pod.phase", NULL),
+      2 * PODS, "each report once, no stranger's");
+  lt_expect_replay(conn, "scheduler", 20, 0);
+}
+
 Test(scheduler, forgotten_pods_are_purged_only_once_deleted_there) {
   node("gpu-1", 2);
   node("gpu-2", 2);

@@ -1415,7 +1415,8 @@ typedef struct bus_view_def {
    * only: the file grows as it is used. */
   size_t map_size;
   /* May be NULL. commit(t) runs in a batch's write transaction after its
-   * last event, just before it commits (an error aborts the batch);
+   * last event (and decide), just before it commits, bus_txn_commit's too
+   * (an error aborts the batch);
    * abort(v) after a batch's transaction was aborted. A view whose apply
    * holds other views' write transactions open across the batch (see
    * bus_view_write) commits or drops them there. */
@@ -1481,7 +1482,8 @@ int bus_view_take_again(bus_view *v);
  * event into it exactly as bus_view_apply would (seq <= the applied
  * sequence skipped, prev checked, decide run), reads go through it as
  * through any transaction and see what it applied, and bus_txn_commit
- * commits it (runs decide's end of batch first) and frees it, or
+ * commits it (runs decide's end of batch and the view's commit hook
+ * first) and frees it, or
  * bus_txn_end drops it whole. After an error from bus_txn_apply, end it.
  */
 int bus_view_write(bus_view *v, bus_txn **out);

@@ -247,6 +247,8 @@ bus_txn_apply(bus_txn *t, const bus_event *ev) {
 int
 bus_txn_commit(bus_txn *t) {
   int rc = end_batch(t, t->applied_before);
+  if (!rc && t->v->def.commit)
+    rc = t->v->def.commit(t, t->v->def.ud);
   if (!rc)
     rc = bus__txn_commit(t);
   bus_txn_end(t); /* aborts what did not commit */

@@ -194,6 +194,8 @@ sched_apply_job_submitted(bus_txn *t, const bus_event *ev, const void *data,
     rc = sched_job_put(t, &j);
   if (!rc && !j.stopped)
     rc = sched_queue_job(t, &j, 1);
+  if (!rc)
+    rc = sched_touch(t, name); /* its phases anew, a former one's gone */
   sched_expansion_clear(&x);
   sched_job_clear(&job);
   return rc;

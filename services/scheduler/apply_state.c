@@ -153,8 +153,8 @@ take_pod(bus_txn *t, pod_rec *p, void *ud) {
  * and keep the Job in `todo` while a recorded phase differs from it:
  * decide records the change as task.phase / job.phase events.
  */
-int
-sched_touch(bus_txn *t, const char *job) {
+static int
+derive(bus_txn *t, const char *job) {
   job_rec j;
   int rc = sched_job_get(t, job, &j);
   if (rc)
@@ -205,6 +205,24 @@ sched_touch(bus_txn *t, const char *job) {
                  : bus_txn_del(t, "todo", job, strlen(job));
   free(d->pods);
   free(d);
+  return rc;
+}
+
+int
+sched_touch(bus_txn *t, const char *job) {
+  return bus_txn_put(t, SCHED_TOUCHED, job, strlen(job), "", 0);
+}
+
+int
+sched_touched_derive(bus_txn *t) {
+  sched_keys w;
+  int rc = sched_keys_of(t, SCHED_TOUCHED, NULL, &w);
+  for (size_t i = 0; !rc && i < w.n; i++) {
+    rc = derive(t, w.v[i]);
+    if (!rc)
+      rc = bus_txn_del(t, SCHED_TOUCHED, w.v[i], strlen(w.v[i]));
+  }
+  free(w.v);
   return rc;
 }
 

@@ -408,9 +408,12 @@ sched_decide(bus_txn *t, const bus_event *cause, int64_t now, void *ud) {
   (void)ud;
   if (cause)
     return 0; /* everything is decided on the whole view, once a batch */
+  int rc = sched_touched_derive(t);
+  if (rc)
+    return rc;
   pass p = {.t = t};
   int gang = places_gang(&p);
-  int rc = gang < 0 ? gang : gang ? sched_decide_dispatch(t) : 0;
+  rc = gang < 0 ? gang : gang ? sched_decide_dispatch(t) : 0;
   if (!rc)
     rc = decide_placement(&p);
   if (!rc)

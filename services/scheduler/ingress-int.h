@@ -76,4 +76,36 @@ int sched_regs_full(const sched_regs *r);
  * told to stop first (the batch is not to be acked). */
 int sched_regs_flush(sched_regs *r, const bus_worker *w);
 
+/* Pod reports staged from one fetched batch: a run of consecutive ones. */
+typedef struct sched_rep {
+  char pod[SCHED_DNAME_SZ];
+  char subject[BUS_SUBJECT_MAX];
+  char job[SCHED_NAME_SZ], node[SCHED_NAME_SZ];
+  char actor[SCHED_NAME_SZ + 8];
+  char id[33];
+  bus_ev_pod_phase d; /* job and node point into this; phase, reason and
+                         localIP into the fetched batch */
+  bus_event ev;       /* typed: d */
+} sched_rep;
+
+typedef struct sched_reps {
+  bus_conn *c;
+  size_t n;
+  sched_rep reps[SCHED_RUNS_MAX];
+  bus_append_item items[SCHED_RUNS_MAX];
+} sched_reps;
+
+/* Stage node's pod report in as its pod.phase, when the view has the pod
+ * bound to node at the report's attempt (BUS_EDENIED otherwise: nothing
+ * staged); the caller flushes first when full or when the pod has one
+ * staged already. */
+int sched_reps_stage(sched_reps *r, bus_view *v, const char *node,
+                     const bus_event *in);
+int sched_reps_has(const sched_reps *r, const char *pod);
+int sched_reps_full(const sched_reps *r);
+/* Append what is staged; 0 once each is stored or refused for good (said
+ * in the log); a transient error when told to stop first (the batch is
+ * not to be acked). */
+int sched_reps_flush(sched_reps *r, const bus_worker *w);
+
 #endif

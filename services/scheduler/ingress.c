@@ -49,6 +49,7 @@ struct sched_ingress {
   svc_ingress s; /* first: the worker's ud */
   int timeout_ms;
   sched_runs runs;
+  sched_reps reps;
   sched_regs regs;
   seen *nodes;
   size_t nnodes, cap;
@@ -157,18 +158,18 @@ stream_known(sched_ingress *in, const char *node) {
 
 /* Append ev (its type's enum, data and actor set) for a node, with the
  * version check: its id derived from src_id, the message's (a re-sent
- * report lands once), which is also its cause. */
+ * message lands once), which is also its cause. */
 static int
 append_for(sched_ingress *in, const char *subject, bus_event *ev,
-           const char *src_id, uint64_t prev, int tries) {
+           const char *src_id, uint64_t prev) {
   char id[33];
   bus_event_derive_id(src_id, 0, id);
   ev->type = bus_type_name(ev->t); /* the Lark-Type header */
   ev->id = id;
   ev->ts = bus_wall_ns();
   ev->cause = src_id;
-  return bus_append_rebased(in->s.c, "LARK_EVENTS", subject, ev, prev, tries,
-                            NULL);
+  ev->prev = prev;
+  return bus_append(in->s.c, subject, ev, BUS_APPEND_CHECK, NULL, NULL);
 }
 
 static int
@@ -194,49 +195,6 @@ pod_of(sched_ingress *in, const char *pod, pod_rec *p) {
     bus_txn_end(t);
   }
   return rc;
-}
-
-/* The pod.phase of a node's pod.report: what the node says, with the
- * pod's Job and the node as the view knows them. */
-static bus_ev_pod_phase
-phase_of(const bus_ev_pod_report *r, const pod_rec *p, const char *node) {
-  return (bus_ev_pod_phase){.phase = r->phase,
-                            .has_job = 1,
-                            .job = bus_str_of(p->job),
-                            .node = bus_str_of(node),
-                            .has_attempt = r->has_attempt,
-                            .attempt = r->attempt,
-                            .has_exitCode = r->has_exitCode,
-                            .exitCode = r->exitCode,
-                            .has_signal = r->has_signal,
-                            .signal = r->signal,
-                            .has_localIP = r->has_localIP,
-                            .localIP = r->localIP,
-                            .has_reason = r->has_reason,
-                            .reason = r->reason};
-}
-
-static int
-pod_report(sched_ingress *in, const char *node, const bus_event *ev) {
-  const bus_ev_pod_report *r = bus_as_pod_report(ev);
-  char pod[SCHED_DNAME_SZ], subject[BUS_SUBJECT_MAX], actor[80];
-  pod_rec p;
-  bus_str_copy(r->pod, pod, sizeof pod);
-  int rc = pod_of(in, pod, &p);
-  if (rc || strcmp(p.node, node) || !p.bound || r->attempt != p.attempt)
-    return bus_error(BUS_EDENIED, "pod %s is not bound to %s at that attempt",
-                     pod, node);
-  bus_ev_pod_phase d = phase_of(r, &p, node);
-  snprintf(actor, sizeof actor, "node:%s", node);
-  bus_version ver;
-  rc = bus_subj_pod_phase(subject, sizeof subject, pod);
-  if (!rc)
-    rc = version_of(in->s.v, subject, &ver);
-  if (rc)
-    return rc;
-  /* an observation: when the view lags, at the subject's own version */
-  bus_event out = {.t = BUS_T_POD_PHASE, .typed = &d, .actor = actor};
-  return append_for(in, subject, &out, ev->id, ver.seq, SCHED_REPORT_TRIES);
 }
 
 /*
@@ -285,7 +243,7 @@ node_ready(sched_ingress *in, const char *node, int ready, const char *reason) {
   bus_event ev = {.t = ready ? BUS_T_NODE_READY : BUS_T_NODE_NOTREADY,
                   .typed = ready ? (const void *)&r : &nr,
                   .actor = "lark-scheduler"};
-  rc = append_for(in, subject, &ev, src, ver.seq, 1);
+  rc = append_for(in, subject, &ev, src, ver.seq);
   return rc == BUS_ECONFLICT ? 0 : rc; /* the view will show the change */
 }
 
@@ -373,8 +331,6 @@ handle(sched_ingress *in, const char *subject, const bus_event *ev) {
     return heartbeat(in, node);
   case BUS_T_NODE_REGISTERED:
     return registration(in, node, ev);
-  case BUS_T_POD_REPORT:
-    return pod_report(in, node, ev);
   case BUS_T_POD_FORGOTTEN:
     return pod_forgotten(in, node, ev);
   default:
@@ -402,9 +358,20 @@ handle_until_stored(sched_ingress *in, const char *subject,
   }
 }
 
-/* Message i of b: a run report is staged (the staged ones are stored
- * first when full), anything else is handled once those before it are
- * stored. A transient error only when told to stop meanwhile. */
+/* 1 when the reports staged go out before pod report ev is staged: full,
+ * or its pod has one there. */
+static int
+reps_first(const sched_ingress *in, const bus_event *ev) {
+  char pod[SCHED_DNAME_SZ];
+  bus_str_copy(bus_as_pod_report(ev)->pod, pod, sizeof pod);
+  return sched_reps_full(&in->reps) || sched_reps_has(&in->reps, pod);
+}
+
+/* Message i of b: a run report, or a pod report, is staged with the ones
+ * of its kind just before it (stored first when full, or for a pod report
+ * when its pod has one staged); anything else is handled once all staged
+ * before it is stored. A transient error only when told to stop
+ * meanwhile. */
 static int
 take(sched_ingress *in, bus_batch *b, size_t i) {
   const char *subject, *what = NULL;
@@ -412,12 +379,19 @@ take(sched_ingress *in, bus_batch *b, size_t i) {
   bus_batch_meta(b, i, &subject, NULL, NULL);
   const bus_event *ev = bus_batch_event(b, i);
   int rc = ev ? 0 : bus_batch_status(b, i);
-  int run = !rc && !route(subject, node, &what) && is_run_report(ev, what);
+  int routed = !rc && !route(subject, node, &what);
+  int run = routed && is_run_report(ev, what);
+  int rep = routed && ev->typed && ev->t == BUS_T_POD_REPORT;
   if (!rc && (!run || sched_runs_full(&in->runs)))
     rc = sched_runs_flush(&in->runs, in->s.q.w);
-  if (!rc)
-    rc = run ? sched_runs_stage(&in->runs, in->s.v, node, what + 4, ev)
-             : handle_until_stored(in, subject, ev);
+  if (!rc && (!rep || reps_first(in, ev)))
+    rc = sched_reps_flush(&in->reps, in->s.q.w);
+  if (!rc && run)
+    rc = sched_runs_stage(&in->runs, in->s.v, node, what + 4, ev);
+  else if (!rc && rep)
+    rc = sched_reps_stage(&in->reps, in->s.v, node, ev);
+  else if (!rc)
+    rc = handle_until_stored(in, subject, ev);
   if (rc && !sched_ingress_transient(rc))
     sched_ingress_log(subject, "refused: ", bus_last_error());
   return rc;
@@ -499,8 +473,10 @@ handle_batch(bus_worker *w, bus_batch *b, void *ud) {
   if (!sched_ingress_transient(rc))
     rc = sched_runs_flush(&in->runs, w);
   if (!sched_ingress_transient(rc))
+    rc = sched_reps_flush(&in->reps, w);
+  if (!sched_ingress_transient(rc))
     rc = sched_regs_flush(&in->regs, w);
-  in->runs.n = in->regs.n = 0;
+  in->runs.n = in->reps.n = in->regs.n = 0;
   if (!sched_ingress_transient(rc))
     bus_batch_ack(b);
 }
@@ -530,6 +506,7 @@ sched_ingress_start(bus_conn *c, bus_view *v, int timeout_ms,
   in->s.c = c;
   in->s.v = v;
   in->runs.c = c;
+  in->reps.c = c;
   in->regs.c = c;
   in->timeout_ms = timeout_ms > 0 ? timeout_ms : SCHED_NODE_TIMEOUT_MS;
   in->started_ms = bus_mono_ms();

@@ -287,15 +287,10 @@ sched_why_get(bus_txn *t, const pod_rec *p, const void **why, size_t *len) {
   return rc;
 }
 
-typedef struct why_keys {
-  char (*v)[SCHED_NAME_SZ + 20];
-  size_t n, cap;
-} why_keys;
-
 static int
-take_why_key(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+take_key(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   (void)v, (void)vl;
-  why_keys *w = ud;
+  sched_keys *w = ud;
   if (kl >= sizeof *w->v)
     return 0;
   int rc = bus_grow(&w->v, w->n, &w->cap, sizeof *w->v, 4);
@@ -305,11 +300,19 @@ take_why_key(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
 }
 
 int
+sched_keys_of(bus_txn *t, const char *table, const char *prefix,
+              sched_keys *out) {
+  *out = (sched_keys){0};
+  return bus_txn_scan(t, table, prefix, prefix ? strlen(prefix) : 0, take_key,
+                      out);
+}
+
+int
 sched_why_drop(bus_txn *t, const char *job) {
   char prefix[SCHED_NAME_SZ + 1];
-  why_keys w = {0};
-  int n = snprintf(prefix, sizeof prefix, "%s/", job);
-  int rc = bus_txn_scan(t, "why", prefix, (size_t)n, take_why_key, &w);
+  sched_keys w;
+  snprintf(prefix, sizeof prefix, "%s/", job);
+  int rc = sched_keys_of(t, "why", prefix, &w);
   for (size_t i = 0; !rc && i < w.n; i++)
     rc = bus_txn_del(t, "why", w.v[i], strlen(w.v[i]));
   free(w.v);
@@ -317,8 +320,17 @@ sched_why_drop(bus_txn *t, const char *job) {
 }
 
 static const char *const tables[] = {
-    "jobs",  "specs",    "tasks", "pods", "why",     "nodes",    "nodespecs",
-    "queue", "outgoing", "todo",  "held", "rayhead", SCHED_GONE, NULL};
+    "jobs",  "specs",     "tasks",    "pods",        "why",
+    "nodes", "nodespecs", "queue",    "outgoing",    "todo",
+    "held",  "rayhead",   SCHED_GONE, SCHED_TOUCHED, NULL};
+
+/* A batch's last word: the phases its events touched, derived (decide
+ * did it already when it ran). */
+static int
+commit_touched(bus_txn *t, void *ud) {
+  (void)ud;
+  return sched_touched_derive(t);
+}
 
 void
 sched_view_def(bus_view_def *def) {
@@ -327,6 +339,7 @@ sched_view_def(bus_view_def *def) {
   def->tables = tables;
   def->apply = sched_apply;
   def->decide = sched_decide;
+  def->commit = commit_touched;
   def->layout = SCHED_VIEW_LAYOUT;
   def->stream = "LARK_EVENTS";
   def->filter = "lark.ev.>";

@@ -49,6 +49,7 @@
  * records packed as runs (SCHED_REC_PACKED). */
 #define SCHED_VIEW_LAYOUT 3
 #define SCHED_GONE "gone"
+#define SCHED_TOUCHED "touched"
 #define SCHED_PHASE_SZ 16
 #define SCHED_REASON_SZ 256
 #define SCHED_POD_DEVICES 4
@@ -179,6 +180,15 @@ int sched_why_put(bus_txn *t, const char *job, uint64_t seq, const void *why,
 int sched_why_link(bus_txn *t, const char *pod, uint64_t seq);
 int sched_why_get(bus_txn *t, const pod_rec *p, const void **why, size_t *len);
 int sched_why_drop(bus_txn *t, const char *job);
+/* The keys of table (those starting with prefix, when not NULL) up to
+ * SCHED_DNAME_SZ - 1 bytes (longer ones passed over), into out; free
+ * out->v after, on failure too. For a walk that changes the table. */
+typedef struct sched_keys {
+  char (*v)[SCHED_DNAME_SZ];
+  size_t n, cap;
+} sched_keys;
+int sched_keys_of(bus_txn *t, const char *table, const char *prefix,
+                  sched_keys *out);
 /* Visit every pod of job (prefix scan of "<job>-"; checks pod.job). */
 typedef int (*sched_pod_cb)(bus_txn *t, pod_rec *p, void *ud);
 int sched_each_pod(bus_txn *t, const char *job, sched_pod_cb cb, void *ud);
@@ -277,7 +287,20 @@ int sched_outgoing(bus_txn *t, pod_rec *p, uint64_t seq);
  * value: u32be attempt, node), for a pod that moves on before decide
  * sends it (its next attempt placed anew). */
 int sched_outgoing_stop(bus_txn *t, pod_rec *p, uint64_t seq);
+/*
+ * The derived phases of a Job and its Tasks (their `want`, and the Job in
+ * `todo` while a recorded phase differs) follow its pods. sched_touch
+ * notes that an event changed what they are derived from (in
+ * SCHED_TOUCHED); sched_touched_derive derives them for every Job noted,
+ * once, and clears the notes. Derived once a batch, not once an event: a
+ * Job of 1,000 pods read all 1,000 for each pod's report. It runs before
+ * decide and in the view's commit hook (replay, embedded views), so a
+ * committed view never holds a note; every event that changes what the
+ * phases derive from notes its Job, so the view after a batch is the same
+ * however the stream was cut into batches.
+ */
 int sched_touch(bus_txn *t, const char *job);
+int sched_touched_derive(bus_txn *t);
 
 /* ------------------------------------------------------------- ingress */
 
