@@ -148,10 +148,27 @@ take_pod(bus_txn *t, pod_rec *p, void *ud) {
   return 0;
 }
 
+/* field (a want) set to phase, zeroed past it: 1 when its bytes changed.
+ * Its bytes then depend on the pods alone, not on what it held before
+ * (the digest reads bytes, and batches cut the stream differently live
+ * and in replay). */
+static int
+set_want(char field[SCHED_PHASE_SZ], const char *phase) {
+  char v[SCHED_PHASE_SZ] = {0};
+  sched_copy(v, sizeof v, phase, strlen(phase));
+  if (!memcmp(field, v, sizeof v))
+    return 0;
+  memcpy(field, v, sizeof v);
+  return 1;
+}
+
 /*
  * Recompute what the Job's and its Tasks' phases should be from its pods,
  * and keep the Job in `todo` while a recorded phase differs from it:
- * decide records the change as task.phase / job.phase events.
+ * decide records the change as task.phase / job.phase events. What it
+ * writes is a function of the view as it is now, whatever it was before:
+ * a deleted Job's want too (Stopped), though decide records no phase for
+ * it.
  */
 static int
 derive(bus_txn *t, const char *job) {
@@ -185,20 +202,17 @@ derive(bus_txn *t, const char *job) {
         j.stopped ? SCHED_PH_STOPPED
                   : sched_task_phase(mine, m, tr->max_retries, NULL, 0);
     tp[n++] = want;
-    const char *w = sched_phase_name(want);
-    if (strcmp(tr->want, w)) {
-      sched_copy(tr->want, sizeof tr->want, w, strlen(w));
+    if (set_want(tr->want, sched_phase_name(want)))
       rc = sched_task_put(t, tr);
-    }
     differs |= strcmp(tr->want, tr->phase) != 0;
   }
-  if (!rc && !j.deleted) {
+  if (!rc) {
     const char *w = j.stopped
                         ? "Stopped"
                         : sched_phase_name(sched_job_phase(tp, (size_t)n));
-    sched_copy(j.want, sizeof j.want, w, strlen(w));
-    differs |= strcmp(j.want, j.phase) != 0;
-    rc = sched_job_put(t, &j);
+    if (set_want(j.want, w))
+      rc = sched_job_put(t, &j);
+    differs |= !j.deleted && strcmp(j.want, j.phase) != 0;
   }
   if (!rc)
     rc = differs ? bus_txn_put(t, "todo", job, strlen(job), "", 0)

@@ -46,8 +46,9 @@
 #define SCHED_REC_VERSION 2
 /* What the view's apply writes (records, their packing, keys): bumped
  * when it changes, so a view written before is rebuilt at start. 3: the
- * records packed as runs (SCHED_REC_PACKED). */
-#define SCHED_VIEW_LAYOUT 3
+ * records packed as runs (SCHED_REC_PACKED). 4: derived phases once a
+ * batch, their wants zeroed past the name (sched_touched_derive). */
+#define SCHED_VIEW_LAYOUT 4
 #define SCHED_GONE "gone"
 #define SCHED_TOUCHED "touched"
 #define SCHED_PHASE_SZ 16
