@@ -167,6 +167,8 @@ sched_apply_job_submitted(bus_txn *t, const bus_event *ev, const void *data,
   }
   bus_version ver;
   job_rec j;
+  /* a former generation's records: their phases derived anew below */
+  int former = sched_job_get(t, name, &j) == 0;
   memset(&j, 0, sizeof j);
   rc = bus_txn_version(t, ev->subject, &ver);
   if (!rc)
@@ -194,8 +196,11 @@ sched_apply_job_submitted(bus_txn *t, const bus_event *ev, const void *data,
     rc = sched_job_put(t, &j);
   if (!rc && !j.stopped)
     rc = sched_queue_job(t, &j, 1);
-  if (!rc)
-    rc = sched_touch(t, name); /* its phases anew, a former one's gone */
+  /* A first Job not stopped is as derive would leave it (every want
+   * Pending, zeroed past it, nothing in todo); a Job submitted stopped, or
+   * over a former generation's records, has its phases derived */
+  if (!rc && (j.stopped || former))
+    rc = sched_touch(t, name);
   sched_expansion_clear(&x);
   sched_job_clear(&job);
   return rc;
