@@ -403,10 +403,11 @@ Test(golden, every_view_rebuilds_to_its_recorded_digest, .timeout = 240) {
   /* cut into other batches (live batches are what the fetch brings), each
    * view is the same: apply and its end of batch depend on the stream
    * alone */
-  for (int batch = 1; batch <= 7; batch += 6) {
-    rebuild_all(c, batch, cut, sizeof cut);
+  static const int batches[] = {1, 7};
+  for (size_t i = 0; i < sizeof batches / sizeof *batches; i++) {
+    rebuild_all(c, batches[i], cut, sizeof cut);
     cr_expect_str_eq(cut, now, "%d event(s) a batch:\n%s\nand as one:\n%s",
-                     batch, cut, now);
+                     batches[i], cut, now);
   }
   const char *write = getenv("LARK_GOLDEN_WRITE");
   if (write && write[0]) {

@@ -256,30 +256,27 @@ bus__last_is(bus_conn *c, const char *stream, const char *subject,
 int
 bus_append_rebased(bus_conn *c, const char *stream, const char *subject,
                    bus_event *ev, uint64_t prev, int tries, uint64_t *seq) {
-  uint64_t at = 0;
-  int rc = BUS_ECONFLICT;
-  for (int i = 0; i < tries && rc == BUS_ECONFLICT; i++) {
+  for (int i = 0; i < tries; i++) {
+    uint64_t at = 0;
     ev->prev = prev;
-    rc = bus_append(c, subject, ev, BUS_APPEND_CHECK, &at, NULL);
-    if (rc != BUS_ECONFLICT)
-      break;
+    int rc = bus_append(c, subject, ev, BUS_APPEND_CHECK, &at, NULL);
+    if (rc != BUS_ECONFLICT) {
+      if (rc == 0 && seq)
+        *seq = at;
+      return rc;
+    }
     int mine = bus__last_is(c, stream, subject, ev->id, &prev);
-    if (mine == BUS_ENOT_FOUND) /* purged meanwhile: a first write */
-      mine = 0;
-    if (mine < 0)
+    if (mine == 1) {
+      if (seq)
+        *seq = prev;
+      return 0;
+    }
+    if (mine < 0 && mine != BUS_ENOT_FOUND) /* none: purged, a first write */
       return mine;
-    if (mine)
-      at = prev;
-    rc = mine ? 0 : BUS_ECONFLICT;
   }
-  if (rc == BUS_ECONFLICT && tries > 1)
-    return BUS_ERR(BUS_EBUSY, "%s moved on at each of %d tries", subject,
-                   tries);
-  if (rc == BUS_ECONFLICT)
-    return BUS_ERR(BUS_ECONFLICT, "%s has moved on", subject);
-  if (rc == 0 && seq)
-    *seq = at;
-  return rc;
+  return tries > 1 ? BUS_ERR(BUS_EBUSY, "%s moved on at each of %d tries",
+                             subject, tries)
+                   : BUS_ERR(BUS_ECONFLICT, "%s has moved on", subject);
 }
 
 int
