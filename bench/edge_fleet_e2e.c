@@ -91,7 +91,7 @@ main(int argc, char **argv) {
   printf("edge_fleet_e2e: %ld of %ld desired states received in %.2f s\n", n,
          want, bench_now_s() - t0);
   fleet_stop(f);
-  gang_report(c, got_at, n < want ? n : want, jobs);
+  gang_report(c, got_at, n < want ? n : want, NULL, 0, jobs);
   fleet_baseline(c, sub, want, rate);
   bench_stop_service(sched, "lark-scheduler");
   bus_conn_close(c);

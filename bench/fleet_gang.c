@@ -10,9 +10,11 @@
  * each desired state, as lark-edge does). Once every node's consumer is
  * open, J Jobs of P pods, spread, are submitted through the command path
  * at --rate pods/s (0: as fast as the commands go). Each node writes down
- * when it had each desired state (bench_uvfleet --got); the figure is
+ * when it had each desired state (bench_uvfleet --got), as a push ahead
+ * of its node stream and as the stream's stored copy; the figures are
  * gang.c's, from each pod's binding (its Job's job.placed, the broker's
- * stored time), whole and split at the node stream's stored time.
+ * stored time) to each copy, the stored one whole and split at the node
+ * stream's stored time.
  *
  * The floor, in the same run and of the same shape: as many core-NATS
  * messages to the same nodes' connections (pod i of a gang to node i%N's
@@ -75,9 +77,10 @@ wait_count(fleetsim *f, long want, int cons, int limit_s) {
   return -1;
 }
 
-/* Every "d" line (desired states: into seen, up to cap) or every "f"
- * line (the floor: its latency into fleet_lat) the node processes wrote
- * under dir. Returns the count of lines taken. */
+/* Every "d" line (desired states: into seen, up to cap), "p" line (the
+ * copies pushed ahead of them, the same) or "f" line (the floor: its
+ * latency into fleet_lat) the node processes wrote under dir. Returns the count
+ * of lines taken. */
 static long
 read_got(const char *dir, char kind, gang_seen *seen, long cap) {
   DIR *d = opendir(dir);
@@ -93,8 +96,10 @@ read_got(const char *dir, char kind, gang_seen *seen, long cap) {
     while (fp && fgets(line, sizeof line, fp)) {
       if (line[0] != kind)
         continue;
-      if (kind == 'd' && sscanf(line, "d %31s %lld %lld", job, &a, &b) == 3 &&
-          n < cap)
+      if (kind == 'p' && sscanf(line, "p %31s %lld", job, &b) == 2 && n < cap)
+        seen[n++] = (gang_seen){gang_job_index(job), 0, b};
+      else if (kind == 'd' &&
+               sscanf(line, "d %31s %lld %lld", job, &a, &b) == 3 && n < cap)
         seen[n++] = (gang_seen){gang_job_index(job), a, b};
       else if (kind == 'f' && sscanf(line, "f %lld %lld", &a, &b) == 2)
         fleet_lat_add(b - a), n++;
@@ -140,7 +145,7 @@ floor_send(bus_conn *c, const run *r, int64_t gap) {
 }
 
 static int
-burst(fleetsim *f, const run *r, gang_seen *seen) {
+burst(fleetsim *f, const run *r, gang_seen *seen, gang_seen *pushed) {
   bus_conn *admin = fleetsim_admin();
   double a[3], b[3];
   printf("fleet_gang: %ld pods (%d Jobs x %d) at %d pods/s (0: as fast as "
@@ -155,7 +160,10 @@ burst(fleetsim *f, const run *r, gang_seen *seen) {
   printf("fleet_gang: desired states at their nodes in %.2f s\n", took);
   cpu_report(a, b, took);
   long n = read_got(f->dir, 'd', seen, r->want);
-  gang_report(admin, seen, n, r->jobs);
+  long np = read_got(f->dir, 'p', pushed, r->want);
+  printf("fleet_gang: %ld of %ld desired states pushed ahead of the stream\n",
+         np, r->want);
+  gang_report(admin, seen, n, pushed, np, r->jobs);
   int64_t gap = gang_gap(seen, n, r->jobs);
   cpu_now(f, a);
   t0 = bench_now_s();
@@ -193,7 +201,8 @@ main(int argc, char **argv) {
   }
   r.want = (long)r.jobs * r.pods;
   gang_seen *seen = calloc((size_t)r.want, sizeof *seen);
-  if (!seen)
+  gang_seen *pushed = calloc((size_t)r.want, sizeof *pushed);
+  if (!seen || !pushed)
     bench_die("memory", "out of memory");
   fleet_lat_init(r.want);
   fleetsim f;
@@ -209,9 +218,10 @@ main(int argc, char **argv) {
          "processes)\n",
          r.nodes, bench_now_s() - t0, r.procs);
   sleep(2); /* past the start: every node's beat in its steady phase */
-  int rc = burst(&f, &r, seen);
+  int rc = burst(&f, &r, seen, pushed);
   fleetsim_down(&f);
   fleet_lat_free();
+  free(pushed);
   free(seen);
   return rc ? 1 : 0;
 }

@@ -76,38 +76,68 @@ leg(const gang_seen *s, int64_t placed, int which) {
   return s->ns - placed;
 }
 
+/* The latest ns of Job j's among seen[0..n), 0 when none. */
+static int64_t
+last_at(const gang_seen *seen, long n, int j) {
+  int64_t at = 0;
+  for (long i = 0; i < n; i++)
+    if (seen[i].job == j && seen[i].ns > at)
+      at = seen[i].ns;
+  return at;
+}
+
 /* Per Job (the first 20): from its binding to its first and last
- * desired state stored, and to its last at a node: where a gang's time
- * goes before its first desired state leaves (the scheduler) and while
- * they drain (the broker). */
+ * desired state stored, to its last at a node, and to its last pushed
+ * copy at a node (when there are any): where a gang's time goes before
+ * its first desired state leaves (the scheduler) and while they drain
+ * (the broker). */
 static void
-per_job(const gang_seen *seen, long n, const int64_t *placed, int jobs) {
+per_job(const gang_seen *seen, long n, const gang_seen *pushed, long np,
+        const int64_t *placed, int jobs) {
   for (int j = 0; j < jobs && j < 20; j++) {
-    int64_t first = INT64_MAX, last = 0, at = 0;
+    int64_t first = INT64_MAX, last = 0, at = last_at(seen, n, j);
+    int64_t push = last_at(pushed, np, j);
     for (long i = 0; i < n; i++) {
       if (seen[i].job != j)
         continue;
       first = seen[i].stored < first ? seen[i].stored : first;
       last = seen[i].stored > last ? seen[i].stored : last;
-      at = seen[i].ns > at ? seen[i].ns : at;
     }
     if (!last || !placed[j])
       continue;
     printf("  job%-3d binding -> first stored %6.1f ms, last stored %6.1f "
-           "ms, last at its node %6.1f ms\n",
+           "ms, last at its node %6.1f ms",
            j, (double)(first - placed[j]) / 1e6,
            (double)(last - placed[j]) / 1e6, (double)(at - placed[j]) / 1e6);
+    if (push)
+      printf(", last pushed %6.1f ms", (double)(push - placed[j]) / 1e6);
+    printf("\n");
   }
 }
 
+/* From each pushed copy's binding to its node (its "stored" unused). */
+static void
+pushed_report(const gang_seen *pushed, long np, const int64_t *placed,
+              int jobs) {
+  fleet_lat_reset();
+  for (long i = 0; i < np; i++)
+    if (pushed[i].job >= 0 && pushed[i].job < jobs && placed[pushed[i].job])
+      fleet_lat_add(pushed[i].ns - placed[pushed[i].job]);
+  fleet_lat_report("binding -> node, pushed");
+}
+
 void
-gang_report(bus_conn *c, const gang_seen *seen, long n, int jobs) {
-  static const char *const what[] = {
-      "binding -> node", "  binding -> node stream", "  node stream -> node"};
+gang_report(bus_conn *c, const gang_seen *seen, long n, const gang_seen *pushed,
+            long np, int jobs) {
+  static const char *const what[] = {"binding -> node, stored",
+                                     "  binding -> node stream",
+                                     "  node stream -> node"};
   int64_t *placed = calloc((size_t)jobs, sizeof *placed);
   if (!placed)
     bench_die("memory", "out of memory");
   placed_times(c, placed, jobs);
+  if (np)
+    pushed_report(pushed, np, placed, jobs);
   long missing = 0;
   for (int which = LEG_ALL; which <= LEG_FETCH; which++) {
     fleet_lat_reset();
@@ -121,7 +151,7 @@ gang_report(bus_conn *c, const gang_seen *seen, long n, int jobs) {
     }
     fleet_lat_report(what[which]);
   }
-  per_job(seen, n, placed, jobs);
+  per_job(seen, n, pushed, np, placed, jobs);
   free(placed);
   if (missing)
     printf("gang: %ld desired states without a job.placed\n", missing);

@@ -4,7 +4,8 @@
  * processes): Jobs "job<i>" submitted through the command path, each
  * desired state a node got kept with its Job, the node stream's stored
  * time and the time the node had it, reported from each pod's binding
- * (its Job's job.placed, the broker's stored time) in two legs.
+ * (its Job's job.placed, the broker's stored time) in two legs; and each
+ * copy pushed ahead of the stream, when the nodes listen for them.
  */
 #ifndef LARK_BENCH_GANG_H
 #define LARK_BENCH_GANG_H
@@ -30,9 +31,12 @@ int gang_job_of(const msgpack_object *data);
  * pods/s (0: as fast as the commands go). */
 void gang_submit(bus_conn *c, int jobs, int pods, int rate);
 
-/* p50/p99/max from each pod's binding to its node, whole and in its two
- * legs (-> node stream, node stream -> node), for n seen of jobs Jobs;
- * the bindings read from LARK_EVENTS on c. */
-void gang_report(bus_conn *c, const gang_seen *seen, long n, int jobs);
+/* p50/p99/max from each pod's binding to its node: of the np pushed
+ * copies (bus_node_push_subject; their stored is unused) when np > 0,
+ * then of the n stored copies seen, whole and in their two legs (-> node
+ * stream, node stream -> node), for jobs Jobs; the bindings read from
+ * LARK_EVENTS on c. */
+void gang_report(bus_conn *c, const gang_seen *seen, long n,
+                 const gang_seen *pushed, long np, int jobs);
 
 #endif

@@ -16,15 +16,18 @@
  * holds it) and sends the next as soon as one ends, asks for the
  * consumer's info after --check-ms of empty pulls, and sends a
  * node.heartbeat every --heartbeat-ms (lark-edge's defaults unless
- * given: edge.h, bus.h).
+ * given: edge.h, bus.h); and listens on its push subject
+ * (lark.push.<node>.>), where desired states come ahead of the stream.
  * --mode core: each node only subscribes to its device subjects
  * (lark.dev.<node>.>, which its user may read) with core NATS: the floor.
  * --got DIR: each desired state a node gets is written to DIR/got-<first>
  * as "d <job> <stored ns> <got ns>" (its Job, the node stream's stored
  * time from the delivery's ack subject, the wall clock at its arrival),
- * and each core message on _INBOX_<node>.f (the gang floor: its body the
- * sender's wall clock) as "f <sent ns> <got ns>"; flushed before each
- * progress line, so a line's got= count is on file (bench_fleet_gang).
+ * each one pushed ahead of the stream as "p <job> <got ns>" (not counted
+ * in got=: a run ends when the stored copies are in), and each core message on
+ * _INBOX_<node>.f (the gang floor: its body the sender's wall clock) as "f
+ * <sent ns> <got ns>"; flushed before each progress line, so a line's got=
+ * count is on file (bench_fleet_gang).
  *
  * Timed work runs on the loop (one 50 ms sweep over the nodes); answers
  * arrive on nats.c's delivery threads, which publish the next pull at
@@ -176,9 +179,22 @@ ack_stored_ns(const char *reply) {
   return at < 0 ? 0 : atoll(tok[at]);
 }
 
+/* The Job an event's data names into job ("-" when none). */
+static void
+event_job(const void *data, size_t len, char job[32]) {
+  msgpack_zone zone;
+  bus_event ev;
+  snprintf(job, 32, "-");
+  msgpack_zone_init(&zone, 2048);
+  if (!bus_event_decode(data, len, &ev, &zone))
+    bus_obj_str(&ev.data, "job", job, 32);
+  msgpack_zone_destroy(&zone);
+}
+
 /* A desired state's Job and times, or a floor message's, to --got. */
 static void
 note_got(const char *reply, const void *data, size_t len, int64_t now) {
+  char job[32];
   if (!reply) {
     char sent[24] = "";
     snprintf(sent, sizeof sent, "%.*s", (int)(len < 23 ? len : 23),
@@ -186,20 +202,22 @@ note_got(const char *reply, const void *data, size_t len, int64_t now) {
     fprintf(F.got_f, "f %lld %lld\n", atoll(sent), (long long)now);
     return;
   }
-  msgpack_zone zone;
-  bus_event ev;
-  char job[32] = "-";
-  msgpack_zone_init(&zone, 2048);
-  if (!bus_event_decode(data, len, &ev, &zone))
-    bus_obj_str(&ev.data, "job", job, sizeof job);
-  msgpack_zone_destroy(&zone);
+  event_job(data, len, job);
   fprintf(F.got_f, "d %s %lld %lld\n", job, ack_stored_ns(reply),
           (long long)now);
 }
 
+/* A desired state pushed ahead of its stream, to --got. */
+static void
+note_push(const void *data, size_t len, int64_t now) {
+  char job[32];
+  event_job(data, len, job);
+  fprintf(F.got_f, "p %s %lld\n", job, (long long)now);
+}
+
 /* Desired states (delivered on the pull's inbox under their own subject,
  * with an ack subject as reply: each acked, as lark-edge acks), answers
- * on _INBOX_<node>.{c,p,i} and core deliveries, on nats.c's delivery
+ * on _INBOX_<node>.{c,p,i}, pushes and core deliveries, on nats.c's delivery
  * thread. */
 static void
 on_msg(bus_conn *c, const char *subject, const char *reply, const void *data,
@@ -207,6 +225,12 @@ on_msg(bus_conn *c, const char *subject, const char *reply, const void *data,
   sim_node *n = ud;
   int64_t now = bus_wall_ns();
   (void)c;
+  if (!strncmp(subject, BUS_NODE_PUSH_PREFIX,
+               sizeof BUS_NODE_PUSH_PREFIX - 1)) {
+    if (F.got_f)
+      note_push(data, len, now);
+    return;
+  }
   size_t k = strlen(subject);
   char what = k > 2 && subject[k - 2] == '.' ? subject[k - 1] : 0;
   if (reply && !strncmp(reply, "$JS.ACK.", 8)) { /* a desired state */
@@ -260,6 +284,12 @@ connect_node(sim_node *n) {
   else
     snprintf(sub, sizeof sub, "%s.>", n->inbox);
   bus_serve *s;
+  if (!F.core) {
+    char push[80];
+    snprintf(push, sizeof push, BUS_NODE_PUSH_PREFIX "%s.>", n->name);
+    if (bus_conn_serve(n->c, push, NULL, on_msg, n, &s))
+      return -1;
+  }
   return bus_conn_serve(n->c, sub, NULL, on_msg, n, &s) ? -1 : 0;
 }
 

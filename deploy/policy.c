@@ -43,6 +43,9 @@ const lark_rule lark_policy[] = {
    "lark-reports and the scheduler append run reports to LARK_RUNS"},
   {LARK_ROLE_SERVICE, LARK_PUB_ALLOW, "lark.node.>",
    "the scheduler writes each pod's desired state into its node's stream"},
+  {LARK_ROLE_SERVICE, LARK_PUB_ALLOW, "lark.push.>",
+   "the same desired states, pushed to the node as core messages just "
+   "before they are stored (bus_node_push_subject)"},
   {LARK_ROLE_SERVICE, LARK_PUB_ALLOW, "lark.log.>",
    "lark-logs republishes pods' output on LARK_LOGS"},
   {LARK_ROLE_SERVICE, LARK_PUB_ALLOW, "lark.route.>",
@@ -111,6 +114,9 @@ const lark_rule lark_policy[] = {
   {LARK_ROLE_NODE, LARK_SUB_ALLOW, "lark.dev.%s.>",
    "requests to its own devices (an operator's camera capture); only admin "
    "publishes on lark.dev.>"},
+  {LARK_ROLE_NODE, LARK_SUB_ALLOW, "lark.push.%s.>",
+   "its own desired states pushed before they are stored; only services "
+   "publish on lark.push.>"},
   {LARK_ROLE_NODE, LARK_RESPONSES, NULL,
    "answers those requests on the asker's inbox, one reply each"},
 

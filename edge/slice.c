@@ -34,6 +34,15 @@
  * nothing new, nothing is started twice. Only a message without a version
  * (no writer of the platform sends one) falls back to the stream's
  * sequence.
+ *
+ * Pushes: what is written to the node's stream is first sent to the node
+ * as a core message on lark.push.<node>.<rest> (libbus outbox.c,
+ * bus_node_push_subject), which only services may publish and only this
+ * node hear. The push subscription takes it as the stream's copy would be
+ * taken, by its version, so the node has its desired state at the cost
+ * of a core message and the stored copy that follows changes nothing. A
+ * lost push (a reconnection, a full buffer) costs only the wait for the
+ * stored copy: the stream stays the node's reliable path.
  */
 #include <stdio.h>
 #include <string.h>
@@ -113,32 +122,36 @@ engine_what(const bus_event *ev, bus_str *job, uint64_t *version) {
   return st ? "stages" : w ? "weights" : pe ? "peers" : NULL;
 }
 
+/* A message as the slice takes it: from a fetched batch or a push. */
+typedef struct slice_msg {
+  const char *subject; /* on the node's stream: lark.node.<node>.<rest> */
+  uint64_t seq;        /* the stream's sequence; 0 for a push */
+  const bus_event *ev;
+  const void *body;
+  size_t len;
+} slice_msg;
+
 /*
  * An engine.stages / engine.weights / engine.peers of a Job, written by
  * lark-engine on lark.node.<node>.engine.<job>.<what>: its body stored as
  * it came when its version is newer (1), for the loop (engine.c).
  */
 static int
-take_engine(edge_agent *a, const bus_batch *b, size_t i, const char *what,
-            bus_str job, uint64_t version) {
-  const char *subject;
+take_engine(edge_agent *a, const slice_msg *m, const char *what, bus_str job,
+            uint64_t version) {
   char want[BUS_SUBJECT_MAX], name[EDGE_NAME_SZ];
-  const void *body;
-  size_t len;
   int stored = 0;
-  bus_batch_meta(b, i, &subject, NULL, NULL);
   bus_str_copy(job, name, sizeof name);
   snprintf(want, sizeof want, "lark.node.%s.engine.%s.%s", a->cfg.node, name,
            what);
-  if (job.len >= sizeof name || strcmp(subject, want)) {
-    edge_logf("warn", subject, "ignored: engine.%s does not match its subject",
-              what);
+  if (job.len >= sizeof name || strcmp(m->subject, want)) {
+    edge_logf("warn", m->subject,
+              "ignored: engine.%s does not match its subject", what);
     return 0;
   }
-  bus_batch_data(b, i, &body, &len);
-  if (edge_store_engine_put(a->store, name, what, version, body, len,
+  if (edge_store_engine_put(a->store, name, what, version, m->body, m->len,
                             &stored)) {
-    edge_logf("error", subject, "cannot store: %s", bus_last_error());
+    edge_logf("error", m->subject, "cannot store: %s", bus_last_error());
     return -1;
   }
   if (stored)
@@ -150,22 +163,21 @@ take_engine(edge_agent *a, const bus_batch *b, size_t i, const char *what,
 }
 
 /* A pod.desired or a robot.desired (robot.c reconciles those), or an
- * engine projection. */
+ * engine projection. A push without its writer's version is ignored: it
+ * has no stream sequence to fall back on, and its stored copy follows. */
 static int
-take(edge_agent *a, const bus_batch *b, size_t i) {
-  const char *subject;
-  uint64_t seq;
+take(edge_agent *a, const slice_msg *m) {
   char prefix[BUS_SUBJECT_MAX];
-  bus_batch_meta(b, i, &subject, &seq, NULL);
-  const bus_event *ev = bus_batch_event(b, i);
+  const bus_event *ev = m->ev;
   const bus_ev_pod_desired *d = bus_as_pod_desired(ev);
   const bus_ev_robot_desired *rd = bus_as_robot_desired(ev);
   bus_str job;
+  uint64_t seq = m->seq;
   const char *what = ev ? engine_what(ev, &job, &seq) : NULL;
   if (what)
-    return take_engine(a, b, i, what, job, seq);
+    return seq ? take_engine(a, m, what, job, seq) : 0;
   if (!d && !rd) {
-    edge_logf("warn", subject, "ignored: %s",
+    edge_logf("warn", m->subject, "ignored: %s",
               ev ? "not a pod.desired, robot.desired or engine projection"
                  : bus_last_error());
     return 0;
@@ -175,11 +187,67 @@ take(edge_agent *a, const bus_batch *b, size_t i) {
     seq = d->version;
   if (rd && rd->has_version && rd->version > 0)
     seq = rd->version;
+  if (!seq)
+    return 0;
   snprintf(prefix, sizeof prefix, "lark.node.%s.%s.", a->cfg.node,
            d ? "pod" : "robot");
-  return d ? keep(a, subject, prefix, d->pod, seq, ev, edge_store_desired_put)
-           : keep(a, subject, prefix, rd->robot, seq, ev,
+  return d ? keep(a, m->subject, prefix, d->pod, seq, ev,
+                  edge_store_desired_put)
+           : keep(a, m->subject, prefix, rd->robot, seq, ev,
                   edge_store_robot_desired_put);
+}
+
+/* The i-th message of a fetched batch, taken. */
+static int
+take_fetched(edge_agent *a, const bus_batch *b, size_t i) {
+  slice_msg m = {.ev = bus_batch_event(b, i)};
+  bus_batch_meta(b, i, &m.subject, &m.seq, NULL);
+  bus_batch_data(b, i, &m.body, &m.len);
+  return take(a, &m);
+}
+
+/*
+ * A desired state pushed ahead of its stream (lark.push.<node>.<rest>,
+ * bus_node_push_subject), on the push subscription's thread: taken as
+ * the stream's copy is, under its stream subject, so the copy that
+ * follows it is nothing new. Only services may publish there.
+ */
+static void
+on_push(bus_conn *c, const char *subject, const char *reply, const void *data,
+        size_t len, void *ud) {
+  edge_agent *a = ud;
+  char as[BUS_SUBJECT_MAX];
+  msgpack_zone zone;
+  bus_event ev;
+  (void)c, (void)reply;
+  size_t n = sizeof BUS_NODE_PUSH_PREFIX - 1;
+  if (strncmp(subject, BUS_NODE_PUSH_PREFIX, n) ||
+      (size_t)snprintf(as, sizeof as, "lark.node.%s", subject + n) >= sizeof as)
+    return;
+  msgpack_zone_init(&zone, 2048);
+  memset(&ev, 0, sizeof ev);
+  int ok = bus_event_decode_typed(data, len, &ev, &zone) == 0;
+  slice_msg m = {as, 0, ok ? &ev : NULL, data, len};
+  if (take(a, &m) > 0) {
+    atomic_store(&a->dirty, 1);
+    uv_async_send(&a->wake);
+  }
+  msgpack_zone_destroy(&zone);
+}
+
+/* Listen on the node's push subject: NULL when the broker would not
+ * have it (the slice alone then, as before pushes). */
+static bus_serve *
+serve_pushes(edge_agent *a) {
+  char subject[BUS_SUBJECT_MAX];
+  bus_serve *s = NULL;
+  snprintf(subject, sizeof subject, BUS_NODE_PUSH_PREFIX "%s.>", a->cfg.node);
+  if (bus_conn_serve(a->conn, subject, NULL, on_push, a, &s)) {
+    edge_logf("warn", subject, "cannot listen for pushes: %s",
+              bus_last_error());
+    return NULL;
+  }
+  return s;
 }
 
 /* again: after a failed fetch (a hole in the deliveries, a consumer the
@@ -214,6 +282,7 @@ edge_slice_main(void *arg) {
   int again = 0, idle_s = 1;
   if (bus_batch_new(&b))
     return NULL;
+  bus_serve *pushes = serve_pushes(a);
   while (!atomic_load(&a->stop)) {
     if (!k && !(k = open_slice(a, again))) {
       /* 1 s, doubling to 16 s: a fleet registering at once would keep
@@ -240,7 +309,7 @@ edge_slice_main(void *arg) {
     }
     int changed = 0, failed = 0;
     for (size_t i = 0; i < bus_batch_len(b) && !failed; i++) {
-      int r = take(a, b, i);
+      int r = take_fetched(a, b, i);
       failed = r < 0;
       changed += r > 0;
     }
@@ -252,6 +321,7 @@ edge_slice_main(void *arg) {
       uv_async_send(&a->wake);
     }
   }
+  bus_conn_unserve(pushes);
   bus_batch_free(b);
   bus_consumer_close(k);
   return NULL;

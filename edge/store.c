@@ -3,7 +3,9 @@
  * outbox of reports not yet acknowledged.
  *
  * Tables: "desired" pod -> [8-byte big-endian stream seq][pod.desired map]
- * (kept only when newer, so a redelivery never rolls a pod back); "runs"
+ * (kept only when newer, so a redelivery never rolls a pod back; a
+ * forgotten pod's row is a tombstone, below, so nothing older than what
+ * it was forgotten at starts it again); "runs"
  * pod -> edge_run; "outbox" 8-byte big-endian key -> msgpack
  * [subject, type, id, ts, data]. Outbox keys grow from the last key at
  * open, so the order of keys is the order reports were made, and a
@@ -56,6 +58,7 @@ edge_store_open(edge_store **out, const char *dir) {
   if (!s)
     return -ENOMEM;
   s->next_key = 1;
+  s->tomb_keep_s = EDGE_TOMB_KEEP_S;
   pthread_mutex_init(&s->mu, NULL);
   if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
     rc = bus_error(-errno, "edge store: mkdir %s", dir);
@@ -102,6 +105,28 @@ edge_store_close(edge_store *s) {
 
 /* ----------------------------------------------------------- desired */
 
+/*
+ * A forgotten pod's desired row is a tombstone: the version it was
+ * forgotten at, a byte no msgpack value starts with, and when (unix s,
+ * big-endian). A desired state older than it is never taken again (a
+ * stored copy or a push that comes after the pod was forgotten through
+ * a newer one); the same version is (the tombstone's own desired state
+ * sent again: the pod is forgotten again and says so again). Tombstones
+ * older than the store's tomb_keep_s (EDGE_TOMB_KEEP_S) go, in a sweep
+ * every EDGE_TOMB_SWEEP forgets. A stale copy comes seconds late at most,
+ * so an hour is ample; a node that forgets pods by the million keeps an
+ * hour's tombstones, not its history.
+ */
+#define TOMB_MARK 0xc1
+#define TOMB_LEN 17
+#define EDGE_TOMB_SWEEP 256
+
+static int
+is_tomb(const MDB_val *v) {
+  return v->mv_size == TOMB_LEN &&
+         ((const unsigned char *)v->mv_data)[8] == TOMB_MARK;
+}
+
 int
 edge_store__put_newer(edge_store *s, MDB_dbi dbi, const char *key, uint64_t seq,
                       const void *data, size_t len, int *stored) {
@@ -113,7 +138,8 @@ edge_store__put_newer(edge_store *s, MDB_dbi dbi, const char *key, uint64_t seq,
   if (rc)
     return edge_store__fail(rc, "begin");
   rc = mdb_get(t, dbi, &k, &v);
-  if (rc == 0 && v.mv_size >= 8 && bus_get_be64(v.mv_data) >= seq) {
+  if (rc == 0 && v.mv_size >= 8 &&
+      bus_get_be64(v.mv_data) + !is_tomb(&v) > seq) {
     mdb_txn_abort(t);
     return 0;
   }
@@ -146,7 +172,7 @@ typedef struct blob {
 static int
 desired_of(const MDB_val *v, void *out) {
   blob *b = out;
-  if (v->mv_size < 8 || !(b->data = malloc(v->mv_size - 8 + 1)))
+  if (v->mv_size < 8 || is_tomb(v) || !(b->data = malloc(v->mv_size - 8 + 1)))
     return 0;
   b->len = v->mv_size - 8;
   memcpy(b->data, (unsigned char *)v->mv_data + 8, b->len);
@@ -201,11 +227,65 @@ edge_store_run_put(edge_store *s, const char *pod, const edge_run *r,
                            msg != NULL, "put run");
 }
 
+void
+edge_store_tomb_keep(edge_store *s, unsigned seconds) {
+  s->tomb_keep_s = seconds;
+}
+
+/* Tombstones forgotten more than s->tomb_keep_s ago, deleted in t. */
+static int
+sweep_tombs(edge_store *s, MDB_txn *t) {
+  MDB_cursor *c;
+  MDB_val k, v;
+  uint64_t before = (uint64_t)time(NULL) - s->tomb_keep_s;
+  int rc = mdb_cursor_open(t, s->desired, &c);
+  for (int op = MDB_FIRST; !rc && !(rc = mdb_cursor_get(c, &k, &v, op));
+       op = MDB_NEXT)
+    if (is_tomb(&v) &&
+        bus_get_be64((const unsigned char *)v.mv_data + 9) < before)
+      rc = mdb_cursor_del(c, 0);
+  if (!rc || rc == MDB_NOTFOUND)
+    mdb_cursor_close(c);
+  return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* In t: pod's run and engine row deleted, its desired row made a
+ * tombstone (deleted when it had none). */
+static int
+forget_in(edge_store *s, MDB_txn *t, const char *pod) {
+  MDB_val k = key_of(pod), v;
+  MDB_dbi gone[] = {s->runs, s->engine_pods};
+  unsigned char tomb[TOMB_LEN];
+  int rc = 0;
+  for (size_t i = 0; !rc && i < 2; i++)
+    if ((rc = mdb_del(t, gone[i], &k, NULL)) == MDB_NOTFOUND)
+      rc = 0;
+  if (rc || mdb_get(t, s->desired, &k, &v) || v.mv_size < 8)
+    return rc;
+  memcpy(tomb, v.mv_data, 8);
+  tomb[8] = TOMB_MARK;
+  bus_put_be64(tomb + 9, (uint64_t)time(NULL));
+  MDB_val tv = {sizeof tomb, tomb};
+  return mdb_put(t, s->desired, &k, &tv, 0);
+}
+
 int
 edge_store_forget(edge_store *s, const char *pod, const edge_msg *msg) {
-  MDB_dbi tables[] = {s->runs, s->desired, s->engine_pods};
-  return edge_store__write(s, tables, 3, key_of(pod), NULL, msg, msg != NULL,
-                           "forget");
+  MDB_txn *t;
+  int rc = mdb_txn_begin(s->env, NULL, 0, &t);
+  if (rc)
+    return edge_store__fail(rc, "begin");
+  if (!(rc = forget_in(s, t, pod)) && ++s->forgets % EDGE_TOMB_SWEEP == 0)
+    rc = sweep_tombs(s, t);
+  if (rc) {
+    mdb_txn_abort(t);
+    return edge_store__fail(rc, "forget");
+  }
+  if (msg && (rc = edge_store__queue_in(s, t, msg))) {
+    mdb_txn_abort(t);
+    return rc;
+  }
+  return (rc = mdb_txn_commit(t)) ? edge_store__fail(rc, "commit") : 0;
 }
 
 int

@@ -58,8 +58,13 @@ int edge_store_run_get(edge_store *s, const char *pod, edge_run *r);
  * transaction. The message gets a new id now, kept until it is sent. */
 int edge_store_run_put(edge_store *s, const char *pod, const edge_run *r,
                        const edge_msg *msg);
-/* Forget pod: its run, its desired state and its engine row go, and msg
- * (may be NULL) is queued, in one transaction. */
+/* How long a forgotten pod's tombstone is kept (store.c): at least
+ * seconds, gone at a later forget's sweep. */
+#define EDGE_TOMB_KEEP_S 3600
+void edge_store_tomb_keep(edge_store *s, unsigned seconds);
+/* Forget pod: its run and its engine row go, its desired state becomes a
+ * tombstone (no desired state older than it is taken again, nor read),
+ * and msg (may be NULL) is queued, in one transaction. */
 int edge_store_forget(edge_store *s, const char *pod, const edge_msg *msg);
 /* Visit every row of a table, copied (cb may write the store): val is
  * an edge_run for the runs, an edge_net for the nets. */

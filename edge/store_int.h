@@ -22,6 +22,8 @@ struct edge_store {
   MDB_dbi engine, engine_pods;       /* store_engine.c */
   pthread_mutex_t mu;                /* next_key */
   uint64_t next_key;
+  unsigned forgets;     /* under LMDB's writer lock: in a write txn only */
+  unsigned tomb_keep_s; /* how long a forgotten pod's tombstone stays */
 };
 
 /* BUS_ESTORE with LMDB's text for rc in bus_last_error(). */

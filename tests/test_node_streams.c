@@ -8,7 +8,9 @@
  * (the new streams number from 1 again; the nodes go by the versions the
  * scheduler puts in each desired state). And the service loop alone: with
  * nothing else happening, its reconnection to a restarted broker is what
- * makes the streams again and sends what its queue holds once more.
+ * makes the streams again and sends what its queue holds once more. And
+ * a desired state pushed ahead of its stream starts its pod with the
+ * stream's delivery paused; the stored copy then starts nothing again.
  */
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bed.h"
@@ -180,6 +183,119 @@ Test(node_streams, a_node_stream_on_file_is_made_anew_in_memory) {
   cr_expect_eq(created, 0, "ensure again is a no-op");
   cr_expect_eq(made[1], 0);
   cr_expect(born[0] > 0 && born[0] == born[1], "the same stream, born once");
+}
+
+/* ------------------------------------------------------------ pushes */
+
+/* $JS.API.<verb>.<node's stream>.edge-<node> as admin with body: its
+ * JSON answer (json_decref it), NULL when refused (logged). */
+static json_t *
+slice_try(const char *verb, const char *node, const char *body) {
+  char subject[256], stream[BUS_NODE_STREAM_MAX];
+  void *reply = NULL;
+  size_t len = 0;
+  cr_assert_eq(bus_node_stream_name(node, stream, sizeof stream), 0);
+  snprintf(subject, sizeof subject, "$JS.API.CONSUMER.%s.%s.edge-%s", verb,
+           stream, node);
+  cr_assert_eq(
+      bus_conn_request(conn, subject, body, strlen(body), 5000, &reply, &len),
+      0, "%s: %s", subject, bus_last_error());
+  json_t *j = json_loadb(reply, len, 0, NULL);
+  if (j && json_object_get(j, "error")) {
+    cr_log_info("%s: %.*s", subject, (int)len, (const char *)reply);
+    json_decref(j);
+    j = NULL;
+  }
+  free(reply);
+  return j;
+}
+
+/* The same, failing the test when refused. */
+static json_t *
+slice_api(const char *verb, const char *node, const char *body) {
+  json_t *j = slice_try(verb, node, body);
+  cr_assert(j, "CONSUMER.%s of %s refused", verb, node);
+  return j;
+}
+
+/* Wait up to 30 s for node's slice consumer to exist. */
+static void
+slice_opened(const char *node) {
+  json_t *j = NULL;
+  for (int i = 0; i < 300 && !(j = slice_try("INFO", node, "")); i++)
+    usleep(100 * 1000);
+  cr_assert(j, "%s never opened its slice", node);
+  json_decref(j);
+}
+
+/* Pause node's slice consumer for seconds (0: resume it). */
+static void
+pause_slice(const char *node, int seconds) {
+  char body[96] = "{}";
+  if (seconds) {
+    time_t until = time(NULL) + seconds;
+    strftime(body, sizeof body, "{\"pause_until\":\"%Y-%m-%dT%H:%M:%SZ\"}",
+             gmtime(&until));
+  }
+  json_t *j = slice_api("PAUSE", node, body);
+  cr_assert_eq(json_is_true(json_object_get(j, "paused")), seconds != 0,
+               "the slice of %s is %s", node,
+               seconds ? "not paused" : "paused");
+  json_decref(j);
+}
+
+/* What node's slice consumer has yet to deliver or see acked. */
+static long
+slice_owed(const char *node) {
+  json_t *j = slice_api("INFO", node, "");
+  long n = (long)json_integer_value(json_object_get(j, "num_pending")) +
+           (long)json_integer_value(json_object_get(j, "num_ack_pending"));
+  json_decref(j);
+  return n;
+}
+
+/*
+ * A desired state reaches its node as a push before the node's stream
+ * delivers it (libbus outbox.c, edge/slice.c): with both nodes' slice
+ * consumers paused, a Job's pods still start, their desired states stored
+ * and not delivered; resumed, the stored copies are delivered and acked
+ * and start nothing again.
+ */
+Test(node_streams, a_push_starts_the_pod_and_its_stored_copy_runs_nothing) {
+  char script[1024], path[512], node[2][64], pod[2][32];
+  for (int i = 0; i < 2; i++) {
+    cr_assert(wait_field("node", lt_edge_names[i], "status", "Ready", 30));
+    slice_opened(lt_edge_names[i]);
+    pause_slice(lt_edge_names[i], 120);
+  }
+  snprintf(script, sizeof script, "echo run >> %s/pushed-runs; sleep 120", dir);
+  job("pushed", 2, script);
+  for (int i = 0; i < 2; i++) {
+    snprintf(pod[i], sizeof pod[i], "pushed-a-%d", i);
+    cr_assert(wait_field("pod", pod[i], "phase", "Running", 30),
+              "%s did not start from its push", pod[i]);
+    lt_field(conn, "pod", lt_sub_of("pod"), pod[i], "node", node[i],
+             sizeof node[i]);
+    cr_assert(lt_desired_there(conn, node[i], pod[i], 0));
+  }
+  for (int i = 0; i < 2; i++) {
+    cr_assert_gt(slice_owed(lt_edge_names[i]), 0,
+                 "the stream of %s delivered while paused", lt_edge_names[i]);
+    pause_slice(lt_edge_names[i], 0);
+  }
+  for (int i = 0; i < 2; i++) {
+    int w = 0;
+    while (slice_owed(lt_edge_names[i]) > 0 && w++ < 100)
+      usleep(100 * 1000);
+    cr_assert_eq(slice_owed(lt_edge_names[i]), 0,
+                 "the stored copies never reached %s", lt_edge_names[i]);
+  }
+  usleep(500 * 1000);
+  snprintf(path, sizeof path, "%s/pushed-runs", dir);
+  cr_expect_eq(lt_lines_of(path), 2, "a stored copy started a pod again");
+  job_verb("stop", "pushed");
+  cr_expect(wait_field("job", "pushed", "phase", "Stopped", 30));
+  cr_expect_eq(lt_lines_of(path), 2, "a pod ran twice");
 }
 
 /* ------------------------------------------- the service loop's repair */

@@ -253,3 +253,63 @@ Test(security, node_inbox_is_pinned, .timeout = 60) {
   bus_conn_close(n1);
   lt_sec_down(&x);
 }
+
+/* A node's push subject (lark.push.<node>.>, bus_node_push_subject)
+ * carries its desired states ahead of its stream: only a service
+ * publishes there and only that node hears it. gpu-1 listens on its own,
+ * on gpu-2's and on the whole tree; every other role listens on the whole
+ * tree; each role that is not a service pushes to gpu-1, and a service
+ * pushes once to each node. gpu-1 must hear exactly the service's one. */
+Test(security, node_pushes_come_from_services_to_their_node_only,
+     .timeout = 90) {
+  lt_sec x;
+  lt_sec_up(&x);
+  const char *roles[] = {"alice",     "gpu-2",   "relay-n1",
+                         "relay-hub", "gateway", "gpu-1"};
+  const size_t nroles = sizeof roles / sizeof *roles;
+  bus_conn *c[8] = {0}, *n1 = NULL, *svc = NULL;
+  bus_serve *s[8] = {0}, *other = NULL, *wide = NULL, *own = NULL;
+  atomic_int leaked = 0, mine = 0;
+  cr_assert_eq(lt_sec_connect(&x, "gpu-1", "_INBOX_gpu-1", &n1), 0);
+  cr_assert_eq(lt_sec_connect(&x, "lark-catalog", "own", &svc), 0);
+  bus_conn_serve(n1, "lark.push.gpu-2.>", NULL, lt_count_cb, &leaked, &other);
+  bus_conn_serve(n1, "lark.push.>", NULL, lt_count_cb, &leaked, &wide);
+  cr_assert_eq(
+      bus_conn_serve(n1, "lark.push.gpu-1.>", NULL, lt_count_cb, &mine, &own),
+      0, "a node subscribes to its own pushes: %s", bus_last_error());
+  for (size_t i = 0; i < nroles; i++) {
+    const char *inbox = !strncmp(roles[i], "gpu-", 4)  ? NULL
+                        : !strcmp(roles[i], "gateway") ? "_INBOX_gateway"
+                                                       : "own";
+    char prefix[32];
+    if (!inbox) {
+      snprintf(prefix, sizeof prefix, "_INBOX_%s", roles[i]);
+      inbox = prefix;
+    }
+    cr_assert_eq(lt_sec_connect(&x, roles[i], inbox, &c[i]), 0, "%s", roles[i]);
+    bus_conn_serve(c[i], "lark.push.>", NULL, lt_count_cb, &leaked, &s[i]);
+  }
+  bus_conn_serve(svc, "lark.push.>", NULL, lt_count_cb, &leaked, &s[nroles]);
+  lt_sleep_ms(300);
+  for (size_t i = 0; i < nroles; i++)
+    bus_conn_publish(c[i], "lark.push.gpu-1.pod.forged", "x", 1);
+  bus_conn_publish(svc, "lark.push.gpu-2.pod.p", "x", 1);
+  bus_conn_publish(svc, "lark.push.gpu-1.pod.p", "x", 1);
+  for (int i = 0; i < 100 && atomic_load(&mine) == 0; i++)
+    lt_sleep_ms(20);
+  lt_sleep_ms(300);
+  cr_assert_eq(atomic_load(&mine), 1,
+               "gpu-1 hears the service's push and nothing forged");
+  cr_assert_eq(atomic_load(&leaked), 0,
+               "a push reached a principal it was not for");
+  for (size_t i = 0; i <= nroles; i++)
+    bus_conn_unserve(s[i]);
+  for (size_t i = 0; i < nroles; i++)
+    bus_conn_close(c[i]);
+  bus_conn_unserve(own);
+  bus_conn_unserve(wide);
+  bus_conn_unserve(other);
+  bus_conn_close(svc);
+  bus_conn_close(n1);
+  lt_sec_down(&x);
+}

@@ -24,6 +24,7 @@
 #include "deploy.h"
 #include "events.h"
 #include "proc.h"
+#include "secbed.h"
 #include "sitebed.h"
 #include "wait.h"
 
@@ -265,6 +266,7 @@ evil_leaf(lt_sitebed *x, char *url, size_t cap, char *creds, size_t ccap) {
 typedef struct seen {
   atomic_int other; /* anything of south's node s1 */
   atomic_int own;   /* north's own device requests */
+  atomic_int push;  /* north's own pushed desired states */
   char first[256];  /* the first of south's subjects seen */
 } seen;
 
@@ -278,6 +280,8 @@ on_any(bus_conn *c, const char *subject, const char *reply, const void *data,
     snprintf(s->first, sizeof s->first, "%s", subject);
   if (!strncmp(subject, "lark.dev.n1.", 12))
     atomic_fetch_add(&s->own, 1);
+  if (!strncmp(subject, "lark.push.n1.", 13))
+    atomic_fetch_add(&s->push, 1);
 }
 
 static size_t
@@ -350,12 +354,23 @@ Test(sites, a_site_taken_over_reaches_no_other_site, .timeout = 120) {
   for (int t = 0; t < 50 && last_seq(&x, "LARK_INGRESS") == ingress; t++)
     lt_sleep_ms(50);
   cr_assert_eq(last_seq(&x, "LARK_INGRESS"), ++ingress, "s1's report");
+  atomic_int s1_pushed = 0;
+  bus_serve *s1_push = NULL;
+  cr_assert_eq(bus_conn_serve(s1, "lark.push.s1.>", NULL, lt_count_cb,
+                              &s1_pushed, &s1_push),
+               0);
+  lt_sleep_ms(300);
   bus_conn_publish(x.admin, "lark.dev.s1.camera.c.capture", "s1", 2);
   bus_conn_publish(x.admin, "lark.dev.n1.camera.c.capture", "n1", 2);
+  bus_conn_publish(x.admin, "lark.push.s1.pod.more", "s1", 2);
+  bus_conn_publish(x.admin, "lark.push.n1.pod.mine", "n1", 2);
   lt_sleep_ms(500);
   /* (the attacker's own publishes below reach its own subscribers) */
   cr_assert_eq(atomic_load(&s.other), 0, "south's %s reached north", s.first);
   cr_assert_gt(atomic_load(&s.own), 0, "north's own requests arrive");
+  cr_assert_gt(atomic_load(&s.push), 0, "north's own pushes arrive");
+  cr_assert_eq(atomic_load(&s1_pushed), 1, "s1 hears its push at its site");
+  bus_conn_unserve(s1_push);
 
   /* Every way at south from the attacker's server. */
   size_t before = consumers(&x, "LARK_NODE_s1");

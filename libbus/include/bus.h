@@ -850,6 +850,21 @@ int bus_stream_delete(bus_conn *c, const char *name);
 #define BUS_NODE_STREAM_PREFIX "LARK_NODE_"
 #define BUS_NODE_STREAM_MAX (sizeof BUS_NODE_STREAM_PREFIX + BUS_NAME_MAX)
 
+/*
+ * A node's push subject. What an outbox writes into a node's stream on
+ * lark.node.<node>.<rest> it first sends as a core message, the event's
+ * bytes as stored, on lark.push.<node>.<rest> (bus_outbox_drain): the
+ * broker lets only services publish there and only that node subscribe,
+ * so the node has its desired state without waiting for the store, and
+ * takes the stored copy after it as nothing new (the same version). A
+ * push may be lost (a node reconnecting, a full buffer); the stream is
+ * the node's reliable path and the push only its fast one.
+ */
+#define BUS_NODE_PUSH_PREFIX "lark.push."
+/* The push subject of a node-stream subject into out: 0, or BUS_EINVAL
+ * when subject is not lark.node.<node>.<rest>. */
+int bus_node_push_subject(const char *subject, char *out, size_t cap);
+
 /* "LARK_NODE_<node>" into out. BUS_ENAME when node is not a name. */
 int bus_node_stream_name(const char *node, char *out, size_t cap);
 /*

@@ -23,6 +23,11 @@
  * and those after it stay in the outbox, and those of them that did land
  * are duplicates the next time (same id), or found landed by the check.
  *
+ * An unchecked entry for a node's stream (lark.node.<node>.>) is also sent,
+ * just before its run is appended, as a core message on the node's push subject
+ * (push_copies): the node has its desired state at the cost of a core
+ * message, and the stored copy follows as the node's reliable path.
+ *
  * A chain (a checked entry and the BUS_APPEND_CHAIN entries after it on
  * its subject: several decisions of one pass on one checked subject) goes
  * out at once on its own (outbox_chain.c), each entry checked on top of
@@ -260,6 +265,27 @@ may_join(flight *f, const entry *e) {
 }
 
 /*
+ * The node-stream entries of ch->e[from..to), each as a core message on
+ * its node's push subject (bus_node_push_subject) before any of them is
+ * appended: the broker reads a connection's messages in order, and an
+ * append costs it far more than a core message, so a gang's pushes reach
+ * their nodes before its first append is stored. Best effort: what is
+ * not delivered reaches the node through its stream, and what comes twice
+ * is the same version (edge/slice.c keeps only newer ones). Unchecked
+ * entries only: they are never dropped, so each push is stored after it
+ * (now, or by a later drain); a checked one may lose its conflict.
+ */
+static void
+push_copies(bus_conn *c, const chunk *ch, int from, int to) {
+  char push[BUS_SUBJECT_MAX];
+  for (int i = from; i < to; i++)
+    if (!(ch->e[i].flags & BUS_APPEND_CHECK) &&
+        !strncmp(ch->e[i].subject, "lark.node.", 10) &&
+        bus_node_push_subject(ch->e[i].subject, push, sizeof push) == 0)
+      bus_conn_publish(c, push, ch->e[i].body, ch->e[i].len);
+}
+
+/*
  * Publish ch->e[from..to) a flight at a time (as many entries as may go
  * out together, above), settling each flight's entries in order from
  * their answers, each as a synchronous append would be (see the top).
@@ -278,6 +304,7 @@ publish_run(bus__pipe *p, bus_conn *c, const char *stream, const chunk *ch,
   bus__ack a;
   bus__pipe_round(p);
   *err = 0;
+  push_copies(c, ch, from, to);
   while (done < to && *err >= 0) {
     flight f = {0};
     while (sent < to && may_join(&f, &ch->e[sent]) &&

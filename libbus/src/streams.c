@@ -284,6 +284,18 @@ bus_stream_delete(bus_conn *c, const char *name) {
 /* ------------------------------------------------------------ node streams */
 
 int
+bus_node_push_subject(const char *subject, char *out, size_t cap) {
+  static const char node[] = "lark.node.";
+  const char *rest = subject + sizeof node - 1;
+  const char *dot =
+      strncmp(subject, node, sizeof node - 1) ? NULL : strchr(rest, '.');
+  if (!dot || dot == rest || !dot[1] ||
+      (size_t)snprintf(out, cap, BUS_NODE_PUSH_PREFIX "%s", rest) >= cap)
+    return BUS_ERR(BUS_EINVAL, "%s is not a node stream's subject", subject);
+  return 0;
+}
+
+int
 bus_node_stream_name(const char *node, char *out, size_t cap) {
   if (!node || !bus_name_valid(node, BUS_NAME_MAX))
     return BUS_ERR(BUS_ENAME, "bad node name '%s'", node ? node : "");
