@@ -227,6 +227,7 @@ static void
 shutdown_agent(edge_agent *a) {
   edge_cameras_stop(a); /* before the connection and the threads */
   edge_weights_stop(a); /* no callback to a pod's socket from here on */
+  edge_pushes_stop(a);  /* nor to the store */
   atomic_store(&a->stop, 1);
   edge_sender_wake(a);
   /* the slice thread may be in a pull the broker holds for up to
@@ -305,6 +306,8 @@ edge_agent_run(const edge_config *cfg) {
                             "slice")))
       rc = start_thread(&a->sender_th, &a->sender_started, edge_sender_main, a,
                         "sender");
+    if (!rc)
+      edge_pushes_start(a);
     if (!rc && (rc = edge_cameras_start(a)))
       edge_logf("error", "-", "%s", bus_last_error());
     if (!rc && (rc = edge_weights_start(a)))

@@ -52,6 +52,7 @@ struct edge_agent {
   atomic_int dirty;          /* desired states changed since last reconcile */
   pthread_t slice_th, sender_th;
   int slice_started, sender_started;
+  bus_serve *pushes;  /* desired states pushed ahead of the slice */
   char runtimes[256]; /* cfg.runtimes points here */
   pthread_mutex_t mu; /* sender wake-up */
   pthread_cond_t cv;

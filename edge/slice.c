@@ -235,19 +235,19 @@ on_push(bus_conn *c, const char *subject, const char *reply, const void *data,
   msgpack_zone_destroy(&zone);
 }
 
-/* Listen on the node's push subject: NULL when the broker would not
- * have it (the slice alone then, as before pushes). */
-static bus_serve *
-serve_pushes(edge_agent *a) {
+void
+edge_pushes_start(edge_agent *a) {
   char subject[BUS_SUBJECT_MAX];
-  bus_serve *s = NULL;
   snprintf(subject, sizeof subject, BUS_NODE_PUSH_PREFIX "%s.>", a->cfg.node);
-  if (bus_conn_serve(a->conn, subject, NULL, on_push, a, &s)) {
+  if (bus_conn_serve(a->conn, subject, NULL, on_push, a, &a->pushes))
     edge_logf("warn", subject, "cannot listen for pushes: %s",
               bus_last_error());
-    return NULL;
-  }
-  return s;
+}
+
+void
+edge_pushes_stop(edge_agent *a) {
+  bus_conn_unserve(a->pushes);
+  a->pushes = NULL;
 }
 
 /* again: after a failed fetch (a hole in the deliveries, a consumer the
@@ -282,7 +282,6 @@ edge_slice_main(void *arg) {
   int again = 0, idle_s = 1;
   if (bus_batch_new(&b))
     return NULL;
-  bus_serve *pushes = serve_pushes(a);
   while (!atomic_load(&a->stop)) {
     if (!k && !(k = open_slice(a, again))) {
       /* 1 s, doubling to 16 s: a fleet registering at once would keep
@@ -321,7 +320,6 @@ edge_slice_main(void *arg) {
       uv_async_send(&a->wake);
     }
   }
-  bus_conn_unserve(pushes);
   bus_batch_free(b);
   bus_consumer_close(k);
   return NULL;

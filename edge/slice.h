@@ -12,6 +12,13 @@
 /* The slice thread (a: the edge_agent). */
 void *edge_slice_main(void *a);
 
+/* Listen for desired states pushed ahead of the slice (lark.push.<node>.>,
+ * taken on nats.c's delivery thread as the slice takes the stored copy),
+ * and stop, waiting for a push being taken, before the connection goes.
+ * Failing to listen only logs: the slice alone then, as before pushes. */
+void edge_pushes_start(edge_agent *a);
+void edge_pushes_stop(edge_agent *a);
+
 /*
  * The Jobs whose engine projections the slice stored anew since the loop
  * last asked, each once with what changed (bits), for the loop
