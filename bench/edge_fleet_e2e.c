@@ -13,7 +13,9 @@
  * event. Each node records when it fetched each pod's desired state; the
  * figure is p50/p99 of the difference, beside the core-NATS floor of the
  * same count in the same run, and split at the node stream's stored time
- * of the desired state: the scheduler's part and the delivery's.
+ * of the desired state: the scheduler's part and the delivery's. Its
+ * nodes read the stream only: the stored path alone; bench_fleet_gang's
+ * also take the copies pushed ahead of it, as lark-edge does.
  *
  *   bench_edge_fleet_e2e [--nodes N] [--jobs J] [--pods P] [--rate R]
  */

@@ -3,10 +3,10 @@
  * another, each from its own placement: a real lark-scheduler is given
  * three Jobs of 600 pods together; each Job's job.placed is stored only
  * once every desired state of the gang placed before it is on its node's
- * stream (a pass sends its desired states before its placements, and a
- * gang is placed alone in its pass), while the placement log keeps one
- * job.placed per Job, each on top of the one before, and the replay
- * equals the live view.
+ * stream (a gang's desired states go out in a pass of their own, the
+ * next gang placed in the pass after, alone), while the placement log
+ * keeps one job.placed per Job, each on top of the one before, and the
+ * replay equals the live view.
  */
 #include <criterion/criterion.h>
 #include <jansson.h>

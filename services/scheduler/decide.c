@@ -15,11 +15,16 @@
  *   "o"        the last `outgoing` key sent
  *   <id>       a phase event, until apply sees it
  *
- * The desired states are decide_dispatch.c. A pass that places a gang
- * (GANG_ALONE) emits them before its placement: the outbox sends a
- * checked placement only once what went before it is stored, so the
- * gang's job.placed lands after the desired states decided ahead of it,
- * and a gang is placed alone in its pass: its clock starts when the
+ * The desired states are decide_dispatch.c. A pass that would place a
+ * gang (GANG_ALONE) sends what desired states wait first. When they are
+ * a gang's worth or more (the gang placed before, as a rule), the pass
+ * sends them alone and places the next gang in a pass of its own, run as
+ * soon as they are sent (bus_txn_decide_again): their pushes to the nodes
+ * (libbus outbox.c) then wait for no placement's work. Fewer are sent in
+ * the placing pass, before its placement: the outbox sends a checked
+ * placement only once what went before it is stored, so the gang's
+ * job.placed lands after the desired states decided ahead of it either
+ * way. A gang is placed alone in its pass: its clock starts when the
  * nodes' streams have taken the gang before it, and its own desired
  * states go out next, at once, not queued behind the other Jobs of one
  * pass (docs/BENCHMARKS.md, "Gang bursts"). Any other pass that places
@@ -310,22 +315,27 @@ places_gang(pass *p) {
  * that placed Jobs leaves them to a pass of their own (see the top). */
 #define DISPATCH_APART 1024
 
+typedef struct counting {
+  int n, want;
+} counting;
+
 static int
 count_one(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   (void)k, (void)kl, (void)v, (void)vl;
-  return ++*(int *)ud >= DISPATCH_APART;
+  counting *c = ud;
+  return ++c->n >= c->want;
 }
 
-/* 1 when DISPATCH_APART entries of `outgoing` or more are not sent yet. */
+/* 1 when want entries of `outgoing` or more are not sent yet. */
 static int
-many_to_send(bus_txn *t) {
+many_to_send(bus_txn *t, int want) {
   const void *cur = NULL;
   size_t clen = 0;
-  int n = 0;
+  counting c = {0, want};
   if (bus_txn_note_get(t, "o", 1, &cur, &clen))
     clen = 0;
-  int rc = bus_txn_scan_after(t, "outgoing", cur, clen, count_one, &n);
-  return rc < 0 ? rc : n >= DISPATCH_APART;
+  int rc = bus_txn_scan_after(t, "outgoing", cur, clen, count_one, &c);
+  return rc < 0 ? rc : c.n >= want;
 }
 
 static int
@@ -344,6 +354,19 @@ decide_placement(pass *p) {
   if (rc < 0)
     return rc;
   return p->placed ? bus_txn_mark(p->t, mark, strlen(mark)) : 0;
+}
+
+/* A pass that would place a gang: the desired states waiting go out
+ * first, before its placement; a gang's worth or more alone, the gang
+ * placed in the next pass (see the top). */
+static int
+gang_pass(pass *p) {
+  int alone = many_to_send(p->t, GANG_ALONE);
+  int rc = alone < 0 ? alone : sched_decide_dispatch(p->t);
+  if (rc || !alone)
+    return rc ? rc : decide_placement(p);
+  bus_txn_decide_again(p->t);
+  return 0;
 }
 
 /* -------------------------------------------------------------- phases */
@@ -413,12 +436,10 @@ sched_decide(bus_txn *t, const bus_event *cause, int64_t now, void *ud) {
     return rc;
   pass p = {.t = t};
   int gang = places_gang(&p);
-  rc = gang < 0 ? gang : gang ? sched_decide_dispatch(t) : 0;
-  if (!rc)
-    rc = decide_placement(&p);
+  rc = gang < 0 ? gang : gang ? gang_pass(&p) : decide_placement(&p);
   if (!rc)
     rc = bus_txn_scan(t, "todo", NULL, 0, job_phases, t);
-  int apart = !rc && !gang && p.placed ? many_to_send(t) : 0;
+  int apart = !rc && !gang && p.placed ? many_to_send(t, DISPATCH_APART) : 0;
   if (apart > 0)
     bus_txn_decide_again(t); /* the desired states in a pass of their own */
   else if (!rc && !gang)
