@@ -1,7 +1,8 @@
 /*
  * test_outbox.c - decisions reach the stream exactly once, against a real
  * broker: after a crash between publish and delete, after the dedupe
- * window has passed, and when another writer got there first. And the
+ * window has passed, and when another writer got there first; what goes
+ * to a node's stream unchecked is pushed ahead, the same event. And the
  * service loop end to end: an event in, a decision out.
  */
 #include <stdatomic.h>
@@ -34,6 +35,14 @@ decide_items(bus_txn *t, const bus_event *cause, int64_t now, void *ud) {
   bus_event ev = {
       .type = "sample.updated", .actor = "items", .prev = cause->seq};
   int rc = bus_txn_emit(t, cause->subject, &ev, BUS_APPEND_CHECK);
+  /* for lark.ev.sample.n*, a desired state of node n1's (unchecked, so
+   * pushed ahead) and one checked (never pushed) */
+  if (!rc && !strncmp(cause->subject, "lark.ev.sample.n", 16)) {
+    bus_event d = {.type = "sample.updated", .actor = "items"};
+    rc = bus_txn_emit(t, "lark.node.n1.pod.p", &d, BUS_APPEND_NOCHECK);
+    if (!rc)
+      rc = bus_txn_emit(t, "lark.node.n1.pod.q", &d, BUS_APPEND_CHECK);
+  }
   /* and, for subjects under lark.ev.sample.r*, three unchecked reports */
   int reports = !strncmp(cause->subject, "lark.ev.sample.r", 16) ? 3 : 0;
   for (int i = 0; !rc && i < reports; i++) {
@@ -275,6 +284,61 @@ Test(outbox, unchecked_entries_go_out_together_and_once) {
   cr_assert_eq(bus_outbox_drain(v, conn, "LARK_EVENTS", &pub, NULL), 0);
   cr_expect_eq(runs_count(), 3, "an unchecked decision was published twice");
   cr_expect_eq(stream_count(), 2);
+  bus_view_close(v);
+}
+
+typedef struct pushes {
+  atomic_int n;
+  char subject[BUS_SUBJECT_MAX], id[40];
+} pushes;
+
+static void
+on_push(bus_conn *c, const char *subject, const char *reply, const void *data,
+        size_t len, void *ud) {
+  pushes *p = ud;
+  msgpack_zone z;
+  bus_event ev;
+  (void)c, (void)reply;
+  msgpack_zone_init(&z, 1024);
+  if (atomic_fetch_add(&p->n, 1) == 0 && !bus_event_decode(data, len, &ev, &z))
+    snprintf(p->id, sizeof p->id, "%s", ev.id),
+        snprintf(p->subject, sizeof p->subject, "%s", subject);
+  msgpack_zone_destroy(&z);
+}
+
+/*
+ * What goes to a node's stream unchecked is pushed first, the same event,
+ * on the node's push subject (bus_node_push_subject); a checked entry on
+ * a node's stream and an event of another stream are not pushed.
+ */
+Test(outbox, unchecked_node_entries_are_pushed_as_stored) {
+  pushes p = {0};
+  bus_serve *s = NULL;
+  cr_assert_eq(bus_node_stream_ensure(conn, "n1", NULL), 0, "%s",
+               bus_last_error());
+  cr_assert_eq(bus_conn_serve(conn, "lark.push.>", NULL, on_push, &p, &s), 0);
+  bus_view *v = open_view("a");
+  append_create("lark.ev.sample.n", "create-n");
+  catch_up(v);
+  uint64_t pub = 0;
+  cr_assert_eq(bus_outbox_drain(v, conn, "LARK_EVENTS", &pub, NULL), 0, "%s",
+               bus_last_error());
+  cr_expect_eq(pub, 3, "the update and both desired states");
+  for (int i = 0; i < 50 && atomic_load(&p.n) == 0; i++)
+    usleep(20 * 1000);
+  usleep(200 * 1000);
+  cr_expect_eq(atomic_load(&p.n), 1, "one push: the unchecked desired state");
+  cr_expect_str_eq(p.subject, "lark.push.n1.pod.p");
+  msgpack_zone z;
+  msgpack_zone_init(&z, 1024);
+  bus_event stored;
+  memset(&stored, 0, sizeof stored);
+  cr_assert_eq(
+      bus_last_event(conn, "LARK_NODE_n1", "lark.node.n1.pod.p", &stored, &z),
+      0, "%s", bus_last_error());
+  cr_expect_str_eq(p.id, stored.id, "the push is the event stored");
+  msgpack_zone_destroy(&z);
+  bus_conn_unserve(s);
   bus_view_close(v);
 }
 

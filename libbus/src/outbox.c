@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nats-int.h"
 #include "pipe.h"
 #include "view-int.h"
 
@@ -273,11 +274,15 @@ may_join(flight *f, const entry *e) {
  * not delivered reaches the node through its stream, and what comes twice
  * is the same version (edge/slice.c keeps only newer ones). Unchecked
  * entries only: they are never dropped, so each push is stored after it
- * (now, or by a later drain); a checked one may lose its conflict.
+ * (now, or by a later drain); a checked one may lose its conflict. None
+ * while the connection is down: they would only fill nats.c's reconnect
+ * buffer, each drain tried meanwhile adding the run again.
  */
 static void
 push_copies(bus_conn *c, const chunk *ch, int from, int to) {
   char push[BUS_SUBJECT_MAX];
+  if (natsConnection_Status(c->nc) != NATS_CONN_STATUS_CONNECTED)
+    return;
   for (int i = from; i < to; i++)
     if (!(ch->e[i].flags & BUS_APPEND_CHECK) &&
         !strncmp(ch->e[i].subject, "lark.node.", 10) &&
