@@ -862,7 +862,8 @@ int bus_stream_delete(bus_conn *c, const char *name);
  */
 #define BUS_NODE_PUSH_PREFIX "lark.push."
 /* The push subject of a node-stream subject into out: 0, or BUS_EINVAL
- * when subject is not lark.node.<node>.<rest>. */
+ * when subject is not lark.node.<node>.<rest> (without error text when it
+ * is not under lark.node. at all: the outbox asks it of every entry). */
 int bus_node_push_subject(const char *subject, char *out, size_t cap);
 
 /* "LARK_NODE_<node>" into out. BUS_ENAME when node is not a name. */

@@ -285,7 +285,6 @@ push_copies(bus_conn *c, const chunk *ch, int from, int to) {
     return;
   for (int i = from; i < to; i++)
     if (!(ch->e[i].flags & BUS_APPEND_CHECK) &&
-        !strncmp(ch->e[i].subject, "lark.node.", 10) &&
         bus_node_push_subject(ch->e[i].subject, push, sizeof push) == 0)
       bus_conn_publish(c, push, ch->e[i].body, ch->e[i].len);
 }

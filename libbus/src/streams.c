@@ -286,9 +286,10 @@ bus_stream_delete(bus_conn *c, const char *name) {
 int
 bus_node_push_subject(const char *subject, char *out, size_t cap) {
   static const char node[] = "lark.node.";
-  const char *rest = subject + sizeof node - 1;
-  const char *dot =
-      strncmp(subject, node, sizeof node - 1) ? NULL : strchr(rest, '.');
+  size_t n = sizeof node - 1;
+  if (strncmp(subject, node, n))
+    return BUS_EINVAL; /* asked of every outbox entry: no error text */
+  const char *rest = subject + n, *dot = strchr(rest, '.');
   if (!dot || dot == rest || !dot[1] ||
       (size_t)snprintf(out, cap, BUS_NODE_PUSH_PREFIX "%s", rest) >= cap)
     return BUS_ERR(BUS_EINVAL, "%s is not a node stream's subject", subject);
