@@ -76,27 +76,33 @@ leg(const gang_seen *s, int64_t placed, int which) {
   return s->ns - placed;
 }
 
-/* The latest ns of Job j's among seen[0..n), 0 when none. */
+/* The latest ns of Job j's among seen[0..n), 0 when none; *first the
+ * earliest. */
 static int64_t
-last_at(const gang_seen *seen, long n, int j) {
+last_at(const gang_seen *seen, long n, int j, int64_t *first) {
   int64_t at = 0;
-  for (long i = 0; i < n; i++)
-    if (seen[i].job == j && seen[i].ns > at)
-      at = seen[i].ns;
+  *first = 0;
+  for (long i = 0; i < n; i++) {
+    if (seen[i].job != j)
+      continue;
+    at = seen[i].ns > at ? seen[i].ns : at;
+    *first = !*first || seen[i].ns < *first ? seen[i].ns : *first;
+  }
   return at;
 }
 
 /* Per Job (the first 20): from its binding to its first and last
- * desired state stored, to its last at a node, and to its last pushed
- * copy at a node (when there are any): where a gang's time goes before
- * its first desired state leaves (the scheduler) and while they drain
- * (the broker). */
+ * desired state stored, to its last at a node, and to its first and last
+ * pushed copy at a node (when there are any): where a gang's time goes
+ * before its first desired state leaves (the scheduler) and while they
+ * drain (the broker). */
 static void
 per_job(const gang_seen *seen, long n, const gang_seen *pushed, long np,
         const int64_t *placed, int jobs) {
   for (int j = 0; j < jobs && j < 20; j++) {
-    int64_t first = INT64_MAX, last = 0, at = last_at(seen, n, j);
-    int64_t push = last_at(pushed, np, j);
+    int64_t first = INT64_MAX, last = 0, first_push;
+    int64_t at = last_at(seen, n, j, &first_push);
+    int64_t push = last_at(pushed, np, j, &first_push);
     for (long i = 0; i < n; i++) {
       if (seen[i].job != j)
         continue;
@@ -110,7 +116,9 @@ per_job(const gang_seen *seen, long n, const gang_seen *pushed, long np,
            j, (double)(first - placed[j]) / 1e6,
            (double)(last - placed[j]) / 1e6, (double)(at - placed[j]) / 1e6);
     if (push)
-      printf(", last pushed %6.1f ms", (double)(push - placed[j]) / 1e6);
+      printf(", pushed first %6.1f, last %6.1f ms",
+             (double)(first_push - placed[j]) / 1e6,
+             (double)(push - placed[j]) / 1e6);
     printf("\n");
   }
 }

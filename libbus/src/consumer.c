@@ -336,6 +336,15 @@ bus_consumer_pending(bus_consumer *k, uint64_t *pending) {
 }
 
 int
+bus__consumer_queued(bus_consumer *k) {
+  int queued = 0;
+  natsSubscription *sub = k->held_on ? NULL : k->sub;
+  if (!sub || natsSubscription_GetPending(sub, &queued, NULL) != NATS_OK)
+    return 0;
+  return queued;
+}
+
+int
 bus__consumer_lag(bus_consumer *k, uint64_t *lag, uint64_t *delivered) {
   bus_consumer_state st;
   int rc = consumer_counts(k, &st);

@@ -157,6 +157,8 @@ void bus__batch_truncate(bus_batch *b, size_t keep);
  */
 size_t bus__batch_in_order(const bus_batch *b, uint64_t applied,
                            uint64_t *next_cseq);
+/* Messages nats.c holds for k, not yet fetched (0 for a held pull). */
+int bus__consumer_queued(bus_consumer *k);
 /* The view's lag as the consumer sees it: messages of its filter not yet
  * delivered, plus those delivered and not acknowledged; and the number
  * of the consumer's last delivery into *delivered. */

@@ -42,6 +42,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "nats-int.h"
 #include "pipe.h"
@@ -265,28 +266,60 @@ may_join(flight *f, const entry *e) {
   return 1;
 }
 
+/* The longest a run's appends are held back behind its pushes. */
+#define PUSH_LEAD_MAX_MS 25
+
+/*
+ * A run's appends wait for its pushes to be routed (a flush: the broker
+ * answers it once it has handed every push to its node's connection),
+ * and then as long again (at most PUSH_LEAD_MAX_MS in all). Each append
+ * sets off the broker's store, answer, delivery and ack work for the same
+ * nodes; sent at once, that work shares the broker's CPU with writing the
+ * pushes out, and a gang's last push lagged its first by 30-50 ms, 100-170
+ * at times, where the core floor takes 15-20 (docs/BENCHMARKS.md, "The
+ * pushes' lead"). The flush's time is the broker's work of routing them:
+ * near nothing when no node listens, so a run nobody is pushed to waits
+ * for a round trip and no more.
+ */
+static void
+push_lead(bus_conn *c) {
+  int64_t t0 = bus_mono_ns();
+  if (natsConnection_FlushTimeout(c->nc, PUSH_LEAD_MAX_MS) != NATS_OK)
+    return; /* the appends wait for their answers anyway */
+  int64_t took = bus_mono_ns() - t0;
+  int64_t left = PUSH_LEAD_MAX_MS * 1000000LL - took;
+  struct timespec ts = {0, (long)(took < left ? took : left)};
+  if (ts.tv_nsec > 0)
+    nanosleep(&ts, NULL);
+}
+
 /*
  * The node-stream entries of ch->e[from..to), each as a core message on
  * its node's push subject (bus_node_push_subject) before any of them is
  * appended: the broker reads a connection's messages in order, and an
- * append costs it far more than a core message, so a gang's pushes reach
- * their nodes before its first append is stored. Best effort: what is
- * not delivered reaches the node through its stream, and what comes twice
- * is the same version (edge/slice.c keeps only newer ones). Unchecked
- * entries only: they are never dropped, so each push is stored after it
- * (now, or by a later drain); a checked one may lose its conflict. None
- * while the connection is down: they would only fill nats.c's reconnect
- * buffer, each drain tried meanwhile adding the run again.
+ * append costs it far more than a core message. Then the appends wait a
+ * little (push_lead). Best effort: what is not delivered reaches the node
+ * through its stream, and what comes twice is the same version
+ * (edge/slice.c keeps only newer ones). Unchecked entries only: they are
+ * never dropped, so each push is stored after it (now, or by a later
+ * drain); a checked one may lose its conflict. None while the connection
+ * is down: they would only fill nats.c's reconnect buffer, each drain
+ * tried meanwhile adding the run again.
  */
 static void
 push_copies(bus_conn *c, const chunk *ch, int from, int to) {
   char push[BUS_SUBJECT_MAX];
+  int n = 0;
   if (natsConnection_Status(c->nc) != NATS_CONN_STATUS_CONNECTED)
     return;
   for (int i = from; i < to; i++)
     if (!(ch->e[i].flags & BUS_APPEND_CHECK) &&
-        bus_node_push_subject(ch->e[i].subject, push, sizeof push) == 0)
+        bus_node_push_subject(ch->e[i].subject, push, sizeof push) == 0) {
       bus_conn_publish(c, push, ch->e[i].body, ch->e[i].len);
+      n++;
+    }
+  if (n)
+    push_lead(c);
 }
 
 /*

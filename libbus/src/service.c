@@ -320,11 +320,42 @@ after_batch(service *s) {
   return 0;
 }
 
-/* The pass decide asked for (bus_txn_decide_again), once what it decided
- * before is sent; what that pass decides is sent too. */
+/* What the view has applied so far (0 when it cannot say). */
+static uint64_t
+applied_count(service *s) {
+  bus_view_stats st;
+  return bus_view_stats_get(s->view, &st) ? 0 : st.applied;
+}
+
+/* Has something come for k since its last fetch: messages nats.c holds
+ * for it, or ones the broker has not delivered yet? 0 when not, or when
+ * the broker cannot say (one request; a fetch would wait out its expiry
+ * when nothing came). */
 static int
-decide_again(service *s) {
-  if (!bus_view_take_again(s->view))
+came_meanwhile(bus_consumer *k) {
+  uint64_t pending = 0;
+  return bus__consumer_queued(k) > 0 ||
+         (bus_consumer_pending(k, &pending) == 0 && pending > 0);
+}
+
+/*
+ * The pass decide asked for (bus_txn_decide_again), once what it decided
+ * before is sent: when events came meanwhile (came_meanwhile), the loop
+ * fetches and applies them first, and the pass that applies them decides
+ * on the whole view anyway. Only when none were applied is the view
+ * decided on again alone. What that pass decides is sent too.
+ *
+ * So a pass asked for decides on everything stored before it, as any
+ * other pass does, and what it emits lands behind those events, not
+ * ahead of them. The scheduler places its next gang in such a pass:
+ * placed ahead of the Jobs submitted while the gang before it was sent,
+ * its job.placed was applied in one pass with all of them, its desired
+ * states waiting for their apply (docs/BENCHMARKS.md, "The pushes'
+ * lead").
+ */
+static int
+decide_again(service *s, uint64_t applied_before) {
+  if (applied_count(s) != applied_before)
     return 0;
   int rc = bus_view_tick(s->view, bus_wall_ns());
   return rc ? rc : after_batch(s);
@@ -398,6 +429,7 @@ run_loop(service *s, bus_consumer **kp, bus_batch *b) {
   bus_consumer *k = *kp;
   int64_t last_tick = bus_mono_ms(), last_lag = 0;
   int rc = after_batch(s); /* publish what a crash left behind */
+  int again = bus_view_take_again(s->view);
   while (!rc && !stopping(s)) {
     if (bus_conn_closed(s->conn))
       return BUS_ERR(BUS_ECONN, "the broker connection closed for good");
@@ -410,8 +442,9 @@ run_loop(service *s, bus_consumer **kp, bus_batch *b) {
     if (repair_after_reconnect(s, bus_mono_ms()) && (rc = after_batch(s)))
       break;
     int64_t now = bus_mono_ms();
+    uint64_t applied = applied_count(s);
     int got = measure_lag(s, k, now, &last_lag);
-    if (!got)
+    if (!got && (!again || came_meanwhile(k)))
       got = step(s, k, b);
     if (got == REPOSITION)
       atomic_fetch_add(&s->repositions, 1);
@@ -427,16 +460,16 @@ run_loop(service *s, bus_consumer **kp, bus_batch *b) {
       return got;
     if (got)
       rc = after_batch(s);
-    if (!rc)
-      rc = decide_again(s);
+    if (!rc && again)
+      rc = decide_again(s, applied);
+    again = bus_view_take_again(s->view);
     now = bus_mono_ms();
-    if (!rc && s->o->tick_ms && now - last_tick >= s->o->tick_ms) {
+    if (!rc && !again && s->o->tick_ms && now - last_tick >= s->o->tick_ms) {
       last_tick = now;
       rc = bus_view_tick(s->view, bus_wall_ns());
       if (!rc)
         rc = after_batch(s);
-      if (!rc)
-        rc = decide_again(s);
+      again = bus_view_take_again(s->view);
     }
   }
   return rc;
