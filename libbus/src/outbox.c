@@ -275,11 +275,11 @@ may_join(flight *f, const entry *e) {
  * and then as long again (at most PUSH_LEAD_MAX_MS in all). Each append
  * sets off the broker's store, answer, delivery and ack work for the same
  * nodes; sent at once, that work shares the broker's CPU with writing the
- * pushes out, and a gang's last push lagged its first by 30-50 ms, 100-170
- * at times, where the core floor takes 15-20 (docs/BENCHMARKS.md, "The
- * pushes' lead"). The flush's time is the broker's work of routing them:
- * near nothing when no node listens, so a run nobody is pushed to waits
- * for a round trip and no more.
+ * pushes out: a gang's last push followed its first by 25-27 ms on
+ * average, 18-22 with the lead (docs/BENCHMARKS.md, "The pushes' lead").
+ * The flush's time is the broker's work of routing them: near nothing
+ * when no node listens, so a run nobody is pushed to waits for little
+ * more than a round trip.
  */
 static void
 push_lead(bus_conn *c) {
