@@ -220,9 +220,7 @@ on_push(bus_conn *c, const char *subject, const char *reply, const void *data,
   msgpack_zone zone;
   bus_event ev;
   (void)c, (void)reply;
-  size_t n = sizeof BUS_NODE_PUSH_PREFIX - 1;
-  if (strncmp(subject, BUS_NODE_PUSH_PREFIX, n) ||
-      (size_t)snprintf(as, sizeof as, "lark.node.%s", subject + n) >= sizeof as)
+  if (bus_node_pushed_subject(subject, as, sizeof as))
     return;
   msgpack_zone_init(&zone, 2048);
   memset(&ev, 0, sizeof ev);

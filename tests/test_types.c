@@ -54,6 +54,34 @@ Test(types, a_bad_token_is_refused) {
   cr_assert_str_eq(s, "");
 }
 
+/* A node-stream subject and its push subject map one onto the other,
+ * both ways; anything else is refused, a subject under neither prefix
+ * without error text (the outbox asks it of every entry). */
+Test(types, node_push_subjects_map_both_ways) {
+  char push[BUS_SUBJECT_MAX], back[BUS_SUBJECT_MAX], tiny[16];
+  cr_assert_eq(
+      bus_node_push_subject("lark.node.gpu-1.pod.a-0", push, sizeof push), 0);
+  cr_assert_str_eq(push, "lark.push.gpu-1.pod.a-0");
+  cr_assert_eq(bus_node_pushed_subject(push, back, sizeof back), 0);
+  cr_assert_str_eq(back, "lark.node.gpu-1.pod.a-0");
+  const char *bad[] = {"lark.node.gpu-1", "lark.node..pod", "lark.node.n.",
+                       "lark.node.", NULL};
+  for (int i = 0; bad[i]; i++) {
+    cr_assert_eq(bus_node_push_subject(bad[i], push, sizeof push), BUS_EINVAL,
+                 "'%s' taken", bad[i]);
+    cr_assert(strstr(bus_last_error(), bad[i]), "%s", bus_last_error());
+  }
+  cr_assert_eq(bus_node_pushed_subject("lark.push.n", back, sizeof back),
+               BUS_EINVAL);
+  cr_assert_eq(bus_node_pushed_subject("lark.node.n.pod.a", back, sizeof back),
+               BUS_EINVAL);
+  cr_assert_eq(bus_node_push_subject("lark.ev.job.a", push, sizeof push),
+               BUS_EINVAL);
+  cr_assert_eq(
+      bus_node_push_subject("lark.node.gpu-1.pod.a-0", tiny, sizeof tiny),
+      BUS_EINVAL, "a subject that does not fit is refused");
+}
+
 /* --------------------------------------------------------------- bounds */
 
 Test(types, an_overlong_string_is_refused_with_its_path) {

@@ -865,6 +865,9 @@ int bus_stream_delete(bus_conn *c, const char *name);
  * when subject is not lark.node.<node>.<rest> (without error text when it
  * is not under lark.node. at all: the outbox asks it of every entry). */
 int bus_node_push_subject(const char *subject, char *out, size_t cap);
+/* The other way: the node-stream subject a push subject stands for
+ * (lark.push.<node>.<rest> -> lark.node.<node>.<rest>). */
+int bus_node_pushed_subject(const char *push, char *out, size_t cap);
 
 /* "LARK_NODE_<node>" into out. BUS_ENAME when node is not a name. */
 int bus_node_stream_name(const char *node, char *out, size_t cap);

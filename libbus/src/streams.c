@@ -283,17 +283,31 @@ bus_stream_delete(bus_conn *c, const char *name) {
 
 /* ------------------------------------------------------------ node streams */
 
-int
-bus_node_push_subject(const char *subject, char *out, size_t cap) {
-  static const char node[] = "lark.node.";
-  size_t n = sizeof node - 1;
-  if (strncmp(subject, node, n))
+/* subject under from ("<from><node>.<rest>", node and rest not empty)
+ * under to instead, into out; BUS_EINVAL (without error text when subject
+ * is not under from at all). */
+static int
+node_subject_as(const char *subject, const char *from, const char *to,
+                char *out, size_t cap) {
+  size_t n = strlen(from);
+  if (strncmp(subject, from, n))
     return BUS_EINVAL; /* asked of every outbox entry: no error text */
   const char *rest = subject + n, *dot = strchr(rest, '.');
   if (!dot || dot == rest || !dot[1] ||
-      (size_t)snprintf(out, cap, BUS_NODE_PUSH_PREFIX "%s", rest) >= cap)
-    return BUS_ERR(BUS_EINVAL, "%s is not a node stream's subject", subject);
+      (size_t)snprintf(out, cap, "%s%s", to, rest) >= cap)
+    return BUS_ERR(BUS_EINVAL, "%s is not a node's subject under %s", subject,
+                   from);
   return 0;
+}
+
+int
+bus_node_push_subject(const char *subject, char *out, size_t cap) {
+  return node_subject_as(subject, "lark.node.", BUS_NODE_PUSH_PREFIX, out, cap);
+}
+
+int
+bus_node_pushed_subject(const char *push, char *out, size_t cap) {
+  return node_subject_as(push, BUS_NODE_PUSH_PREFIX, "lark.node.", out, cap);
 }
 
 int
