@@ -221,6 +221,47 @@ Test(logs, republished_only_from_the_bound_node) {
   cr_expect(file_has(logpath, "pod train-w-1 is not bound to node n1"));
 }
 
+/* $JS.API.CONSUMER.<verb>.LARK_EVENTS.logs (lark-logs' view) with body:
+ * 1 when the broker answered without an error. */
+static int
+view_consumer(const char *verb, const char *body) {
+  char subject[128];
+  void *reply = NULL;
+  size_t len = 0;
+  snprintf(subject, sizeof subject, "$JS.API.CONSUMER.%s.LARK_EVENTS.logs",
+           verb);
+  if (bus_conn_request(conn, subject, body, strlen(body), 5000, &reply, &len))
+    return 0;
+  json_t *j = json_loadb(reply, len, 0, NULL);
+  int ok = j && !json_object_get(j, "error");
+  json_decref(j);
+  free(reply);
+  return ok;
+}
+
+/* A batch that comes while the view is behind its binding is kept, not
+ * refused: with lark-logs' view consumer paused past the ingress's 5 s
+ * wait for the view, the batch is redelivered and lands once the view
+ * has the binding. */
+Test(logs, a_batch_ahead_of_its_binding_waits_for_the_view) {
+  const char *nodes[] = {"n1"};
+  int up = 0;
+  for (int i = 0; i < 300 && !(up = view_consumer("INFO", "")); i++)
+    usleep(100 * 1000);
+  cr_assert(up, "lark-logs never opened its view's consumer");
+  char body[96];
+  time_t until = time(NULL) + 9;
+  strftime(body, sizeof body, "{\"pause_until\":\"%Y-%m-%dT%H:%M:%SZ\"}",
+           gmtime(&until));
+  cr_assert(view_consumer("PAUSE", body), "the view's consumer not paused");
+  place("early", 1, nodes);
+  send_batch("n1", "early-w-0", NULL, 2, NULL, "e");
+  wait_logs("lark.log.early.>", 1);
+  cr_expect(!file_has(logpath, "refused"), "refused while the view lagged");
+  cr_expect(file_has(logpath, "the view is behind LARK_EVENTS"),
+            "the batch was not kept for the view");
+}
+
 Test(logs, larkctl_merges_by_time_with_prefixes) {
   const char *nodes[] = {"n1", "n2"};
   place("mix", 2, nodes);

@@ -9,7 +9,10 @@
  * Nats-Msg-Id (derived from the ingress event's id), so the broker's
  * duplicate window drops what already landed: nothing is lost and, within
  * that window, nothing is republished twice. A refused batch is logged
- * and acknowledged: it never reaches LARK_LOGS.
+ * and acknowledged: it never reaches LARK_LOGS. A pod is refused as
+ * unbound only by a view that holds every event LARK_EVENTS held when the
+ * batch was routed (catch_up); a view still behind keeps the batch for
+ * redelivery instead.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -96,20 +99,25 @@ transient(int rc) {
 /*
  * Before refusing a pod as unbound, let the view catch up with LARK_EVENTS
  * as it stood now (at most 5 s): right after a start, or a burst of
- * placements, a batch may arrive before its job.placed was applied.
+ * placements, a batch may arrive before its job.placed was applied (a pod
+ * started from its pushed desired state sends lines at once). 1 when the
+ * view holds everything the stream held then; 0 when it is still behind,
+ * or the broker could not say: the view cannot tell then, and the batch
+ * is kept for redelivery rather than refused.
  */
-static void
+static int
 catch_up(logs_ingress *in) {
   uint64_t last = 0;
   if (bus_stream_last_seq(in->s.c, "LARK_EVENTS", &last))
-    return;
+    return 0;
   for (int i = 0; i < 250 && !bus_worker_stopping(in->s.q.w); i++) {
     bus_view_stats st;
-    if (bus_view_stats_get(in->s.v, &st) || st.applied_seq >= last)
-      return;
+    if (!bus_view_stats_get(in->s.v, &st) && st.applied_seq >= last)
+      return 1;
     struct timespec ts = {0, 20 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }
+  return 0;
 }
 
 /* Route and append a fetched batch; ack it once every append landed. */
@@ -120,7 +128,7 @@ handle_batch(bus_worker *w, bus_batch *b, void *ud) {
   in->s.q.w = w;
   bus_txn *t = NULL;
   uint64_t pub = 0, ref = 0, nlines = 0;
-  int hold = 0, waited = 0;
+  int hold = 0, waited = 0, behind = 0;
   if (bus_view_read(in->s.v, &t)) {
     say(in, "lark.in.*.logs.>", "cannot read the view: %s", bus_last_error());
     return; /* not acked: redelivered */
@@ -133,13 +141,18 @@ handle_batch(bus_worker *w, bus_batch *b, void *ud) {
     if (rc == BUS_EDENIED && !waited) {
       waited = 1;
       bus_txn_end(t);
-      catch_up(in);
+      behind = !catch_up(in);
       if (bus_view_read(in->s.v, &t)) {
         say(in, subject, "cannot read the view: %s", bus_last_error());
         return;
       }
       rc = forward(in, t, b, i, sb, &lines);
     }
+    if (rc == BUS_EDENIED && behind)
+      rc = bus_error(BUS_ETIMEOUT,
+                     "%s as far as the view knows, and the view "
+                     "is behind LARK_EVENTS",
+                     bus_last_error());
     if (rc && transient(rc)) {
       hold = 1;
       say(in, subject, "kept for redelivery: %s", bus_last_error());
