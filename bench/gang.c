@@ -76,18 +76,19 @@ leg(const gang_seen *s, int64_t placed, int which) {
   return s->ns - placed;
 }
 
-/* The latest ns of Job j's among seen[0..n), 0 when none; *first the
- * earliest. */
+/* The latest ns of Job j's among seen[0..n), 0 when none; the earliest
+ * into *first when first is not NULL. */
 static int64_t
 last_at(const gang_seen *seen, long n, int j, int64_t *first) {
-  int64_t at = 0;
-  *first = 0;
+  int64_t at = 0, early = 0;
   for (long i = 0; i < n; i++) {
     if (seen[i].job != j)
       continue;
     at = seen[i].ns > at ? seen[i].ns : at;
-    *first = !*first || seen[i].ns < *first ? seen[i].ns : *first;
+    early = !early || seen[i].ns < early ? seen[i].ns : early;
   }
+  if (first)
+    *first = early;
   return at;
 }
 
@@ -101,7 +102,7 @@ per_job(const gang_seen *seen, long n, const gang_seen *pushed, long np,
         const int64_t *placed, int jobs) {
   for (int j = 0; j < jobs && j < 20; j++) {
     int64_t first = INT64_MAX, last = 0, first_push;
-    int64_t at = last_at(seen, n, j, &first_push);
+    int64_t at = last_at(seen, n, j, NULL);
     int64_t push = last_at(pushed, np, j, &first_push);
     for (long i = 0; i < n; i++) {
       if (seen[i].job != j)

@@ -20,6 +20,7 @@
 
 #include "bed.h"
 #include "files.h"
+#include "json.h"
 #include "logs.h"
 #include "natsd.h"
 #include "proc.h"
@@ -226,16 +227,11 @@ Test(logs, republished_only_from_the_bound_node) {
 static int
 view_consumer(const char *verb, const char *body) {
   char subject[128];
-  void *reply = NULL;
-  size_t len = 0;
   snprintf(subject, sizeof subject, "$JS.API.CONSUMER.%s.LARK_EVENTS.logs",
            verb);
-  if (bus_conn_request(conn, subject, body, strlen(body), 5000, &reply, &len))
-    return 0;
-  json_t *j = json_loadb(reply, len, 0, NULL);
+  json_t *j = lt_request_json(conn, subject, body);
   int ok = j && !json_object_get(j, "error");
   json_decref(j);
-  free(reply);
   return ok;
 }
 

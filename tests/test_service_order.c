@@ -104,8 +104,6 @@ typedef struct runner {
   int late_rc; /* its append's answer */
 } runner;
 
-static void append_n(int from, int n);
-
 /* on_batch: the late event, once the view has applied one, appended
  * from the loop itself, after the batch's drain (no assert here: not the
  * test's thread). */

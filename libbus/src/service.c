@@ -442,7 +442,7 @@ run_loop(service *s, bus_consumer **kp, bus_batch *b) {
     if (repair_after_reconnect(s, bus_mono_ms()) && (rc = after_batch(s)))
       break;
     int64_t now = bus_mono_ms();
-    uint64_t applied = applied_count(s);
+    uint64_t applied = again ? applied_count(s) : 0;
     int got = measure_lag(s, k, now, &last_lag);
     if (!got && (!again || came_meanwhile(k)))
       got = step(s, k, b);
