@@ -330,7 +330,10 @@ applied_count(service *s) {
 /* Has something come for k since its last fetch: messages nats.c holds
  * for it, or ones the broker has not delivered yet? 0 when not, or when
  * the broker cannot say (one request; a fetch would wait out its expiry
- * when nothing came). */
+ * when nothing came). The broker counts a stored event for its consumers
+ * a moment after it acknowledged the append (another goroutine): one
+ * stored just before the look may not be counted yet, and is applied in
+ * the next pass instead. */
 static int
 came_meanwhile(bus_consumer *k) {
   uint64_t pending = 0;
