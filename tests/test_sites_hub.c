@@ -35,13 +35,26 @@ platform_down(void) {
 
 TestSuite(sites_hub, .fini = platform_down, .timeout = 300);
 
+/* What the node, its site and the scheduler said, for a failure. */
+static void
+tell_logs(void) {
+  char logs[512];
+  snprintf(logs, sizeof logs, "%s/logs", plat.dir);
+  static const char *const files[] = {"node-1.log", "leaf-site-1.log",
+                                      "sites.log", "lark-scheduler.log", NULL};
+  for (int i = 0; files[i]; i++)
+    lt_log_tail(logs, files[i], 15);
+}
+
 static void
 job(const char *name) {
   char script[128];
   snprintf(script, sizeof script, "echo %s ran", name);
   lt_platform_sh_job(&plat, name, script, 0);
-  cr_assert_eq(ctl("wait job %s --for Succeeded --timeout 90s", name), 0,
-               "%s: %s%s", name, out, err);
+  if (ctl("wait job %s --for Succeeded --timeout 90s", name)) {
+    tell_logs();
+    cr_assert_fail("%s: %s%s", name, out, err);
+  }
 }
 
 /* The hub port the site's leaf server was connected to last, from its
@@ -113,9 +126,11 @@ Test(sites_hub, a_site_dials_every_hub_server_and_outlives_one) {
     urls++;
   cr_expect_eq(urls, 3, "the site dials %d hub servers: %s", urls, line);
 
-  cr_assert(lt_larkctl_until(&plat, out, sizeof out, err, sizeof err, "Ready",
-                             60, "get node node-1"),
-            "node-1 never Ready through its site: %s%s", out, err);
+  if (!lt_larkctl_until(&plat, out, sizeof out, err, sizeof err, "Ready", 60,
+                        "get node node-1")) {
+    tell_logs();
+    cr_assert_fail("node-1 never Ready through its site: %s%s", out, err);
+  }
   job("before");
 
   int port = 0;
