@@ -35,10 +35,12 @@ platform_down(void) {
 
 TestSuite(sites_hub, .fini = platform_down, .timeout = 300);
 
-/* What the node, its site and the scheduler said, for a failure. */
+/* What larkctl up, the node, its site and the scheduler said, for a
+ * failure. */
 static void
 tell_logs(void) {
   char logs[512];
+  lt_log_tail(plat.dir, "up.log", 15);
   snprintf(logs, sizeof logs, "%s/logs", plat.dir);
   static const char *const files[] = {"node-1.log", "leaf-site-1.log",
                                       "sites.log", "lark-scheduler.log", NULL};
