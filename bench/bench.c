@@ -103,6 +103,18 @@ bench_natsd_start(lt_natsd *s, const char *dir, int always,
     bench_die("nats-server", "did not start");
 }
 
+pid_t
+bench_scheduler_up(const char *argv0, const char *tag, int always,
+                   lt_natsd *srv, bus_conn **c, char *dir, size_t cap) {
+  lt_tmpdir(dir, cap, tag);
+  bench_natsd_start(srv, dir, always, NULL);
+  if (lt_connect(srv, c) || lt_streams(*c, 120000))
+    bench_die("broker", bus_last_error());
+  pid_t sched = bench_start_service(argv0, "lark-scheduler", srv->url, dir);
+  bench_wait_up(*c, "scheduler");
+  return sched;
+}
+
 void
 bench_lazy_always(const char *tag, bench_measure_fn *measure, void *ud) {
   lt_natsd lazy, always;
@@ -297,6 +309,15 @@ bench_add_node(bus_conn *c, const char *name) {
 }
 
 void
+bench_add_nodes(bus_conn *c, int count) {
+  for (int i = 0; i < count; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "n%04d", i);
+    bench_add_node(c, name);
+  }
+}
+
+void
 bench_apply_job(bus_conn *c, const bench_job *j) {
   char key[BUS_NAME_MAX + 1];
   bus_packbuf b;
@@ -317,6 +338,18 @@ bench_add_job(bus_conn *c, const char *name, int pods, const char *strategy) {
   j.res.spec.has_strategy = 1;
   j.res.spec.strategy = bus_str_of(strategy);
   bench_apply_job(c, &j);
+}
+
+void
+bench_add_jobs(bus_conn *c, int jobs, int pods, const char *strategy) {
+  for (int i = 0; i < jobs; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "job%04d", i);
+    bench_add_job(c, name, pods,
+                  strategy ? strategy
+                  : i % 2  ? "spread"
+                           : "pack");
+  }
 }
 
 pid_t

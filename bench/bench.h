@@ -67,6 +67,15 @@ void bench_natsd_start(lt_natsd *s, const char *dir, int always,
                        const char *const *extra);
 
 /*
+ * A directory named for tag (into dir), a broker in it
+ * (bench_natsd_start, always as there) with the platform's streams, a
+ * connection to it (*c), and a lark-scheduler on it that answers: its
+ * pid. The benchmark dies when any of it fails.
+ */
+pid_t bench_scheduler_up(const char *argv0, const char *tag, int always,
+                         lt_natsd *srv, bus_conn **c, char *dir, size_t cap);
+
+/*
  * Start a lazy and an always broker (bench_natsd_start) in a directory
  * named for tag and call measure on them in the order lazy, always,
  * always, lazy, so that load drift on a shared machine hits both alike;
@@ -127,12 +136,17 @@ void bench_placed_pack(msgpack_sbuffer *out, bus_ev_job_placed *d,
 void bench_call(bus_conn *c, const char *subject, const msgpack_sbuffer *sb);
 /* Apply Node name (cluster c1, 64 CPUs, 256 GiB) through the scheduler. */
 void bench_add_node(bus_conn *c, const char *name);
+/* Apply Nodes n0000, n0001, ... (count of them) as bench_add_node. */
+void bench_add_nodes(bus_conn *c, int count);
 /* Apply Job j through the scheduler. */
 void bench_apply_job(bus_conn *c, const bench_job *j);
 /* Apply Job name: one Rollout task of pods replicas (1 CPU, 256 MiB,
  * runs `true`) with strategy spread or pack. */
 void bench_add_job(bus_conn *c, const char *name, int pods,
                    const char *strategy);
+/* Apply Jobs job0000, job0001, ... (jobs of them) as bench_add_job, with
+ * strategy, or pack and spread in turn when it is NULL. */
+void bench_add_jobs(bus_conn *c, int jobs, int pods, const char *strategy);
 
 /*
  * Follow the placement log (lark.ev.placement.default; one reader, as a

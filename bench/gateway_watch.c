@@ -83,16 +83,8 @@ place_pods(bench *b) {
       bench_start_service(b->argv0, "lark-scheduler", b->srv.url, b->dir);
   bench_wait_up(b->c, "scheduler");
   int nodes = (int)((b->npods + 63) / 64) + 1, jobs = (int)(b->npods / 100);
-  for (int i = 0; i < nodes; i++) {
-    char name[32];
-    snprintf(name, sizeof name, "n%04d", i);
-    bench_add_node(b->c, name);
-  }
-  for (int i = 0; i < jobs; i++) {
-    char name[32];
-    snprintf(name, sizeof name, "job%04d", i);
-    bench_add_job(b->c, name, 100, "spread");
-  }
+  bench_add_nodes(b->c, nodes);
+  bench_add_jobs(b->c, jobs, 100, "spread");
   if (bench_wait_bindings(b->c, b->npods, bench_now_s() + 180, keep_binding,
                           b) < b->npods)
     bench_die("timeout", "not every pod was bound within 180 s");

@@ -136,22 +136,10 @@ main(int argc, char **argv) {
   lt_natsd srv;
   bus_conn *c;
   char dir[256];
-  lt_tmpdir(dir, sizeof dir, "bench-reports");
-  bench_natsd_start(&srv, dir, 0, NULL);
-  if (lt_connect(&srv, &c) || lt_streams(c, 120000))
-    bench_die("broker", bus_last_error());
-  pid_t sched = bench_start_service(argv[0], "lark-scheduler", srv.url, dir);
-  bench_wait_up(c, "scheduler");
-  for (int i = 0; i < nodes; i++) {
-    char name[32];
-    snprintf(name, sizeof name, "n%04d", i);
-    bench_add_node(c, name);
-  }
-  for (int i = 0; i < jobs; i++) {
-    char name[32];
-    snprintf(name, sizeof name, "job%04d", i);
-    bench_add_job(c, name, pods, "spread");
-  }
+  pid_t sched = bench_scheduler_up(argv[0], "bench-reports", 0, &srv, &c, dir,
+                                   sizeof dir);
+  bench_add_nodes(c, nodes);
+  bench_add_jobs(c, jobs, pods, "spread");
   bound *all = calloc((size_t)n, sizeof *all);
   if (!all)
     bench_die("bindings", "out of memory");

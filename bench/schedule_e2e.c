@@ -100,17 +100,9 @@ run(const char *argv0, int always, int nodes, int jobs, int pods, int clients) {
   lt_natsd srv;
   bus_conn *c;
   char dir[256];
-  lt_tmpdir(dir, sizeof dir, "bench-sched");
-  bench_natsd_start(&srv, dir, always, NULL);
-  if (lt_connect(&srv, &c) || lt_streams(c, 120000))
-    bench_die("broker", bus_last_error());
-  pid_t sched = bench_start_service(argv0, "lark-scheduler", srv.url, dir);
-  bench_wait_up(c, "scheduler");
-  for (int i = 0; i < nodes; i++) {
-    char name[32];
-    snprintf(name, sizeof name, "n%04d", i);
-    bench_add_node(c, name);
-  }
+  pid_t sched = bench_scheduler_up(argv0, "bench-sched", always, &srv, &c, dir,
+                                   sizeof dir);
+  bench_add_nodes(c, nodes);
   double t0 = bench_now_s();
   submit_all(c, clients, jobs, pods);
   double submitted = bench_now_s() - t0;

@@ -11,7 +11,9 @@
  *    every view to the digest recorded beside it (digests), so a change to
  *    how events are read or applied that alters a view fails here; and to
  *    the same digest whether the events come one, seven or thousands to a
- *    transaction.
+ *    transaction;
+ *  - rebuilt to points all along the log, the scheduler's index of the
+ *    pods booked on each node holds exactly its booked pods.
  *
  * With LARK_GOLDEN_WRITE=FILE the second test writes the digests to FILE
  * instead of comparing (the recorder uses it).
@@ -25,9 +27,11 @@
 
 #include <criterion/criterion.h>
 
+#include "bed.h"
 #include "bus.h"
 #include "natsd.h"
 #include "replay.h"
+#include "scheduler.h"
 
 enum { MAX_BYTES = 2 << 20 };
 
@@ -388,14 +392,22 @@ read_digests(char *out, size_t cap) {
   fclose(f);
 }
 
+/* A fresh broker holding the golden LARK_EVENTS, and a connection: how
+ * many events it holds. */
+static uint64_t
+golden_broker(lt_natsd *s, bus_conn **c) {
+  uint64_t events = 0;
+  cr_assert_eq(lt_natsd_start(s, NULL, NULL), 0);
+  cr_assert_eq(lt_connect(s, c), 0, "%s", bus_last_error());
+  cr_assert_eq(lt_streams(*c, 2000), 0, "%s", bus_last_error());
+  publish_log(s, &events);
+  return events;
+}
+
 Test(golden, every_view_rebuilds_to_its_recorded_digest, .timeout = 240) {
   lt_natsd s;
   bus_conn *c;
-  cr_assert_eq(lt_natsd_start(&s, NULL, NULL), 0);
-  cr_assert_eq(lt_connect(&s, &c), 0, "%s", bus_last_error());
-  cr_assert_eq(lt_streams(c, 2000), 0, "%s", bus_last_error());
-  uint64_t events = 0;
-  publish_log(&s, &events);
+  uint64_t events = golden_broker(&s, &c);
   cr_assert_gt(events, 500, "only %llu events in LARK_EVENTS",
                (unsigned long long)events);
   char now[4096], then[4096], cut[4096];
@@ -421,6 +433,86 @@ Test(golden, every_view_rebuilds_to_its_recorded_digest, .timeout = 240) {
                      "their recorded digests:\nnow:\n%s\nrecorded:\n%s",
                      now, then);
   }
+  bus_conn_close(c);
+  lt_natsd_stop(&s);
+}
+
+/* ------------------------------------ the scheduler's pods on each node */
+
+typedef struct booked {
+  bus_txn *t;
+  size_t pods;   /* bound and not released */
+  size_t missed; /* of those, without their nodepods row */
+  char first_missed[SCHED_DNAME_SZ];
+} booked;
+
+static int
+check_booked(void *rec, void *ud) {
+  const pod_rec *p = rec;
+  booked *b = ud;
+  if (!p->bound || p->released)
+    return 0;
+  char key[SCHED_NAME_SZ + SCHED_DNAME_SZ];
+  const void *v;
+  size_t vl;
+  b->pods++;
+  snprintf(key, sizeof key, "%s/%s", p->node, p->name);
+  if (bus_txn_get(b->t, SCHED_NODEPODS, key, strlen(key), &v, &vl) &&
+      !b->missed++)
+    snprintf(b->first_missed, sizeof b->first_missed, "%s", key);
+  return 0;
+}
+
+static int
+count_row(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
+  (void)k, (void)kl, (void)v, (void)vl;
+  ++*(size_t *)ud;
+  return 0;
+}
+
+/* The scheduler's view rebuilt to seq: how many pods it holds booked,
+ * checked to have their rows, and how many rows there are. */
+static size_t
+booked_at(bus_conn *c, uint64_t seq) {
+  char dir[512];
+  lt_tmpdir(dir, sizeof dir, "nodepods");
+  lark_replay_opts o;
+  lark_replay_opts_init(&o);
+  o.out_dir = dir;
+  o.until_seq = seq;
+  lark_replay_result r;
+  cr_assert_eq(lark_replay_run(c, lark_view_find("scheduler"), &o, &r), 0, "%s",
+               bus_last_error());
+  bus_view_def d;
+  sched_view_def(&d);
+  bus_view *v = lt_must_open_view(&d, dir, 0);
+  booked b = {0};
+  size_t rows = 0;
+  cr_assert_eq(bus_view_read(v, &b.t), 0);
+  cr_assert_eq(
+      sched_each_rec(b.t, "pods", NULL, sizeof(pod_rec), 1, check_booked, &b),
+      0);
+  cr_assert_eq(bus_txn_scan(b.t, SCHED_NODEPODS, NULL, 0, count_row, &rows), 0);
+  bus_txn_end(b.t);
+  bus_view_close(v);
+  lt_rmtree(dir);
+  cr_expect_eq(b.missed, 0, "at seq %llu, %zu booked pod(s) have no row (%s)",
+               (unsigned long long)seq, b.missed, b.first_missed);
+  cr_expect_eq(rows, b.pods, "at seq %llu, %zu rows for %zu booked pods",
+               (unsigned long long)seq, rows, b.pods);
+  return b.pods;
+}
+
+Test(golden, the_scheduler_indexes_each_nodes_booked_pods, .timeout = 240) {
+  lt_natsd s;
+  bus_conn *c;
+  uint64_t events = golden_broker(&s, &c);
+  size_t points = 0, busy = 0;
+  for (uint64_t seq = 40; seq < events + 40; seq += 40, points++)
+    busy += booked_at(c, seq < events ? seq : events) > 0;
+  cr_log_info("%zu points, %zu with pods booked", points, busy);
+  cr_expect_gt(busy, points / 4, "only %zu of %zu points had pods booked", busy,
+               points);
   bus_conn_close(c);
   lt_natsd_stop(&s);
 }

@@ -25,7 +25,8 @@ drop_pod(bus_txn *t, pod_rec *p, void *ud) {
                 sched_seq_key(key, sched_seq_of(p->out_key), p->name));
   }
   bus_txn_del(t, "why", p->name, strlen(p->name));
-  return bus_txn_del(t, "pods", p->name, strlen(p->name));
+  int rc = p->bound && !p->released ? sched_nodepod_mark(t, p, 0) : 0;
+  return rc ? rc : bus_txn_del(t, "pods", p->name, strlen(p->name));
 }
 
 /* What a pod of tp holds while bound, counted per device name. A named

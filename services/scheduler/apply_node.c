@@ -58,25 +58,16 @@ sched_apply_node_registered(bus_txn *t, const bus_event *ev, const void *data,
   return rc ? rc : sched_noderec_put(t, &r);
 }
 
-typedef struct lost {
-  bus_txn *t;
-  const char *node;
-  uint64_t seq;
-} lost;
-
 /* A pod on a lost node failed (and retries elsewhere when it may), and
  * the node is told to stop that attempt: a node cut off runs its pods on,
  * and back it must not keep one the scheduler has given up on. (A deleted
  * node is told nothing: its stream is to be removed, gone.c.) */
 static int
-lose_pod(void *rec, void *ud) {
-  lost *l = ud;
-  pod_rec *p = rec;
-  if (!p->bound || p->released || strcmp(p->node, l->node) ||
-      strcmp(p->desired, "Running"))
+lose_pod(bus_txn *t, pod_rec *p, void *ud) {
+  const uint64_t *seq = ud; /* of the node.notready */
+  if (strcmp(p->desired, "Running"))
     return 0;
-  return sched_fail_pod(l->t, p, "NodeLost: the node stopped responding",
-                        l->seq, 1);
+  return sched_fail_pod(t, p, "NodeLost: the node stopped responding", *seq, 1);
 }
 
 static int node_deleted(bus_txn *t, const char *name, uint64_t seq);
@@ -106,8 +97,8 @@ sched_apply_node_state(bus_txn *t, const bus_event *ev, const void *data,
     return rc;
   if (ev->t != BUS_T_NODE_NOTREADY)
     return 0;
-  lost l = {t, name, ev->seq};
-  return sched_each_rec(t, "pods", NULL, sizeof(pod_rec), 1, lose_pod, &l);
+  uint64_t seq = ev->seq;
+  return sched_each_node_pod(t, name, lose_pod, &seq);
 }
 
 /* ------------------------------------------------------------- deleted */
@@ -132,24 +123,20 @@ stop_pod(bus_txn *t, pod_rec *p, const char *reason) {
 }
 
 static int
-drop_pod(void *rec, void *ud) {
+drop_pod(bus_txn *t, pod_rec *p, void *ud) {
   static const char why[] = "NodeDeleted: the node was decommissioned";
-  lost *l = ud;
-  pod_rec *p = rec;
-  if (!p->bound || p->released || strcmp(p->node, l->node))
-    return 0;
+  const uint64_t *seq = ud; /* of the node.deleted */
   if (!strcmp(p->desired, "Running"))
-    return sched_fail_pod(l->t, p, why, l->seq, 0);
-  return stop_pod(l->t, p, why);
+    return sched_fail_pod(t, p, why, *seq, 0);
+  return stop_pod(t, p, why);
 }
 
 /* The node's pods first (giving capacity back reads its record), then
  * the node itself; its name is left for its stream's removal. */
 static int
 node_deleted(bus_txn *t, const char *name, uint64_t seq) {
-  lost l = {t, name, seq};
   unsigned char key[8];
-  int rc = sched_each_rec(t, "pods", NULL, sizeof(pod_rec), 1, drop_pod, &l);
+  int rc = sched_each_node_pod(t, name, drop_pod, &seq);
   if (!rc)
     rc = bus_txn_del(t, "nodes", name, strlen(name));
   if (!rc)

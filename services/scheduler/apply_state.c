@@ -270,7 +270,9 @@ sched_put_object(bus_txn *t, const char *table, const char *key,
 int
 sched_node_book(bus_txn *t, const pod_rec *p, int sign) {
   node_rec n;
-  int rc = sched_noderec_get(t, p->node, &n);
+  int rc = sched_nodepod_mark(t, p, sign > 0);
+  if (!rc)
+    rc = sched_noderec_get(t, p->node, &n);
   if (rc == BUS_ENOT_FOUND)
     return 0; /* the node is gone: nothing to give back */
   if (rc)

@@ -291,11 +291,12 @@ static int
 take_key(const void *k, size_t kl, const void *v, size_t vl, void *ud) {
   (void)v, (void)vl;
   sched_keys *w = ud;
-  if (kl >= sizeof *w->v)
+  if (kl < w->skip || kl - w->skip >= sizeof *w->v)
     return 0;
   int rc = bus_grow(&w->v, w->n, &w->cap, sizeof *w->v, 4);
   if (!rc)
-    sched_copy(w->v[w->n++], sizeof *w->v, k, kl);
+    sched_copy(w->v[w->n++], sizeof *w->v, (const char *)k + w->skip,
+               kl - w->skip);
   return rc;
 }
 
@@ -305,6 +306,14 @@ sched_keys_of(bus_txn *t, const char *table, const char *prefix,
   *out = (sched_keys){0};
   return bus_txn_scan(t, table, prefix, prefix ? strlen(prefix) : 0, take_key,
                       out);
+}
+
+int
+sched_key_tails(bus_txn *t, const char *table, const char *prefix,
+                sched_keys *out) {
+  size_t plen = strlen(prefix);
+  *out = (sched_keys){.skip = plen};
+  return bus_txn_scan(t, table, prefix, plen, take_key, out);
 }
 
 int
@@ -320,9 +329,9 @@ sched_why_drop(bus_txn *t, const char *job) {
 }
 
 static const char *const tables[] = {
-    "jobs",  "specs",     "tasks",    "pods",        "why",
-    "nodes", "nodespecs", "queue",    "outgoing",    "todo",
-    "held",  "rayhead",   SCHED_GONE, SCHED_TOUCHED, NULL};
+    "jobs",      "specs",       "tasks",        "pods", "why",  "nodes",
+    "nodespecs", "queue",       "outgoing",     "todo", "held", "rayhead",
+    SCHED_GONE,  SCHED_TOUCHED, SCHED_NODEPODS, NULL};
 
 /* A batch's last word: the phases its events touched, derived (decide
  * did it already when it ran). */

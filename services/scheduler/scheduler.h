@@ -47,10 +47,12 @@
 /* What the view's apply writes (records, their packing, keys): bumped
  * when it changes, so a view written before is rebuilt at start. 3: the
  * records packed as runs (SCHED_REC_PACKED). 4: derived phases once a
- * batch, their wants zeroed past the name (sched_touched_derive). */
-#define SCHED_VIEW_LAYOUT 4
+ * batch, their wants zeroed past the name (sched_touched_derive). 5: the
+ * pods booked on each node (SCHED_NODEPODS, nodepods.c). */
+#define SCHED_VIEW_LAYOUT 5
 #define SCHED_GONE "gone"
 #define SCHED_TOUCHED "touched"
+#define SCHED_NODEPODS "nodepods"
 #define SCHED_PHASE_SZ 16
 #define SCHED_REASON_SZ 256
 #define SCHED_POD_DEVICES 4
@@ -187,9 +189,13 @@ int sched_why_drop(bus_txn *t, const char *job);
 typedef struct sched_keys {
   char (*v)[SCHED_DNAME_SZ];
   size_t n, cap;
+  size_t skip; /* bytes left off the front of each key */
 } sched_keys;
 int sched_keys_of(bus_txn *t, const char *table, const char *prefix,
                   sched_keys *out);
+/* As sched_keys_of, each key without the prefix. */
+int sched_key_tails(bus_txn *t, const char *table, const char *prefix,
+                    sched_keys *out);
 /* Visit every pod of job (prefix scan of "<job>-"; checks pod.job). */
 typedef int (*sched_pod_cb)(bus_txn *t, pod_rec *p, void *ud);
 int sched_each_pod(bus_txn *t, const char *job, sched_pod_cb cb, void *ud);
@@ -275,6 +281,17 @@ int sched_drop_holds(bus_txn *t, const pod_rec *p);
 typedef int (*sched_hold_cb)(const char *device, void *ud);
 int sched_each_hold(bus_txn *t, const char *node, const char *pod,
                     sched_hold_cb cb, void *ud);
+
+/* ------------------------------------------------------------ nodepods */
+
+/* Mark pod p as booked on its node (booked 1) or no longer (0): the
+ * `nodepods` row "<node>/<pod>", kept by sched_node_book. */
+int sched_nodepod_mark(bus_txn *t, const pod_rec *p, int booked);
+/* Visit the pods booked on node, in name order: each read from `pods`,
+ * bound there and not released (a row that no longer says so is
+ * dropped). cb may change pods and the rows. */
+int sched_each_node_pod(bus_txn *t, const char *node, sched_pod_cb cb,
+                        void *ud);
 
 /* Pod bookkeeping shared by apply paths. */
 int sched_pod_release(bus_txn *t, pod_rec *p);
