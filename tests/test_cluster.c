@@ -1,7 +1,8 @@
 /*
  * test_cluster.c - broker-config's 3-node cluster on loopback: an R3
  * LARK_EVENTS keeps every acknowledged event while one server is killed
- * in the middle of the appends (docs/design.md section 9).
+ * in the middle of the appends (docs/design.md section 9), and a cluster
+ * without its quorum answers "try again".
  *
  * Route ports are found by binding port 0 and closing; another process
  * may take one in between, so a cluster that fails to start is retried
@@ -218,5 +219,65 @@ Test(cluster, r3_keeps_acked_events_when_a_server_dies, .timeout = 180,
               "acked event %s is missing (%zu read, %zu acked, "
               "%zu sync attempts failed)",
               acked[i], total, nacked, failed_sync);
+  teardown(&k);
+}
+
+/* Codes every caller takes as "try again". */
+static int
+try_again(int rc) {
+  return rc == BUS_ECONN || rc == BUS_ETIMEOUT || rc == BUS_ENO_STREAM;
+}
+
+/* What a cluster that lost its quorum answers: "try again", not a
+ * refusal. Two of three servers are killed; the survivor has no meta
+ * leader, and the stream's leader cannot apply what it proposes. Making
+ * a node's stream (as the scheduler does for a registration) and a
+ * checked append (a node.registered), waited for or async, must fail
+ * with a code every caller retries, never with one that drops the work
+ * or stops a service (BUS_EBROKER was said of "JetStream system
+ * temporarily unavailable", 10008, and of a check against a subject
+ * whose last write is in flight, 10164). Which answers come depends on
+ * where the leaders were. */
+Test(cluster, a_cluster_without_quorum_says_try_again, .timeout = 120,
+     .fini = stop_current) {
+  cluster k;
+  setup(&k);
+  for (int i = 1; i < NSERVERS; i++) {
+    kill(k.s[i].pid, SIGKILL);
+    waitpid(k.s[i].pid, NULL, 0);
+    k.s[i].pid = 0;
+  }
+  int64_t end = lt_now_ms() + 10000;
+  int tries = 0, broker = 0;
+  char last[1024] = "";
+  while (lt_now_ms() < end) {
+    int rcs[3];
+    char why[3][1024];
+    bus_event ev;
+    char id[33], name[32];
+    snprintf(name, sizeof name, "q%d", tries);
+    rcs[0] = bus_node_stream_ensure(k.c, name, NULL);
+    snprintf(why[0], sizeof why[0], "%.900s", bus_last_error());
+    event(&k, &ev, id);
+    rcs[1] =
+        bus_append(k.c, "lark.ev.sample.q", &ev, BUS_APPEND_CHECK, NULL, NULL);
+    snprintf(why[1], sizeof why[1], "%.900s", bus_last_error());
+    event(&k, &ev, id);
+    rcs[2] = bus_append_async(k.c, "lark.ev.sample.q", &ev, BUS_APPEND_CHECK);
+    if (!rcs[2])
+      rcs[2] = bus_append_flush(k.c, 2000, NULL);
+    snprintf(why[2], sizeof why[2], "%.900s", bus_last_error());
+    for (int j = 0; j < 3; j++) {
+      static const char *const what[] = {"stream", "append", "async"};
+      cr_log_info("try %d, %s: %s (%s)", tries, what[j], bus_err_name(rcs[j]),
+                  rcs[j] ? why[j] : "");
+      if (rcs[j] && !try_again(rcs[j]) && !broker++)
+        memcpy(last, why[j], sizeof last);
+    }
+    tries++;
+    usleep(500 * 1000);
+  }
+  cr_expect_eq(broker, 0, "%d of %d answers were not \"try again\": %s", broker,
+               2 * tries, last);
   teardown(&k);
 }

@@ -96,8 +96,9 @@ out:
 
 static int
 failure_code(const jsPubAckErr *pae) {
-  if (pae->ErrCode == JSStreamWrongLastSequenceErr)
-    return BUS_ECONFLICT;
+  int code = bus__js_code((int)pae->ErrCode);
+  if (code)
+    return code;
   if (pae->Err == NATS_TIMEOUT)
     return BUS_ETIMEOUT;
   if (pae->Err == NATS_NO_RESPONDERS)

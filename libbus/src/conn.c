@@ -28,57 +28,78 @@ nats_open_once(void) {
   nats_open_status = nats_Open(-1);
 }
 
+/* "wrong last sequence" without a sequence (server 2.12+, a clustered
+ * stream): the subject has a write proposed and not yet applied, so a
+ * check against its last sequence cannot be made now. Not in nats.c's
+ * codes. */
+#define JS_WRONG_LAST_SEQUENCE_CONSTANT 10164
+
+/*
+ * A JetStream cluster that cannot take a request now answers with a code
+ * of its own: no meta leader (10008, 10009: a server restarting, a
+ * quorum lost), or a subject whose last write is still in flight
+ * (10164). Each is "try again", as an answer that never came: BUS_ECONN
+ * and BUS_ETIMEOUT are what every caller retries, where BUS_EBROKER
+ * would drop the work (a node's registration) or stop a service. The
+ * test cluster/a_cluster_without_quorum_says_try_again.
+ */
 int
-bus__nats_err(natsStatus s, jsErrCode jerr, const char *what) {
-  int code;
-  switch ((int)jerr) {
+bus__js_code(int jerr) {
+  switch (jerr) {
   case JSStreamWrongLastSequenceErr:
-    code = BUS_ECONFLICT;
-    break;
+    return BUS_ECONFLICT;
   case JSStreamNotFoundErr:
-    code = BUS_ENO_STREAM;
-    break;
+    return BUS_ENO_STREAM;
   case JSConsumerNotFoundErr:
   case JSNoMessageFoundErr:
-    code = BUS_ENOT_FOUND;
-    break;
+    return BUS_ENOT_FOUND;
+  case JSClusterNotAvailErr:
+  case JSClusterNotLeaderErr:
+    return BUS_ECONN;
+  case JS_WRONG_LAST_SEQUENCE_CONSTANT:
+    return BUS_ETIMEOUT;
   default:
-    switch (s) {
-    case NATS_TIMEOUT:
-      code = BUS_ETIMEOUT;
-      break;
-    case NATS_CONNECTION_AUTH_FAILED:
-      code = BUS_EAUTH;
-      break;
-    case NATS_NOT_PERMITTED:
-      code = BUS_EDENIED;
-      break;
-    case NATS_NOT_FOUND:
-      code = BUS_ENOT_FOUND;
-      break;
-    case NATS_INVALID_ARG:
-    case NATS_INVALID_SUBJECT:
-      code = BUS_EINVAL;
-      break;
-    case NATS_NO_MEMORY:
-      code = -ENOMEM;
-      break;
-    case NATS_MAX_PAYLOAD:
-      code = BUS_ETOO_BIG;
-      break;
-    case NATS_NO_SERVER:
-    case NATS_CONNECTION_CLOSED:
-    case NATS_CONNECTION_DISCONNECTED:
-    case NATS_NOT_YET_CONNECTED:
-    case NATS_STALE_CONNECTION:
-    case NATS_NO_RESPONDERS:
-    case NATS_IO_ERROR:
-      code = BUS_ECONN;
-      break;
-    default:
-      code = BUS_EBROKER;
-    }
+    return 0;
   }
+}
+
+/* The BUS_E* code of a nats.c status. */
+static int
+status_code(natsStatus s) {
+  switch (s) {
+  case NATS_TIMEOUT:
+    return BUS_ETIMEOUT;
+  case NATS_CONNECTION_AUTH_FAILED:
+    return BUS_EAUTH;
+  case NATS_NOT_PERMITTED:
+    return BUS_EDENIED;
+  case NATS_NOT_FOUND:
+    return BUS_ENOT_FOUND;
+  case NATS_INVALID_ARG:
+  case NATS_INVALID_SUBJECT:
+    return BUS_EINVAL;
+  case NATS_NO_MEMORY:
+    return -ENOMEM;
+  case NATS_MAX_PAYLOAD:
+    return BUS_ETOO_BIG;
+  case NATS_NO_SERVER:
+  case NATS_CONNECTION_CLOSED:
+  case NATS_CONNECTION_DISCONNECTED:
+  case NATS_NOT_YET_CONNECTED:
+  case NATS_STALE_CONNECTION:
+  case NATS_NO_RESPONDERS:
+  case NATS_IO_ERROR:
+    return BUS_ECONN;
+  default:
+    return BUS_EBROKER;
+  }
+}
+
+int
+bus__nats_err(natsStatus s, jsErrCode jerr, const char *what) {
+  int code = bus__js_code((int)jerr);
+  if (!code)
+    code = status_code(s);
   const char *text = nats_GetLastError(NULL);
   if (!text || !*text)
     text = natsStatus_GetText(s);

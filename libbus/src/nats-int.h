@@ -79,6 +79,10 @@ void bus__sub_done(bus_conn *c, natsSubscription *sub);
  * ("what: nats text (jetstream code)") for bus_last_error().
  */
 int bus__nats_err(natsStatus s, jsErrCode jerr, const char *what);
+/* The BUS_E* code of a JetStream error code the broker answered with (a
+ * request's, a publish's, an async publish's), 0 for one without a code
+ * of its own. One table for every path. */
+int bus__js_code(int jerr);
 
 /* jsOptions with the connection's JetStream wait. */
 void bus__js_opts(const bus_conn *c, jsOptions *o);

@@ -338,12 +338,11 @@ answer(slot *sl, natsMsg *m) {
   snprintf(sl->why, sizeof sl->why, "%.*s (jetstream code %llu)",
            d ? (int)strcspn(d + 15, "\"") : 6, d ? d + 15 : "refused",
            (unsigned long long)code);
-  /* a check that failed, on the subject or on the message before */
-  int refused =
-      code == JSStreamWrongLastSequenceErr || code == JSStreamWrongLastMsgIDErr;
-  sl->a.rc = refused                       ? BUS_ECONFLICT
-             : code == JSStreamNotFoundErr ? BUS_ENO_STREAM
-                                           : BUS_EBROKER;
+  /* a check that failed on the message before, or what the table says
+   * (on the subject: BUS_ECONFLICT) */
+  int rc = code == JSStreamWrongLastMsgIDErr ? BUS_ECONFLICT
+                                             : bus__js_code((int)code);
+  sl->a.rc = rc ? rc : BUS_EBROKER;
 }
 
 /* A raw pipe's answer as it came into sl ("" for no responders, or
