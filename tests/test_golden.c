@@ -443,7 +443,7 @@ typedef struct booked {
   bus_txn *t;
   size_t pods;   /* bound and not released */
   size_t missed; /* of those, without their nodepods row */
-  char first_missed[SCHED_DNAME_SZ];
+  char first_missed[SCHED_NAME_SZ + SCHED_DNAME_SZ];
 } booked;
 
 static int

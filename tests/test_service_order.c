@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -438,4 +439,51 @@ Test(order, a_pass_asked_for_again_runs_when_nothing_came) {
                "the pass asked for again saw %llu event(s) (0: it "
                "never ran)",
                (unsigned long long)(saw ? saw - 1 : 0));
+}
+
+/* ------------------------------------------------------ a server's stop */
+
+/* Events from..from+n-1 appended once the broker takes them again (its
+ * connection reconnecting after a restart): 0, or the last failure. */
+static int
+append_when_back(int from, int n) {
+  int rc = 0;
+  for (int i = from; i < from + n; i++) {
+    char subject[64], id[32];
+    snprintf(subject, sizeof subject, "lark.ev.sample.s%d", i);
+    snprintf(id, sizeof id, "back-%d-%ld", i, (long)time(NULL));
+    bus_event ev = {
+        .v = 1, .type = "sample.created", .id = id, .ts = 1, .actor = "t"};
+    ev.data.type = MSGPACK_OBJECT_NIL;
+    for (int t = 0; t < 100; t++, usleep(100 * 1000))
+      if (!(rc =
+                bus_append(conn, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL)))
+        break;
+  }
+  return rc;
+}
+
+/* A server that shuts down ends the pull request the loop waits on with
+ * "409 Server Shutdown": the loop takes it as the connection's loss it
+ * is, reconnects and goes on, instead of ending with a broker error (a
+ * hub server of a cluster stopped for an upgrade stopped every service
+ * attached to it). */
+Test(order, a_server_shutting_down_under_the_fetch_is_a_reconnection) {
+  runner r = {.v = open_view()};
+  pthread_t svc;
+  bus_status st;
+  append_n(0, 3);
+  pthread_create(&svc, NULL, run_service, &r);
+  cr_assert(wait_status("up", 3, 20000, &st), "the service did not start");
+  usleep(300 * 1000); /* idle: its fetch waits at the broker */
+  cr_assert_eq(lt_natsd_restart(&srv, SIGTERM), 0);
+  cr_assert_eq(append_when_back(3, 3), 0, "%s", bus_last_error());
+  cr_expect(wait_status("up", 6, 20000, &st),
+            "the service did not go on after the restart (rc %s)",
+            bus_err_name(r.rc));
+  r.stop = 1;
+  pthread_join(svc, NULL);
+  cr_expect_eq(r.rc, 0, "the service ended with %s", bus_err_name(r.rc));
+  expect_in_order(r.v, 6);
+  bus_view_close(r.v);
 }

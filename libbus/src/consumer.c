@@ -361,6 +361,25 @@ quiet(natsStatus s) {
   return s == NATS_TIMEOUT || s == NATS_NOT_FOUND;
 }
 
+/*
+ * A fetch that ended with a status nats.c reads as an error (NATS_ERR
+ * and the status's description): "409 Server Shutdown" (the server
+ * answering it is going away) and "409 Leadership Change" (the
+ * consumer's leader moved) say to ask again, where the connection is
+ * about to be, as after any lost connection: BUS_ECONN. "409 Consumer
+ * Deleted" is BUS_ENOT_FOUND. Anything else is the broker's error.
+ */
+static int
+fetch_failed(natsStatus s) {
+  const char *why = s == NATS_ERR ? nats_GetLastError(NULL) : NULL;
+  if (why &&
+      (strstr(why, "Server Shutdown") || strstr(why, "Leadership Change")))
+    return BUS_ERR(BUS_ECONN, "fetch: %s: asked again", why);
+  if (why && strstr(why, "Consumer Deleted"))
+    return BUS_ERR(BUS_ENOT_FOUND, "fetch: the consumer was deleted");
+  return bus__nats_err(s, 0, "fetch");
+}
+
 /* How long a fetch that should not wait gives the broker to answer. */
 #define SHORT_MS 10
 
@@ -400,7 +419,7 @@ bus__fetch(natsSubscription *sub, int max, int timeout_ms, natsMsgList *list) {
   if (s == NATS_NO_RESPONDERS) /* server 2.10+: "503" for a consumer gone */
     return BUS_ERR(BUS_ENOT_FOUND, "fetch: no responders (the consumer is "
                                    "gone, or JetStream is not answering)");
-  return s == NATS_OK || quiet(s) ? 0 : bus__nats_err(s, 0, "fetch");
+  return s == NATS_OK || quiet(s) ? 0 : fetch_failed(s);
 }
 
 /*

@@ -215,7 +215,12 @@ lt_natsd_stop(lt_natsd *s) {
 
 int
 lt_natsd_kill_restart(lt_natsd *s) {
-  lt_stop(s->pid, SIGKILL, 10000);
+  return lt_natsd_restart(s, SIGKILL);
+}
+
+int
+lt_natsd_restart(lt_natsd *s, int sig) {
+  lt_stop(s->pid, sig, 10000);
   char path[512];
   snprintf(path, sizeof path, "%s/nats-server_%d.ports", s->dir, (int)s->pid);
   unlink(path);

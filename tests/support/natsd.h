@@ -32,6 +32,9 @@ void lt_natsd_stop(lt_natsd *s);
 /* Stop hard (SIGKILL), keep the directory, and start again on the same
  * port and store: a broker crash. */
 int lt_natsd_kill_restart(lt_natsd *s);
+/* The same after stopping it with sig (SIGTERM: a shutdown, which tells
+ * waiting pull requests "409 Server Shutdown"). */
+int lt_natsd_restart(lt_natsd *s, int sig);
 
 /* A temporary directory for the test (created); caller removes with
  * lt_rmtree, which first kills what still runs from it (pods and robots
