@@ -81,18 +81,27 @@ open_view(void) {
   return lt_must_open_view(&d, dir, 1);
 }
 
+/* Event i on lark.ev.sample.s<i>, tried up to tries times 100 ms apart
+ * (a broker coming back); 0, or the last failure. */
+static int
+append_one(int i, int tries) {
+  char subject[64], id[32];
+  snprintf(subject, sizeof subject, "lark.ev.sample.s%d", i);
+  snprintf(id, sizeof id, "ev-%d-%ld", i, (long)time(NULL));
+  bus_event ev = {
+      .v = 1, .type = "sample.created", .id = id, .ts = 1, .actor = "t"};
+  ev.data.type = MSGPACK_OBJECT_NIL;
+  int rc = 0;
+  for (int t = 0; t < tries; t++, usleep(100 * 1000))
+    if (!(rc = bus_append(conn, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL)))
+      break;
+  return rc;
+}
+
 static void
 append_n(int from, int n) {
-  for (int i = from; i < from + n; i++) {
-    char subject[64], id[32];
-    snprintf(subject, sizeof subject, "lark.ev.sample.s%d", i);
-    snprintf(id, sizeof id, "ev-%d-%ld", i, (long)time(NULL));
-    bus_event ev = {
-        .v = 1, .type = "sample.created", .id = id, .ts = 1, .actor = "t"};
-    ev.data.type = MSGPACK_OBJECT_NIL;
-    int rc = bus_append(conn, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL);
-    cr_assert_eq(rc, 0, "append: %s", bus_last_error());
-  }
+  for (int i = from; i < from + n; i++)
+    cr_assert_eq(append_one(i, 1), 0, "append: %s", bus_last_error());
 }
 
 typedef struct runner {
@@ -179,6 +188,16 @@ wait_status(const char *what, uint64_t seq, int ms, bus_status *st) {
   return 0;
 }
 
+/* The service started on r after n events, and up with them applied. */
+static void
+start_after(runner *r, pthread_t *svc, int n) {
+  bus_status st;
+  append_n(0, n);
+  pthread_create(svc, NULL, run_service, r);
+  cr_assert(wait_status("up", (uint64_t)n, 20000, &st),
+            "the service did not start");
+}
+
 /* The view's list must be 1..n, each once, in order. */
 static void
 expect_in_order(bus_view *v, uint64_t n) {
@@ -234,9 +253,7 @@ Test(order, events_another_client_takes_are_applied_all_the_same) {
   runner r = {.v = open_view()};
   pthread_t svc, thr;
   bus_status st;
-  append_n(0, 5);
-  pthread_create(&svc, NULL, run_service, &r);
-  cr_assert(wait_status("up", 5, 20000, &st), "the service did not start");
+  start_after(&r, &svc, 5);
   thief th = {0};
   pthread_create(&thr, NULL, steal, &th);
   for (int i = 0; i < 20; i++) {
@@ -286,9 +303,7 @@ Test(order, the_last_event_another_client_takes_is_applied_at_once) {
   runner r = {.v = open_view()};
   pthread_t svc;
   bus_status st;
-  append_n(0, 5);
-  pthread_create(&svc, NULL, run_service, &r);
-  cr_assert(wait_status("up", 5, 20000, &st), "the service did not start");
+  start_after(&r, &svc, 5);
   natsConnection *nc = NULL;
   cr_assert_eq(natsConnection_ConnectTo(&nc, srv.url), NATS_OK);
   /* it takes the last event and acks it: the broker never delivers it
@@ -319,10 +334,7 @@ Test(order, the_last_event_another_client_takes_is_applied_at_once) {
 static void
 applied_then_stream_lost(runner *r, int keep) {
   pthread_t svc;
-  bus_status st;
-  append_n(0, 6);
-  pthread_create(&svc, NULL, run_service, r);
-  cr_assert(wait_status("up", 6, 20000, &st), "the service did not start");
+  start_after(r, &svc, 6);
   r->stop = 1;
   pthread_join(svc, NULL);
   cr_assert_eq(bus_stream_delete(conn, "LARK_EVENTS"), 0);
@@ -443,26 +455,6 @@ Test(order, a_pass_asked_for_again_runs_when_nothing_came) {
 
 /* ------------------------------------------------------ a server's stop */
 
-/* Events from..from+n-1 appended once the broker takes them again (its
- * connection reconnecting after a restart): 0, or the last failure. */
-static int
-append_when_back(int from, int n) {
-  int rc = 0;
-  for (int i = from; i < from + n; i++) {
-    char subject[64], id[32];
-    snprintf(subject, sizeof subject, "lark.ev.sample.s%d", i);
-    snprintf(id, sizeof id, "back-%d-%ld", i, (long)time(NULL));
-    bus_event ev = {
-        .v = 1, .type = "sample.created", .id = id, .ts = 1, .actor = "t"};
-    ev.data.type = MSGPACK_OBJECT_NIL;
-    for (int t = 0; t < 100; t++, usleep(100 * 1000))
-      if (!(rc =
-                bus_append(conn, subject, &ev, BUS_APPEND_NOCHECK, NULL, NULL)))
-        break;
-  }
-  return rc;
-}
-
 /* A server that shuts down ends the pull request the loop waits on with
  * "409 Server Shutdown": the loop takes it as the connection's loss it
  * is, reconnects and goes on, instead of ending with a broker error (a
@@ -472,12 +464,11 @@ Test(order, a_server_shutting_down_under_the_fetch_is_a_reconnection) {
   runner r = {.v = open_view()};
   pthread_t svc;
   bus_status st;
-  append_n(0, 3);
-  pthread_create(&svc, NULL, run_service, &r);
-  cr_assert(wait_status("up", 3, 20000, &st), "the service did not start");
+  start_after(&r, &svc, 3);
   usleep(300 * 1000); /* idle: its fetch waits at the broker */
   cr_assert_eq(lt_natsd_restart(&srv, SIGTERM), 0);
-  cr_assert_eq(append_when_back(3, 3), 0, "%s", bus_last_error());
+  for (int i = 3; i < 6; i++) /* once the broker takes them again */
+    cr_assert_eq(append_one(i, 100), 0, "%s", bus_last_error());
   cr_expect(wait_status("up", 6, 20000, &st),
             "the service did not go on after the restart (rc %s)",
             bus_err_name(r.rc));
