@@ -36,9 +36,10 @@ nats_open_once(void) {
 
 /*
  * A JetStream cluster that cannot take a request now answers with a code
- * of its own: no meta leader (10008, 10009: a server restarting, a
- * quorum lost), or a subject whose last write is still in flight
- * (10164). Each is "try again", as an answer that never came: BUS_ECONN
+ * of its own: no peer to place a new stream on (10005, "peer offline":
+ * a server restarting), no meta leader (10008, 10009: a server
+ * restarting, a quorum lost), or a subject whose last write is still in
+ * flight (10164). Each is "try again", as an answer that never came: BUS_ECONN
  * and BUS_ETIMEOUT are what every caller retries, where BUS_EBROKER
  * would drop the work (a node's registration) or stop a service. The
  * test cluster/a_cluster_without_quorum_says_try_again.
@@ -53,6 +54,7 @@ bus__js_code(int jerr) {
   case JSConsumerNotFoundErr:
   case JSNoMessageFoundErr:
     return BUS_ENOT_FOUND;
+  case JSClusterNoPeersErr:
   case JSClusterNotAvailErr:
   case JSClusterNotLeaderErr:
     return BUS_ECONN;
