@@ -361,23 +361,25 @@ quiet(natsStatus s) {
   return s == NATS_TIMEOUT || s == NATS_NOT_FOUND;
 }
 
-/*
- * A fetch that ended with a status nats.c reads as an error (NATS_ERR
- * and the status's description): "409 Server Shutdown" (the server
- * answering it is going away) and "409 Leadership Change" (the
- * consumer's leader moved) say to ask again, where the connection is
- * about to be, as after any lost connection: BUS_ECONN. "409 Consumer
- * Deleted" is BUS_ENOT_FOUND. Anything else is the broker's error.
- */
+/* "409 Server Shutdown" (the server answering is going away) and "409
+ * Leadership Change" (the consumer's leader moved) say to ask again,
+ * where the connection is about to be, as after any lost connection. */
+int
+bus__pull_end(const char *why) {
+  if (why &&
+      (strstr(why, "Server Shutdown") || strstr(why, "Leadership Change")))
+    return BUS_ECONN;
+  return why && strstr(why, "Consumer Deleted") ? BUS_ENOT_FOUND : 0;
+}
+
+/* A fetch that ended with a status nats.c reads as an error: NATS_ERR
+ * and the status's description. Anything bus__pull_end does not read is
+ * the broker's error. */
 static int
 fetch_failed(natsStatus s) {
   const char *why = s == NATS_ERR ? nats_GetLastError(NULL) : NULL;
-  if (why &&
-      (strstr(why, "Server Shutdown") || strstr(why, "Leadership Change")))
-    return BUS_ERR(BUS_ECONN, "fetch: %s: asked again", why);
-  if (why && strstr(why, "Consumer Deleted"))
-    return BUS_ERR(BUS_ENOT_FOUND, "fetch: the consumer was deleted");
-  return bus__nats_err(s, 0, "fetch");
+  int code = bus__pull_end(why);
+  return code ? BUS_ERR(code, "fetch: %s", why) : bus__nats_err(s, 0, "fetch");
 }
 
 /* How long a fetch that should not wait gives the broker to answer. */

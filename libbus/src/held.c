@@ -113,7 +113,7 @@ take(bus__held *h, natsMsg *m, natsMsgList *list) {
     return 1;
   }
   natsMsgHeader_Get(m, "Description", &why);
-  int gone = !strcmp(st, "409") && why && strstr(why, "Consumer Deleted");
+  int gone = !strcmp(st, "409") && bus__pull_end(why) == BUS_ENOT_FOUND;
   if (strcmp(st, "100")) /* anything but a heartbeat ends the request */
     h->open = 0;
   natsMsg_Destroy(m);

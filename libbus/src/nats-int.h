@@ -163,6 +163,11 @@ size_t bus__batch_in_order(const bus_batch *b, uint64_t applied,
                            uint64_t *next_cseq);
 /* Messages nats.c holds for k, not yet fetched (0 for a held pull). */
 int bus__consumer_queued(bus_consumer *k);
+/* What the words of a status that ended a pull request say (its
+ * Description, or nats.c's text for it): BUS_ECONN for "Server Shutdown"
+ * and "Leadership Change" (ask again), BUS_ENOT_FOUND for "Consumer
+ * Deleted", 0 for anything else or NULL. One reading for both pulls. */
+int bus__pull_end(const char *why);
 /* The view's lag as the consumer sees it: messages of its filter not yet
  * delivered, plus those delivered and not acknowledged; and the number
  * of the consumer's last delivery into *delivered. */
